@@ -1,0 +1,60 @@
+#pragma once
+// A recompute block described by its real tensors and operations, from which
+// every strategy's kept bytes, transient bytes and FLOPs are derived.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace remat {
+
+struct TensorDef {
+  std::string name;
+  double bytes = 0;  // per rank, per microbatch
+};
+
+enum class OpKind { gemm, attention, memory_bound, collective, host_copy };
+
+struct OpDef {
+  std::string name;
+  OpKind kind = OpKind::memory_bound;
+  double fwd_flops = 0;       // model FLOPs of the forward
+  double bwd_flops = 0;       // model FLOPs of the backward (2x forward for matmuls)
+  double bwd_exec_flops = 0;  // FLOPs the backward kernel executes (flash backward recomputes scores)
+  double fwd_bytes = 0;       // HBM traffic (memory-bound ops) or bytes on the wire (collectives)
+  double bwd_bytes = 0;
+  double gemm_flops_each = 0;  // FLOPs of one GEMM call, for size-dependent efficiency
+  int64_t link_ranks = 1;      // collectives: ranks in the group
+  std::vector<std::string> saves;  // tensors its backward reads
+};
+
+struct Block {
+  std::string name;                    // "mlp", "gqa", "moe.routed", ...
+  std::vector<std::string> inputs;     // tensors a recompute strategy keeps
+  std::vector<std::string> kept_outside;  // saved for ops after the block (o for Wo)
+  std::vector<std::string> attention_stats;  // kept by eagle to skip the flash forward
+  std::vector<TensorDef> tensors;
+  std::vector<OpDef> ops;
+
+  double tensor_bytes(const std::string& name) const;
+  bool ends_with_gemm() const { return !ops.empty() && ops.back().kind == OpKind::gemm; }
+};
+
+// What one strategy costs on one block, per microbatch.
+struct BlockCost {
+  double kept_bytes = 0;       // alive from forward to backward, the block inputs included
+  double transient_bytes = 0;  // extra bytes alive while its backward (and recompute) runs
+  double offload_bytes = 0;    // copied to host and back (each direction)
+  double fwd_flops = 0, bwd_flops = 0, recompute_flops = 0;
+  double bwd_exec_flops = 0;
+  std::vector<const OpDef*> recompute_ops;  // forward ops replayed in backward
+};
+
+enum class BlockMode;
+BlockCost block_cost(const Block& block, BlockMode mode, bool early_stop);
+// Bytes every saved tensor takes: the `none` footprint.
+double saved_bytes(const Block& block);
+// Gradient buffers alive while the block's backward runs: the largest op's
+// output gradient and input gradients, bounded by three of its largest tensor.
+double grad_working_bytes(const Block& block);
+
+}  // namespace remat

@@ -1,0 +1,59 @@
+#pragma once
+// The `exact` formula set: recompute blocks (EAGLE Appendix C boundaries)
+// built from a model's real shapes on one tensor-parallel rank.
+#include <cstdint>
+#include <vector>
+
+#include "remat/cost/block.hpp"
+#include "remat/spec/model_spec.hpp"
+#include "remat/spec/training_spec.hpp"
+
+namespace remat {
+
+// Shapes of one microbatch on one rank.
+struct RankShape {
+  double b = 1;          // sequences
+  double s = 1;          // sequence length
+  int64_t tp = 1;
+  int64_t ep = 1;
+  bool sp = false;       // sequence parallel (tp > 1)
+  bool causal = true;
+  bool swiglu_fused = true;
+  bool gqa_expand_kv = false;
+  bool flash_attention = true;
+
+  double tokens() const { return b * s; }                           // full sequence
+  double seq_tokens() const { return sp ? b * s / double(tp) : b * s; }  // residual-stream rows
+};
+
+RankShape rank_shape(const TrainingSpec& t);
+
+// Model-dependent sub-shapes, for the blocks and the paper's symbols.
+int64_t gqa_head_dim(const ModelSpec& m);
+
+Block rmsnorm_linear_block(const RankShape& r, int64_t hidden, int64_t out_features, const char* name);
+Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn);
+Block gqa_block(const RankShape& r, const ModelSpec& m);
+Block mla_down_block(const RankShape& r, const ModelSpec& m);
+Block mla_up_attn_block(const RankShape& r, const ModelSpec& m);
+Block moe_shared_block(const RankShape& r, const ModelSpec& m);
+Block moe_routed_block(const RankShape& r, const ModelSpec& m);
+
+// Ops outside any recompute block (never recomputed at block granularity).
+Block attention_out_glue(const RankShape& r, const ModelSpec& m);  // Wo, reduce, residual
+Block mlp_out_glue(const RankShape& r, int64_t hidden);           // reduce, residual
+Block moe_dispatch_glue(const RankShape& r, const ModelSpec& m);  // permute, all-to-all
+Block moe_combine_glue(const RankShape& r, const ModelSpec& m);   // all-to-all, unpermute, weighting
+
+// One transformer layer: blocks in forward order; `recomputable` marks the
+// Appendix C blocks, the others are glue.
+struct LayerDef {
+  std::vector<Block> blocks;
+  std::vector<bool> recomputable;
+  double input_bytes = 0;  // the layer input (the full-recompute checkpoint)
+  int recompute_block_count() const;
+};
+
+LayerDef build_layer(const ModelSpec& m, const RankShape& r, int64_t layer_index);
+
+}  // namespace remat

@@ -1,0 +1,24 @@
+#pragma once
+// Cost of one layer under one choice, per microbatch on one rank.
+#include "remat/cost/exact_blocks.hpp"
+#include "remat/spec/hardware_spec.hpp"
+#include "remat/spec/plan.hpp"
+
+namespace remat {
+
+struct LayerCost {
+  double kept_bytes = 0;       // alive from this layer's forward to its backward
+  double transient_bytes = 0;  // extra while its backward runs (recomputed tensors, gradients)
+  double offload_bytes = 0;    // to host and back, each direction
+  double fwd_flops = 0, bwd_flops = 0, bwd_exec_flops = 0, recompute_flops = 0;
+  double fwd_s = 0, bwd_s = 0, recompute_s = 0;
+  double comm_s = 0;  // part of fwd_s + bwd_s + recompute_s spent in collectives
+};
+
+LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool early_stop, const HardwareSpec& hw);
+
+// The per-layer choice a uniform strategy makes for a recomputed layer.
+LayerChoice choice_for(Strategy s, const LayerDef& layer);
+LayerChoice offload_choice(const LayerDef& layer);
+
+}  // namespace remat

@@ -1,0 +1,25 @@
+#pragma once
+// Predicted time of one op: FLOPs over (peak x efficiency) or bytes over
+// (bandwidth x efficiency), whichever applies to its kind.
+#include "remat/cost/block.hpp"
+#include "remat/spec/hardware_spec.hpp"
+
+namespace remat {
+
+// GPUs in one node: collectives of more ranks cross the network.
+constexpr int64_t kGpusPerNode = 8;
+
+// Achieved fraction of the bf16 peak for one GEMM of `flops`, interpolated
+// in log10(flops) between the hardware file's points, clamped at the ends.
+double gemm_efficiency(const Efficiency& eff, double flops);
+// Achieved bytes/s per direction for a collective over `ranks` GPUs.
+double link_bytes_per_s(const HardwareSpec& hw, int64_t ranks);
+double host_copy_bytes_per_s(const HardwareSpec& hw);
+
+struct OpTime {
+  double fwd_s = 0;
+  double bwd_s = 0;
+};
+OpTime op_time(const OpDef& op, const HardwareSpec& hw);
+
+}  // namespace remat

@@ -1,0 +1,35 @@
+#pragma once
+// Parameter counts and the bytes weights, gradients and optimizer state take.
+#include <cstdint>
+
+#include "remat/spec/model_spec.hpp"
+#include "remat/spec/training_spec.hpp"
+
+namespace remat {
+
+struct ParamCount {
+  double dense = 0;   // replicated over data parallel (sharded by tp where the layer is)
+  double expert = 0;  // routed experts, sharded by ep
+  double total() const { return dense + expert; }
+};
+
+// One layer's parameters on one rank of tp x ep (tp = ep = 1: the whole layer).
+ParamCount layer_params(const ModelSpec& m, int64_t layer_index, int64_t tp, int64_t ep);
+double embedding_params(const ModelSpec& m, int64_t tp);  // V h / tp
+// Whole model, unsharded, with `layers` transformer layers.
+double model_params(const ModelSpec& m, int64_t layers);
+
+struct StaticBytes {
+  double weights = 0;
+  double gradients = 0;
+  double optimizer = 0;
+  double total() const { return weights + gradients + optimizer; }
+};
+
+// Bytes per parameter for weights / gradients / optimizer state when the
+// optimizer shards over `shard` data-parallel ranks (Megatron: 18 bytes
+// replicated; 6 + 12/dp with the distributed optimizer).
+StaticBytes bytes_per_param(const TrainingSpec& t, double shard);
+StaticBytes static_bytes(const ParamCount& p, const TrainingSpec& t);
+
+}  // namespace remat

@@ -1,0 +1,42 @@
+#pragma once
+// GPU facts in SI units: FLOP/s, bytes, bytes/s.
+#include <string>
+#include <vector>
+
+namespace remat {
+
+struct EfficiencyPoint {
+  double flops = 0;     // FLOPs of one GEMM (2mnk)
+  double fraction = 0;  // achieved fraction of the bf16 peak at that size
+};
+
+struct Efficiency {
+  std::vector<EfficiencyPoint> gemm_by_flops;  // ascending in flops
+  double attention_fwd = 0.6;
+  double attention_bwd = 0.5;
+  double memory_bound = 0.85;
+  double host_link = 0.8;
+  double nvlink = 0.8;
+  double network = 0.8;
+};
+
+struct HardwareSpec {
+  std::string name;
+  std::string source;
+  double peak_bf16_flops = 0;  // dense FLOP/s
+  double peak_fp16_flops = 0;
+  double peak_tf32_flops = 0;
+  double peak_fp32_flops = 0;
+  double peak_fp8_flops = 0;
+  double hbm_bytes = 0;
+  double hbm_bytes_per_s = 0;
+  double host_link_bytes_per_s = 0;  // per direction
+  double nvlink_bytes_per_s = 0;     // bidirectional total per GPU
+  int64_t nvlink_domain_gpus = 1;
+  double network_bytes_per_s = 0;  // per GPU per direction
+  double memory_reserve_bytes = 0;
+  Efficiency efficiency;
+  std::string calibrated_from;  // measurement file the efficiencies were fitted to
+};
+
+}  // namespace remat

@@ -1,0 +1,52 @@
+#pragma once
+// Model dimensions, named as in Hugging Face config.json.
+#include <cstdint>
+#include <string>
+
+namespace remat {
+
+enum class AttentionKind { gqa, mla };
+
+struct ModelSpec {
+  std::string name;
+  std::string source;
+  double published_params_B = 0;  // published total, billions (0 = unknown)
+
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;  // dense MLP size
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  int64_t head_dim = 0;  // GQA per-head dim (hidden_size / heads when absent)
+  int64_t vocab_size = 0;
+  int64_t num_hidden_layers = 0;
+  bool tie_word_embeddings = false;
+
+  // Mixture of experts (n_routed_experts == 0: dense model).
+  int64_t n_routed_experts = 0;
+  int64_t num_experts_per_tok = 0;
+  int64_t moe_intermediate_size = 0;
+  int64_t n_shared_experts = 0;
+  int64_t first_k_dense_replace = 0;
+  int64_t moe_layer_freq = 1;
+
+  // Multi-head latent attention (kv_lora_rank > 0: MLA).
+  int64_t q_lora_rank = 0;  // 0: queries projected from the hidden state directly
+  int64_t kv_lora_rank = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t v_head_dim = 0;
+
+  // The EAGLE paper's Table 6 layer count and total, where it differs.
+  int64_t paper_num_hidden_layers = 0;
+  double paper_params_B = 0;
+
+  AttentionKind attention() const { return kv_lora_rank > 0 ? AttentionKind::mla : AttentionKind::gqa; }
+  bool is_moe() const { return n_routed_experts > 0; }
+  // Whether layer `index` (0-based) uses the MoE feed-forward (DeepSeek's rule).
+  bool layer_is_moe(int64_t index) const {
+    return is_moe() && index >= first_k_dense_replace && (index % moe_layer_freq) == 0;
+  }
+  int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
+};
+
+}  // namespace remat

@@ -1,0 +1,13 @@
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace remat::cli {
+
+// Each adds its subcommand to `app` and returns the function that runs it
+// (returning the exit code) once the command line is parsed.
+using Runner = std::function<int()>;
+Runner add_modules_command(CLI::App& app);
+Runner add_estimate_command(CLI::App& app);
+
+}  // namespace remat::cli

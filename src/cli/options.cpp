@@ -1,0 +1,120 @@
+#include "options.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <iostream>
+
+#include "remat/io/sha256.hpp"
+#include "remat/spec/validate.hpp"
+
+#ifndef REMAT_VERSION
+#define REMAT_VERSION "0.0.0"
+#endif
+#ifndef REMAT_GIT_COMMIT
+#define REMAT_GIT_COMMIT "unknown"
+#endif
+
+namespace remat::cli {
+
+void add_common_options(CLI::App& app, CommonOptions& o) {
+  app.add_option("--model", o.model, "model spec: YAML, Hugging Face config.json, or a built-in name")
+      ->capture_default_str();
+  app.add_option("--hardware", o.hardware, "hardware spec: YAML or a built-in name")->capture_default_str();
+  app.add_option("--tp", o.tp, "tensor-parallel size")->capture_default_str();
+  app.add_option("--pp", o.pp, "pipeline-parallel size")->capture_default_str();
+  app.add_option("--dp", o.dp, "data-parallel size")->capture_default_str();
+  app.add_option("--ep", o.ep, "expert-parallel size")->capture_default_str();
+  app.add_option("--mbs", o.mbs, "microbatch size (sequences)")->capture_default_str();
+  app.add_option("--gbs", o.gbs, "global batch size (sequences); 0: 4*pp microbatches per dp rank")
+      ->capture_default_str();
+  app.add_option("--seq", o.seq, "sequence length")->capture_default_str();
+  app.add_option("--num-layers", o.num_layers, "override the model's layer count (the paper's 63 for DeepSeek)");
+  app.add_option("--layers-per-stage", o.layers_per_stage, "layers per pipeline stage, e.g. 21,20,20,19");
+  app.add_flag("--no-sequence-parallel", o.no_sequence_parallel, "tp without sequence parallelism");
+  app.add_option("--precision", o.precision, "mixed (bf16 + fp32 master) or bf16")
+      ->check(CLI::IsMember({"mixed", "bf16"}))->capture_default_str();
+  app.add_option("--optimizer", o.optimizer, "adam, sgd or none (backprop only)")
+      ->check(CLI::IsMember({"adam", "sgd", "none"}))->capture_default_str();
+  app.add_option("--zero-stage", o.zero_stage, "0 replicated, 1 distributed optimizer, 2 + sharded grads")
+      ->capture_default_str();
+  app.add_flag("--swiglu-unfused", o.swiglu_unfused, "SwiGLU as separate ops (saves silu(gate) too)");
+  app.add_flag("--gqa-expand-kv", o.gqa_expand_kv, "keys/values repeated to all heads before attention");
+  app.add_flag("--no-fp32-logits", o.no_fp32_logits, "the loss keeps no fp32 copy of the logits");
+  app.add_flag("--no-flash", o.no_flash, "attention materializes the softmax");
+  app.add_option("--replay", o.replay, "recompute replay: full (Megatron) or early-stop (PyTorch non-reentrant)")
+      ->check(CLI::IsMember({"full", "early-stop"}))->capture_default_str();
+  app.add_option("--json", o.json_path, "write the JSON report to FILE ('-' for stdout)");
+  app.add_option("--format", o.format, "stdout format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+}
+
+std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text) {
+  std::vector<int64_t> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size())
+      throw InputError({{"command line", flag, text, "must be an integer or a comma-separated list of integers"}});
+    out.push_back(v);
+    start = comma + 1;
+  }
+  return out;
+}
+
+namespace {
+
+TrainingSpec training_from(const CommonOptions& o) {
+  TrainingSpec t;
+  t.tp = o.tp, t.pp = o.pp, t.dp = o.dp, t.ep = o.ep, t.mbs = o.mbs, t.gbs = o.gbs, t.seq = o.seq;
+  if (!o.layers_per_stage.empty()) t.layers_per_stage = parse_int_list("--layers-per-stage", o.layers_per_stage);
+  t.sequence_parallel = !o.no_sequence_parallel;
+  t.precision = o.precision == "bf16" ? Precision::bf16 : Precision::mixed;
+  t.optimizer = o.optimizer == "sgd" ? Optimizer::sgd : o.optimizer == "none" ? Optimizer::none : Optimizer::adam;
+  t.zero_stage = o.zero_stage;
+  t.swiglu_fused = !o.swiglu_unfused;
+  t.gqa_expand_kv = o.gqa_expand_kv;
+  t.loss_fp32_logits = !o.no_fp32_logits;
+  t.flash_attention = !o.no_flash;
+  t.replay = o.replay == "early-stop" ? RecomputeReplay::early_stop : RecomputeReplay::full;
+  return t;
+}
+
+}  // namespace
+
+Inputs load_inputs(const CommonOptions& o, const std::string& command) {
+  const SpecSource model_src = read_spec_source(o.model, "models");
+  const SpecSource hw_src = read_spec_source(o.hardware, "hardware");
+  Inputs in;
+  in.model = load_model(model_src);
+  in.hardware = load_hardware(hw_src);
+  if (o.num_layers < 0) throw InputError({{"command line", "--num-layers", std::to_string(o.num_layers), "must not be negative"}});
+  if (o.num_layers > 0) {
+    in.model.num_hidden_layers = o.num_layers;
+    if (in.model.first_k_dense_replace > o.num_layers)
+      throw InputError({{"command line", "--num-layers", std::to_string(o.num_layers),
+                         "is below the model's first_k_dense_replace = " + std::to_string(in.model.first_k_dense_replace)}});
+  }
+  in.training = training_from(o);
+  auto problems = validate_training(in.training, in.model);
+  if (!problems.empty()) throw InputError(std::move(problems));
+  in.training = with_defaults(in.training);
+  in.meta = {REMAT_VERSION, REMAT_GIT_COMMIT, command,
+             {{"model", model_src.label, sha256_hex(model_src.text)}, {"hardware", hw_src.label, sha256_hex(hw_src.text)}}};
+  return in;
+}
+
+void emit(const CommonOptions& o, const std::string& table, const Json& report) {
+  const std::string json_text = report.dump(2) + "\n";
+  if (o.format == "json" || o.json_path == "-") std::cout << json_text;
+  else std::cout << table;
+  if (!o.json_path.empty() && o.json_path != "-") {
+    std::ofstream out(o.json_path, std::ios::binary);
+    out << json_text;
+    if (!out) throw InputError({{o.json_path, "--json", o.json_path, "cannot be written"}});
+  }
+}
+
+}  // namespace remat::cli

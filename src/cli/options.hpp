@@ -1,0 +1,52 @@
+#pragma once
+// Flags every subcommand shares, and turning them into specs.
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "remat/io/spec_loader.hpp"
+#include "remat/report/json_report.hpp"
+#include "remat/spec/plan.hpp"
+#include "remat/spec/training_spec.hpp"
+
+namespace remat::cli {
+
+// Exit codes (DESIGN.md "CLI contract").
+constexpr int kExitOk = 0, kExitNoFit = 1, kExitBadInput = 2, kExitInternal = 3;
+
+struct CommonOptions {
+  std::string model = "llama3-70b";
+  std::string hardware = "a100-80gb-pcie";
+  int64_t tp = 8, pp = 4, dp = 1, ep = 1, mbs = 4, gbs = 0, seq = 4096;
+  int64_t num_layers = 0;
+  std::string layers_per_stage;
+  bool no_sequence_parallel = false;
+  std::string precision = "mixed", optimizer = "adam";
+  int64_t zero_stage = 1;
+  bool swiglu_unfused = false, gqa_expand_kv = false, no_fp32_logits = false, no_flash = false;
+  std::string replay = "full";
+  std::string json_path;
+  std::string format = "table";
+};
+
+void add_common_options(CLI::App& app, CommonOptions& o);
+
+// Everything a subcommand needs, loaded and validated.
+struct Inputs {
+  ModelSpec model;
+  HardwareSpec hardware;
+  TrainingSpec training;
+  ReportMeta meta;
+};
+
+// Throws InputError on any bad value.
+Inputs load_inputs(const CommonOptions& o, const std::string& command);
+
+// "9,9,8,4" -> {9,9,8,4}; throws InputError naming the flag.
+std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text);
+
+// Prints the table or JSON to stdout and writes --json FILE; throws InputError
+// when the file cannot be written.
+void emit(const CommonOptions& o, const std::string& table, const Json& report);
+
+}  // namespace remat::cli

@@ -1,0 +1,109 @@
+#include "remat/cost/block.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "remat/spec/plan.hpp"
+
+namespace remat {
+
+double Block::tensor_bytes(const std::string& tensor) const {
+  for (const auto& t : tensors)
+    if (t.name == tensor) return t.bytes;
+  return 0;
+}
+
+namespace {
+
+std::set<std::string> saved_names(const Block& block) {
+  std::set<std::string> names(block.inputs.begin(), block.inputs.end());
+  names.insert(block.kept_outside.begin(), block.kept_outside.end());
+  for (const auto& op : block.ops) names.insert(op.saves.begin(), op.saves.end());
+  return names;
+}
+
+double sum_bytes(const Block& block, const std::set<std::string>& names) {
+  double total = 0;
+  for (const auto& n : names) total += block.tensor_bytes(n);
+  return total;
+}
+
+// Ops a replay runs. Full replay runs every forward op; early stop (PyTorch's
+// non-reentrant checkpoint) ends once every tensor backward reads exists, so a
+// trailing GEMM whose output nothing in the region saves is not rerun.
+std::vector<const OpDef*> replay_ops(const std::vector<OpDef>& ops, bool early_stop) {
+  size_t end = ops.size();
+  if (early_stop) {
+    while (end > 0) {
+      const OpDef& op = ops[end - 1];
+      if (op.kind == OpKind::attention) break;  // flash saves its own output
+      --end;
+      if (op.kind == OpKind::gemm) break;
+    }
+  }
+  std::vector<const OpDef*> out;
+  for (size_t i = 0; i < end; ++i) out.push_back(&ops[i]);
+  return out;
+}
+
+// EAGLE (Algorithms 2 and 4): no replay of the block's final linear (its
+// gradients come analytically from the recomputed input) and no flash forward
+// (its backward reads the kept output and softmax statistics).
+std::vector<const OpDef*> eagle_ops(const Block& block) {
+  std::vector<const OpDef*> out;
+  for (size_t i = 0; i < block.ops.size(); ++i) {
+    const OpDef& op = block.ops[i];
+    const bool final_linear = i + 1 == block.ops.size() && op.kind == OpKind::gemm;
+    if (final_linear || op.kind == OpKind::attention) continue;
+    out.push_back(&op);
+  }
+  return out;
+}
+
+}  // namespace
+
+double saved_bytes(const Block& block) { return sum_bytes(block, saved_names(block)); }
+
+double grad_working_bytes(const Block& block) {
+  double largest = 0;
+  for (const auto& t : block.tensors) largest = std::max(largest, t.bytes);
+  return 3 * largest;
+}
+
+BlockCost block_cost(const Block& block, BlockMode mode, bool early_stop) {
+  BlockCost cost;
+  for (const auto& op : block.ops) {
+    cost.fwd_flops += op.fwd_flops;
+    cost.bwd_flops += op.bwd_flops;
+    cost.bwd_exec_flops += op.bwd_exec_flops;
+  }
+  const double all_saved = saved_bytes(block);
+  const double grads = grad_working_bytes(block);
+  std::set<std::string> kept(block.inputs.begin(), block.inputs.end());
+  kept.insert(block.kept_outside.begin(), block.kept_outside.end());
+
+  switch (mode) {
+    case BlockMode::keep:
+      cost.kept_bytes = all_saved;
+      cost.transient_bytes = grads;
+      return cost;
+    case BlockMode::offload:
+      cost.kept_bytes = 0;
+      cost.offload_bytes = all_saved;
+      cost.transient_bytes = all_saved + grads;  // copied back before its backward
+      return cost;
+    case BlockMode::standard:
+      cost.recompute_ops = replay_ops(block.ops, early_stop);
+      break;
+    case BlockMode::eagle:
+      kept.insert(block.attention_stats.begin(), block.attention_stats.end());
+      cost.recompute_ops = eagle_ops(block);
+      break;
+  }
+  cost.kept_bytes = sum_bytes(block, kept);
+  cost.transient_bytes = all_saved - cost.kept_bytes + grads;
+  for (const OpDef* op : cost.recompute_ops) cost.recompute_flops += op->fwd_flops;
+  return cost;
+}
+
+}  // namespace remat

@@ -1,0 +1,169 @@
+// Recompute blocks from real shapes. Sources: EAGLE paper Appendix C (block
+// boundaries), Megatron-LM's layer implementation (what each op saves),
+// Korthikanti et al. 2022 sec. 4.2 (sequence parallel sharding).
+#include "remat/cost/exact_blocks.hpp"
+
+#include "exact_ops.hpp"
+
+namespace remat {
+
+using ops::kBf16;
+using ops::kFp32;
+
+RankShape rank_shape(const TrainingSpec& t) {
+  RankShape r;
+  r.b = double(t.mbs);
+  r.s = double(t.seq);
+  r.tp = t.tp;
+  r.ep = t.ep;
+  r.sp = t.sequence_parallel && t.tp > 1;
+  r.swiglu_fused = t.swiglu_fused;
+  r.gqa_expand_kv = t.gqa_expand_kv;
+  r.flash_attention = t.flash_attention;
+  return r;
+}
+
+int64_t gqa_head_dim(const ModelSpec& m) {
+  return m.head_dim > 0 ? m.head_dim : m.hidden_size / m.num_attention_heads;
+}
+
+namespace {
+
+// The sequence-parallel all-gather of the normed input before the first
+// column-parallel GEMM (with sp), or the backward all-reduce of its gradient
+// (tp without sp). Backward under sp: reduce-scatter of dX plus the re-gather
+// of the saved shard for dW.
+OpDef input_gather(const RankShape& r, double hidden) {
+  const double t = double(r.tp);
+  const double full = r.tokens() * hidden * kBf16;
+  const double ring = (t - 1) / t * full;
+  if (r.sp) return ops::collective("gather_input", ring, 2 * ring, r.tp);
+  return ops::collective("allreduce_dinput", 0, 2 * ring, r.tp);
+}
+
+// The reduction after a row-parallel GEMM: reduce-scatter (sp) or all-reduce.
+OpDef output_reduce(const RankShape& r, double hidden) {
+  const double t = double(r.tp);
+  const double ring = (t - 1) / t * r.tokens() * hidden * kBf16;
+  if (r.sp) return ops::collective("reduce_scatter_output", ring, ring, r.tp);
+  return ops::collective("allreduce_output", 2 * ring, 0, r.tp);
+}
+
+// Residual add on the sequence-sharded stream: reads two, writes one; its
+// backward passes the gradient through (one read, one write).
+OpDef residual_add(const RankShape& r, double hidden) {
+  const double bytes = r.seq_tokens() * hidden * kBf16;
+  return ops::streaming("residual_add", 3 * bytes, 2 * bytes, {});
+}
+
+// Norm of the block input, then the tp gather: common head of most blocks.
+void add_input_norm(Block& b, const RankShape& r, double hidden) {
+  const double rows = r.seq_tokens();
+  b.inputs = {"x"};
+  b.tensors.push_back({"x", rows * hidden * kBf16});            // block input
+  b.tensors.push_back({"rstd", rows * kFp32});                  // 1/rms per row
+  b.tensors.push_back({"x_norm", rows * hidden * kBf16});       // saved shard of the GEMM input
+  b.ops.push_back(ops::rmsnorm("rmsnorm", rows, hidden, "x", "rstd"));
+  if (r.tp > 1) b.ops.push_back(input_gather(r, hidden));
+}
+
+// SwiGLU on rows x width: fused saves gate and up; unfused also saves silu(gate).
+void add_swiglu(Block& b, const RankShape& r, double rows, double width, const std::string& p) {
+  const double bytes = rows * width * kBf16;
+  b.tensors.push_back({p + "gate", bytes});
+  b.tensors.push_back({p + "up", bytes});
+  b.tensors.push_back({p + "act", bytes});  // silu(gate) * up, the down projection's input
+  if (r.swiglu_fused) {
+    b.ops.push_back(ops::streaming(p + "swiglu", 3 * bytes, 5 * bytes, {p + "gate", p + "up"}));
+    return;
+  }
+  b.tensors.push_back({p + "silu", bytes});
+  b.ops.push_back(ops::streaming(p + "silu", 2 * bytes, 3 * bytes, {p + "gate"}));
+  b.ops.push_back(ops::streaming(p + "mul", 3 * bytes, 5 * bytes, {p + "silu", p + "up"}));
+}
+
+}  // namespace
+
+Block rmsnorm_linear_block(const RankShape& r, int64_t hidden, int64_t out_features, const char* name) {
+  Block b;
+  b.name = name;
+  add_input_norm(b, r, double(hidden));
+  b.ops.push_back(ops::gemm("linear", r.tokens(), double(hidden), double(out_features) / double(r.tp), {"x_norm"}));
+  return b;
+}
+
+Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn) {
+  Block b;
+  b.name = "mlp";
+  const double h = double(hidden), f = double(ffn) / double(r.tp), rows = r.tokens();
+  add_input_norm(b, r, h);
+  b.ops.push_back(ops::gemm("gate_up", rows, h, 2 * f, {"x_norm"}));
+  add_swiglu(b, r, rows, f, "");
+  b.ops.push_back(ops::gemm("down", rows, f, h, {"act"}));
+  return b;
+}
+
+Block gqa_block(const RankShape& r, const ModelSpec& m) {
+  Block b;
+  b.name = "gqa";
+  const double h = double(m.hidden_size), hd = double(gqa_head_dim(m));
+  const double nh = double(m.num_attention_heads / r.tp), g = double(m.num_key_value_heads / r.tp);
+  const double rows = r.tokens();
+  add_input_norm(b, r, h);
+  b.ops.push_back(ops::gemm("qkv", rows, h, (nh + 2 * g) * hd, {"x_norm"}));
+  b.tensors.push_back({"q", rows * nh * hd * kBf16});
+  b.tensors.push_back({"k", rows * g * hd * kBf16});
+  b.tensors.push_back({"v", rows * g * hd * kBf16});
+  b.tensors.push_back({"o", rows * nh * hd * kBf16});  // attention output, saved by Wo
+  b.ops.push_back(ops::streaming("rope", 2 * rows * (nh + g) * hd * kBf16, 2 * rows * (nh + g) * hd * kBf16, {}));
+  std::string k = "k", v = "v";
+  if (r.gqa_expand_kv) {  // keys and values repeated to every query head
+    b.tensors.push_back({"k_expanded", rows * nh * hd * kBf16});
+    b.tensors.push_back({"v_expanded", rows * nh * hd * kBf16});
+    b.ops.push_back(ops::streaming("expand_kv", 2 * rows * (g + nh) * hd * kBf16, 2 * rows * (g + nh) * hd * kBf16, {}));
+    k = "k_expanded", v = "v_expanded";
+  }
+  // QK^T and PV: 2 b s^2 heads d each, half of it under the causal mask
+  const double fwd = 4 * rows * r.s * nh * hd * (r.causal ? 0.5 : 1.0);
+  if (r.flash_attention) {
+    b.tensors.push_back({"lse", r.b * nh * r.s * kFp32});  // softmax statistics
+    b.ops.push_back(ops::attention("flash_attention", fwd, {"q", k, v, "o", "lse"}));
+    b.attention_stats = {"lse"};
+  } else {
+    b.tensors.push_back({"probs", r.b * nh * r.s * r.s * kBf16});  // materialized softmax
+    b.ops.push_back(ops::attention("attention", fwd, {"q", k, v, "probs"}));
+    b.attention_stats = {"probs"};
+  }
+  b.kept_outside = {"o"};
+  return b;
+}
+
+Block attention_out_glue(const RankShape& r, const ModelSpec& m) {
+  Block b;
+  b.name = "attn.out";
+  const double h = double(m.hidden_size);
+  const double width = m.attention() == AttentionKind::mla
+                           ? double(m.num_attention_heads / r.tp) * double(m.v_head_dim)
+                           : double(m.num_attention_heads / r.tp) * double(gqa_head_dim(m));
+  // Wo reads o, which the attention block accounts for (as Table 1 does)
+  b.ops.push_back(ops::gemm("wo", r.tokens(), width, h, {}));
+  if (r.tp > 1) b.ops.push_back(output_reduce(r, h));
+  b.ops.push_back(residual_add(r, h));
+  return b;
+}
+
+Block mlp_out_glue(const RankShape& r, int64_t hidden) {
+  Block b;
+  b.name = "mlp.out";
+  if (r.tp > 1) b.ops.push_back(output_reduce(r, double(hidden)));
+  b.ops.push_back(residual_add(r, double(hidden)));
+  return b;
+}
+
+int LayerDef::recompute_block_count() const {
+  int n = 0;
+  for (bool rc : recomputable) n += rc ? 1 : 0;
+  return n;
+}
+
+}  // namespace remat

@@ -1,0 +1,196 @@
+// MoE and MLA recompute blocks (EAGLE Appendix C: MoE as norm+router+shared
+// experts and routed experts; MLA as down projections and latent norms + up
+// projections + flash attention), and the layer assembly.
+#include "exact_ops.hpp"
+#include "remat/cost/exact_blocks.hpp"
+
+namespace remat {
+
+using ops::kBf16;
+using ops::kFp32;
+
+namespace {
+
+// Rows each rank routes: its own sequence shard (Megatron, expert tp 1).
+double moe_rows(const RankShape& r) { return r.seq_tokens(); }
+
+double mla_down_width(const ModelSpec& m) {
+  const double q = m.q_lora_rank > 0 ? double(m.q_lora_rank)
+                                     : double(m.num_attention_heads) * double(m.qk_head_dim());
+  return q + double(m.kv_lora_rank) + double(m.qk_rope_head_dim);
+}
+
+void add_swiglu_expert(Block& b, double rows, double width, const std::string& p, bool fused) {
+  const double bytes = rows * width * kBf16;
+  b.tensors.push_back({p + "gate", bytes});
+  b.tensors.push_back({p + "up", bytes});
+  b.tensors.push_back({p + "act", bytes});
+  if (fused) {
+    b.ops.push_back(ops::streaming(p + "swiglu", 3 * bytes, 5 * bytes, {p + "gate", p + "up"}));
+    return;
+  }
+  b.tensors.push_back({p + "silu", bytes});
+  b.ops.push_back(ops::streaming(p + "silu", 2 * bytes, 3 * bytes, {p + "gate"}));
+  b.ops.push_back(ops::streaming(p + "mul", 3 * bytes, 5 * bytes, {p + "silu", p + "up"}));
+}
+
+void add_norm_and_gather(Block& b, const RankShape& r, double h) {
+  const double rows = r.seq_tokens();
+  b.inputs = {"x"};
+  b.tensors.push_back({"x", rows * h * kBf16});
+  b.tensors.push_back({"rstd", rows * kFp32});
+  b.tensors.push_back({"x_norm", rows * h * kBf16});
+  b.ops.push_back(ops::rmsnorm("rmsnorm", rows, h, "x", "rstd"));
+}
+
+OpDef gather_for_tp(const RankShape& r, double h) {
+  const double t = double(r.tp);
+  const double ring = (t - 1) / t * r.tokens() * h * kBf16;
+  return r.sp ? ops::collective("gather_input", ring, 2 * ring, r.tp)
+              : ops::collective("allreduce_dinput", 0, 2 * ring, r.tp);
+}
+
+}  // namespace
+
+Block mla_down_block(const RankShape& r, const ModelSpec& m) {
+  Block b;
+  b.name = "mla.down";
+  const double h = double(m.hidden_size), rows = r.tokens();
+  add_norm_and_gather(b, r, h);
+  if (r.tp > 1) b.ops.push_back(gather_for_tp(r, h));
+  // q and kv down projections (replicated over tp), fused into one GEMM
+  b.ops.push_back(ops::gemm("down_proj", rows, h, mla_down_width(m), {"x_norm"}));
+  return b;
+}
+
+Block mla_up_attn_block(const RankShape& r, const ModelSpec& m) {
+  Block b;
+  b.name = "mla.up_attn";
+  const double rows = r.tokens();
+  const double nh = double(m.num_attention_heads / r.tp);
+  const double d = double(m.qk_nope_head_dim), rope = double(m.qk_rope_head_dim), dv = double(m.v_head_dim);
+  const double hq = double(m.q_lora_rank), hkv = double(m.kv_lora_rank);
+  const bool q_latent = m.q_lora_rank > 0;
+  // block inputs: the down projection's outputs (h~ = h_q + h_kv + r wide)
+  b.inputs = {q_latent ? "q_latent" : "q", "kv_latent", "k_rope"};
+  b.tensors.push_back({"kv_latent", rows * hkv * kBf16});
+  b.tensors.push_back({"k_rope", rows * rope * kBf16});
+  b.tensors.push_back({"kv_latent_norm", rows * hkv * kBf16});
+  b.tensors.push_back({"rstd_kv", rows * kFp32});
+  b.tensors.push_back({"q", rows * nh * (d + rope) * kBf16});
+  b.tensors.push_back({"k", rows * nh * (d + rope) * kBf16});
+  b.tensors.push_back({"v", rows * nh * dv * kBf16});
+  b.tensors.push_back({"o", rows * nh * dv * kBf16});
+  if (q_latent) {
+    b.tensors.push_back({"q_latent", rows * hq * kBf16});
+    b.tensors.push_back({"q_latent_norm", rows * hq * kBf16});
+    b.tensors.push_back({"rstd_q", rows * kFp32});
+    b.ops.push_back(ops::rmsnorm("q_norm", rows, hq, "q_latent", "rstd_q"));
+    b.ops.push_back(ops::gemm("q_up", rows, hq, nh * (d + rope), {"q_latent_norm"}));
+  }
+  b.ops.push_back(ops::rmsnorm("kv_norm", rows, hkv, "kv_latent", "rstd_kv"));
+  b.ops.push_back(ops::gemm("kv_up", rows, hkv, nh * (d + dv), {"kv_latent_norm"}));
+  // rope on the decoupled parts and assembly of per-head q, k (k_rope broadcast to heads)
+  const double qk_bytes = rows * nh * (d + rope) * kBf16;
+  b.ops.push_back(ops::streaming("rope_concat", 4 * qk_bytes, 4 * qk_bytes, {}));
+  // QK^T with head dim d + r, PV with dv; half under the causal mask
+  const double fwd = (2 * rows * r.s * nh * (d + rope) + 2 * rows * r.s * nh * dv) * (r.causal ? 0.5 : 1.0);
+  b.tensors.push_back({"lse", r.b * nh * r.s * kFp32});
+  b.ops.push_back(ops::attention("flash_attention", fwd, {"q", "k", "v", "o", "lse"}));
+  b.attention_stats = {"lse"};
+  b.kept_outside = {"o"};
+  return b;
+}
+
+Block moe_shared_block(const RankShape& r, const ModelSpec& m) {
+  Block b;
+  b.name = "moe.shared";
+  const double h = double(m.hidden_size), e = double(m.n_routed_experts);
+  const double rows = moe_rows(r);
+  add_norm_and_gather(b, r, h);
+  b.tensors.push_back({"router_scores", rows * e * kFp32});
+  b.ops.push_back(ops::gemm("router", rows, h, e, {"x_norm"}));
+  b.ops.push_back(ops::streaming("topk", 2 * rows * e * kFp32, 2 * rows * e * kFp32, {"router_scores"}));
+  if (m.n_shared_experts > 0) {
+    const double f = double(m.n_shared_experts * m.moe_intermediate_size) / double(r.tp);
+    if (r.tp > 1) b.ops.push_back(gather_for_tp(r, h));
+    b.ops.push_back(ops::gemm("shared_gate_up", r.tokens(), h, 2 * f, {"x_norm"}));
+    add_swiglu_expert(b, r.tokens(), f, "shared_", r.swiglu_fused);
+    b.ops.push_back(ops::gemm("shared_down", r.tokens(), f, h, {"shared_act"}));
+  }
+  return b;
+}
+
+Block moe_dispatch_glue(const RankShape& r, const ModelSpec& m) {
+  Block b;
+  b.name = "moe.dispatch";
+  const double h = double(m.hidden_size), k = double(m.num_experts_per_tok), rows = moe_rows(r);
+  b.tensors.push_back({"routing_map", rows * k * kFp32});  // int32 destination per copy
+  b.ops.push_back(ops::streaming("permute", (1 + k) * rows * h * kBf16, (1 + k) * rows * h * kBf16, {"routing_map"}));
+  if (r.ep > 1) {
+    const double wire = double(r.ep - 1) / double(r.ep) * rows * k * h * kBf16;
+    b.ops.push_back(ops::collective("all_to_all_dispatch", wire, wire, r.ep));
+  }
+  return b;
+}
+
+Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
+  Block b;
+  b.name = "moe.routed";
+  const double h = double(m.hidden_size), f = double(m.moe_intermediate_size);
+  const double rows = moe_rows(r) * double(m.num_experts_per_tok);  // K copies, balanced over ep
+  const double local_experts = double(m.n_routed_experts / r.ep);
+  b.inputs = {"x_permuted"};
+  b.tensors.push_back({"x_permuted", rows * h * kBf16});
+  b.ops.push_back(ops::gemm("experts_gate_up", rows, h, 2 * f, {"x_permuted"}, local_experts));
+  add_swiglu_expert(b, rows, f, "experts_", r.swiglu_fused);
+  b.ops.push_back(ops::gemm("experts_down", rows, f, h, {"experts_act"}, local_experts));
+  return b;
+}
+
+Block moe_combine_glue(const RankShape& r, const ModelSpec& m) {
+  Block b;
+  b.name = "moe.combine";
+  const double h = double(m.hidden_size), k = double(m.num_experts_per_tok), rows = moe_rows(r);
+  if (r.ep > 1) {
+    const double wire = double(r.ep - 1) / double(r.ep) * rows * k * h * kBf16;
+    b.ops.push_back(ops::collective("all_to_all_combine", wire, wire, r.ep));
+  }
+  // expert outputs weighted by their router probabilities: the probability
+  // gradient reads the expert outputs
+  b.tensors.push_back({"experts_out", rows * k * h * kBf16});
+  b.tensors.push_back({"probs", rows * k * kFp32});
+  b.ops.push_back(ops::streaming("unpermute", (1 + k) * rows * h * kBf16, (1 + k) * rows * h * kBf16,
+                                 {"experts_out", "probs"}));
+  const double stream = r.seq_tokens() * h * kBf16;
+  b.ops.push_back(ops::streaming("residual_add", 3 * stream, 2 * stream, {}));
+  return b;
+}
+
+LayerDef build_layer(const ModelSpec& m, const RankShape& r, int64_t layer_index) {
+  LayerDef layer;
+  auto add = [&layer](Block b, bool recomputable) {
+    layer.blocks.push_back(std::move(b));
+    layer.recomputable.push_back(recomputable);
+  };
+  if (m.attention() == AttentionKind::mla) {
+    add(mla_down_block(r, m), true);
+    add(mla_up_attn_block(r, m), true);
+  } else {
+    add(gqa_block(r, m), true);
+  }
+  add(attention_out_glue(r, m), false);
+  if (m.layer_is_moe(layer_index)) {
+    add(moe_shared_block(r, m), true);
+    add(moe_dispatch_glue(r, m), false);
+    add(moe_routed_block(r, m), true);
+    add(moe_combine_glue(r, m), false);
+  } else {
+    add(mlp_block(r, m.hidden_size, m.intermediate_size), true);
+    add(mlp_out_glue(r, m.hidden_size), false);
+  }
+  layer.input_bytes = r.seq_tokens() * double(m.hidden_size) * kBf16;
+  return layer;
+}
+
+}  // namespace remat

@@ -1,0 +1,116 @@
+#include "remat/cost/layer_cost.hpp"
+
+#include <algorithm>
+
+#include "remat/cost/op_time.hpp"
+
+namespace remat {
+
+namespace {
+
+void add_op_times(LayerCost& c, const OpDef& op, const HardwareSpec& hw) {
+  const OpTime t = op_time(op, hw);
+  c.fwd_s += t.fwd_s;
+  c.bwd_s += t.bwd_s;
+  if (op.kind == OpKind::collective) c.comm_s += t.fwd_s + t.bwd_s;
+  c.fwd_flops += op.fwd_flops;
+  c.bwd_flops += op.bwd_flops;
+  c.bwd_exec_flops += op.bwd_exec_flops;
+}
+
+void add_recompute(LayerCost& c, const OpDef& op, const HardwareSpec& hw) {
+  const double t = op_time(op, hw).fwd_s;
+  c.recompute_s += t;
+  if (op.kind == OpKind::collective) c.comm_s += t;
+  c.recompute_flops += op.fwd_flops;
+}
+
+// Full recompute: keep the layer input, replay the whole layer in backward.
+void full_layer(LayerCost& c, const LayerDef& layer, bool early_stop, const HardwareSpec& hw) {
+  double all_saved = 0, grads = 0;
+  std::vector<const OpDef*> replay;
+  for (const auto& b : layer.blocks) {
+    all_saved += saved_bytes(b);
+    grads = std::max(grads, grad_working_bytes(b));
+    for (const auto& op : b.ops) replay.push_back(&op);
+  }
+  if (early_stop) {  // stop after the last op whose output backward reads
+    while (!replay.empty() && replay.back()->kind != OpKind::attention) {
+      const bool gemm = replay.back()->kind == OpKind::gemm;
+      replay.pop_back();
+      if (gemm) break;
+    }
+  }
+  for (const OpDef* op : replay) add_recompute(c, *op, hw);
+  c.kept_bytes = layer.input_bytes;
+  c.transient_bytes = all_saved - layer.input_bytes + grads;
+}
+
+// Selective (Korthikanti): drop what only the attention core saves and
+// replay the attention core in backward.
+void selective_layer(LayerCost& c, const LayerDef& layer, const HardwareSpec& hw) {
+  double stats = 0, grads = 0;
+  for (size_t i = 0; i < layer.blocks.size(); ++i) {
+    const Block& b = layer.blocks[i];
+    c.kept_bytes += saved_bytes(b);
+    grads = std::max(grads, grad_working_bytes(b));
+    for (const auto& n : b.attention_stats) stats += b.tensor_bytes(n);
+    for (const auto& op : b.ops)
+      if (op.kind == OpKind::attention) add_recompute(c, op, hw);
+  }
+  c.kept_bytes -= stats;
+  c.transient_bytes = stats + grads;
+}
+
+void per_block_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, bool early_stop,
+                     const HardwareSpec& hw) {
+  size_t next = 0;
+  for (size_t i = 0; i < layer.blocks.size(); ++i) {
+    BlockMode mode = BlockMode::keep;
+    if (layer.recomputable[i] && choice.mode == LayerMode::blocks && next < choice.blocks.size())
+      mode = choice.blocks[next];
+    if (layer.recomputable[i]) ++next;
+    const BlockCost bc = block_cost(layer.blocks[i], mode, early_stop);
+    c.kept_bytes += bc.kept_bytes;
+    c.offload_bytes += bc.offload_bytes;
+    c.transient_bytes = std::max(c.transient_bytes, bc.transient_bytes);
+    for (const OpDef* op : bc.recompute_ops) add_recompute(c, *op, hw);
+  }
+}
+
+}  // namespace
+
+LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool early_stop, const HardwareSpec& hw) {
+  LayerCost c;
+  for (const auto& b : layer.blocks)
+    for (const auto& op : b.ops) add_op_times(c, op, hw);
+  switch (choice.mode) {
+    case LayerMode::full: full_layer(c, layer, early_stop, hw); break;
+    case LayerMode::selective: selective_layer(c, layer, hw); break;
+    case LayerMode::keep:
+    case LayerMode::blocks: per_block_layer(c, layer, choice, early_stop, hw); break;
+  }
+  return c;
+}
+
+LayerChoice choice_for(Strategy s, const LayerDef& layer) {
+  LayerChoice c;
+  const auto blocks = [&](BlockMode m) {
+    c.mode = LayerMode::blocks;
+    c.blocks.assign(size_t(layer.recompute_block_count()), m);
+  };
+  switch (s) {
+    case Strategy::none: c.mode = LayerMode::keep; break;
+    case Strategy::full:
+    case Strategy::streambp: c.mode = LayerMode::full; break;
+    case Strategy::selective: c.mode = LayerMode::selective; break;
+    case Strategy::standard: blocks(BlockMode::standard); break;
+    case Strategy::eagle: blocks(BlockMode::eagle); break;
+    case Strategy::offload: blocks(BlockMode::offload); break;
+  }
+  return c;
+}
+
+LayerChoice offload_choice(const LayerDef& layer) { return choice_for(Strategy::offload, layer); }
+
+}  // namespace remat

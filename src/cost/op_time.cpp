@@ -1,0 +1,58 @@
+#include "remat/cost/op_time.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace remat {
+
+double gemm_efficiency(const Efficiency& eff, double flops) {
+  const auto& pts = eff.gemm_by_flops;
+  if (pts.empty()) return 0.7;
+  if (flops <= pts.front().flops) return pts.front().fraction;
+  if (flops >= pts.back().flops) return pts.back().fraction;
+  for (size_t i = 1; i < pts.size(); ++i) {
+    if (flops > pts[i].flops) continue;
+    const double x0 = std::log10(pts[i - 1].flops), x1 = std::log10(pts[i].flops);
+    const double w = (std::log10(flops) - x0) / (x1 - x0);
+    return pts[i - 1].fraction + w * (pts[i].fraction - pts[i - 1].fraction);
+  }
+  return pts.back().fraction;
+}
+
+double link_bytes_per_s(const HardwareSpec& hw, int64_t ranks) {
+  const auto& e = hw.efficiency;
+  // NVLink figures are bidirectional totals: a ring uses one direction's half
+  if (hw.nvlink_bytes_per_s > 0 && ranks <= hw.nvlink_domain_gpus) return hw.nvlink_bytes_per_s / 2 * e.nvlink;
+  if (ranks <= kGpusPerNode) return hw.host_link_bytes_per_s * e.host_link;  // through the PCIe switch
+  return hw.network_bytes_per_s * e.network;
+}
+
+double host_copy_bytes_per_s(const HardwareSpec& hw) { return hw.host_link_bytes_per_s * hw.efficiency.host_link; }
+
+OpTime op_time(const OpDef& op, const HardwareSpec& hw) {
+  const auto& e = hw.efficiency;
+  const double mem_bw = hw.hbm_bytes_per_s * e.memory_bound;
+  switch (op.kind) {
+    case OpKind::gemm: {
+      const double rate = hw.peak_bf16_flops * gemm_efficiency(e, op.gemm_flops_each);
+      return {op.fwd_flops / rate, op.bwd_exec_flops / rate};
+    }
+    case OpKind::attention:
+      return {op.fwd_flops / (hw.peak_bf16_flops * e.attention_fwd),
+              op.bwd_exec_flops / (hw.peak_bf16_flops * e.attention_bwd)};
+    case OpKind::memory_bound:
+      return {op.fwd_bytes / mem_bw, op.bwd_bytes / mem_bw};
+    case OpKind::collective: {
+      if (op.link_ranks <= 1) return {};
+      const double bw = link_bytes_per_s(hw, op.link_ranks);
+      return {op.fwd_bytes / bw, op.bwd_bytes / bw};
+    }
+    case OpKind::host_copy: {
+      const double bw = host_copy_bytes_per_s(hw);
+      return {op.fwd_bytes / bw, op.bwd_bytes / bw};
+    }
+  }
+  return {};
+}
+
+}  // namespace remat

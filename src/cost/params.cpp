@@ -1,0 +1,75 @@
+#include "remat/cost/params.hpp"
+
+#include "remat/cost/exact_blocks.hpp"
+
+namespace remat {
+
+namespace {
+
+double attention_params(const ModelSpec& m, double tp) {
+  const double h = double(m.hidden_size), nh = double(m.num_attention_heads);
+  if (m.attention() == AttentionKind::gqa) {
+    const double hd = double(gqa_head_dim(m)), g = double(m.num_key_value_heads);
+    // q, k, v and o projections, split over tp; the input norm
+    return (h * (nh + 2 * g) * hd + nh * hd * h) / tp + h;
+  }
+  const double d = double(m.qk_nope_head_dim), r = double(m.qk_rope_head_dim), dv = double(m.v_head_dim);
+  const double hq = double(m.q_lora_rank), hkv = double(m.kv_lora_rank);
+  const double q = hq > 0 ? h * hq + hq + hq * nh * (d + r) / tp  // down, latent norm, up
+                          : h * nh * (d + r) / tp;
+  const double kv = h * (hkv + r) + hkv + hkv * nh * (d + dv) / tp;  // down (+ k rope), norm, up
+  return q + kv + nh * dv * h / tp + h;                                // o projection, input norm
+}
+
+}  // namespace
+
+ParamCount layer_params(const ModelSpec& m, int64_t layer_index, int64_t tp, int64_t ep) {
+  const double h = double(m.hidden_size), t = double(tp);
+  ParamCount p;
+  p.dense = attention_params(m, t) + h;  // + the feed-forward's input norm
+  if (m.layer_is_moe(layer_index)) {
+    const double f = double(m.moe_intermediate_size);
+    p.dense += h * double(m.n_routed_experts);                         // router
+    p.dense += 3 * h * f * double(m.n_shared_experts) / t;             // shared experts
+    p.expert = 3 * h * f * double(m.n_routed_experts) / double(ep);    // routed experts
+  } else {
+    p.dense += 3 * h * double(m.intermediate_size) / t;  // gate, up, down
+  }
+  return p;
+}
+
+double embedding_params(const ModelSpec& m, int64_t tp) {
+  return double(m.vocab_size) * double(m.hidden_size) / double(tp);
+}
+
+double model_params(const ModelSpec& m, int64_t layers) {
+  double total = embedding_params(m, 1) * (m.tie_word_embeddings ? 1 : 2) + double(m.hidden_size);
+  for (int64_t i = 0; i < layers; ++i) total += layer_params(m, i, 1, 1).total();
+  return total;
+}
+
+StaticBytes bytes_per_param(const TrainingSpec& t, double shard) {
+  const bool mixed = t.precision == Precision::mixed;
+  StaticBytes b;
+  b.weights = 2;                 // bf16 weights
+  b.gradients = mixed ? 4 : 2;   // fp32 main grads under mixed precision
+  double opt = 0;
+  if (t.optimizer != Optimizer::none) {
+    const double moment = mixed ? 4 : 2;
+    opt = (mixed ? 4 : 0)  // fp32 master weights
+          + moment * (t.optimizer == Optimizer::adam ? 2 : 1);
+  }
+  b.optimizer = t.zero_stage >= 1 ? opt / shard : opt;
+  if (t.zero_stage >= 2) b.gradients /= shard;
+  return b;
+}
+
+StaticBytes static_bytes(const ParamCount& p, const TrainingSpec& t) {
+  const double dense_shard = double(t.dp);
+  const double expert_shard = double(t.dp * t.tp) / double(t.ep);  // expert data-parallel size
+  const StaticBytes d = bytes_per_param(t, dense_shard), e = bytes_per_param(t, expert_shard);
+  return {p.dense * d.weights + p.expert * e.weights, p.dense * d.gradients + p.expert * e.gradients,
+          p.dense * d.optimizer + p.expert * e.optimizer};
+}
+
+}  // namespace remat

@@ -1,0 +1,149 @@
+#include "remat/io/spec_loader.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "remat/spec/validate.hpp"
+#include "yaml_fields.hpp"
+
+namespace remat {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kGB = 1e9;
+constexpr double kTera = 1e12;
+
+void throw_if(std::vector<Problem>& problems) {
+  if (!problems.empty()) throw InputError(std::move(problems));
+}
+
+void read_efficiency(YamlFields& parent, Efficiency& e, const std::string& file, std::vector<Problem>& problems) {
+  YAML::Node node = parent.child("efficiency");
+  if (!node) return parent.fail("efficiency", "", "required key is missing");
+  if (!node.IsMap()) return parent.fail("efficiency", "", "must be a mapping");
+  YamlFields f(node, file, "efficiency.", problems);
+  f.number("attention_fwd", e.attention_fwd, true);
+  f.number("attention_bwd", e.attention_bwd, true);
+  f.number("memory_bound", e.memory_bound, true);
+  f.number("host_link", e.host_link, true);
+  f.number("nvlink", e.nvlink, true);
+  f.number("network", e.network, true);
+  YAML::Node points = f.child("gemm_by_flops");
+  if (!points || !points.IsSequence()) {
+    f.fail("gemm_by_flops", "", "required list of {flops, fraction} points");
+  } else {
+    for (size_t i = 0; i < points.size(); ++i) {
+      const std::string prefix = "efficiency.gemm_by_flops[" + std::to_string(i) + "].";
+      if (!points[i].IsMap()) {
+        problems.push_back({file, prefix.substr(0, prefix.size() - 1), "", "must be a mapping {flops, fraction}"});
+        continue;
+      }
+      YamlFields pf(points[i], file, prefix, problems);
+      EfficiencyPoint p;
+      pf.number("flops", p.flops, true);
+      pf.number("fraction", p.fraction, true);
+      pf.reject_unknown();
+      e.gemm_by_flops.push_back(p);
+    }
+  }
+  f.reject_unknown();
+}
+
+}  // namespace
+
+ModelSpec parse_model_yaml(const std::string& text, const std::string& file) {
+  std::vector<Problem> problems;
+  YAML::Node root = parse_yaml_map(text, file, problems);
+  throw_if(problems);
+  ModelSpec m;
+  YamlFields f(root, file, "", problems);
+  f.text("name", m.name, true);
+  f.text("source", m.source, false);
+  f.number("published_params_B", m.published_params_B, false);
+  f.integer("hidden_size", m.hidden_size, true);
+  f.integer("intermediate_size", m.intermediate_size, true);
+  f.integer("num_attention_heads", m.num_attention_heads, true);
+  f.integer("num_key_value_heads", m.num_key_value_heads, false);
+  f.integer("head_dim", m.head_dim, false);
+  f.integer("vocab_size", m.vocab_size, true);
+  f.integer("num_hidden_layers", m.num_hidden_layers, true);
+  f.boolean("tie_word_embeddings", m.tie_word_embeddings, false);
+  f.integer("n_routed_experts", m.n_routed_experts, false);
+  f.integer("num_experts_per_tok", m.num_experts_per_tok, false);
+  f.integer("moe_intermediate_size", m.moe_intermediate_size, false);
+  f.integer("n_shared_experts", m.n_shared_experts, false);
+  f.integer("first_k_dense_replace", m.first_k_dense_replace, false);
+  f.integer("moe_layer_freq", m.moe_layer_freq, false);
+  f.integer("q_lora_rank", m.q_lora_rank, false);
+  f.integer("kv_lora_rank", m.kv_lora_rank, false);
+  f.integer("qk_rope_head_dim", m.qk_rope_head_dim, false);
+  f.integer("qk_nope_head_dim", m.qk_nope_head_dim, false);
+  f.integer("v_head_dim", m.v_head_dim, false);
+  f.integer("paper_num_hidden_layers", m.paper_num_hidden_layers, false);
+  f.number("paper_params_B", m.paper_params_B, false);
+  f.reject_unknown();
+  throw_if(problems);
+  if (m.num_key_value_heads == 0 && m.attention() == AttentionKind::gqa) m.num_key_value_heads = m.num_attention_heads;
+  auto checks = validate_model(m, file);
+  throw_if(checks);
+  return m;
+}
+
+HardwareSpec parse_hardware_yaml(const std::string& text, const std::string& file) {
+  std::vector<Problem> problems;
+  YAML::Node root = parse_yaml_map(text, file, problems);
+  throw_if(problems);
+  HardwareSpec h;
+  YamlFields f(root, file, "", problems);
+  f.text("name", h.name, true);
+  f.text("source", h.source, false);
+  f.number("peak_bf16_tflops", h.peak_bf16_flops, true, kTera);
+  f.number("peak_fp16_tflops", h.peak_fp16_flops, false, kTera);
+  f.number("peak_tf32_tflops", h.peak_tf32_flops, false, kTera);
+  f.number("peak_fp32_tflops", h.peak_fp32_flops, false, kTera);
+  f.number("peak_fp8_tflops", h.peak_fp8_flops, false, kTera);
+  f.number("hbm_GiB", h.hbm_bytes, true, kGiB);
+  f.number("hbm_GBps", h.hbm_bytes_per_s, true, kGB);
+  f.number("host_link_GBps", h.host_link_bytes_per_s, true, kGB);
+  f.number("nvlink_GBps", h.nvlink_bytes_per_s, false, kGB);
+  f.integer("nvlink_domain_gpus", h.nvlink_domain_gpus, false);
+  f.number("network_GBps", h.network_bytes_per_s, false, kGB);
+  f.number("memory_reserve_GiB", h.memory_reserve_bytes, false, kGiB);
+  f.text("calibrated_from", h.calibrated_from, false);
+  read_efficiency(f, h.efficiency, file, problems);
+  f.reject_unknown();
+  throw_if(problems);
+  auto checks = validate_hardware(h, file);
+  throw_if(checks);
+  return h;
+}
+
+SpecSource read_spec_source(const std::string& path_or_name, const std::string& kind) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_regular_file(path_or_name, ec)) {
+    std::ifstream in(path_or_name, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in.good() && !in.eof()) throw InputError({{path_or_name, "(file)", "", "cannot be read"}});
+    return {path_or_name, text.str()};
+  }
+  std::string stem = fs::path(path_or_name).stem().string();
+  for (const auto& b : builtin_specs())
+    if (kind == b.kind && stem == b.name && (path_or_name == stem || path_or_name == kind + "/" + stem + ".yaml"))
+      return {std::string(b.kind) + "/" + b.name + ".yaml (built-in)", b.text};
+  if (fs::is_directory(path_or_name, ec))
+    throw InputError({{path_or_name, "(file)", "", "is a directory, not a spec file"}});
+  throw InputError({{path_or_name, "(file)", "", "no such file, and no built-in " + kind + " spec of that name"}});
+}
+
+ModelSpec load_model(const SpecSource& src) {
+  const bool json = src.label.size() >= 5 && src.label.substr(src.label.size() - 5) == ".json";
+  return json ? parse_hf_config(src.text, src.label) : parse_model_yaml(src.text, src.label);
+}
+
+HardwareSpec load_hardware(const SpecSource& src) { return parse_hardware_yaml(src.text, src.label); }
+
+}  // namespace remat

@@ -1,0 +1,113 @@
+#include "yaml_fields.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+namespace remat {
+
+namespace {
+// The value under `key`, or an undefined optional when the mapping lacks it.
+// (yaml-cpp's operator[] on a missing key yields a node that throws on use.)
+bool find_value(const YAML::Node& map, const std::string& key, YAML::Node& out) {
+  for (const auto& item : map)
+    if (item.first.IsScalar() && item.first.Scalar() == key) {
+      out = item.second;
+      return true;
+    }
+  return false;
+}
+}  // namespace
+
+YamlFields::YamlFields(YAML::Node map, std::string file, std::string prefix, std::vector<Problem>& problems)
+    : map_(std::move(map)), file_(std::move(file)), prefix_(std::move(prefix)), problems_(problems) {}
+
+void YamlFields::fail(const std::string& key, const std::string& value, const std::string& message) {
+  problems_.push_back({file_, path(key), value, message});
+}
+
+bool YamlFields::scalar(const std::string& key, bool required, std::string& out) {
+  read_.insert(key);
+  YAML::Node node;
+  if (!find_value(map_, key, node) || node.IsNull()) {
+    if (required) fail(key, "", "required key is missing");
+    return false;
+  }
+  if (!node.IsScalar()) {
+    fail(key, node.IsSequence() ? "a list" : "a mapping", "must be a single value");
+    return false;
+  }
+  out = node.Scalar();
+  return true;
+}
+
+void YamlFields::integer(const std::string& key, int64_t& out, bool required) {
+  std::string s;
+  if (!scalar(key, required, s)) return;
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec == std::errc::result_out_of_range) return fail(key, s, "is out of range for an integer");
+  if (ec != std::errc() || end != s.data() + s.size()) return fail(key, s, "must be an integer");
+  out = v;
+}
+
+void YamlFields::number(const std::string& key, double& out, bool required, double scale) {
+  std::string s;
+  if (!scalar(key, required, s)) return;
+  if (s == ".nan" || s == ".NaN" || s == ".NAN" || s == "nan" || s == "NaN") {
+    out = std::nan("");
+    return;
+  }
+  if (s == ".inf" || s == ".Inf" || s == "inf") {
+    out = INFINITY;
+    return;
+  }
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size()) return fail(key, s, "must be a number");
+  out = v * scale;
+}
+
+void YamlFields::boolean(const std::string& key, bool& out, bool required) {
+  std::string s;
+  if (!scalar(key, required, s)) return;
+  if (s == "true") out = true;
+  else if (s == "false") out = false;
+  else fail(key, s, "must be true or false");
+}
+
+void YamlFields::text(const std::string& key, std::string& out, bool required) {
+  scalar(key, required, out);
+}
+
+YAML::Node YamlFields::child(const std::string& key) {
+  read_.insert(key);
+  YAML::Node node;
+  if (!find_value(map_, key, node)) return YAML::Node(YAML::NodeType::Undefined);
+  return node;
+}
+
+void YamlFields::reject_unknown() {
+  for (const auto& item : map_) {
+    const std::string key = item.first.IsScalar() ? item.first.Scalar() : "(non-scalar key)";
+    if (!read_.count(key)) fail(key, "", "unknown key");
+  }
+}
+
+YAML::Node parse_yaml_map(const std::string& text, const std::string& file, std::vector<Problem>& problems) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    problems.push_back({file, "line " + std::to_string(e.mark.line + 1), "",
+                        "malformed YAML: " + e.msg});
+    return YAML::Node();
+  }
+  if (!root.IsMap()) {
+    problems.push_back({file, "(document)", "", "must be a mapping of keys to values"});
+    return YAML::Node();
+  }
+  return root;
+}
+
+}  // namespace remat

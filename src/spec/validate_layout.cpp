@@ -1,0 +1,127 @@
+// Checks of the parallel layout and the plan against the model.
+#include <numeric>
+#include <string>
+
+#include "remat/spec/validate.hpp"
+
+namespace remat {
+
+namespace {
+
+const char* kCli = "command line";
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+struct Flags {
+  std::vector<Problem> problems;
+  void fail(const std::string& flag, const std::string& value, const std::string& message) {
+    problems.push_back({kCli, flag, value, message});
+  }
+  void at_least(const std::string& flag, int64_t v, int64_t low) {
+    if (v < low) fail(flag, str(v), "must be at least " + str(low));
+  }
+  void divides(const std::string& flag, int64_t v, const std::string& what, int64_t n) {
+    if (v > 0 && n % v != 0) fail(flag, str(v), "must divide " + what + " = " + str(n));
+  }
+};
+
+std::string join(const std::vector<int64_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + str(v[i]);
+  return s;
+}
+
+void check_stage_list(Flags& f, const std::string& flag, const std::vector<int64_t>& v, int64_t pp) {
+  if (!v.empty() && v.size() != 1 && int64_t(v.size()) != pp)
+    f.fail(flag, join(v), "needs one value or one per pipeline stage (pp = " + str(pp) + ")");
+  for (int64_t x : v)
+    if (x < 0) f.fail(flag, join(v), "values must not be negative");
+}
+
+}  // namespace
+
+int64_t effective_layers(const ModelSpec& m, const TrainingSpec& t) {
+  return t.num_layers_override > 0 ? t.num_layers_override : m.num_hidden_layers;
+}
+
+TrainingSpec with_defaults(TrainingSpec t) {
+  if (t.gbs == 0) t.gbs = t.mbs * t.dp * 4 * t.pp;
+  return t;
+}
+
+std::vector<std::pair<int64_t, int64_t>> stage_layer_ranges(const ModelSpec& m, const TrainingSpec& t) {
+  const int64_t layers = effective_layers(m, t);
+  std::vector<std::pair<int64_t, int64_t>> out;
+  int64_t first = 0;
+  for (int64_t i = 0; i < t.pp; ++i) {
+    int64_t n = layers / t.pp + (i < layers % t.pp ? 1 : 0);
+    if (!t.layers_per_stage.empty()) n = t.layers_per_stage[size_t(i)];
+    out.emplace_back(first, first + n);
+    first += n;
+  }
+  return out;
+}
+
+std::vector<Problem> validate_training(const TrainingSpec& t, const ModelSpec& m) {
+  Flags f;
+  for (auto [flag, v] : {std::pair{"--tp", t.tp}, {"--pp", t.pp}, {"--dp", t.dp}, {"--ep", t.ep}, {"--mbs", t.mbs},
+                         {"--seq", t.seq}})
+    f.at_least(flag, v, 1);
+  f.at_least("--gbs", t.gbs, 0);
+  f.at_least("--num-layers", t.num_layers_override, 0);
+  if (t.zero_stage < 0 || t.zero_stage > 2) f.fail("--zero-stage", str(t.zero_stage), "must be 0, 1 or 2");
+  if (!f.problems.empty()) return f.problems;
+
+  f.divides("--tp", t.tp, "num_attention_heads", m.num_attention_heads);
+  if (m.attention() == AttentionKind::gqa) f.divides("--tp", t.tp, "num_key_value_heads", m.num_key_value_heads);
+  const int64_t layers = effective_layers(m, t);
+  if (t.pp > layers) f.fail("--pp", str(t.pp), "must not exceed the number of layers = " + str(layers));
+  if (m.is_moe()) {
+    f.divides("--ep", t.ep, "n_routed_experts", m.n_routed_experts);
+    if ((t.dp * t.tp) % t.ep != 0) f.fail("--ep", str(t.ep), "must divide dp * tp = " + str(t.dp * t.tp));
+  } else if (t.ep > 1) {
+    f.fail("--ep", str(t.ep), "needs a mixture-of-experts model");
+  }
+  if (t.gbs > 0 && t.gbs % (t.mbs * t.dp) != 0)
+    f.fail("--gbs", str(t.gbs), "must be a multiple of mbs * dp = " + str(t.mbs * t.dp));
+  if (!t.layers_per_stage.empty()) {
+    const int64_t sum = std::accumulate(t.layers_per_stage.begin(), t.layers_per_stage.end(), int64_t{0});
+    if (int64_t(t.layers_per_stage.size()) != t.pp)
+      f.fail("--layers-per-stage", join(t.layers_per_stage), "needs one value per stage (pp = " + str(t.pp) + ")");
+    else if (sum != layers)
+      f.fail("--layers-per-stage", join(t.layers_per_stage), "must add up to the number of layers = " + str(layers));
+    for (int64_t n : t.layers_per_stage)
+      if (n < 1) f.fail("--layers-per-stage", join(t.layers_per_stage), "every stage needs at least one layer");
+  }
+  return f.problems;
+}
+
+std::vector<Problem> validate_plan(const Plan& p, const TrainingSpec& t, const ModelSpec& m) {
+  Flags f;
+  if (p.strategy == Strategy::streambp)
+    f.fail("--strategy", "streambp", "is not modelled yet; use none, full, selective, standard, eagle or offload");
+  check_stage_list(f, "--recompute-layers", p.recompute_layers, t.pp);
+  check_stage_list(f, "--offload-layers", p.offload_layers, t.pp);
+  if (!f.problems.empty()) return f.problems;
+  const auto ranges = stage_layer_ranges(m, t);
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const int64_t n = ranges[i].second - ranges[i].first;
+    const auto at = [i](const std::vector<int64_t>& v) -> int64_t {
+      return v.empty() ? 0 : (v.size() == 1 ? v[0] : v[i]);
+    };
+    const int64_t r = p.recompute_layers.empty() ? 0 : at(p.recompute_layers);
+    if (r + at(p.offload_layers) > n) {
+      f.fail(p.recompute_layers.empty() ? "--offload-layers" : "--recompute-layers",
+             join(p.recompute_layers.empty() ? p.offload_layers : p.recompute_layers),
+             "stage " + str(int64_t(i)) + " has only " + str(n) + " layers (recomputed + offloaded)");
+      break;
+    }
+  }
+  const int64_t layers = effective_layers(m, t);
+  for (const auto& [index, choice] : p.layer_overrides)
+    if (index < 0 || index >= layers)
+      f.fail("layer", str(index), "must be a layer index below " + str(layers));
+  return f.problems;
+}
+
+}  // namespace remat
