@@ -1,4 +1,6 @@
 // remat estimate: one plan, per-stage memory and time, fits or not.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <memory>
 
@@ -34,7 +36,7 @@ Plan plan_from(const EstimateOptions& o) {
 double budget_bytes(const EstimateOptions& o, const HardwareSpec& hw) {
   if (!o.budget_given) return default_budget_bytes(hw);
   if (!std::isfinite(o.budget_GiB) || o.budget_GiB < 0)
-    throw InputError({{"command line", "--memory-budget-GiB", std::to_string(o.budget_GiB),
+    throw InputError({{"command line", "--memory-budget-GiB", fmt::format("{}", o.budget_GiB),
                        "must be a finite number >= 0"}});
   return o.budget_GiB * 1024.0 * 1024.0 * 1024.0;
 }

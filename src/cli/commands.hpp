@@ -9,5 +9,6 @@ namespace remat::cli {
 using Runner = std::function<int()>;
 Runner add_modules_command(CLI::App& app);
 Runner add_estimate_command(CLI::App& app);
+Runner add_compare_command(CLI::App& app);
 
 }  // namespace remat::cli

@@ -1,10 +1,24 @@
 // remat: activation-memory planning for large-model training.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "options.hpp"
 #include "remat/spec/problems.hpp"
+
+namespace {
+// With no subcommand remat runs `compare`: flags go to it.
+std::vector<std::string> with_default_command(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  const bool help = !args.empty() && (args[0] == "-h" || args[0] == "--help" || args[0] == "--version");
+  if (!help && (args.empty() || args[0].rfind("-", 0) == 0)) args.insert(args.begin(), "compare");
+  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments reversed
+  return args;
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace remat::cli;
@@ -13,8 +27,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   Runner modules = add_modules_command(app);
   Runner estimate = add_estimate_command(app);
+  Runner compare = add_compare_command(app);
   try {
-    app.parse(argc, argv);
+    auto args = with_default_command(argc, argv);
+    app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -27,7 +43,8 @@ int main(int argc, char** argv) {
   }
   try {
     if (app.got_subcommand("modules")) return modules();
-    return estimate();  // no subcommand: the default plan's estimate
+    if (app.got_subcommand("estimate")) return estimate();
+    return compare();
   } catch (const remat::InputError& e) {
     for (const auto& p : e.problems()) std::cerr << "error: " << p.line() << "\n";
     return kExitBadInput;

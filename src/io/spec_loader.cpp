@@ -128,15 +128,17 @@ SpecSource read_spec_source(const std::string& path_or_name, const std::string& 
     std::ostringstream text;
     text << in.rdbuf();
     if (!in.good() && !in.eof()) throw InputError({{path_or_name, "(file)", "", "cannot be read"}});
+    if (text.str().empty()) throw InputError({{path_or_name, "(file)", "", "is empty"}});
     return {path_or_name, text.str()};
   }
   std::string stem = fs::path(path_or_name).stem().string();
   for (const auto& b : builtin_specs())
     if (kind == b.kind && stem == b.name && (path_or_name == stem || path_or_name == kind + "/" + stem + ".yaml"))
       return {std::string(b.kind) + "/" + b.name + ".yaml (built-in)", b.text};
+  const std::string flag = kind == "models" ? "--model" : "--hardware";
   if (fs::is_directory(path_or_name, ec))
-    throw InputError({{path_or_name, "(file)", "", "is a directory, not a spec file"}});
-  throw InputError({{path_or_name, "(file)", "", "no such file, and no built-in " + kind + " spec of that name"}});
+    throw InputError({{"command line", flag, path_or_name, "is a directory, not a spec file"}});
+  throw InputError({{"command line", flag, path_or_name, "no such file, and no built-in " + kind + " spec of that name"}});
 }
 
 ModelSpec load_model(const SpecSource& src) {

@@ -1,0 +1,69 @@
+// remat compare (the default job): every strategy on one layout, side by side.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+
+#include "commands.hpp"
+#include "options.hpp"
+#include "remat/cost/estimate.hpp"
+#include "remat/report/tables.hpp"
+
+namespace remat::cli {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+struct CompareOptions {
+  CommonOptions common;
+  std::string recompute_layers;  // empty: every layer of each stage
+};
+
+std::vector<std::string> summary_row(Strategy s, const Estimate& e) {
+  std::string peaks;
+  for (const auto& st : e.stages) peaks += (peaks.empty() ? "" : " ") + fmt::format("{:.1f}", st.memory_bytes.peak / kGiB);
+  return {to_string(s),
+          peaks,
+          fmt::format("{:.1f}", e.peak_memory_bytes / kGiB),
+          e.fits ? "yes" : "NO",
+          fmt::format("{:.3f}", e.iteration.time_s),
+          fmt::format("{:.1f}", 100 * e.iteration.mfu),
+          fmt::format("{:.0f}", e.iteration.tokens_per_s)};
+}
+
+}  // namespace
+
+Runner add_compare_command(CLI::App& app) {
+  auto opts = std::make_shared<CompareOptions>();
+  CLI::App* sub = app.add_subcommand("compare", "every strategy on one layout: peak memory per stage, time, MFU");
+  add_common_options(*sub, opts->common);
+  sub->add_option("--recompute-layers", opts->recompute_layers, "R per stage (one value or one per stage); default all");
+  return [opts]() {
+    const Inputs in = load_inputs(opts->common, "compare");
+    Json report = {{"meta", meta_json(in.meta)}, {"model", model_json(in.model)},
+                   {"hardware", hardware_json(in.hardware)}, {"training", training_json(in.training)}};
+    Json list = Json::array();
+    std::vector<std::vector<std::string>> rows;
+    for (Strategy s : {Strategy::none, Strategy::selective, Strategy::full, Strategy::standard, Strategy::eagle,
+                       Strategy::offload}) {
+      Plan plan;
+      plan.strategy = s;
+      if (!opts->recompute_layers.empty())
+        plan.recompute_layers = parse_int_list("--recompute-layers", opts->recompute_layers);
+      const Estimate e = estimate(in.model, in.hardware, in.training, plan, default_budget_bytes(in.hardware));
+      rows.push_back(summary_row(s, e));
+      list.push_back(estimate_report(in.meta, in.model, in.hardware, in.training, plan, e));
+    }
+    report["estimates"] = list;
+    const auto& t = in.training;
+    std::string table = fmt::format("{} on {}  tp {} pp {} dp {} ep {}  mbs {} gbs {} seq {}  budget {:.1f} GiB\n",
+                                    in.model.name, in.hardware.name, t.tp, t.pp, t.dp, t.ep, t.mbs, t.gbs, t.seq,
+                                    default_budget_bytes(in.hardware) / kGiB);
+    table += render_table({"strategy", "peak GiB per stage", "max GiB", "fits", "iter s", "MFU %", "tokens/s"}, rows);
+    emit(opts->common, table, report);
+    return kExitOk;
+  };
+}
+
+}  // namespace remat::cli

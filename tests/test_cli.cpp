@@ -1,0 +1,116 @@
+// The remat binary: the bad-input catalogue, exit codes, deterministic reports.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+};
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs remat with `args`; captures stderr (or stdout with `stdout_too`).
+Result run(const std::vector<std::string>& args, bool capture_stdout = false) {
+  std::string cmd = quote(REMAT_BINARY);
+  for (const auto& a : args) cmd += " " + quote(a);
+  cmd += capture_stdout ? " 2>/dev/null" : " 2>&1 1>/dev/null";
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  return s;
+}
+
+TEST(BadInputCatalogue, EveryCaseExactMessageAndExitCode) {
+  const std::string dir = std::string(REMAT_TEST_DATA) + "/bad_inputs";
+  std::ifstream in(dir + "/cases.json");
+  ASSERT_TRUE(in) << "missing " << dir << "/cases.json";
+  const auto cases = nlohmann::json::parse(in);
+  ASSERT_GE(cases.size(), 15u);
+  for (const auto& c : cases) {
+    std::vector<std::string> args;
+    for (const auto& a : c["args"]) args.push_back(replace_all(a.get<std::string>(), "@", dir));
+    const Result r = run(args);
+    EXPECT_EQ(r.exit_code, c["exit"].get<int>()) << c["name"];
+    EXPECT_EQ(r.out, replace_all(c["stderr"].get<std::string>(), "@", dir)) << c["name"];
+  }
+}
+
+TEST(Cli, DefaultJobPrintsStrategyTable) {
+  const Result r = run({}, true);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("LLaMA3-70B on A100 80GB PCIe  tp 8 pp 4 dp 1"), std::string::npos) << r.out;
+  for (const char* s : {"none", "full", "selective", "standard", "eagle", "offload"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+}
+
+TEST(Cli, EstimateExitsOneWhenPlanDoesNotFit) {
+  EXPECT_EQ(run({"estimate", "--strategy", "none"}).exit_code, 1);  // the default layout needs recompute
+  EXPECT_EQ(run({"estimate", "--strategy", "full"}).exit_code, 0);
+  EXPECT_EQ(run({"estimate", "--strategy", "full", "--memory-budget-GiB", "10"}).exit_code, 1);
+}
+
+TEST(Cli, ReportsAreDeterministicAndCarryTheContract) {
+  const std::vector<std::string> args = {"estimate", "--strategy", "eagle", "--recompute-layers", "9,9,8,4",
+                                         "--json", "-"};
+  const Result a = run(args, true), b = run(args, true);
+  ASSERT_EQ(a.exit_code, 0);
+  EXPECT_EQ(a.out, b.out);
+  const auto j = nlohmann::json::parse(a.out);
+  EXPECT_EQ(j["meta"]["schema_version"], "1.0");
+  EXPECT_EQ(j["meta"]["inputs"][0]["sha256"].get<std::string>().size(), 64u);
+  ASSERT_EQ(j["stages"].size(), 4u);
+  EXPECT_EQ(j["stages"][0]["recompute"]["layers"], 9);
+  EXPECT_EQ(j["stages"][3]["recompute"]["layers"], 4);
+  EXPECT_EQ(j["stages"][2]["in_flight_microbatches"], 2);
+  for (const char* key : {"weights", "gradients", "optimizer", "activations", "transient_peak", "peak"})
+    EXPECT_TRUE(j["stages"][1]["memory_bytes"][key].is_number_integer()) << key;
+  for (const char* key : {"time_s", "mfu", "tokens_per_s", "model_flops", "hardware_flops", "bubble_fraction"})
+    EXPECT_TRUE(j["iteration"][key].is_number()) << key;
+  EXPECT_TRUE(j["fits"].is_boolean());
+}
+
+TEST(Cli, ModulesBothFormulaSets) {
+  for (const char* f : {"paper", "exact"}) {
+    const Result r = run({"modules", "--formulas", f, "--json", "-"}, true);
+    ASSERT_EQ(r.exit_code, 0) << f;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_FALSE(j["modules"].empty());
+    EXPECT_EQ(j["modules"][0]["formulas"], f);
+    const auto& flops = j["modules"][0]["flops"];
+    EXPECT_DOUBLE_EQ(flops["total"].get<double>(), flops["forward"].get<double>() + flops["backward"].get<double>() +
+                                                       flops["recompute"].get<double>());
+  }
+}
+
+TEST(Cli, HfConfigAsModel) {
+  const Result r = run({"estimate", "--model", std::string(REMAT_TEST_DATA) + "/data/llama3-8b-config.json", "--tp",
+                     "1", "--pp", "1", "--hardware", "h100-sxm", "--mbs", "1", "--json", "-"},
+                    true);
+  ASSERT_EQ(r.exit_code, 1);  // 8B with Adam on one 80 GB GPU: 144 GB of weights and state
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["model"]["num_hidden_layers"], 32);
+  EXPECT_EQ(j["stages"][0]["memory_bytes"]["weights"], 2 * 8030261248LL);
+}
+
+}  // namespace

@@ -1,0 +1,17 @@
+#pragma once
+// Built-in specs for tests.
+#include "remat/io/spec_loader.hpp"
+#include "remat/spec/validate.hpp"
+
+namespace remat::test {
+
+inline ModelSpec model(const std::string& name) { return load_model(read_spec_source(name, "models")); }
+inline HardwareSpec hardware(const std::string& name) { return load_hardware(read_spec_source(name, "hardware")); }
+
+inline TrainingSpec layout(int64_t tp, int64_t pp, int64_t dp, int64_t ep, int64_t mbs, int64_t seq) {
+  TrainingSpec t;
+  t.tp = tp, t.pp = pp, t.dp = dp, t.ep = ep, t.mbs = mbs, t.seq = seq;
+  return with_defaults(t);
+}
+
+}  // namespace remat::test
