@@ -92,6 +92,69 @@ __global__ void rmsnorm_fwd_kernel(const bf16* x, int64_t ldx, const bf16* g, bf
   }
 }
 
+// One warp per row, the whole row in registers (h == VPL * 256): no block barrier, VPL
+// independent 16-byte loads in flight per lane.
+template <int VPL>
+__global__ void rmsnorm_fwd_warp_kernel(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_t ldy,
+                                        int64_t rows, int h, float eps) {
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x & 31;
+  if (row >= rows) return;
+  uint4 raw[VPL];
+#pragma unroll
+  for (int j = 0; j < VPL; ++j) raw[j] = *reinterpret_cast<const uint4*>(x + row * ldx + (j * 32 + lane) * kVec);
+  float ss = 0.f;
+#pragma unroll
+  for (int j = 0; j < VPL; ++j) {
+    const __nv_bfloat162* h2 = reinterpret_cast<const __nv_bfloat162*>(&raw[j]);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = __bfloat1622float2(h2[i]);
+      ss += f.x * f.x + f.y * f.y;
+    }
+  }
+  const float rstd = rsqrtf(warp_sum(ss) / h + eps);
+#pragma unroll
+  for (int j = 0; j < VPL; ++j) {
+    const int c = (j * 32 + lane) * kVec;
+    float gv[kVec], o[kVec];
+    load8(g + c, gv);
+    const __nv_bfloat162* h2 = reinterpret_cast<const __nv_bfloat162*>(&raw[j]);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = __bfloat1622float2(h2[i]);
+      o[2 * i] = f.x * rstd * gv[2 * i];
+      o[2 * i + 1] = f.y * rstd * gv[2 * i + 1];
+    }
+    store8(y + row * ldy + c, o);
+  }
+}
+
+template <int VPL>
+void launch_rmsnorm_warp(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_t ldy, int64_t rows, int h,
+                         float eps, cudaStream_t s) {
+  constexpr int kWarps = 4;
+  const unsigned grid = static_cast<unsigned>((rows + kWarps - 1) / kWarps);
+  rmsnorm_fwd_warp_kernel<VPL><<<grid, kWarps * 32, 0, s>>>(x, ldx, g, y, ldy, rows, h, eps);
+}
+
+// Launches the warp-per-row kernel when h is one of its sizes; false otherwise.
+bool rmsnorm_fwd_warp(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_t ldy, int64_t rows, int64_t h,
+                      float eps, cudaStream_t s) {
+  if (h % 256 != 0) return false;
+  switch (h / 256) {
+    case 1: launch_rmsnorm_warp<1>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
+    case 2: launch_rmsnorm_warp<2>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
+    case 4: launch_rmsnorm_warp<4>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
+    case 6: launch_rmsnorm_warp<6>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
+    case 8: launch_rmsnorm_warp<8>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
+    case 16: launch_rmsnorm_warp<16>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
+    case 20: launch_rmsnorm_warp<20>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
+    case 32: launch_rmsnorm_warp<32>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
+    default: return false;
+  }
+}
+
 __global__ void rmsnorm_bwd_kernel(const bf16* x, int64_t ldx, const bf16* g, const bf16* dy, int64_t lddy, bf16* dx,
                                    int64_t lddx, float* partial, int64_t rows, int h, float eps) {
   const int nv = h / kVec;
@@ -391,6 +454,11 @@ void rmsnorm_fwd(const void* x, int64_t ldx, const void* g, void* y, int64_t ldy
                  cudaStream_t s) {
   check_vec(h, "rmsnorm_fwd");
   if (h > kNormThreads * kVec * kNormMaxVec) throw std::runtime_error("rmsnorm_fwd: hidden size above 8192");
+  if (rmsnorm_fwd_warp(static_cast<const bf16*>(x), ldx, static_cast<const bf16*>(g), static_cast<bf16*>(y), ldy,
+                       rows, h, eps, s)) {
+    check_launch("rmsnorm_fwd_warp_kernel");
+    return;
+  }
   const int threads = h >= 2048 ? kNormThreads : 64;
   rmsnorm_fwd_kernel<<<static_cast<unsigned>(rows), threads, 0, s>>>(
       static_cast<const bf16*>(x), ldx, static_cast<const bf16*>(g), static_cast<bf16*>(y), ldy, int(h), eps);
