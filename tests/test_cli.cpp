@@ -1,7 +1,7 @@
 // The remat binary: the bad-input catalogue, exit codes, deterministic reports.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sys/wait.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <fstream>
@@ -37,7 +37,8 @@ Result run(const std::vector<std::string>& args, bool capture_stdout = false) {
 }
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
   return s;
 }
 
@@ -71,8 +72,8 @@ TEST(Cli, EstimateExitsOneWhenPlanDoesNotFit) {
 }
 
 TEST(Cli, ReportsAreDeterministicAndCarryTheContract) {
-  const std::vector<std::string> args = {"estimate", "--strategy", "eagle", "--recompute-layers", "9,9,8,4",
-                                         "--json", "-"};
+  const std::vector<std::string> args = {"estimate", "--strategy", "eagle", "--recompute-layers",
+                                         "9,9,8,4",  "--json",     "-"};
   const Result a = run(args, true), b = run(args, true);
   ASSERT_EQ(a.exit_code, 0);
   EXPECT_EQ(a.out, b.out);
@@ -105,8 +106,8 @@ TEST(Cli, ModulesBothFormulaSets) {
 
 TEST(Cli, HfConfigAsModel) {
   const Result r = run({"estimate", "--model", std::string(REMAT_TEST_DATA) + "/data/llama3-8b-config.json", "--tp",
-                     "1", "--pp", "1", "--hardware", "h100-sxm", "--mbs", "1", "--json", "-"},
-                    true);
+                        "1", "--pp", "1", "--hardware", "h100-sxm", "--mbs", "1", "--json", "-"},
+                       true);
   ASSERT_EQ(r.exit_code, 1);  // 8B with Adam on one 80 GB GPU: 144 GB of weights and state
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["model"]["num_hidden_layers"], 32);

@@ -39,8 +39,8 @@ paper::Dims dims() {
   return x;
 }
 
-void expect_module(paper::Module m, const std::vector<Block>& blocks, const std::vector<bool>& rc,
-                   const paper::Dims& x, double extra_none, double extra_eagle) {
+void expect_module(paper::Module m, const std::vector<Block>& blocks, const std::vector<bool>& rc, const paper::Dims& x,
+                   double extra_none, double extra_eagle) {
   const Totals none = totals(blocks, rc, BlockMode::keep), std_ = totals(blocks, rc, BlockMode::standard),
                eagle = totals(blocks, rc, BlockMode::eagle);
   EXPECT_DOUBLE_EQ(none.kept, paper::table1(m, x, paper::Method::none).memory_bytes + extra_none);

@@ -48,8 +48,9 @@ TEST(Loaders, HfUnknownKeysIgnoredOursRejected) {
 }
 
 TEST(Loaders, EveryProblemReported) {
-  const std::string text = "name: x\nhidden_size: -1\nintermediate_size: 0\nnum_attention_heads: 4\nvocab_size: 9\n"
-                           "num_hidden_layers: 2\nbogus: 1\n";
+  const std::string text =
+      "name: x\nhidden_size: -1\nintermediate_size: 0\nnum_attention_heads: 4\nvocab_size: 9\n"
+      "num_hidden_layers: 2\nbogus: 1\n";
   try {
     parse_model_yaml(text, "m.yaml");
     FAIL();
@@ -86,7 +87,7 @@ TEST(Loaders, HardwareUnitsConvertedOnce) {
   const HardwareSpec a100 = test::hardware("a100-80gb-pcie");
   EXPECT_DOUBLE_EQ(a100.peak_bf16_flops, 312e12);
   EXPECT_DOUBLE_EQ(a100.hbm_bytes, 80.0 * 1024 * 1024 * 1024);  // GiB
-  EXPECT_DOUBLE_EQ(a100.hbm_bytes_per_s, 1935e9);              // GB/s
+  EXPECT_DOUBLE_EQ(a100.hbm_bytes_per_s, 1935e9);               // GB/s
   EXPECT_DOUBLE_EQ(a100.host_link_bytes_per_s, 32e9);
 }
 

@@ -17,8 +17,8 @@ Dims set_a() {
 // Set B: DeepSeek-V2-like, b=1 s=4096 h=5120 h1=1536 g=8 d=128 a=128 r=64 h_q=1536 h_kv=512 K=6.
 Dims set_b() {
   Dims x;
-  x.b = 1, x.s = 4096, x.h = 5120, x.h1 = 1536, x.g = 8, x.d = 128, x.a = 128, x.r = 64, x.h_q = 1536,
-  x.h_kv = 512, x.K = 6;
+  x.b = 1, x.s = 4096, x.h = 5120, x.h1 = 1536, x.g = 8, x.d = 128, x.a = 128, x.r = 64, x.h_q = 1536, x.h_kv = 512,
+  x.K = 6;
   return x;
 }
 
@@ -38,42 +38,42 @@ void check(const Dims& x, const std::vector<Expected>& rows) {
 
 TEST(PaperTable1, AllFifteenCellsSetA) {
   check(set_a(), {
-      {Module::rmsnorm_linear, Method::none, 1024, 49152},      // 4*16*16; 6*16*16*32
-      {Module::rmsnorm_linear, Method::standard, 512, 65536},   // 2*16*16; 8*16*16*32
-      {Module::rmsnorm_linear, Method::eagle, 512, 49152},      // 2*16*16; 6*16*16*32
-      {Module::mlp, Method::none, 4096, 147456},                // 1024 + 6*16*32; 18*16*16*32
-      {Module::mlp, Method::standard, 512, 196608},             // 24*16*16*32
-      {Module::mlp, Method::eagle, 512, 180224},                // 22*16*16*32
-      {Module::moe, Method::none, 12288, 442368},               // 32*(32+96+64+192); 18*8192*3
-      {Module::moe, Method::standard, 1536, 589824},            // 2*16*16*3; 24*8192*3
-      {Module::moe, Method::eagle, 1536, 540672},               // 22*8192*3
-      {Module::gqa, Method::none, 3072, 122880},                // 2048+1024; 98304 + 12*16*8*16
-      {Module::gqa, Method::standard, 1024, 155648},            // 4*256; 30*4096 + 16*2048
-      {Module::gqa, Method::eagle, 1024, 147456},               // 30*4096 + 12*2048
-      {Module::mla, Method::none, 4096, 116736},                // 32*(32+16+64+16); 96*(256+384+576)
-      {Module::mla, Method::standard, 1536, 147456},            // 32*(16+16+16); 32*(1024+24*64+16*(48+32+48))
-      {Module::mla, Method::eagle, 1536, 129024},               // 32*(768+24*56+16*(48+24+48))
-  });
+                     {Module::rmsnorm_linear, Method::none, 1024, 49152},     // 4*16*16; 6*16*16*32
+                     {Module::rmsnorm_linear, Method::standard, 512, 65536},  // 2*16*16; 8*16*16*32
+                     {Module::rmsnorm_linear, Method::eagle, 512, 49152},     // 2*16*16; 6*16*16*32
+                     {Module::mlp, Method::none, 4096, 147456},               // 1024 + 6*16*32; 18*16*16*32
+                     {Module::mlp, Method::standard, 512, 196608},            // 24*16*16*32
+                     {Module::mlp, Method::eagle, 512, 180224},               // 22*16*16*32
+                     {Module::moe, Method::none, 12288, 442368},              // 32*(32+96+64+192); 18*8192*3
+                     {Module::moe, Method::standard, 1536, 589824},           // 2*16*16*3; 24*8192*3
+                     {Module::moe, Method::eagle, 1536, 540672},              // 22*8192*3
+                     {Module::gqa, Method::none, 3072, 122880},               // 2048+1024; 98304 + 12*16*8*16
+                     {Module::gqa, Method::standard, 1024, 155648},           // 4*256; 30*4096 + 16*2048
+                     {Module::gqa, Method::eagle, 1024, 147456},              // 30*4096 + 12*2048
+                     {Module::mla, Method::none, 4096, 116736},               // 32*(32+16+64+16); 96*(256+384+576)
+                     {Module::mla, Method::standard, 1536, 147456},  // 32*(16+16+16); 32*(1024+24*64+16*(48+32+48))
+                     {Module::mla, Method::eagle, 1536, 129024},     // 32*(768+24*56+16*(48+24+48))
+                 });
 }
 
 TEST(PaperTable1, AllFifteenCellsSetB) {
   check(set_b(), {
-      {Module::rmsnorm_linear, Method::none, 83886080, 193273528320},
-      {Module::rmsnorm_linear, Method::standard, 41943040, 257698037760},
-      {Module::rmsnorm_linear, Method::eagle, 41943040, 193273528320},
-      {Module::mlp, Method::none, 121634816, 579820584960},
-      {Module::mlp, Method::standard, 41943040, 773094113280},
-      {Module::mlp, Method::eagle, 41943040, 708669603840},
-      {Module::moe, Method::none, 423624704, 4058744094720},
-      {Module::moe, Method::standard, 293601280, 5411658792960},
-      {Module::moe, Method::eagle, 293601280, 4960687226880},
-      {Module::gqa, Method::none, 184549376, 3607772528640},
-      {Module::gqa, Method::standard, 83886080, 4595615006720},
-      {Module::gqa, Method::eagle, 83886080, 4252017623040},
-      {Module::mla, Method::none, 772276224, 7790533804032},
-      {Module::mla, Method::standard, 193462272, 9700183638016},
-      {Module::mla, Method::eagle, 193462272, 8237210402816},
-  });
+                     {Module::rmsnorm_linear, Method::none, 83886080, 193273528320},
+                     {Module::rmsnorm_linear, Method::standard, 41943040, 257698037760},
+                     {Module::rmsnorm_linear, Method::eagle, 41943040, 193273528320},
+                     {Module::mlp, Method::none, 121634816, 579820584960},
+                     {Module::mlp, Method::standard, 41943040, 773094113280},
+                     {Module::mlp, Method::eagle, 41943040, 708669603840},
+                     {Module::moe, Method::none, 423624704, 4058744094720},
+                     {Module::moe, Method::standard, 293601280, 5411658792960},
+                     {Module::moe, Method::eagle, 293601280, 4960687226880},
+                     {Module::gqa, Method::none, 184549376, 3607772528640},
+                     {Module::gqa, Method::standard, 83886080, 4595615006720},
+                     {Module::gqa, Method::eagle, 83886080, 4252017623040},
+                     {Module::mla, Method::none, 772276224, 7790533804032},
+                     {Module::mla, Method::standard, 193462272, 9700183638016},
+                     {Module::mla, Method::eagle, 193462272, 8237210402816},
+                 });
 }
 
 TEST(PaperTable1, TextClaims) {
@@ -99,10 +99,10 @@ namespace {
 // GPT-3 175B row of the paper: s=2048, b=1, h=12288, a=96, t=8. 5as/h = 80.
 TEST(KorthikantiTable2, FiveRows) {
   const Dims x{2048, 1, 12288, 96, 8};
-  const double sbh = 2048.0 * 12288;  // 25,165,824
-  EXPECT_DOUBLE_EQ(no_parallelism(x), sbh * 114);                    // 34 + 80
-  EXPECT_DOUBLE_EQ(tensor_parallel(x), sbh * (10 + 3 + 10));         // 10 + 24/8 + 80/8
-  EXPECT_DOUBLE_EQ(tensor_sequence_parallel(x), sbh * 114 / 8);      // (34 + 80)/8
+  const double sbh = 2048.0 * 12288;                             // 25,165,824
+  EXPECT_DOUBLE_EQ(no_parallelism(x), sbh * 114);                // 34 + 80
+  EXPECT_DOUBLE_EQ(tensor_parallel(x), sbh * (10 + 3 + 10));     // 10 + 24/8 + 80/8
+  EXPECT_DOUBLE_EQ(tensor_sequence_parallel(x), sbh * 114 / 8);  // (34 + 80)/8
   EXPECT_DOUBLE_EQ(selective_tensor_sequence(x), sbh * 34 / 8);
   EXPECT_DOUBLE_EQ(full_recompute(x), sbh * 2);
   EXPECT_DOUBLE_EQ(no_parallelism(x), 2868903936.0);

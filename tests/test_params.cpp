@@ -12,8 +12,8 @@ double billions(const ModelSpec& m, int64_t layers) { return model_params(m, lay
 TEST(ParamCount, Table6ModelsWithinOnePercent) {
   const ModelSpec llama = test::model("llama3-70b"), v2 = test::model("deepseek-v2"), v3 = test::model("deepseek-v3");
   EXPECT_NEAR(billions(llama, 80), 70.6, 0.706);
-  EXPECT_NEAR(billions(v2, 60), 236, 2.36);   // published, 60 layers
-  EXPECT_NEAR(billions(v2, 63), 247, 2.47);   // the paper's Table 6, 63 layers
+  EXPECT_NEAR(billions(v2, 60), 236, 2.36);  // published, 60 layers
+  EXPECT_NEAR(billions(v2, 63), 247, 2.47);  // the paper's Table 6, 63 layers
   EXPECT_NEAR(billions(v3, 61), 671, 6.71);
   EXPECT_NEAR(billions(v3, 63), 694, 6.94);
 }

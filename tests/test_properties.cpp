@@ -27,8 +27,8 @@ Estimate run(const ModelSpec& m, const TrainingSpec& t, Strategy s, std::vector<
   return estimate(m, test::hardware("h100-sxm"), t, p, 1e30);
 }
 
-const Strategy kAll[] = {Strategy::none, Strategy::full, Strategy::selective, Strategy::standard, Strategy::eagle,
-                         Strategy::offload};
+const Strategy kAll[] = {Strategy::none,     Strategy::full,  Strategy::selective,
+                         Strategy::standard, Strategy::eagle, Strategy::offload};
 
 TEST(Properties, MemoryNeverFallsAsMbsOrSeqGrows) {
   for (const auto& name : model_names()) {

@@ -22,7 +22,8 @@ struct CompareOptions {
 
 std::vector<std::string> summary_row(Strategy s, const Estimate& e) {
   std::string peaks;
-  for (const auto& st : e.stages) peaks += (peaks.empty() ? "" : " ") + fmt::format("{:.1f}", st.memory_bytes.peak / kGiB);
+  for (const auto& st : e.stages)
+    peaks += (peaks.empty() ? "" : " ") + fmt::format("{:.1f}", st.memory_bytes.peak / kGiB);
   return {to_string(s),
           peaks,
           fmt::format("{:.1f}", e.peak_memory_bytes / kGiB),
@@ -38,11 +39,14 @@ Runner add_compare_command(CLI::App& app) {
   auto opts = std::make_shared<CompareOptions>();
   CLI::App* sub = app.add_subcommand("compare", "every strategy on one layout: peak memory per stage, time, MFU");
   add_common_options(*sub, opts->common);
-  sub->add_option("--recompute-layers", opts->recompute_layers, "R per stage (one value or one per stage); default all");
+  sub->add_option("--recompute-layers", opts->recompute_layers,
+                  "R per stage (one value or one per stage); default all");
   return [opts]() {
     const Inputs in = load_inputs(opts->common, "compare");
-    Json report = {{"meta", meta_json(in.meta)}, {"model", model_json(in.model)},
-                   {"hardware", hardware_json(in.hardware)}, {"training", training_json(in.training)}};
+    Json report = {{"meta", meta_json(in.meta)},
+                   {"model", model_json(in.model)},
+                   {"hardware", hardware_json(in.hardware)},
+                   {"training", training_json(in.training)}};
     Json list = Json::array();
     std::vector<std::vector<std::string>> rows;
     for (Strategy s : {Strategy::none, Strategy::selective, Strategy::full, Strategy::standard, Strategy::eagle,

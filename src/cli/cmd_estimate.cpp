@@ -26,8 +26,8 @@ struct EstimateOptions {
 Plan plan_from(const EstimateOptions& o) {
   Plan p;
   if (!parse_strategy(o.strategy, p.strategy))
-    throw InputError({{"command line", "--strategy", o.strategy,
-                       "must be one of none, full, selective, standard, eagle, offload"}});
+    throw InputError(
+        {{"command line", "--strategy", o.strategy, "must be one of none, full, selective, standard, eagle, offload"}});
   if (!o.recompute_layers.empty()) p.recompute_layers = parse_int_list("--recompute-layers", o.recompute_layers);
   if (!o.offload_layers.empty()) p.offload_layers = parse_int_list("--offload-layers", o.offload_layers);
   return p;
@@ -36,8 +36,8 @@ Plan plan_from(const EstimateOptions& o) {
 double budget_bytes(const EstimateOptions& o, const HardwareSpec& hw) {
   if (!o.budget_given) return default_budget_bytes(hw);
   if (!std::isfinite(o.budget_GiB) || o.budget_GiB < 0)
-    throw InputError({{"command line", "--memory-budget-GiB", fmt::format("{}", o.budget_GiB),
-                       "must be a finite number >= 0"}});
+    throw InputError(
+        {{"command line", "--memory-budget-GiB", fmt::format("{}", o.budget_GiB), "must be a finite number >= 0"}});
   return o.budget_GiB * 1024.0 * 1024.0 * 1024.0;
 }
 

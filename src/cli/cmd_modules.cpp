@@ -20,7 +20,8 @@ Runner add_modules_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("modules", "per recompute block and strategy: memory, FLOPs, predicted time");
   add_common_options(*sub, opts->common);
   sub->add_option("--formulas", opts->formulas, "paper (EAGLE Table 1) or exact (real shapes)")
-      ->check(CLI::IsMember({"paper", "exact"}))->capture_default_str();
+      ->check(CLI::IsMember({"paper", "exact"}))
+      ->capture_default_str();
   return [opts]() {
     const Inputs in = load_inputs(opts->common, "modules");
     const Formulas f = opts->formulas == "paper" ? Formulas::paper : Formulas::exact;

@@ -33,9 +33,11 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
   app.add_option("--layers-per-stage", o.layers_per_stage, "layers per pipeline stage, e.g. 21,20,20,19");
   app.add_flag("--no-sequence-parallel", o.no_sequence_parallel, "tp without sequence parallelism");
   app.add_option("--precision", o.precision, "mixed (bf16 + fp32 master) or bf16")
-      ->check(CLI::IsMember({"mixed", "bf16"}))->capture_default_str();
+      ->check(CLI::IsMember({"mixed", "bf16"}))
+      ->capture_default_str();
   app.add_option("--optimizer", o.optimizer, "adam, sgd or none (backprop only)")
-      ->check(CLI::IsMember({"adam", "sgd", "none"}))->capture_default_str();
+      ->check(CLI::IsMember({"adam", "sgd", "none"}))
+      ->capture_default_str();
   app.add_option("--zero-stage", o.zero_stage, "0 replicated, 1 distributed optimizer, 2 + sharded grads")
       ->capture_default_str();
   app.add_flag("--swiglu-unfused", o.swiglu_unfused, "SwiGLU as separate ops (saves silu(gate) too)");
@@ -43,7 +45,8 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
   app.add_flag("--no-fp32-logits", o.no_fp32_logits, "the loss keeps no fp32 copy of the logits");
   app.add_flag("--no-flash", o.no_flash, "attention materializes the softmax");
   app.add_option("--replay", o.replay, "recompute replay: full (Megatron) or early-stop (PyTorch non-reentrant)")
-      ->check(CLI::IsMember({"full", "early-stop"}))->capture_default_str();
+      ->check(CLI::IsMember({"full", "early-stop"}))
+      ->capture_default_str();
   app.add_option("--json", o.json_path, "write the JSON report to FILE ('-' for stdout)");
   app.add_option("--format", o.format, "stdout format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
 }
@@ -90,26 +93,33 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
   Inputs in;
   in.model = load_model(model_src);
   in.hardware = load_hardware(hw_src);
-  if (o.num_layers < 0) throw InputError({{"command line", "--num-layers", std::to_string(o.num_layers), "must not be negative"}});
+  if (o.num_layers < 0)
+    throw InputError({{"command line", "--num-layers", std::to_string(o.num_layers), "must not be negative"}});
   if (o.num_layers > 0) {
     in.model.num_hidden_layers = o.num_layers;
     if (in.model.first_k_dense_replace > o.num_layers)
-      throw InputError({{"command line", "--num-layers", std::to_string(o.num_layers),
-                         "is below the model's first_k_dense_replace = " + std::to_string(in.model.first_k_dense_replace)}});
+      throw InputError(
+          {{"command line", "--num-layers", std::to_string(o.num_layers),
+            "is below the model's first_k_dense_replace = " + std::to_string(in.model.first_k_dense_replace)}});
   }
   in.training = training_from(o);
   auto problems = validate_training(in.training, in.model);
   if (!problems.empty()) throw InputError(std::move(problems));
   in.training = with_defaults(in.training);
-  in.meta = {REMAT_VERSION, REMAT_GIT_COMMIT, command,
-             {{"model", model_src.label, sha256_hex(model_src.text)}, {"hardware", hw_src.label, sha256_hex(hw_src.text)}}};
+  in.meta = {
+      REMAT_VERSION,
+      REMAT_GIT_COMMIT,
+      command,
+      {{"model", model_src.label, sha256_hex(model_src.text)}, {"hardware", hw_src.label, sha256_hex(hw_src.text)}}};
   return in;
 }
 
 void emit(const CommonOptions& o, const std::string& table, const Json& report) {
   const std::string json_text = report.dump(2) + "\n";
-  if (o.format == "json" || o.json_path == "-") std::cout << json_text;
-  else std::cout << table;
+  if (o.format == "json" || o.json_path == "-")
+    std::cout << json_text;
+  else
+    std::cout << table;
   if (!o.json_path.empty() && o.json_path != "-") {
     std::ofstream out(o.json_path, std::ios::binary);
     out << json_text;

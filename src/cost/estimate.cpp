@@ -39,8 +39,7 @@ int64_t per_stage_value(const std::vector<int64_t>& v, size_t stage, int64_t fal
   return v.size() == 1 ? v[0] : v[stage];
 }
 
-LayerChoice choose(const Plan& plan, const LayerDef& layer, int64_t global, int64_t local, int64_t r,
-                   int64_t o) {
+LayerChoice choose(const Plan& plan, const LayerDef& layer, int64_t global, int64_t local, int64_t r, int64_t o) {
   if (auto it = plan.layer_overrides.find(global); it != plan.layer_overrides.end()) return it->second;
   if (local < r) return choice_for(plan.strategy, layer);
   if (local < r + o) return offload_choice(layer);
@@ -75,7 +74,8 @@ HeadCost head_cost(const ModelSpec& m, const RankShape& r, const TrainingSpec& t
 }
 
 StageEstimate stage_estimate(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,
-                             const LayerShapes& shapes, const RankShape& r, size_t i, std::pair<int64_t, int64_t> range) {
+                             const LayerShapes& shapes, const RankShape& r, size_t i,
+                             std::pair<int64_t, int64_t> range) {
   StageEstimate st;
   const int64_t p = t.pp, mb = t.microbatches();
   st.index = int64_t(i);
@@ -123,8 +123,16 @@ StageEstimate stage_estimate(const ModelSpec& m, const HardwareSpec& hw, const T
   st.memory_bytes = {sb.weights, sb.gradients, sb.optimizer, double(st.in_flight_microbatches) * kept, transient, 0};
   st.memory_bytes.peak = sb.total() + st.memory_bytes.activations + transient;
 
+  // Offload copies hide under compute: device-to-host under the forward,
+  // host-to-device under backward and recompute. Where tp collectives also
+  // cross the host link (no NVLink among the tp group), they take their share
+  // of that window.
   const double copy_s = offload / host_copy_bytes_per_s(hw);
-  const double exposed = std::max(0.0, copy_s - fwd_s) + std::max(0.0, copy_s - bwd_s - rc_s);
+  const bool link_shared = t.tp > hw.nvlink_domain_gpus || hw.nvlink_bytes_per_s <= 0;
+  const double busy = fwd_s + bwd_s + rc_s;
+  const double free_share = link_shared && busy > 0 ? 1 - st.comm_s / busy : 1;
+  const double exposed =
+      std::max(0.0, copy_s - fwd_s * free_share) + std::max(0.0, copy_s - (bwd_s + rc_s) * free_share);
   st.microbatch_s = fwd_s + bwd_s + rc_s + exposed;
   const double n = double(mb);
   st.flops = {n * fwd_f, n * bwd_f, n * rc_f};

@@ -23,9 +23,7 @@ RankShape rank_shape(const TrainingSpec& t) {
   return r;
 }
 
-int64_t gqa_head_dim(const ModelSpec& m) {
-  return m.head_dim > 0 ? m.head_dim : m.hidden_size / m.num_attention_heads;
-}
+int64_t gqa_head_dim(const ModelSpec& m) { return m.head_dim > 0 ? m.head_dim : m.hidden_size / m.num_attention_heads; }
 
 namespace {
 
@@ -60,9 +58,9 @@ OpDef residual_add(const RankShape& r, double hidden) {
 void add_input_norm(Block& b, const RankShape& r, double hidden) {
   const double rows = r.seq_tokens();
   b.inputs = {"x"};
-  b.tensors.push_back({"x", rows * hidden * kBf16});            // block input
-  b.tensors.push_back({"rstd", rows * kFp32});                  // 1/rms per row
-  b.tensors.push_back({"x_norm", rows * hidden * kBf16});       // saved shard of the GEMM input
+  b.tensors.push_back({"x", rows * hidden * kBf16});       // block input
+  b.tensors.push_back({"rstd", rows * kFp32});             // 1/rms per row
+  b.tensors.push_back({"x_norm", rows * hidden * kBf16});  // saved shard of the GEMM input
   b.ops.push_back(ops::rmsnorm("rmsnorm", rows, hidden, "x", "rstd"));
   if (r.tp > 1) b.ops.push_back(input_gather(r, hidden));
 }
@@ -120,7 +118,8 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
   if (r.gqa_expand_kv) {  // keys and values repeated to every query head
     b.tensors.push_back({"k_expanded", rows * nh * hd * kBf16});
     b.tensors.push_back({"v_expanded", rows * nh * hd * kBf16});
-    b.ops.push_back(ops::streaming("expand_kv", 2 * rows * (g + nh) * hd * kBf16, 2 * rows * (g + nh) * hd * kBf16, {}));
+    b.ops.push_back(
+        ops::streaming("expand_kv", 2 * rows * (g + nh) * hd * kBf16, 2 * rows * (g + nh) * hd * kBf16, {}));
     k = "k_expanded", v = "v_expanded";
   }
   // QK^T and PV: 2 b s^2 heads d each, half of it under the causal mask

@@ -15,8 +15,7 @@ namespace {
 double moe_rows(const RankShape& r) { return r.seq_tokens(); }
 
 double mla_down_width(const ModelSpec& m) {
-  const double q = m.q_lora_rank > 0 ? double(m.q_lora_rank)
-                                     : double(m.num_attention_heads) * double(m.qk_head_dim());
+  const double q = m.q_lora_rank > 0 ? double(m.q_lora_rank) : double(m.num_attention_heads) * double(m.qk_head_dim());
   return q + double(m.kv_lora_rank) + double(m.qk_rope_head_dim);
 }
 
@@ -160,8 +159,8 @@ Block moe_combine_glue(const RankShape& r, const ModelSpec& m) {
   // gradient reads the expert outputs
   b.tensors.push_back({"experts_out", rows * k * h * kBf16});
   b.tensors.push_back({"probs", rows * k * kFp32});
-  b.ops.push_back(ops::streaming("unpermute", (1 + k) * rows * h * kBf16, (1 + k) * rows * h * kBf16,
-                                 {"experts_out", "probs"}));
+  b.ops.push_back(
+      ops::streaming("unpermute", (1 + k) * rows * h * kBf16, (1 + k) * rows * h * kBf16, {"experts_out", "probs"}));
   const double stream = r.seq_tokens() * h * kBf16;
   b.ops.push_back(ops::streaming("residual_add", 3 * stream, 2 * stream, {}));
   return b;

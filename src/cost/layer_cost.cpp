@@ -85,10 +85,16 @@ LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool earl
   for (const auto& b : layer.blocks)
     for (const auto& op : b.ops) add_op_times(c, op, hw);
   switch (choice.mode) {
-    case LayerMode::full: full_layer(c, layer, early_stop, hw); break;
-    case LayerMode::selective: selective_layer(c, layer, hw); break;
+    case LayerMode::full:
+      full_layer(c, layer, early_stop, hw);
+      break;
+    case LayerMode::selective:
+      selective_layer(c, layer, hw);
+      break;
     case LayerMode::keep:
-    case LayerMode::blocks: per_block_layer(c, layer, choice, early_stop, hw); break;
+    case LayerMode::blocks:
+      per_block_layer(c, layer, choice, early_stop, hw);
+      break;
   }
   return c;
 }
@@ -100,13 +106,25 @@ LayerChoice choice_for(Strategy s, const LayerDef& layer) {
     c.blocks.assign(size_t(layer.recompute_block_count()), m);
   };
   switch (s) {
-    case Strategy::none: c.mode = LayerMode::keep; break;
+    case Strategy::none:
+      c.mode = LayerMode::keep;
+      break;
     case Strategy::full:
-    case Strategy::streambp: c.mode = LayerMode::full; break;
-    case Strategy::selective: c.mode = LayerMode::selective; break;
-    case Strategy::standard: blocks(BlockMode::standard); break;
-    case Strategy::eagle: blocks(BlockMode::eagle); break;
-    case Strategy::offload: blocks(BlockMode::offload); break;
+    case Strategy::streambp:
+      c.mode = LayerMode::full;
+      break;
+    case Strategy::selective:
+      c.mode = LayerMode::selective;
+      break;
+    case Strategy::standard:
+      blocks(BlockMode::standard);
+      break;
+    case Strategy::eagle:
+      blocks(BlockMode::eagle);
+      break;
+    case Strategy::offload:
+      blocks(BlockMode::offload);
+      break;
   }
   return c;
 }

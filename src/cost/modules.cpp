@@ -79,17 +79,22 @@ paper::Dims paper_dims(const ModelSpec& m, const TrainingSpec& t, paper::Module 
   }
   switch (module) {
     case paper::Module::rmsnorm_linear:
-      d.h1 = m.attention() == AttentionKind::mla ? d.h_tilde()
-                                                  : double((m.num_attention_heads + 2 * m.num_key_value_heads) * gqa_head_dim(m));
+      d.h1 = m.attention() == AttentionKind::mla
+                 ? d.h_tilde()
+                 : double((m.num_attention_heads + 2 * m.num_key_value_heads) * gqa_head_dim(m));
       break;
-    case paper::Module::moe: d.h1 = double(m.moe_intermediate_size); break;
-    default: d.h1 = double(m.intermediate_size); break;
+    case paper::Module::moe:
+      d.h1 = double(m.moe_intermediate_size);
+      break;
+    default:
+      d.h1 = double(m.intermediate_size);
+      break;
   }
   return d;
 }
 
 std::map<std::string, double> dims_map(const paper::Dims& d) {
-  return {{"b", d.b}, {"s", d.s}, {"h", d.h}, {"h1", d.h1}, {"g", d.g}, {"d", d.d},
+  return {{"b", d.b}, {"s", d.s}, {"h", d.h},     {"h1", d.h1},     {"g", d.g}, {"d", d.d},
           {"a", d.a}, {"r", d.r}, {"h_q", d.h_q}, {"h_kv", d.h_kv}, {"K", d.K}};
 }
 
@@ -99,12 +104,13 @@ void add_paper_rows(std::vector<ModuleRow>& rows, const ModelSpec& m, const Hard
   if (!m.is_moe() || m.first_k_dense_replace > 0) mods.push_back({"mlp", paper::Module::mlp});
   if (m.is_moe()) mods.push_back({"moe", paper::Module::moe});
   mods.push_back(m.attention() == AttentionKind::mla ? std::pair{"mla", paper::Module::mla}
-                                                      : std::pair{"gqa", paper::Module::gqa});
+                                                     : std::pair{"gqa", paper::Module::gqa});
   const double rate = hw.peak_bf16_flops * gemm_efficiency(hw.efficiency, 1e15);
   for (const auto& [name, module] : mods) {
     const paper::Dims d = paper_dims(m, t, module);
     const double none_flops = paper::table1(module, d, paper::Method::none).flops;
-    for (auto [label, method] : {std::pair{"none", paper::Method::none}, {"standard", paper::Method::standard},
+    for (auto [label, method] : {std::pair{"none", paper::Method::none},
+                                 {"standard", paper::Method::standard},
                                  {"eagle", paper::Method::eagle}}) {
       const paper::Cell c = paper::table1(module, d, method);
       ModuleRow row;

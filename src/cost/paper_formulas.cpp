@@ -96,11 +96,16 @@ Cell mla(const Dims& x, Method m) {
 
 Cell table1(Module module, const Dims& x, Method m) {
   switch (module) {
-    case Module::rmsnorm_linear: return rmsnorm_linear(x, m);
-    case Module::mlp: return mlp(x, m);
-    case Module::moe: return moe(x, m);
-    case Module::gqa: return gqa(x, m);
-    case Module::mla: return mla(x, m);
+    case Module::rmsnorm_linear:
+      return rmsnorm_linear(x, m);
+    case Module::mlp:
+      return mlp(x, m);
+    case Module::moe:
+      return moe(x, m);
+    case Module::gqa:
+      return gqa(x, m);
+    case Module::mla:
+      return mla(x, m);
   }
   return {};
 }

@@ -18,7 +18,7 @@ double attention_params(const ModelSpec& m, double tp) {
   const double q = hq > 0 ? h * hq + hq + hq * nh * (d + r) / tp  // down, latent norm, up
                           : h * nh * (d + r) / tp;
   const double kv = h * (hkv + r) + hkv + hkv * nh * (d + dv) / tp;  // down (+ k rope), norm, up
-  return q + kv + nh * dv * h / tp + h;                                // o projection, input norm
+  return q + kv + nh * dv * h / tp + h;                              // o projection, input norm
 }
 
 }  // namespace
@@ -29,9 +29,9 @@ ParamCount layer_params(const ModelSpec& m, int64_t layer_index, int64_t tp, int
   p.dense = attention_params(m, t) + h;  // + the feed-forward's input norm
   if (m.layer_is_moe(layer_index)) {
     const double f = double(m.moe_intermediate_size);
-    p.dense += h * double(m.n_routed_experts);                         // router
-    p.dense += 3 * h * f * double(m.n_shared_experts) / t;             // shared experts
-    p.expert = 3 * h * f * double(m.n_routed_experts) / double(ep);    // routed experts
+    p.dense += h * double(m.n_routed_experts);                       // router
+    p.dense += 3 * h * f * double(m.n_shared_experts) / t;           // shared experts
+    p.expert = 3 * h * f * double(m.n_routed_experts) / double(ep);  // routed experts
   } else {
     p.dense += 3 * h * double(m.intermediate_size) / t;  // gate, up, down
   }
@@ -51,8 +51,8 @@ double model_params(const ModelSpec& m, int64_t layers) {
 StaticBytes bytes_per_param(const TrainingSpec& t, double shard) {
   const bool mixed = t.precision == Precision::mixed;
   StaticBytes b;
-  b.weights = 2;                 // bf16 weights
-  b.gradients = mixed ? 4 : 2;   // fp32 main grads under mixed precision
+  b.weights = 2;                // bf16 weights
+  b.gradients = mixed ? 4 : 2;  // fp32 main grads under mixed precision
   double opt = 0;
   if (t.optimizer != Optimizer::none) {
     const double moment = mixed ? 4 : 2;

@@ -41,8 +41,10 @@ struct JsonReader {
   }
   void boolean(const char* key, bool& out) {
     if (!has(key)) return;
-    if (root[key].is_boolean()) out = root[key].get<bool>();
-    else problems.push_back({file, key, root[key].dump(), "must be true or false"});
+    if (root[key].is_boolean())
+      out = root[key].get<bool>();
+    else
+      problems.push_back({file, key, root[key].dump(), "must be true or false"});
   }
 };
 

@@ -138,7 +138,8 @@ SpecSource read_spec_source(const std::string& path_or_name, const std::string& 
   const std::string flag = kind == "models" ? "--model" : "--hardware";
   if (fs::is_directory(path_or_name, ec))
     throw InputError({{"command line", flag, path_or_name, "is a directory, not a spec file"}});
-  throw InputError({{"command line", flag, path_or_name, "no such file, and no built-in " + kind + " spec of that name"}});
+  throw InputError(
+      {{"command line", flag, path_or_name, "no such file, and no built-in " + kind + " spec of that name"}});
 }
 
 ModelSpec load_model(const SpecSource& src) {

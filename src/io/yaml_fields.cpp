@@ -71,14 +71,15 @@ void YamlFields::number(const std::string& key, double& out, bool required, doub
 void YamlFields::boolean(const std::string& key, bool& out, bool required) {
   std::string s;
   if (!scalar(key, required, s)) return;
-  if (s == "true") out = true;
-  else if (s == "false") out = false;
-  else fail(key, s, "must be true or false");
+  if (s == "true")
+    out = true;
+  else if (s == "false")
+    out = false;
+  else
+    fail(key, s, "must be true or false");
 }
 
-void YamlFields::text(const std::string& key, std::string& out, bool required) {
-  scalar(key, required, out);
-}
+void YamlFields::text(const std::string& key, std::string& out, bool required) { scalar(key, required, out); }
 
 YAML::Node YamlFields::child(const std::string& key) {
   read_.insert(key);
@@ -99,8 +100,7 @@ YAML::Node parse_yaml_map(const std::string& text, const std::string& file, std:
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    problems.push_back({file, "line " + std::to_string(e.mark.line + 1), "",
-                        "malformed YAML: " + e.msg});
+    problems.push_back({file, "line " + std::to_string(e.mark.line + 1), "", "malformed YAML: " + e.msg});
     return YAML::Node();
   }
   if (!root.IsMap()) {

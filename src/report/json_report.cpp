@@ -12,9 +12,7 @@ namespace {
 int64_t bytes(double b) { return int64_t(std::llround(b)); }
 
 const char* precision_name(Precision p) { return p == Precision::mixed ? "mixed" : "bf16"; }
-const char* optimizer_name(Optimizer o) {
-  return o == Optimizer::adam ? "adam" : o == Optimizer::sgd ? "sgd" : "none";
-}
+const char* optimizer_name(Optimizer o) { return o == Optimizer::adam ? "adam" : o == Optimizer::sgd ? "sgd" : "none"; }
 
 Json layer_choice_json(const LayerChoice& c) {
   Json j = {{"mode", to_string(c.mode)}};
@@ -59,8 +57,9 @@ Json stage_json(const StageEstimate& s, Strategy strategy) {
 
 Json meta_json(const ReportMeta& meta) {
   Json inputs = Json::array();
-  for (const auto& in : meta.inputs) inputs.push_back({{"role", in.role}, {"source", in.source}, {"sha256", in.sha256}});
-  return {{"schema_version", kSchemaVersion}, {"tool", "remat"},        {"tool_version", meta.tool_version},
+  for (const auto& in : meta.inputs)
+    inputs.push_back({{"role", in.role}, {"source", in.source}, {"sha256", in.sha256}});
+  return {{"schema_version", kSchemaVersion}, {"tool", "remat"},         {"tool_version", meta.tool_version},
           {"git_commit", meta.git_commit},    {"command", meta.command}, {"inputs", inputs}};
 }
 
@@ -74,7 +73,8 @@ Json model_json(const ModelSpec& m) {
             {"vocab_size", m.vocab_size},
             {"num_hidden_layers", m.num_hidden_layers},
             {"tie_word_embeddings", m.tie_word_embeddings}};
-  if (m.attention() == AttentionKind::gqa) j["head_dim"] = m.head_dim > 0 ? m.head_dim : m.hidden_size / m.num_attention_heads;
+  if (m.attention() == AttentionKind::gqa)
+    j["head_dim"] = m.head_dim > 0 ? m.head_dim : m.hidden_size / m.num_attention_heads;
   if (m.is_moe()) {
     j["n_routed_experts"] = m.n_routed_experts;
     j["num_experts_per_tok"] = m.num_experts_per_tok;
@@ -174,8 +174,11 @@ Json modules_report(const ReportMeta& meta, const ModelSpec& m, const HardwareSp
                       {"total", r.total_flops()}}},
                     {"time_s", {{"forward", r.fwd_s}, {"backward", r.bwd_s}, {"recompute", r.recompute_s}}}});
   }
-  return {{"meta", meta_json(meta)}, {"model", model_json(m)}, {"hardware", hardware_json(hw)},
-          {"training", training_json(t)}, {"modules", list}};
+  return {{"meta", meta_json(meta)},
+          {"model", model_json(m)},
+          {"hardware", hardware_json(hw)},
+          {"training", training_json(t)},
+          {"modules", list}};
 }
 
 }  // namespace remat

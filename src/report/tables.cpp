@@ -35,9 +35,7 @@ std::string render(const std::vector<Column<Row>>& cols, const std::vector<Row>&
   return render_table(headers, cells);
 }
 
-std::string layer_summary(const StageEstimate& s) {
-  return fmt::format("{}-{}", s.first_layer, s.last_layer - 1);
-}
+std::string layer_summary(const StageEstimate& s) { return fmt::format("{}-{}", s.first_layer, s.last_layer - 1); }
 
 }  // namespace
 
@@ -83,15 +81,15 @@ std::string estimate_table(const ModelSpec& m, const HardwareSpec& hw, const Tra
       {"recomp s", [](const S& s) { return fmt::format("{:.3f}", s.time_s.recompute); }},
       {"offl s", [](const S& s) { return fmt::format("{:.3f}", s.time_s.offload_exposed); }},
   };
-  std::string out = fmt::format(
-      "{} on {}  tp {} pp {} dp {} ep {}  mbs {} gbs {} ({} microbatches) seq {}  strategy {}\n", m.name, hw.name,
-      t.tp, t.pp, t.dp, t.ep, t.mbs, t.gbs, e.microbatches, t.seq, to_string(p.strategy));
+  std::string out =
+      fmt::format("{} on {}  tp {} pp {} dp {} ep {}  mbs {} gbs {} ({} microbatches) seq {}  strategy {}\n", m.name,
+                  hw.name, t.tp, t.pp, t.dp, t.ep, t.mbs, t.gbs, e.microbatches, t.seq, to_string(p.strategy));
   out += render(cols, e.stages);
   const auto& it = e.iteration;
   out += fmt::format(
-      "iteration {:.3f} s  MFU {:.1f}%  {:.0f} tokens/s  bubble {:.1f}%  peak {} GiB of budget {} GiB: {}\n",
-      it.time_s, 100 * it.mfu, it.tokens_per_s, 100 * it.bubble_fraction, gib(e.peak_memory_bytes),
-      gib(e.budget_bytes), e.fits ? "fits" : "DOES NOT FIT");
+      "iteration {:.3f} s  MFU {:.1f}%  {:.0f} tokens/s  bubble {:.1f}%  peak {} GiB of budget {} GiB: {}\n", it.time_s,
+      100 * it.mfu, it.tokens_per_s, 100 * it.bubble_fraction, gib(e.peak_memory_bytes), gib(e.budget_bytes),
+      e.fits ? "fits" : "DOES NOT FIT");
   return out;
 }
 
@@ -111,8 +109,8 @@ std::string modules_table(const ModelSpec& m, const HardwareSpec& hw, const std:
       {"bwd ms", [&](const R& r) { return ms(r.bwd_s); }},
       {"recomp ms", [&](const R& r) { return ms(r.recompute_s); }},
   };
-  std::string out = fmt::format("{} on {}, formulas: {}\n", m.name, hw.name,
-                                rows.empty() ? std::string("-") : rows.front().formulas);
+  std::string out =
+      fmt::format("{} on {}, formulas: {}\n", m.name, hw.name, rows.empty() ? std::string("-") : rows.front().formulas);
   return out + render(cols, rows);
 }
 

@@ -64,8 +64,8 @@ std::vector<std::pair<int64_t, int64_t>> stage_layer_ranges(const ModelSpec& m, 
 
 std::vector<Problem> validate_training(const TrainingSpec& t, const ModelSpec& m) {
   Flags f;
-  for (auto [flag, v] : {std::pair{"--tp", t.tp}, {"--pp", t.pp}, {"--dp", t.dp}, {"--ep", t.ep}, {"--mbs", t.mbs},
-                         {"--seq", t.seq}})
+  for (auto [flag, v] :
+       {std::pair{"--tp", t.tp}, {"--pp", t.pp}, {"--dp", t.dp}, {"--ep", t.ep}, {"--mbs", t.mbs}, {"--seq", t.seq}})
     f.at_least(flag, v, 1);
   f.at_least("--gbs", t.gbs, 0);
   f.at_least("--num-layers", t.num_layers_override, 0);
@@ -119,8 +119,7 @@ std::vector<Problem> validate_plan(const Plan& p, const TrainingSpec& t, const M
   }
   const int64_t layers = effective_layers(m, t);
   for (const auto& [index, choice] : p.layer_overrides)
-    if (index < 0 || index >= layers)
-      f.fail("layer", str(index), "must be a layer index below " + str(layers));
+    if (index < 0 || index >= layers) f.fail("layer", str(index), "must be a layer index below " + str(layers));
   return f.problems;
 }
 

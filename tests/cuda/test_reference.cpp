@@ -85,35 +85,49 @@ void fd_check(const std::string& b, const RefDims& d, std::map<std::string, Vec>
 TEST(Reference, MlpGradientsMatchFiniteDifferences) {
   RefDims d;
   d.s = 3, d.h = 8, d.inter = 6;
-  fd_check("mlp", d, {{"norm.weight", pseudo(8, 3, 0.1f, 1)}, {"gate_up.weight", pseudo(96, 4, 0.3f)},
-                      {"down.weight", pseudo(48, 5, 0.3f)}}, 24, 24);
+  fd_check("mlp", d,
+           {{"norm.weight", pseudo(8, 3, 0.1f, 1)},
+            {"gate_up.weight", pseudo(96, 4, 0.3f)},
+            {"down.weight", pseudo(48, 5, 0.3f)}},
+           24, 24);
 }
 
 TEST(Reference, GqaGradientsMatchFiniteDifferences) {
   RefDims d;
   d.s = 4, d.h = 8, d.heads = 2, d.kv_heads = 1, d.head_dim = 4;
-  fd_check("gqa", d, {{"norm.weight", pseudo(8, 3, 0.1f, 1)}, {"qkv.weight", pseudo(16 * 8, 4, 0.3f)},
-                      {"o.weight", pseudo(8 * 8, 5, 0.3f)}}, 32, 32);
+  fd_check("gqa", d,
+           {{"norm.weight", pseudo(8, 3, 0.1f, 1)},
+            {"qkv.weight", pseudo(16 * 8, 4, 0.3f)},
+            {"o.weight", pseudo(8 * 8, 5, 0.3f)}},
+           32, 32);
 }
 
 TEST(Reference, MlaGradientsMatchFiniteDifferences) {
   RefDims d;
   d.s = 3, d.h = 8, d.heads = 2, d.q_lora = 4, d.kv_lora = 4, d.nope = 2, d.rope = 2, d.v_dim = 2;
   const int64_t C = 4 + 4 + 2;
-  fd_check("mla", d, {{"norm.weight", pseudo(8, 3, 0.1f, 1)}, {"down.weight", pseudo(C * 8, 4, 0.3f)},
-                      {"q_norm.weight", pseudo(4, 5, 0.1f, 1)}, {"kv_norm.weight", pseudo(4, 6, 0.1f, 1)},
-                      {"q_up.weight", pseudo(2 * 4 * 4, 7, 0.3f)}, {"k_up.weight", pseudo(2 * 2 * 4, 8, 0.3f)},
-                      {"v_up.weight", pseudo(2 * 2 * 4, 9, 0.3f)}, {"o.weight", pseudo(8 * 4, 10, 0.3f)}},
+  fd_check("mla", d,
+           {{"norm.weight", pseudo(8, 3, 0.1f, 1)},
+            {"down.weight", pseudo(C * 8, 4, 0.3f)},
+            {"q_norm.weight", pseudo(4, 5, 0.1f, 1)},
+            {"kv_norm.weight", pseudo(4, 6, 0.1f, 1)},
+            {"q_up.weight", pseudo(2 * 4 * 4, 7, 0.3f)},
+            {"k_up.weight", pseudo(2 * 2 * 4, 8, 0.3f)},
+            {"v_up.weight", pseudo(2 * 2 * 4, 9, 0.3f)},
+            {"o.weight", pseudo(8 * 4, 10, 0.3f)}},
            24, 24);
 }
 
 TEST(Reference, MoeGradientsMatchFiniteDifferences) {
   RefDims d;
   d.s = 3, d.h = 8, d.moe_inter = 4, d.experts = 4, d.topk = 2, d.shared = 1;
-  fd_check("moe", d, {{"norm.weight", pseudo(8, 3, 0.1f, 1)}, {"router.weight", pseudo(4 * 8, 4, 0.3f)},
-                      {"shared.gate_up.weight", pseudo(8 * 8, 5, 0.3f)}, {"shared.down.weight", pseudo(8 * 4, 6, 0.3f)},
-                      {"experts.gate_up.weight", pseudo(4 * 8 * 8, 7, 0.3f)},
-                      {"experts.down.weight", pseudo(4 * 8 * 4, 8, 0.3f)}},
+  fd_check("moe", d,
+           {{"norm.weight", pseudo(8, 3, 0.1f, 1)},
+            {"router.weight", pseudo(4 * 8, 4, 0.3f)},
+            {"shared.gate_up.weight", pseudo(8 * 8, 5, 0.3f)},
+            {"shared.down.weight", pseudo(8 * 4, 6, 0.3f)},
+            {"experts.gate_up.weight", pseudo(4 * 8 * 8, 7, 0.3f)},
+            {"experts.down.weight", pseudo(4 * 8 * 4, 8, 0.3f)}},
            24, 24);
 }
 

@@ -22,15 +22,15 @@ struct OpDef {
   double bwd_exec_flops = 0;  // FLOPs the backward kernel executes (flash backward recomputes scores)
   double fwd_bytes = 0;       // HBM traffic (memory-bound ops) or bytes on the wire (collectives)
   double bwd_bytes = 0;
-  double gemm_flops_each = 0;  // FLOPs of one GEMM call, for size-dependent efficiency
-  int64_t link_ranks = 1;      // collectives: ranks in the group
+  double gemm_flops_each = 0;      // FLOPs of one GEMM call, for size-dependent efficiency
+  int64_t link_ranks = 1;          // collectives: ranks in the group
   std::vector<std::string> saves;  // tensors its backward reads
 };
 
 struct Block {
-  std::string name;                    // "mlp", "gqa", "moe.routed", ...
-  std::vector<std::string> inputs;     // tensors a recompute strategy keeps
-  std::vector<std::string> kept_outside;  // saved for ops after the block (o for Wo)
+  std::string name;                          // "mlp", "gqa", "moe.routed", ...
+  std::vector<std::string> inputs;           // tensors a recompute strategy keeps
+  std::vector<std::string> kept_outside;     // saved for ops after the block (o for Wo)
   std::vector<std::string> attention_stats;  // kept by eagle to skip the flash forward
   std::vector<TensorDef> tensors;
   std::vector<OpDef> ops;

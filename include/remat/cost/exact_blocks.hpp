@@ -12,17 +12,17 @@ namespace remat {
 
 // Shapes of one microbatch on one rank.
 struct RankShape {
-  double b = 1;          // sequences
-  double s = 1;          // sequence length
+  double b = 1;  // sequences
+  double s = 1;  // sequence length
   int64_t tp = 1;
   int64_t ep = 1;
-  bool sp = false;       // sequence parallel (tp > 1)
+  bool sp = false;  // sequence parallel (tp > 1)
   bool causal = true;
   bool swiglu_fused = true;
   bool gqa_expand_kv = false;
   bool flash_attention = true;
 
-  double tokens() const { return b * s; }                           // full sequence
+  double tokens() const { return b * s; }                                // full sequence
   double seq_tokens() const { return sp ? b * s / double(tp) : b * s; }  // residual-stream rows
 };
 
@@ -41,9 +41,9 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m);
 
 // Ops outside any recompute block (never recomputed at block granularity).
 Block attention_out_glue(const RankShape& r, const ModelSpec& m);  // Wo, reduce, residual
-Block mlp_out_glue(const RankShape& r, int64_t hidden);           // reduce, residual
-Block moe_dispatch_glue(const RankShape& r, const ModelSpec& m);  // permute, all-to-all
-Block moe_combine_glue(const RankShape& r, const ModelSpec& m);   // all-to-all, unpermute, weighting
+Block mlp_out_glue(const RankShape& r, int64_t hidden);            // reduce, residual
+Block moe_dispatch_glue(const RankShape& r, const ModelSpec& m);   // permute, all-to-all
+Block moe_combine_glue(const RankShape& r, const ModelSpec& m);    // all-to-all, unpermute, weighting
 
 // One transformer layer: blocks in forward order; `recomputable` marks the
 // Appendix C blocks, the others are glue.

@@ -8,17 +8,17 @@ namespace remat::paper {
 
 // Symbols of the paper's Table 5 (Appendix B).
 struct Dims {
-  double b = 1;    // batch size
-  double s = 1;    // sequence length
-  double h = 1;    // hidden size
-  double h1 = 1;   // MLP (or MoE expert) intermediate size; RMSNorm+Linear output size
-  double g = 1;    // GQA groups (kv heads)
-  double d = 1;    // head dimension
-  double a = 1;    // MLA attention heads
-  double r = 0;    // MLA decoupled RoPE head dimension
-  double h_q = 0;  // MLA query latent dimension
-  double h_kv = 0; // MLA key-value latent dimension
-  double K = 1;    // MoE top-K
+  double b = 1;     // batch size
+  double s = 1;     // sequence length
+  double h = 1;     // hidden size
+  double h1 = 1;    // MLP (or MoE expert) intermediate size; RMSNorm+Linear output size
+  double g = 1;     // GQA groups (kv heads)
+  double d = 1;     // head dimension
+  double a = 1;     // MLA attention heads
+  double r = 0;     // MLA decoupled RoPE head dimension
+  double h_q = 0;   // MLA query latent dimension
+  double h_kv = 0;  // MLA key-value latent dimension
+  double K = 1;     // MoE top-K
   double h_tilde() const { return h_q + h_kv + r; }  // Table 1 footnote
 };
 

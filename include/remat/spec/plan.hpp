@@ -24,8 +24,8 @@ struct LayerChoice {
 
 struct Plan {
   Strategy strategy = Strategy::none;
-  std::vector<int64_t> recompute_layers;  // R per stage; one value applies to all stages; empty: all layers
-  std::vector<int64_t> offload_layers;    // per stage, layers after the recomputed ones; empty: none
+  std::vector<int64_t> recompute_layers;           // R per stage; one value applies to all stages; empty: all layers
+  std::vector<int64_t> offload_layers;             // per stage, layers after the recomputed ones; empty: none
   std::map<int64_t, LayerChoice> layer_overrides;  // global layer index -> choice, wins over the above
 };
 
