@@ -1,6 +1,7 @@
 // Memory-bound kernels of the backend: 16-byte vector accesses, fp32 math, bf16 storage.
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <stdexcept>
 #include <string>
@@ -95,11 +96,8 @@ __global__ void rmsnorm_fwd_kernel(const bf16* x, int64_t ldx, const bf16* g, bf
 // One warp per row, the whole row in registers (h == VPL * 256): no block barrier, VPL
 // independent 16-byte loads in flight per lane.
 template <int VPL>
-__global__ void rmsnorm_fwd_warp_kernel(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_t ldy,
-                                        int64_t rows, int h, float eps) {
-  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  const int lane = threadIdx.x & 31;
-  if (row >= rows) return;
+__device__ inline void rmsnorm_row(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_t ldy, int64_t row,
+                                   int lane, int h, float eps) {
   uint4 raw[VPL];
 #pragma unroll
   for (int j = 0; j < VPL; ++j) raw[j] = *reinterpret_cast<const uint4*>(x + row * ldx + (j * 32 + lane) * kVec);
@@ -131,10 +129,29 @@ __global__ void rmsnorm_fwd_warp_kernel(const bf16* x, int64_t ldx, const bf16* 
 }
 
 template <int VPL>
+__global__ void rmsnorm_fwd_warp_kernel(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_t ldy,
+                                        int64_t rows, int h, float eps) {
+  const int lane = threadIdx.x & 31;
+  const int64_t stride = int64_t(gridDim.x) * (blockDim.x / 32);
+  for (int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32; row < rows; row += stride)
+    rmsnorm_row<VPL>(x, ldx, g, y, ldy, row, lane, h, eps);
+}
+
+template <int VPL>
 void launch_rmsnorm_warp(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_t ldy, int64_t rows, int h,
                          float eps, cudaStream_t s) {
+  // A grid that fills the GPU once (rows strided over it), so no partial last wave.
   constexpr int kWarps = 4;
-  const unsigned grid = static_cast<unsigned>((rows + kWarps - 1) / kWarps);
+  static int blocks_per_sm = -1, sms = 0;
+  if (blocks_per_sm < 0) {
+    int dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, rmsnorm_fwd_warp_kernel<VPL>,
+                                                             kWarps * 32, 0));
+  }
+  const int64_t need = (rows + kWarps - 1) / kWarps, full = int64_t(sms) * std::max(blocks_per_sm, 1);
+  const unsigned grid = static_cast<unsigned>(std::min(need, full));
   rmsnorm_fwd_warp_kernel<VPL><<<grid, kWarps * 32, 0, s>>>(x, ldx, g, y, ldy, rows, h, eps);
 }
 
