@@ -58,6 +58,16 @@ struct Estimate {
 // Default memory budget: HBM less the hardware file's reserve.
 double default_budget_bytes(const HardwareSpec& hw);
 
+// Model FLOPs of one microbatch on unsharded shapes, recompute excluded.
+double model_flops_per_microbatch(const ModelSpec& m, const TrainingSpec& t, int64_t layers);
+// Optimizer step time of a stage: one read and write of its static state.
+double optimizer_step_s(const StageMemory& mem, const TrainingSpec& t, const HardwareSpec& hw);
+// Iteration time (1F1B fill, steady state, drain), MFU and tokens/s from the
+// stages' microbatch times.
+IterationEstimate iteration_from_stages(const std::vector<double>& microbatch_s, double optimizer_step_s,
+                                        double model_flops, double hardware_flops, const TrainingSpec& t,
+                                        const HardwareSpec& hw);
+
 // `t` must have passed validate_training and `plan` validate_plan.
 Estimate estimate(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,
                   double budget_bytes);

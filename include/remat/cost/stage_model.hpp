@@ -1,0 +1,55 @@
+#pragma once
+// One pipeline stage as a fixed part (weights, optimizer state, the LM head
+// and loss, p2p) plus sums over its layers' choices. `estimate` and the
+// planner both build stages from these pieces, so they agree by construction.
+#include <cstdint>
+
+#include "remat/cost/exact_blocks.hpp"
+#include "remat/cost/layer_cost.hpp"
+#include "remat/cost/params.hpp"
+#include "remat/spec/hardware_spec.hpp"
+#include "remat/spec/model_spec.hpp"
+#include "remat/spec/training_spec.hpp"
+
+namespace remat {
+
+// Dense and MoE layers differ; all layers of one kind are the same.
+struct LayerShapes {
+  LayerDef dense, moe;
+  const LayerDef& at(const ModelSpec& m, int64_t i) const { return m.layer_is_moe(i) ? moe : dense; }
+};
+LayerShapes build_shapes(const ModelSpec& m, const RankShape& r);
+
+// What a stage costs whatever its layers do.
+struct StageBase {
+  int64_t index = 0, first_layer = 0, last_layer = 0;
+  int64_t in_flight = 0;  // microbatches whose activations the stage holds (1F1B)
+  ParamCount params;
+  StaticBytes static_bytes;
+  double head_transient_bytes = 0;                            // LM head, logits and loss (last stage)
+  double fixed_fwd_s = 0, fixed_bwd_s = 0, fixed_comm_s = 0;  // head and p2p
+  double fixed_fwd_flops = 0, fixed_bwd_flops = 0;
+  double copy_bytes_per_s = 0;  // host link for offload
+  bool link_shared = false;     // tp collectives also cross the host link
+};
+
+StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const RankShape& r,
+                     int64_t index, std::pair<int64_t, int64_t> layers);
+
+// Sums over a stage's layers (transient: the largest).
+struct LayerSums {
+  double kept_bytes = 0, transient_bytes = 0, offload_bytes = 0;
+  double fwd_s = 0, bwd_s = 0, recompute_s = 0, comm_s = 0;
+  double fwd_flops = 0, bwd_flops = 0, recompute_flops = 0;
+  void add(const LayerCost& c);
+};
+
+struct StageTotals {
+  double activations_bytes = 0, transient_bytes = 0, peak_bytes = 0;
+  double fwd_s = 0, bwd_s = 0, recompute_s = 0, exposed_offload_s = 0, comm_s = 0;
+  double microbatch_s = 0;  // one microbatch's forward, backward and recompute on this stage
+};
+
+StageTotals stage_totals(const StageBase& base, const LayerSums& layers);
+
+}  // namespace remat

@@ -1,0 +1,110 @@
+#include "remat/cost/stage_model.hpp"
+
+#include <algorithm>
+
+#include "remat/cost/op_time.hpp"
+
+namespace remat {
+
+LayerShapes build_shapes(const ModelSpec& m, const RankShape& r) {
+  ModelSpec dense_only = m;
+  dense_only.n_routed_experts = 0;
+  LayerShapes s;
+  s.dense = build_layer(dense_only, r, 0);
+  s.moe = s.dense;
+  for (int64_t i = 0; i < m.num_hidden_layers + m.first_k_dense_replace + m.moe_layer_freq; ++i)
+    if (m.layer_is_moe(i)) {
+      s.moe = build_layer(m, r, i);
+      break;
+    }
+  return s;
+}
+
+namespace {
+
+// The LM head and loss on the last stage: final norm + vocab-parallel linear,
+// the logits, the loss's fp32 copy and the logits' gradient. They live only
+// around the loss, one microbatch at a time.
+void add_head(StageBase& s, const ModelSpec& m, const RankShape& r, const TrainingSpec& t, const HardwareSpec& hw) {
+  const Block head = rmsnorm_linear_block(r, m.hidden_size, m.vocab_size, "lm_head");
+  const double logits = r.tokens() * double(m.vocab_size) / double(r.tp);
+  const double fp32_copy = t.loss_fp32_logits ? 4 * logits : 0;
+  const double grad = (t.loss_fp32_logits ? 4 : 2) * logits;
+  s.head_transient_bytes = saved_bytes(head) + 2 * logits + fp32_copy + grad;
+  for (const auto& op : head.ops) {
+    const OpTime ot = op_time(op, hw);
+    s.fixed_fwd_s += ot.fwd_s, s.fixed_bwd_s += ot.bwd_s;
+    s.fixed_fwd_flops += op.fwd_flops, s.fixed_bwd_flops += op.bwd_flops;
+  }
+  const double mem_bw = hw.hbm_bytes_per_s * hw.efficiency.memory_bound;
+  s.fixed_fwd_s += (2 + 4) * logits / mem_bw * 2;  // softmax cross-entropy: two passes over the logits
+  s.fixed_bwd_s += (4 + 2) * logits / mem_bw;      // gradient of the logits
+}
+
+// Each stage but the last sends activations forward, each but the first sends
+// gradients back (sequence-sharded under sp).
+void add_p2p(StageBase& s, const ModelSpec& m, const RankShape& r, const TrainingSpec& t, const HardwareSpec& hw) {
+  if (t.pp <= 1) return;
+  const double bytes = r.seq_tokens() * double(m.hidden_size) * 2;
+  const int64_t ranks = t.gpus() > kGpusPerNode ? kGpusPerNode + 1 : 2;
+  const double send_s = bytes / link_bytes_per_s(hw, ranks);
+  if (s.index + 1 < t.pp) s.fixed_fwd_s += send_s, s.fixed_comm_s += send_s;
+  if (s.index > 0) s.fixed_bwd_s += send_s, s.fixed_comm_s += send_s;
+}
+
+}  // namespace
+
+StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const RankShape& r,
+                     int64_t index, std::pair<int64_t, int64_t> layers) {
+  StageBase s;
+  s.index = index;
+  s.first_layer = layers.first, s.last_layer = layers.second;
+  s.in_flight = std::min(t.pp - index, t.microbatches());
+  for (int64_t g = layers.first; g < layers.second; ++g) {
+    const ParamCount lp = layer_params(m, g, t.tp, t.ep);
+    s.params.dense += lp.dense, s.params.expert += lp.expert;
+  }
+  const bool first = index == 0, last = index + 1 == t.pp;
+  if (first) s.params.dense += embedding_params(m, t.tp);
+  if (last) {
+    s.params.dense += double(m.hidden_size);  // final norm
+    if (!m.tie_word_embeddings || t.pp > 1) s.params.dense += embedding_params(m, t.tp);
+    add_head(s, m, r, t, hw);
+  }
+  add_p2p(s, m, r, t, hw);
+  s.static_bytes = static_bytes(s.params, t);
+  s.copy_bytes_per_s = host_copy_bytes_per_s(hw);
+  s.link_shared = t.tp > hw.nvlink_domain_gpus || hw.nvlink_bytes_per_s <= 0;
+  return s;
+}
+
+void LayerSums::add(const LayerCost& c) {
+  kept_bytes += c.kept_bytes;
+  transient_bytes = std::max(transient_bytes, c.transient_bytes);
+  offload_bytes += c.offload_bytes;
+  fwd_s += c.fwd_s, bwd_s += c.bwd_s, recompute_s += c.recompute_s, comm_s += c.comm_s;
+  fwd_flops += c.fwd_flops, bwd_flops += c.bwd_flops, recompute_flops += c.recompute_flops;
+}
+
+StageTotals stage_totals(const StageBase& base, const LayerSums& layers) {
+  StageTotals t;
+  t.activations_bytes = double(base.in_flight) * layers.kept_bytes;
+  t.transient_bytes = std::max(layers.transient_bytes, base.head_transient_bytes);
+  t.peak_bytes = base.static_bytes.total() + t.activations_bytes + t.transient_bytes;
+  t.fwd_s = layers.fwd_s + base.fixed_fwd_s;
+  t.bwd_s = layers.bwd_s + base.fixed_bwd_s;
+  t.recompute_s = layers.recompute_s;
+  t.comm_s = layers.comm_s + base.fixed_comm_s;
+  // Offload copies hide under compute: device-to-host under the forward,
+  // host-to-device under backward and recompute. Where tp collectives also
+  // cross the host link, they take their share of that window.
+  const double copy_s = layers.offload_bytes / base.copy_bytes_per_s;
+  const double busy = t.fwd_s + t.bwd_s + t.recompute_s;
+  const double free_share = base.link_shared && busy > 0 ? 1 - t.comm_s / busy : 1;
+  t.exposed_offload_s =
+      std::max(0.0, copy_s - t.fwd_s * free_share) + std::max(0.0, copy_s - (t.bwd_s + t.recompute_s) * free_share);
+  t.microbatch_s = t.fwd_s + t.bwd_s + t.recompute_s + t.exposed_offload_s;
+  return t;
+}
+
+}  // namespace remat
