@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   Runner modules = add_modules_command(app);
   Runner estimate = add_estimate_command(app);
   Runner compare = add_compare_command(app);
+  Runner simulate = add_simulate_command(app);
   try {
     auto args = with_default_command(argc, argv);
     app.parse(args);
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("modules")) return modules();
     if (app.got_subcommand("estimate")) return estimate();
+    if (app.got_subcommand("simulate")) return simulate();
     return compare();
   } catch (const remat::InputError& e) {
     for (const auto& p : e.problems()) std::cerr << "error: " << p.line() << "\n";

@@ -36,9 +36,11 @@ struct StageBase {
 StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const RankShape& r,
                      int64_t index, std::pair<int64_t, int64_t> layers);
 
-// Sums over a stage's layers (transient: the largest).
+// Sums over a stage's layers (transient: the largest; staging: the largest
+// layer's offloaded bytes, the second buffer that lets copies overlap compute).
 struct LayerSums {
-  double kept_bytes = 0, transient_bytes = 0, offload_bytes = 0;
+  double kept_bytes = 0, transient_bytes = 0, offload_bytes = 0, offload_staging_bytes = 0;
+  int64_t offloaded_layers = 0;
   double fwd_s = 0, bwd_s = 0, recompute_s = 0, comm_s = 0;
   double fwd_flops = 0, bwd_flops = 0, recompute_flops = 0;
   void add(const LayerCost& c);

@@ -1,0 +1,39 @@
+#pragma once
+// The simulator's view of one virtual stage (a model chunk): its layers in
+// forward order with their analytical costs, and the fixed pieces (LM head,
+// p2p, static state) taken from stage_model.
+#include <cstdint>
+#include <vector>
+
+#include "remat/cost/layer_cost.hpp"
+#include "remat/cost/stage_model.hpp"
+#include "remat/sim/simulate.hpp"
+
+namespace remat::sim_detail {
+
+struct ChunkLayer {
+  int64_t layer = 0;  // global index
+  LayerCost cost;
+};
+
+struct Chunk {
+  int64_t stage = 0, chunk = 0, virtual_index = 0;
+  std::vector<ChunkLayer> layers;  // forward order
+  StaticBytes static_bytes;
+  bool has_head = false;
+  double head_bytes = 0, head_fwd_s = 0, head_bwd_s = 0;
+  double send_fwd_s = 0, send_bwd_s = 0;  // 0 where there is no neighbour
+  double p2p_bytes = 0;
+  double copy_bytes_per_s = 0;  // host link for offload, less the share tp collectives take
+};
+
+struct ChunkSet {
+  std::vector<Chunk> chunks;  // by virtual index: chunk c of stage i at c * pp + i
+  Estimate estimate;          // the analytical model of the plan (no interleaving)
+  TrainingSpec training;      // with defaults
+};
+
+ChunkSet build_chunks(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,
+                      int64_t virtual_stages);
+
+}  // namespace remat::sim_detail
