@@ -62,6 +62,7 @@ IterResult iterate(Ctx& c, Block& blk, Strategy st, uint64_t seed, Buf* keep_dx)
   Events ev;
   Arena& a = c.arena();
   c.clear_ops();
+  c.phase(Phase::forward);  // kernels recorded during forward are labelled forward (marks reset in backward)
   c.set_offload(st == Strategy::offload);
   Buf x = c.act("x", bf16_bytes(blk.input_elems()));
   ops::fill(c, x, seed, 1.f);

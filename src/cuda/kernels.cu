@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -155,19 +156,110 @@ void launch_rmsnorm_warp(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int
   rmsnorm_fwd_warp_kernel<VPL><<<grid, kWarps * 32, 0, s>>>(x, ldx, g, y, ldy, rows, h, eps);
 }
 
-// Launches the warp-per-row kernel when h is one of its sizes; false otherwise.
+// Pipelined warp-per-row: each warp owns a contiguous run of rows (balanced over the grid, so
+// no partial last wave), keeps its row in registers and issues the next row's 16-byte loads
+// before normalizing and storing the current one, so a warp's reads overlap its writes. The
+// weight is staged once per block in shared memory; x is read with no L1 allocation and y
+// written evict-first (both streamed once).
+template <int VPL>
+__global__ void __launch_bounds__(128) rmsnorm_fwd_pipe_kernel(const bf16* x, int64_t ldx, const bf16* g, bf16* y,
+                                                               int64_t ldy, int64_t rows, int h, float eps,
+                                                               int64_t rows_per_warp) {
+  __shared__ uint4 gs[VPL * 32];
+  for (int i = threadIdx.x; i < VPL * 32; i += blockDim.x) gs[i] = reinterpret_cast<const uint4*>(g)[i];
+  __syncthreads();
+  const int lane = threadIdx.x & 31;
+  const int64_t warp = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  const int64_t first = warp * rows_per_warp;
+  const int64_t last = first + rows_per_warp < rows ? first + rows_per_warp : rows;
+  if (first >= last) return;
+  uint4 cur[VPL], nxt[VPL];
+#pragma unroll
+  for (int j = 0; j < VPL; ++j) cur[j] = __ldcs(reinterpret_cast<const uint4*>(x + first * ldx + (j * 32 + lane) * kVec));
+  for (int64_t row = first; row < last; ++row) {
+    if (row + 1 < last) {
+#pragma unroll
+      for (int j = 0; j < VPL; ++j)
+        nxt[j] = __ldcs(reinterpret_cast<const uint4*>(x + (row + 1) * ldx + (j * 32 + lane) * kVec));
+    }
+    float ss = 0.f;
+#pragma unroll
+    for (int j = 0; j < VPL; ++j) {
+      const __nv_bfloat162* h2 = reinterpret_cast<const __nv_bfloat162*>(&cur[j]);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float2 f = __bfloat1622float2(h2[i]);
+        ss += f.x * f.x + f.y * f.y;
+      }
+    }
+    const float rstd = rsqrtf(warp_sum(ss) / h + eps);
+#pragma unroll
+    for (int j = 0; j < VPL; ++j) {
+      const uint4 graw = gs[j * 32 + lane];
+      const __nv_bfloat162* g2 = reinterpret_cast<const __nv_bfloat162*>(&graw);
+      const __nv_bfloat162* h2 = reinterpret_cast<const __nv_bfloat162*>(&cur[j]);
+      uint4 out;
+      __nv_bfloat162* o2 = reinterpret_cast<__nv_bfloat162*>(&out);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float2 f = __bfloat1622float2(h2[i]), gv = __bfloat1622float2(g2[i]);
+        o2[i] = __floats2bfloat162_rn(f.x * rstd * gv.x, f.y * rstd * gv.y);
+      }
+      __stcs(reinterpret_cast<uint4*>(y + row * ldy + (j * 32 + lane) * kVec), out);
+    }
+#pragma unroll
+    for (int j = 0; j < VPL; ++j) cur[j] = nxt[j];
+  }
+}
+
+template <int VPL>
+void launch_rmsnorm_pipe(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_t ldy, int64_t rows, int h,
+                         float eps, cudaStream_t s) {
+  constexpr int kWarps = 4;
+  static int blocks_per_sm = -1, sms = 0;
+  if (blocks_per_sm < 0) {
+    int dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, rmsnorm_fwd_pipe_kernel<VPL>,
+                                                             kWarps * 32, 0));
+  }
+  const int64_t warps = int64_t(sms) * std::max(blocks_per_sm, 1) * kWarps;
+  const int64_t per_warp = (rows + warps - 1) / warps;
+  const int64_t used = (rows + per_warp - 1) / per_warp;
+  const unsigned grid = static_cast<unsigned>((used + kWarps - 1) / kWarps);
+  rmsnorm_fwd_pipe_kernel<VPL><<<grid, kWarps * 32, 0, s>>>(x, ldx, g, y, ldy, rows, h, eps, per_warp);
+}
+
+// REMAT_RMSNORM_FWD=warp selects the earlier one-row-at-a-time warp kernel (for comparison).
+bool use_pipe_kernel() {
+  static const int pipe = [] {
+    const char* v = std::getenv("REMAT_RMSNORM_FWD");
+    return v && std::string(v) == "warp" ? 0 : 1;
+  }();
+  return pipe == 1;
+}
+
+template <int VPL>
+void launch_rmsnorm_row_kernel(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_t ldy, int64_t rows, int h,
+                               float eps, cudaStream_t s) {
+  if (use_pipe_kernel()) return launch_rmsnorm_pipe<VPL>(x, ldx, g, y, ldy, rows, h, eps, s);
+  launch_rmsnorm_warp<VPL>(x, ldx, g, y, ldy, rows, h, eps, s);
+}
+
+// Launches a warp-per-row kernel when h is one of its sizes; false otherwise.
 bool rmsnorm_fwd_warp(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_t ldy, int64_t rows, int64_t h,
                       float eps, cudaStream_t s) {
   if (h % 256 != 0) return false;
   switch (h / 256) {
-    case 1: launch_rmsnorm_warp<1>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
-    case 2: launch_rmsnorm_warp<2>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
-    case 4: launch_rmsnorm_warp<4>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
-    case 6: launch_rmsnorm_warp<6>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
-    case 8: launch_rmsnorm_warp<8>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
-    case 16: launch_rmsnorm_warp<16>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
-    case 20: launch_rmsnorm_warp<20>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
-    case 32: launch_rmsnorm_warp<32>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
+    case 1: launch_rmsnorm_row_kernel<1>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
+    case 2: launch_rmsnorm_row_kernel<2>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
+    case 4: launch_rmsnorm_row_kernel<4>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
+    case 6: launch_rmsnorm_row_kernel<6>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
+    case 8: launch_rmsnorm_row_kernel<8>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
+    case 16: launch_rmsnorm_row_kernel<16>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
+    case 20: launch_rmsnorm_row_kernel<20>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
+    case 32: launch_rmsnorm_row_kernel<32>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
     default: return false;
   }
 }
