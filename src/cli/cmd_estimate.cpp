@@ -8,6 +8,7 @@
 #include "options.hpp"
 #include "remat/cost/estimate.hpp"
 #include "remat/report/tables.hpp"
+#include "remat/search/layer_plan_text.hpp"
 #include "remat/spec/validate.hpp"
 
 namespace remat::cli {
@@ -19,6 +20,7 @@ struct EstimateOptions {
   std::string strategy = "none";
   std::string recompute_layers;
   std::string offload_layers;
+  std::string layer_plan;
   double budget_GiB = -1;  // < 0: the GPU's capacity less its reserve
   bool budget_given = false;
 };
@@ -33,14 +35,6 @@ Plan plan_from(const EstimateOptions& o) {
   return p;
 }
 
-double budget_bytes(const EstimateOptions& o, const HardwareSpec& hw) {
-  if (!o.budget_given) return default_budget_bytes(hw);
-  if (!std::isfinite(o.budget_GiB) || o.budget_GiB < 0)
-    throw InputError(
-        {{"command line", "--memory-budget-GiB", fmt::format("{}", o.budget_GiB), "must be a finite number >= 0"}});
-  return o.budget_GiB * 1024.0 * 1024.0 * 1024.0;
-}
-
 }  // namespace
 
 Runner add_estimate_command(CLI::App& app) {
@@ -52,14 +46,18 @@ Runner add_estimate_command(CLI::App& app) {
   sub->add_option("--recompute-layers", opts->recompute_layers,
                   "R: layers per stage that use the strategy; one value or one per stage (9,9,8,4); default all");
   sub->add_option("--offload-layers", opts->offload_layers, "layers per stage offloaded after the recomputed ones");
+  sub->add_option("--layer-plan", opts->layer_plan,
+                  "per-layer choices, e.g. '0-9:eagle;10:gqa=eagle,mlp=offload;11-19:full' (wins over R)");
   sub->add_option("--memory-budget-GiB", opts->budget_GiB, "per-GPU budget; default capacity less reserve")
       ->each([opts](const std::string&) { opts->budget_given = true; });
   return [opts]() {
     const Inputs in = load_inputs(opts->common, "estimate");
-    const Plan plan = plan_from(*opts);
+    Plan plan = plan_from(*opts);
+    if (!opts->layer_plan.empty()) plan.layer_overrides = parse_layer_plan(opts->layer_plan, in.model, in.training);
     auto problems = validate_plan(plan, in.training, in.model);
     if (!problems.empty()) throw InputError(std::move(problems));
-    const Estimate e = estimate(in.model, in.hardware, in.training, plan, budget_bytes(*opts, in.hardware));
+    const Estimate e = estimate(in.model, in.hardware, in.training, plan,
+                                memory_budget_bytes(opts->budget_given, opts->budget_GiB, in.hardware));
     emit(opts->common, estimate_table(in.model, in.hardware, in.training, plan, e),
          estimate_report(in.meta, in.model, in.hardware, in.training, plan, e));
     return e.fits ? kExitOk : kExitNoFit;

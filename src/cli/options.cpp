@@ -1,7 +1,10 @@
 #include "options.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 
@@ -112,6 +115,13 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
       command,
       {{"model", model_src.label, sha256_hex(model_src.text)}, {"hardware", hw_src.label, sha256_hex(hw_src.text)}}};
   return in;
+}
+
+double memory_budget_bytes(bool given, double gib, const HardwareSpec& hw) {
+  if (!given) return hw.hbm_bytes - hw.memory_reserve_bytes;
+  if (!std::isfinite(gib) || gib < 0)
+    throw InputError({{"command line", "--memory-budget-GiB", fmt::format("{}", gib), "must be a finite number >= 0"}});
+  return gib * 1024.0 * 1024.0 * 1024.0;
 }
 
 void emit(const CommonOptions& o, const std::string& table, const Json& report) {

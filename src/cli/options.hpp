@@ -45,6 +45,10 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command);
 // "9,9,8,4" -> {9,9,8,4}; throws InputError naming the flag.
 std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text);
 
+// The per-GPU memory budget: --memory-budget-GiB when given (finite, >= 0),
+// else the GPU's capacity less the hardware file's reserve.
+double memory_budget_bytes(bool given, double gib, const HardwareSpec& hw);
+
 // Prints the table or JSON to stdout and writes --json FILE; throws InputError
 // when the file cannot be written.
 void emit(const CommonOptions& o, const std::string& table, const Json& report);

@@ -85,6 +85,7 @@ void LayerSums::add(const LayerCost& c) {
   offloaded_layers += c.offload_bytes > 0 ? 1 : 0;
   offload_bytes += c.offload_bytes;
   fwd_s += c.fwd_s, bwd_s += c.bwd_s, recompute_s += c.recompute_s, comm_s += c.comm_s;
+  fwd_comm_s += c.fwd_comm_s, bwd_comm_s += c.bwd_comm_s;
   fwd_flops += c.fwd_flops, bwd_flops += c.bwd_flops, recompute_flops += c.recompute_flops;
 }
 
@@ -106,12 +107,13 @@ StageTotals stage_totals(const StageBase& base, const LayerSums& layers) {
   t.comm_s = layers.comm_s + base.fixed_comm_s;
   // Offload copies hide under compute: device-to-host under the forward,
   // host-to-device under backward and recompute. Where tp collectives also
-  // cross the host link, they take their share of that window.
+  // cross the host link, the forward and backward collectives (fixed by the
+  // layout) are taken out of those windows.
   const double copy_s = layers.offload_bytes / base.copy_bytes_per_s;
-  const double busy = t.fwd_s + t.bwd_s + t.recompute_s;
-  const double free_share = base.link_shared && busy > 0 ? 1 - t.comm_s / busy : 1;
+  const double fwd_comm = base.link_shared ? layers.fwd_comm_s : 0;
+  const double bwd_comm = base.link_shared ? layers.bwd_comm_s : 0;
   t.exposed_offload_s =
-      std::max(0.0, copy_s - t.fwd_s * free_share) + std::max(0.0, copy_s - (t.bwd_s + t.recompute_s) * free_share);
+      std::max(0.0, copy_s - (t.fwd_s - fwd_comm)) + std::max(0.0, copy_s - (t.bwd_s - bwd_comm + t.recompute_s));
   t.microbatch_s = t.fwd_s + t.bwd_s + t.recompute_s + t.exposed_offload_s;
   return t;
 }

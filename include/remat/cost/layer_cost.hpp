@@ -12,7 +12,8 @@ struct LayerCost {
   double offload_bytes = 0;    // to host and back, each direction
   double fwd_flops = 0, bwd_flops = 0, bwd_exec_flops = 0, recompute_flops = 0;
   double fwd_s = 0, bwd_s = 0, recompute_s = 0;
-  double comm_s = 0;  // part of fwd_s + bwd_s + recompute_s spent in collectives
+  double comm_s = 0;                      // part of fwd_s + bwd_s + recompute_s spent in collectives
+  double fwd_comm_s = 0, bwd_comm_s = 0;  // collectives in fwd_s and in bwd_s
 };
 
 LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool early_stop, const HardwareSpec& hw);

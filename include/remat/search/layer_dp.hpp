@@ -1,0 +1,27 @@
+#pragma once
+// The exact per-layer search of one stage: which choice each layer takes so
+// that the stage's microbatch time is least and its peak fits the budget.
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "remat/search/search_space.hpp"
+
+namespace remat {
+
+struct StagePlan {
+  std::vector<LayerChoice> per_layer;
+  StageTotals totals;
+};
+
+// Dynamic programming over the stage's layers. The stage's cost depends on
+// its layers only through sums (kept bytes, recompute time, offload bytes,
+// collective time; time grows with each) and the largest transient, so for
+// every bound on the transient the Pareto-optimal partial sums are carried
+// layer by layer; the fastest final state within the budget is optimal.
+// `known_microbatch_s`, the time of a plan known to fit (or infinity), only
+// prunes partial plans that cannot beat it. Empty when no assignment fits.
+std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage, double budget_bytes,
+                                         double known_microbatch_s = std::numeric_limits<double>::infinity());
+
+}  // namespace remat

@@ -1,0 +1,54 @@
+#pragma once
+// remat plan: the fastest plan whose every stage fits the memory budget.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "remat/cost/estimate.hpp"
+#include "remat/search/search_space.hpp"
+
+namespace remat {
+
+enum class SearchMode { uniform_r, per_stage_r, per_layer };
+const char* to_string(SearchMode m);
+
+struct Candidate {
+  SearchMode mode = SearchMode::uniform_r;
+  Strategy strategy = Strategy::none;               // the R modes' strategy
+  std::vector<int64_t> r;                           // per stage (R modes)
+  std::vector<std::vector<LayerChoice>> per_layer;  // per stage and layer (per_layer mode)
+  double time_s = 0;
+  double peak_bytes = 0;
+  int64_t worst_stage = 0;  // the stage with the highest peak
+  bool fits = false;
+  std::string reason;  // why it was rejected
+};
+
+// Chen et al. 2016 checkpointing of a chain of layers: keep every k-th
+// layer's input, replay a segment of k layers in backward.
+struct IntervalRow {
+  int64_t stage = 0, layers = 0;
+  int64_t chen_k = 0, best_k = 0;  // sqrt(n) rule; the k with the lowest peak
+  double chen_peak_bytes = 0, best_peak_bytes = 0;
+  double time_s = 0;  // every layer replayed once, whatever k
+};
+
+struct PlanSearchResult {
+  std::optional<Candidate> best;
+  Plan best_plan;
+  std::vector<Candidate> frontier;          // non-dominated in (time, peak), ascending peak
+  std::vector<Candidate> best_by_strategy;  // fastest fitting candidate per strategy and R mode
+  std::vector<Candidate> rejected;          // up to 30 examples
+  int64_t evaluated = 0, over_budget = 0, slower = 0;
+  std::vector<IntervalRow> intervals;
+  std::string reason;  // when nothing fits
+};
+
+PlanSearchResult plan_search(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t,
+                             const SearchOptions& opts);
+PlanSearchResult plan_search(const SearchSpace& space, const SearchOptions& opts);
+
+// The candidate as a plan `estimate` takes (per-layer choices as overrides).
+Plan to_plan(const Candidate& c, const SearchSpace& space);
+
+}  // namespace remat

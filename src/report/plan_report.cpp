@@ -1,0 +1,134 @@
+#include "remat/report/plan_report.hpp"
+
+#include <fmt/format.h>
+
+#include "remat/report/tables.hpp"
+#include "remat/search/layer_plan_text.hpp"
+
+namespace remat {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string r_text(const Candidate& c) {
+  if (c.mode == SearchMode::per_layer) return "per layer";
+  std::string s;
+  for (size_t i = 0; i < c.r.size(); ++i) s += (i ? "," : "") + std::to_string(c.r[i]);
+  return s;
+}
+
+std::string layer_plan_text(const Candidate& c, const SearchSpace& sp) {
+  std::string out;
+  for (size_t i = 0; i < c.per_layer.size(); ++i)
+    out += (i ? ";" : "") + format_layer_plan(c.per_layer[i], sp.stages[i].base.first_layer, sp.model, sp.training);
+  return out;
+}
+
+std::vector<std::string> candidate_row(const Candidate& c) {
+  return {to_string(c.mode),
+          c.mode == SearchMode::per_layer ? "mixed" : to_string(c.strategy),
+          r_text(c),
+          fmt::format("{:.2f}", c.peak_bytes / kGiB),
+          c.fits ? "yes" : "NO",
+          fmt::format("{:.3f}", c.time_s)};
+}
+
+const std::vector<std::string> kCandidateHeaders = {"mode", "strategy", "R per stage", "peak GiB", "fits", "iter s"};
+
+}  // namespace
+
+Json candidate_json(const Candidate& c, const SearchSpace& sp) {
+  Json j = {{"mode", to_string(c.mode)},
+            {"strategy", c.mode == SearchMode::per_layer ? "mixed" : to_string(c.strategy)},
+            {"recompute_layers", c.r},
+            {"time_s", c.time_s},
+            {"peak_bytes", int64_t(std::llround(c.peak_bytes))},
+            {"fits", c.fits}};
+  if (c.mode == SearchMode::per_layer) j["layer_plan"] = layer_plan_text(c, sp);
+  if (!c.reason.empty()) j["reason"] = c.reason;
+  return j;
+}
+
+Json plan_search_report(const ReportMeta& meta, const SearchSpace& sp, const SearchOptions& o,
+                        const PlanSearchResult& res, const Estimate* est) {
+  Json strategies = Json::array();
+  for (Strategy s : o.strategies) strategies.push_back(to_string(s));
+  Json j = {{"meta", meta_json(meta)},
+            {"model", model_json(sp.model)},
+            {"hardware", hardware_json(sp.hardware)},
+            {"training", training_json(sp.training)},
+            {"search",
+             {{"strategies", strategies},
+              {"uniform_r", o.uniform_r},
+              {"per_stage_r", o.per_stage_r},
+              {"per_layer", o.per_layer},
+              {"offload", o.offload},
+              {"budget_bytes", int64_t(std::llround(o.budget_bytes))},
+              {"evaluated", res.evaluated},
+              {"over_budget", res.over_budget},
+              {"slower", res.slower}}},
+            {"fits", res.best.has_value()}};
+  if (res.best) {
+    j["best"] = candidate_json(*res.best, sp);
+    const MegatronFlags f = megatron_flags(*res.best, sp);
+    j["megatron"] = {{"flags", f.flags}, {"notes", f.notes}};
+  } else {
+    j["reason"] = res.reason;
+  }
+  if (est) {
+    const Json full = estimate_report(meta, sp.model, sp.hardware, sp.training, res.best_plan, *est);
+    j["stages"] = full["stages"];
+    j["iteration"] = full["iteration"];
+    j["peak_memory_bytes"] = full["peak_memory_bytes"];
+  }
+  for (const char* key : {"frontier", "best_by_strategy", "rejected"}) j[key] = Json::array();
+  for (const auto& c : res.frontier) j["frontier"].push_back(candidate_json(c, sp));
+  for (const auto& c : res.best_by_strategy) j["best_by_strategy"].push_back(candidate_json(c, sp));
+  for (const auto& c : res.rejected) j["rejected"].push_back(candidate_json(c, sp));
+  Json intervals = Json::array();
+  for (const auto& r : res.intervals)
+    intervals.push_back({{"stage", r.stage},
+                         {"layers", r.layers},
+                         {"chen_sqrt_k", r.chen_k},
+                         {"chen_peak_bytes", int64_t(std::llround(r.chen_peak_bytes))},
+                         {"best_k", r.best_k},
+                         {"best_peak_bytes", int64_t(std::llround(r.best_peak_bytes))},
+                         {"microbatch_s", r.time_s}});
+  j["checkpoint_interval"] = intervals;
+  return j;
+}
+
+std::string plan_search_table(const SearchSpace& sp, const SearchOptions& o, const PlanSearchResult& res,
+                              const Estimate* est) {
+  std::string out;
+  if (!res.best) return "no plan fits: " + res.reason + "\n";
+  out += fmt::format("best plan ({}, {}): {:.3f} s per iteration, peak {:.2f} GiB of {:.2f} GiB\n",
+                     to_string(res.best->mode),
+                     res.best->mode == SearchMode::per_layer ? "mixed" : to_string(res.best->strategy),
+                     res.best->time_s, res.best->peak_bytes / kGiB, o.budget_bytes / kGiB);
+  if (est) out += estimate_table(sp.model, sp.hardware, sp.training, res.best_plan, *est);
+  if (res.best->mode == SearchMode::per_layer) out += "--layer-plan '" + layer_plan_text(*res.best, sp) + "'\n";
+  const MegatronFlags f = megatron_flags(*res.best, sp);
+  out += "\nMegatron-LM flags:\n";
+  for (const auto& flag : f.flags) out += "  " + flag + " \\\n";
+  for (const auto& note : f.notes) out += "  # " + note + "\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& c : res.best_by_strategy) rows.push_back(candidate_row(c));
+  out += "\nfastest fitting plan per strategy:\n" + render_table(kCandidateHeaders, rows);
+  rows.clear();
+  for (const auto& c : res.frontier) rows.push_back(candidate_row(c));
+  out += "\nfrontier (no other plan is both faster and smaller):\n" + render_table(kCandidateHeaders, rows);
+  rows.clear();
+  for (const auto& r : res.intervals)
+    rows.push_back({std::to_string(r.stage), std::to_string(r.layers), std::to_string(r.chen_k),
+                    fmt::format("{:.2f}", r.chen_peak_bytes / kGiB), std::to_string(r.best_k),
+                    fmt::format("{:.2f}", r.best_peak_bytes / kGiB)});
+  out += "\ncheckpoint every k layers (full replay of each segment):\n" +
+         render_table({"stage", "layers", "sqrt rule k", "peak GiB", "best k", "peak GiB"}, rows);
+  out += fmt::format("\n{} candidates: {} over budget, {} slower than the best\n", res.evaluated, res.over_budget,
+                     res.slower);
+  return out;
+}
+
+}  // namespace remat

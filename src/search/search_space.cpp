@@ -1,0 +1,110 @@
+#include "remat/search/search_space.hpp"
+
+#include <algorithm>
+
+#include "remat/cost/estimate.hpp"
+#include "remat/spec/validate.hpp"
+
+namespace remat {
+
+namespace {
+
+bool allowed(const SearchOptions& o, Strategy s) {
+  return std::find(o.strategies.begin(), o.strategies.end(), s) != o.strategies.end();
+}
+
+// Every combination of block modes the options allow, plus the layer-level modes.
+std::vector<LayerChoice> enumerate_choices(const LayerDef& layer, const SearchOptions& o) {
+  std::vector<BlockMode> modes = {BlockMode::keep};
+  if (allowed(o, Strategy::standard)) modes.push_back(BlockMode::standard);
+  if (allowed(o, Strategy::eagle)) modes.push_back(BlockMode::eagle);
+  if (o.offload) modes.push_back(BlockMode::offload);
+  std::vector<LayerChoice> out = {LayerChoice{LayerMode::keep, {}}};
+  if (allowed(o, Strategy::full)) out.push_back({LayerMode::full, {}});
+  if (allowed(o, Strategy::selective)) out.push_back({LayerMode::selective, {}});
+  const size_t n = size_t(layer.recompute_block_count());
+  std::vector<size_t> digit(n, 0);
+  while (true) {  // odometer over modes^n
+    LayerChoice c{LayerMode::blocks, {}};
+    bool all_keep = true;
+    for (size_t d : digit) c.blocks.push_back(modes[d]), all_keep = all_keep && d == 0;
+    if (!all_keep) out.push_back(c);
+    size_t i = 0;
+    while (i < n && ++digit[i] == modes.size()) digit[i++] = 0;
+    if (i == n) break;
+  }
+  return out;
+}
+
+bool dominates(const LayerCost& a, const LayerCost& b) {
+  return a.kept_bytes <= b.kept_bytes && a.transient_bytes <= b.transient_bytes && a.recompute_s <= b.recompute_s &&
+         a.offload_bytes <= b.offload_bytes;
+}
+
+// Keeps the choices no other choice beats on every cost (first wins ties).
+std::vector<LayerOption> prune(std::vector<LayerOption> all) {
+  std::vector<LayerOption> kept;
+  for (size_t i = 0; i < all.size(); ++i) {
+    bool beaten = false;
+    for (size_t j = 0; j < all.size() && !beaten; ++j) {
+      if (i == j || !dominates(all[j].cost, all[i].cost)) continue;
+      beaten = !dominates(all[i].cost, all[j].cost) || j < i;
+    }
+    if (!beaten) kept.push_back(std::move(all[i]));
+  }
+  return kept;
+}
+
+}  // namespace
+
+SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t_in,
+                               const SearchOptions& opts) {
+  SearchSpace sp{m, hw, with_defaults(t_in), {}, {}, {}, {}, {}, false};
+  const RankShape r = rank_shape(sp.training);
+  sp.shapes = build_shapes(m, r);
+  sp.early_stop = sp.training.replay == RecomputeReplay::early_stop;
+  const LayerDef* defs[2] = {&sp.shapes.dense, &sp.shapes.moe};
+  for (int k = 0; k < 2; ++k) {
+    const LayerDef& layer = *defs[k];
+    sp.keep_cost[k] = layer_cost(layer, choice_for(Strategy::none, layer), sp.early_stop, hw);
+    for (Strategy s : {Strategy::none, Strategy::full, Strategy::selective, Strategy::standard, Strategy::eagle,
+                       Strategy::offload, Strategy::streambp})
+      sp.strategy_cost[k].push_back(layer_cost(layer, choice_for(s, layer), sp.early_stop, hw));
+    if (!opts.per_layer) continue;
+    std::vector<LayerOption> all;
+    for (const LayerChoice& c : enumerate_choices(layer, opts))
+      all.push_back({c, layer_cost(layer, c, sp.early_stop, hw)});
+    sp.options[k] = prune(std::move(all));
+  }
+  const auto ranges = stage_layer_ranges(m, sp.training);
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    StageSpace st{stage_base(m, hw, sp.training, r, int64_t(i), ranges[i]), {}};
+    for (int64_t g = ranges[i].first; g < ranges[i].second; ++g) st.kinds.push_back(m.layer_is_moe(g) ? 1 : 0);
+    sp.stages.push_back(std::move(st));
+  }
+  return sp;
+}
+
+StageTotals stage_with_r(const SearchSpace& space, size_t stage, Strategy s, int64_t r) {
+  const StageSpace& st = space.stages[stage];
+  LayerSums sums;
+  for (size_t j = 0; j < st.kinds.size(); ++j) {
+    const int k = st.kinds[j];
+    sums.add(int64_t(j) < r ? space.strategy_cost[k][size_t(s)] : space.keep_cost[k]);
+  }
+  return stage_totals(st.base, sums);
+}
+
+double iteration_time_s(const SearchSpace& space, const std::vector<StageTotals>& stages) {
+  double sum = 0, slowest = 0, opt = 0;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    sum += stages[i].microbatch_s;
+    slowest = std::max(slowest, stages[i].microbatch_s);
+    const StaticBytes& sb = space.stages[i].base.static_bytes;
+    opt = std::max(opt,
+                   optimizer_step_s({sb.weights, sb.gradients, sb.optimizer, 0, 0, 0}, space.training, space.hardware));
+  }
+  return sum + double(space.training.microbatches() - 1) * slowest + opt;
+}
+
+}  // namespace remat
