@@ -10,6 +10,8 @@ using Runner = std::function<int()>;
 Runner add_modules_command(CLI::App& app);
 Runner add_estimate_command(CLI::App& app);
 Runner add_compare_command(CLI::App& app);
+Runner add_validate_command(CLI::App& app);
+Runner add_calibrate_command(CLI::App& app);
 Runner add_simulate_command(CLI::App& app);
 Runner add_plan_command(CLI::App& app);
 

@@ -30,6 +30,8 @@ int run_cli(std::vector<std::string> args) {
   Runner modules = add_modules_command(app);
   Runner estimate = add_estimate_command(app);
   Runner compare = add_compare_command(app);
+  Runner validate = add_validate_command(app);
+  Runner calibrate = add_calibrate_command(app);
   Runner simulate = add_simulate_command(app);
   Runner plan = add_plan_command(app);
   try {
@@ -48,6 +50,8 @@ int run_cli(std::vector<std::string> args) {
   try {
     if (app.got_subcommand("modules")) return modules();
     if (app.got_subcommand("estimate")) return estimate();
+    if (app.got_subcommand("validate")) return validate();
+    if (app.got_subcommand("calibrate")) return calibrate();
     if (app.got_subcommand("simulate")) return simulate();
     if (app.got_subcommand("plan")) return plan();
     return compare();

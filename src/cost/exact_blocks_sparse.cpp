@@ -155,12 +155,15 @@ Block moe_combine_glue(const RankShape& r, const ModelSpec& m) {
     const double wire = double(r.ep - 1) / double(r.ep) * rows * k * h * kBf16;
     b.ops.push_back(ops::collective("all_to_all_combine", wire, wire, r.ep));
   }
-  // expert outputs weighted by their router probabilities: the probability
-  // gradient reads the expert outputs
-  b.tensors.push_back({"experts_out", rows * k * h * kBf16});
+  // Router probabilities, one per routed copy. They weight each copy inside the
+  // experts' activation (Megatron-LM's TEGroupedMLP: weighted_bias_swiglu_impl
+  // with permuted_probs; remat-bench's SwiGLU with a per-row scale), whose
+  // backward reads them: kept by every strategy. The unpermute then only sums
+  // the K copies, so the expert outputs are not saved for the probability
+  // gradient (it comes from the activation's inputs, which the routed block
+  // keeps or recomputes).
   b.tensors.push_back({"probs", rows * k * kFp32});
-  b.ops.push_back(
-      ops::streaming("unpermute", (1 + k) * rows * h * kBf16, (1 + k) * rows * h * kBf16, {"experts_out", "probs"}));
+  b.ops.push_back(ops::streaming("unpermute", (1 + k) * rows * h * kBf16, (1 + k) * rows * h * kBf16, {"probs"}));
   const double stream = r.seq_tokens() * h * kBf16;
   b.ops.push_back(ops::streaming("residual_add", 3 * stream, 2 * stream, {}));
   return b;

@@ -43,7 +43,7 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m);
 Block attention_out_glue(const RankShape& r, const ModelSpec& m);  // Wo, reduce, residual
 Block mlp_out_glue(const RankShape& r, int64_t hidden);            // reduce, residual
 Block moe_dispatch_glue(const RankShape& r, const ModelSpec& m);   // permute, all-to-all
-Block moe_combine_glue(const RankShape& r, const ModelSpec& m);    // all-to-all, unpermute, weighting
+Block moe_combine_glue(const RankShape& r, const ModelSpec& m);    // all-to-all, unpermute (sum of the K copies)
 
 // One transformer layer: blocks in forward order; `recomputable` marks the
 // Appendix C blocks, the others are glue.

@@ -1,0 +1,103 @@
+// remat validate: remat-bench's measurements beside the cost model's predictions.
+// remat calibrate (cmd_calibrate.cpp) shares the loading below.
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "commands.hpp"
+#include "options.hpp"
+#include "remat/io/measurements.hpp"
+#include "remat/io/sha256.hpp"
+#include "remat/spec/problems.hpp"
+#include "remat/validate/validate_report.hpp"
+#include "validate_inputs.hpp"
+
+#ifndef REMAT_VERSION
+#define REMAT_VERSION "0.0.0"
+#endif
+#ifndef REMAT_GIT_COMMIT
+#define REMAT_GIT_COMMIT "unknown"
+#endif
+
+namespace remat::cli {
+
+std::string read_file_text(const std::string& path, const std::string& flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError({{path, flag, path, "cannot be read"}});
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file_text(const std::string& path, const std::string& flag, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw InputError({{path, flag, path, "cannot be written"}});
+}
+
+// --hardware default: the GPU the measurements name (H200 -> h200, H100 -> h100-sxm),
+// the file under hardware/ when run from the repository, else the built-in spec.
+std::string default_hardware(const Measurements& m, const std::string& file) {
+  std::string name;
+  if (m.device.find("H200") != std::string::npos) name = "h200";
+  if (m.device.find("H100") != std::string::npos) name = "h100-sxm";
+  if (name.empty())
+    throw InputError({{file, "device.name", m.device, "names no GPU with a hardware file: pass --hardware"}});
+  const std::string path = "hardware/" + name + ".yaml";
+  return std::ifstream(path).good() ? path : name;
+}
+
+ValidateInputs load_validate_inputs(const std::string& measurements_path, const std::string& hardware,
+                                    const std::string& command) {
+  ValidateInputs in;
+  in.measurements_path = measurements_path;
+  const std::string text = read_file_text(measurements_path, "--measurements");
+  in.measurements = parse_measurements(text, measurements_path);
+  const std::string hw = hardware.empty() ? default_hardware(in.measurements, measurements_path) : hardware;
+  in.hardware_source = read_spec_source(hw, "hardware");
+  in.hardware = load_hardware(in.hardware_source);
+  in.meta = {REMAT_VERSION,
+             REMAT_GIT_COMMIT,
+             command,
+             {{"measurements", measurements_path, sha256_hex(text)},
+              {"hardware", in.hardware_source.label, sha256_hex(in.hardware_source.text)}}};
+  return in;
+}
+
+void emit_report(const std::string& format, const std::string& json_path, const std::string& table,
+                 const Json& report) {
+  const std::string json_text = report.dump(2) + "\n";
+  std::cout << (format == "json" || json_path == "-" ? json_text : table);
+  if (!json_path.empty() && json_path != "-") write_file_text(json_path, "--json", json_text);
+}
+
+namespace {
+struct ValidateOptions {
+  std::string measurements = kDefaultMeasurements;
+  std::string hardware;
+  std::string json_path;
+  std::string format = "table";
+};
+}  // namespace
+
+Runner add_validate_command(CLI::App& app) {
+  auto o = std::make_shared<ValidateOptions>();
+  CLI::App* sub = app.add_subcommand("validate", "remat-bench measurements beside the cost model's predictions");
+  sub->add_option("--measurements", o->measurements, "measurements JSON (schema remat.gpu_measurements 1.x)")
+      ->capture_default_str();
+  sub->add_option("--hardware", o->hardware, "hardware spec (default: from the file's GPU name)");
+  sub->add_option("--json", o->json_path, "write the JSON report to FILE ('-' for stdout)");
+  sub->add_option("--format", o->format, "stdout format")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  return [o]() {
+    const ValidateInputs in = load_validate_inputs(o->measurements, o->hardware, "validate");
+    const auto cases = validate_cases(in.measurements, in.hardware, in.measurements_path);
+    emit_report(o->format, o->json_path, validate_table(in.measurements.device, in.hardware, cases),
+                validate_report(in.meta, in.measurements.device, in.hardware, cases));
+    return kExitOk;
+  };
+}
+
+}  // namespace remat::cli
