@@ -38,14 +38,44 @@ std::vector<State> pareto(std::vector<State> states) {
   return out;
 }
 
+// What every plan of the stage shares: forward and backward time, the
+// windows offload copies hide in, the host link rate.
+struct Fixed {
+  double floor_s = 0;  // forward + backward of every layer, head, p2p
+  double fwd_window_s = 0, bwd_window_s = 0;
+  double copy_bytes_per_s = 1;
+  // A lower bound on the final microbatch time of a partial plan: recompute
+  // and offload only grow as layers are added, and the time never falls
+  // when either grows.
+  double lower_bound(double rc, double off) const {
+    const double c = off / copy_bytes_per_s;
+    return floor_s + rc + std::max(0.0, c - fwd_window_s) + std::max(0.0, c - bwd_window_s - rc);
+  }
+};
+
+Fixed fixed_part(const SearchSpace& space, size_t stage) {
+  const StageSpace& st = space.stages[stage];
+  LayerSums keep;
+  for (int kind : st.kinds) keep.add(space.keep_cost[kind]);
+  const StageTotals t = stage_totals(st.base, keep);
+  Fixed f;
+  f.floor_s = t.fwd_s + t.bwd_s;
+  f.fwd_window_s = t.fwd_s - (st.base.link_shared ? keep.fwd_comm_s : 0);
+  f.bwd_window_s = t.bwd_s - (st.base.link_shared ? keep.bwd_comm_s : 0);
+  f.copy_bytes_per_s = st.base.copy_bytes_per_s;
+  return f;
+}
+
 struct Bounds {
   double kept_cap = 0;   // largest kept sum that fits
   double transient = 0;  // no option above this transient
-  double rc_cap = 0;     // recompute beyond this cannot beat the known time
+  double staging = 0;    // no option offloading more than this
+  double known_s = 0;    // a fitting plan's time: partial plans that cannot beat it are dropped
 };
 
 // One pass of the DP under `b`; returns the fastest fitting final plan.
-std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double budget, const Bounds& b) {
+std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double budget, const Fixed& fx,
+                               const Bounds& b) {
   const StageSpace& st = space.stages[stage];
   std::vector<std::vector<State>> layers;
   std::vector<State> current = {State{}};
@@ -55,10 +85,10 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
     for (size_t p = 0; p < current.size(); ++p)
       for (size_t o = 0; o < opts.size(); ++o) {
         const LayerCost& c = opts[o].cost;
-        if (c.transient_bytes > b.transient) continue;
+        if (c.transient_bytes > b.transient || c.offload_bytes > b.staging) continue;
         State s{current[p].kept + c.kept_bytes, current[p].rc + c.recompute_s, current[p].off + c.offload_bytes, int(p),
                 int(o)};
-        if (s.kept <= b.kept_cap && s.rc <= b.rc_cap) next.push_back(s);
+        if (s.kept <= b.kept_cap && fx.lower_bound(s.rc, s.off) <= b.known_s) next.push_back(s);
       }
     current = pareto(std::move(next));
     if (current.empty()) return std::nullopt;
@@ -85,33 +115,62 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
   return best;
 }
 
+// A good fitting plan, fast: the first a layers (of each kind) take option A,
+// the next b option B, the rest keep, over all pairs and counts. Its time
+// bounds the exact search.
+double pair_family_bound(const SearchSpace& space, size_t stage, double budget) {
+  const StageSpace& st = space.stages[stage];
+  double best = std::numeric_limits<double>::infinity();
+  const auto& opts = space.options[st.kinds.back()];
+  const size_t n = st.kinds.size();
+  for (size_t a = 0; a < opts.size(); ++a)
+    for (size_t b = 0; b < opts.size(); ++b)
+      for (size_t na = 0; na <= n; ++na)
+        for (size_t nb = 0; na + nb <= n; ++nb) {
+          LayerSums sums;
+          for (size_t j = 0; j < n; ++j) {
+            const int kind = st.kinds[j];
+            if (kind != st.kinds.back())
+              sums.add(space.keep_cost[kind]);
+            else
+              sums.add(j < na ? opts[a].cost : j < na + nb ? opts[b].cost : space.keep_cost[kind]);
+          }
+          const StageTotals t = stage_totals(st.base, sums);
+          if (t.peak_bytes <= budget) best = std::min(best, t.microbatch_s);
+        }
+  return best;
+}
+
 }  // namespace
 
 std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage, double budget_bytes,
                                          double known_microbatch_s) {
   const StageSpace& st = space.stages[stage];
-  std::set<double> caps;
-  LayerSums keep;
-  for (int kind : st.kinds) {
-    keep.add(space.keep_cost[kind]);
-    for (const auto& o : space.options[kind]) caps.insert(o.cost.transient_bytes);
-  }
-  // every plan spends at least the forward and backward of all layers
-  const double floor_s = stage_totals(st.base, keep).fwd_s + stage_totals(st.base, keep).bwd_s;
+  // The stage's transient is the largest layer transient plus, with offload,
+  // the largest offloaded layer (a staging buffer). Bounding both and
+  // letting only options within the bounds take part keeps the Pareto
+  // pruning exact: a pruned partial plan's dominator uses no option larger
+  // on either, so it fits whenever the pruned one would.
+  std::set<double> caps, stagings;
+  for (int kind : st.kinds)
+    for (const auto& o : space.options[kind])
+      caps.insert(o.cost.transient_bytes), stagings.insert(o.cost.offload_bytes);
+  const Fixed fx = fixed_part(space, stage);
+  double known = std::min(known_microbatch_s, pair_family_bound(space, stage, budget_bytes));
   std::optional<StagePlan> best;
-  for (double cap : caps) {
-    const double transient = std::max(cap, st.base.head_transient_bytes);
-    const double room = budget_bytes - st.base.static_bytes.total() - transient;
-    if (room < 0) continue;
-    const double known = best ? std::min(best->totals.microbatch_s, known_microbatch_s) : known_microbatch_s;
-    Bounds b{room / double(std::max<int64_t>(1, st.base.in_flight)), cap,
-             known - floor_s + 1e-12 * std::max(1.0, known)};
-    auto plan = solve(space, stage, budget_bytes, b);
-    if (!plan) continue;
-    if (!best || plan->totals.microbatch_s < best->totals.microbatch_s ||
-        (plan->totals.microbatch_s == best->totals.microbatch_s && plan->totals.peak_bytes < best->totals.peak_bytes))
-      best = std::move(plan);
-  }
+  for (double staging : stagings)
+    for (double cap : caps) {
+      const double transient = std::max(cap, st.base.head_transient_bytes);
+      const double room = budget_bytes - st.base.static_bytes.total() - transient;
+      if (room < 0) continue;
+      if (best) known = std::min(known, best->totals.microbatch_s);
+      Bounds b{room / double(std::max<int64_t>(1, st.base.in_flight)), cap, staging, known * (1 + 1e-12)};
+      auto plan = solve(space, stage, budget_bytes, fx, b);
+      if (!plan) continue;
+      if (!best || plan->totals.microbatch_s < best->totals.microbatch_s ||
+          (plan->totals.microbatch_s == best->totals.microbatch_s && plan->totals.peak_bytes < best->totals.peak_bytes))
+        best = std::move(plan);
+    }
   return best;
 }
 
