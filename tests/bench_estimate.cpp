@@ -3,6 +3,8 @@
 
 #include "remat/cost/estimate.hpp"
 #include "remat/cost/modules.hpp"
+#include "remat/search/planner.hpp"
+#include "remat/search/sweep.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -28,6 +30,48 @@ void modules_llama3_70b(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(module_rows(m, hw, t, Formulas::exact));
 }
 BENCHMARK(modules_llama3_70b)->Unit(benchmark::kMicrosecond);
+
+// remat plan's search: uniform R, per-stage R and the per-layer DP over
+// keep/standard/eagle/offload per block, for all four strategies.
+void plan_deepseek_v3_pp16(benchmark::State& state) {
+  ModelSpec m = test::model("deepseek-v3");
+  m.num_hidden_layers = 63;
+  const HardwareSpec hw = test::hardware("a100-80gb-pcie");
+  const TrainingSpec t = test::layout(1, 16, 128, 64, 1, 4096);
+  SearchOptions o;
+  o.budget_bytes = default_budget_bytes(hw);
+  for (auto _ : state) benchmark::DoNotOptimize(plan_search(m, hw, t, o));
+}
+BENCHMARK(plan_deepseek_v3_pp16)->Unit(benchmark::kMillisecond);
+
+void plan_llama3_70b_tp8_pp4(benchmark::State& state) {
+  const ModelSpec m = test::model("llama3-70b");
+  const HardwareSpec hw = test::hardware("a100-80gb-pcie");
+  const TrainingSpec t = test::layout(8, 4, 1, 1, 4, 4096);
+  SearchOptions o;
+  o.budget_bytes = 50.0 * 1024 * 1024 * 1024;
+  for (auto _ : state) benchmark::DoNotOptimize(plan_search(m, hw, t, o));
+}
+BENCHMARK(plan_llama3_70b_tp8_pp4)->Unit(benchmark::kMillisecond);
+
+// remat sweep over DeepSeek-V3 layouts on 1024, 2048 and 4096 GPUs.
+void sweep_deepseek_v3(benchmark::State& state) {
+  ModelSpec m = test::model("deepseek-v3");
+  m.num_hidden_layers = 63;
+  const HardwareSpec hw = test::hardware("a100-80gb-pcie");
+  TrainingSpec base;
+  base.gbs = 8192;
+  SweepSpace sp;
+  sp.gpus = {1024, 2048, 4096};
+  int64_t layouts = 0;
+  for (auto _ : state) {
+    const SweepResult r = sweep(m, hw, base, sp, default_budget_bytes(hw));
+    layouts = r.evaluated;
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["layouts"] = double(layouts);
+}
+BENCHMARK(sweep_deepseek_v3)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "options.hpp"
 #include "remat/report/plan_report.hpp"
+#include "remat/spec/problems.hpp"
 #include "remat/spec/validate.hpp"
 
 namespace remat::cli {

@@ -54,6 +54,17 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
   app.add_option("--format", o.format, "stdout format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
 }
 
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
 std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text) {
   std::vector<int64_t> out;
   size_t start = 0;

@@ -42,6 +42,9 @@ struct Inputs {
 // Throws InputError on any bad value.
 Inputs load_inputs(const CommonOptions& o, const std::string& command);
 
+// "a,b,c" -> {"a","b","c"}
+std::vector<std::string> split_list(const std::string& text);
+
 // "9,9,8,4" -> {9,9,8,4}; throws InputError naming the flag.
 std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text);
 

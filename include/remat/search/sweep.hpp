@@ -1,0 +1,43 @@
+#pragma once
+// remat sweep: many layouts for a GPU count, each planned, ranked by tokens/s.
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "remat/search/planner.hpp"
+
+namespace remat {
+
+struct SweepSpace {
+  std::vector<int64_t> gpus = {32};
+  std::vector<int64_t> tp = {1, 2, 4, 8};
+  std::vector<int64_t> pp;  // empty: every divisor of gpus/tp up to the layer count
+  std::vector<int64_t> ep;  // empty: every divisor of the expert count (MoE), else {1}
+  std::vector<int64_t> mbs = {1, 2, 4, 8};
+  std::vector<Strategy> strategies = {Strategy::none, Strategy::full, Strategy::selective, Strategy::standard,
+                                      Strategy::eagle};
+  bool per_layer = false;  // also the per-layer search (slower)
+};
+
+struct SweepRow {
+  TrainingSpec layout;
+  Strategy strategy = Strategy::none;
+  bool feasible = false;
+  std::string reason;  // why not
+  Candidate best;
+  double mfu = 0, tokens_per_s = 0;
+};
+
+struct SweepResult {
+  std::vector<SweepRow> rows;  // feasible ones, best first
+  int64_t evaluated = 0;
+  std::map<std::string, int64_t> infeasible_by_reason;
+};
+
+// `base` supplies gbs, seq and the implementation options. `progress` is
+// called with (done, total) now and then.
+SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& base, const SweepSpace& space,
+                  double budget_bytes, const std::function<void(int64_t, int64_t)>& progress = {});
+
+}  // namespace remat

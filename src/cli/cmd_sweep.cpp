@@ -1,0 +1,156 @@
+// remat sweep: layouts for a GPU count, each planned, ranked by tokens/s.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "commands.hpp"
+#include "options.hpp"
+#include "remat/report/tables.hpp"
+#include "remat/spec/problems.hpp"
+#include "remat/search/sweep.hpp"
+
+namespace remat::cli {
+
+namespace {
+
+struct SweepOptions {
+  CommonOptions common;
+  std::string gpus = "32", tps = "1,2,4,8", pps, eps, mbss = "1,2,4,8";
+  std::string strategies = "none,full,selective,standard,eagle";
+  bool per_layer = false;
+  std::string csv_path;
+  int64_t top = 20;
+  double budget_GiB = -1;
+  bool budget_given = false;
+};
+
+std::vector<Strategy> strategy_list(const std::string& text) {
+  std::vector<Strategy> out;
+  for (const auto& item : split_list(text)) {
+    Strategy s;
+    if (!parse_strategy(item, s) || s == Strategy::offload || s == Strategy::streambp)
+      throw InputError({{"command line", "--strategies", text,
+                         "takes a comma-separated list of none, full, selective, standard, eagle"}});
+    out.push_back(s);
+  }
+  return out;
+}
+
+// One ordered list of columns feeds the CSV, the JSON rows and the table.
+struct Column {
+  const char* name;
+  std::function<std::string(const SweepRow&)> text;
+};
+
+std::vector<Column> columns() {
+  const auto r_text = [](const SweepRow& r) {
+    std::string s;
+    for (size_t i = 0; i < r.best.r.size(); ++i) s += (i ? ";" : "") + std::to_string(r.best.r[i]);
+    return r.best.mode == SearchMode::per_layer ? std::string("per-layer") : s;
+  };
+  return {{"tp", [](const SweepRow& r) { return std::to_string(r.layout.tp); }},
+          {"pp", [](const SweepRow& r) { return std::to_string(r.layout.pp); }},
+          {"dp", [](const SweepRow& r) { return std::to_string(r.layout.dp); }},
+          {"ep", [](const SweepRow& r) { return std::to_string(r.layout.ep); }},
+          {"mbs", [](const SweepRow& r) { return std::to_string(r.layout.mbs); }},
+          {"strategy", [](const SweepRow& r) { return std::string(to_string(r.strategy)); }},
+          {"R", r_text},
+          {"peak_GiB", [](const SweepRow& r) { return fmt::format("{:.2f}", r.best.peak_bytes / (1024.0 * 1024 * 1024)); }},
+          {"iteration_s", [](const SweepRow& r) { return fmt::format("{:.4f}", r.best.time_s); }},
+          {"mfu", [](const SweepRow& r) { return fmt::format("{:.4f}", r.mfu); }},
+          {"tokens_per_s", [](const SweepRow& r) { return fmt::format("{:.0f}", r.tokens_per_s); }}};
+}
+
+void write_csv(const std::string& path, const SweepResult& res) {
+  std::ofstream out(path);
+  const auto cols = columns();
+  for (size_t i = 0; i < cols.size(); ++i) out << (i ? "," : "") << cols[i].name;
+  out << "\n";
+  for (const auto& row : res.rows) {
+    for (size_t i = 0; i < cols.size(); ++i) out << (i ? "," : "") << cols[i].text(row);
+    out << "\n";
+  }
+  if (!out) throw InputError({{path, "--csv", path, "cannot be written"}});
+}
+
+}  // namespace
+
+Runner add_sweep_command(CLI::App& app) {
+  auto o = std::make_shared<SweepOptions>();
+  CLI::App* sub = app.add_subcommand("sweep", "many layouts for a GPU count, each planned, ranked by tokens/s");
+  add_common_options(*sub, o->common);
+  sub->add_option("--gpus", o->gpus, "GPU counts, comma-separated")->capture_default_str();
+  sub->add_option("--tps", o->tps, "tensor-parallel sizes to try")->capture_default_str();
+  sub->add_option("--pps", o->pps, "pipeline sizes to try (default: every divisor up to the layer count)");
+  sub->add_option("--eps", o->eps, "expert-parallel sizes to try (default: every divisor of the expert count)");
+  sub->add_option("--mbss", o->mbss, "microbatch sizes to try")->capture_default_str();
+  sub->add_option("--strategies", o->strategies, "strategies to try")->capture_default_str();
+  sub->add_flag("--per-layer", o->per_layer, "also search per-layer choices (slower)");
+  sub->add_option("--csv", o->csv_path, "write every feasible row as CSV");
+  sub->add_option("--top", o->top, "rows in the table")->capture_default_str();
+  sub->add_option("--memory-budget-GiB", o->budget_GiB, "per-GPU budget; default capacity less reserve")
+      ->each([o](const std::string&) { o->budget_given = true; });
+  return [o]() {
+    CommonOptions common = o->common;
+    if (common.gbs == 0) common.gbs = 512;  // one global batch for every layout, so tokens/s compare
+    const std::vector<int64_t> gpus = parse_int_list("--gpus", o->gpus);
+    common.tp = common.pp = 1;  // the layout flags are swept; only the model and options are checked here
+    common.dp = common.ep = 1;
+    common.mbs = 1;
+    Inputs in = load_inputs(common, "sweep");
+    in.training.gbs = common.gbs;
+    SweepSpace space;
+    space.gpus = gpus;
+    space.tp = parse_int_list("--tps", o->tps);
+    if (!o->pps.empty()) space.pp = parse_int_list("--pps", o->pps);
+    if (!o->eps.empty()) space.ep = parse_int_list("--eps", o->eps);
+    space.mbs = parse_int_list("--mbss", o->mbss);
+    space.strategies = strategy_list(o->strategies);
+    space.per_layer = o->per_layer;
+    for (const auto& [flag, list] : {std::pair{"--gpus", gpus}, {"--tps", space.tp}, {"--pps", space.pp},
+                                     {"--eps", space.ep}, {"--mbss", space.mbs}})
+      for (int64_t v : list)
+        if (v < 1 || v > 1000000) throw InputError({{"command line", flag, std::to_string(v), "values must be 1..10^6"}});
+    const auto start = std::chrono::steady_clock::now();
+    const auto progress = [&](int64_t done, int64_t total) {
+      if (std::chrono::steady_clock::now() - start > std::chrono::seconds(1))
+        std::cerr << fmt::format("\rsweep: {}/{} layouts", done, total) << (done == total ? "\n" : "") << std::flush;
+    };
+    const double budget = memory_budget_bytes(o->budget_given, o->budget_GiB, in.hardware);
+    const SweepResult res = sweep(in.model, in.hardware, in.training, space, budget, progress);
+    const auto cols = columns();
+    std::vector<std::string> headers;
+    for (const auto& c : cols) headers.push_back(c.name);
+    std::vector<std::vector<std::string>> table_rows;
+    Json rows = Json::array();
+    for (size_t i = 0; i < res.rows.size(); ++i) {
+      Json j = Json::object();
+      std::vector<std::string> line;
+      for (const auto& c : cols) j[c.name] = c.text(res.rows[i]), line.push_back(c.text(res.rows[i]));
+      rows.push_back(j);
+      if (int64_t(i) < o->top) table_rows.push_back(line);
+    }
+    Json reasons = Json::object();
+    std::string reason_text;
+    for (const auto& [why, n] : res.infeasible_by_reason) {
+      reasons[why] = n;
+      reason_text += fmt::format("  {:>6}  {}\n", n, why);
+    }
+    const Json report = {{"meta", meta_json(in.meta)},  {"model", model_json(in.model)},
+                         {"hardware", hardware_json(in.hardware)}, {"gbs", in.training.gbs},
+                         {"seq", in.training.seq},        {"evaluated", res.evaluated},
+                         {"feasible", res.rows.size()},   {"infeasible_by_reason", reasons},
+                         {"rows", rows}};
+    std::string table = fmt::format("{} on {}: {} layouts, {} feasible, gbs {} seq {}\n", in.model.name,
+                                    in.hardware.name, res.evaluated, res.rows.size(), in.training.gbs, in.training.seq);
+    table += render_table(headers, table_rows) + "infeasible:\n" + reason_text;
+    if (!o->csv_path.empty()) write_csv(o->csv_path, res);
+    emit(common, table, report);
+    return res.rows.empty() ? kExitNoFit : kExitOk;
+  };
+}
+
+}  // namespace remat::cli

@@ -1,0 +1,89 @@
+#include "remat/search/sweep.hpp"
+
+#include <algorithm>
+
+#include "remat/cost/estimate.hpp"
+#include "remat/spec/validate.hpp"
+
+namespace remat {
+
+namespace {
+
+std::vector<int64_t> divisors_up_to(int64_t n, int64_t limit) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d <= n && d <= limit; ++d)
+    if (n % d == 0) out.push_back(d);
+  return out;
+}
+
+struct Layout {
+  TrainingSpec t;
+  Strategy s;
+};
+
+std::vector<Layout> enumerate(const ModelSpec& m, const TrainingSpec& base, const SweepSpace& sp) {
+  std::vector<Layout> out;
+  for (int64_t gpus : sp.gpus)
+    for (int64_t tp : sp.tp) {
+      if (tp > gpus || gpus % tp != 0) continue;
+      const auto pps = sp.pp.empty() ? divisors_up_to(gpus / tp, m.num_hidden_layers) : sp.pp;
+      for (int64_t pp : pps) {
+        if (gpus % (tp * pp) != 0) continue;
+        const int64_t dp = gpus / (tp * pp);
+        const auto eps = !m.is_moe() ? std::vector<int64_t>{1}
+                         : sp.ep.empty() ? divisors_up_to(m.n_routed_experts, dp * tp)
+                                         : sp.ep;
+        for (int64_t ep : eps)
+          for (int64_t mbs : sp.mbs)
+            for (Strategy s : sp.strategies) {
+              TrainingSpec t = base;
+              t.tp = tp, t.pp = pp, t.dp = dp, t.ep = ep, t.mbs = mbs;
+              out.push_back({t, s});
+            }
+      }
+    }
+  return out;
+}
+
+std::string category(const Problem& p) { return p.key + " " + p.message; }
+
+}  // namespace
+
+SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& base, const SweepSpace& space,
+                  double budget_bytes, const std::function<void(int64_t, int64_t)>& progress) {
+  const std::vector<Layout> layouts = enumerate(m, base, space);
+  SweepResult res;
+  res.evaluated = int64_t(layouts.size());
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    if (progress && i % 256 == 0) progress(int64_t(i), res.evaluated);
+    const Layout& l = layouts[i];
+    const auto problems = validate_training(l.t, m);
+    if (!problems.empty()) {
+      ++res.infeasible_by_reason[category(problems.front())];
+      continue;
+    }
+    SearchOptions o;
+    o.strategies = l.s == Strategy::none ? std::vector<Strategy>{} : std::vector<Strategy>{l.s};
+    o.per_layer = space.per_layer && l.s != Strategy::none;
+    o.offload = false;
+    o.budget_bytes = budget_bytes;
+    const SearchSpace ss = build_search_space(m, hw, l.t, o);
+    const PlanSearchResult pr = plan_search(ss, o);
+    if (!pr.best) {
+      ++res.infeasible_by_reason["does not fit the memory budget"];
+      continue;
+    }
+    SweepRow row{ss.training, l.s, true, "", *pr.best, 0, 0};
+    const double gpus = double(ss.training.gpus());
+    row.tokens_per_s = double(ss.training.gbs) * double(ss.training.seq) / pr.best->time_s;
+    row.mfu = model_flops_per_microbatch(m, ss.training, m.num_hidden_layers) * double(ss.training.microbatches()) *
+              double(ss.training.dp) / (pr.best->time_s * gpus * hw.peak_bf16_flops);
+    res.rows.push_back(std::move(row));
+  }
+  if (progress) progress(res.evaluated, res.evaluated);
+  std::stable_sort(res.rows.begin(), res.rows.end(),
+                   [](const SweepRow& a, const SweepRow& b) { return a.tokens_per_s > b.tokens_per_s; });
+  return res;
+}
+
+}  // namespace remat
