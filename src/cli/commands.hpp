@@ -14,5 +14,6 @@ Runner add_validate_command(CLI::App& app);
 Runner add_calibrate_command(CLI::App& app);
 Runner add_simulate_command(CLI::App& app);
 Runner add_plan_command(CLI::App& app);
+Runner add_sweep_command(CLI::App& app);
 
 }  // namespace remat::cli
