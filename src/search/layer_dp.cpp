@@ -121,7 +121,17 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
 double pair_family_bound(const SearchSpace& space, size_t stage, double budget) {
   const StageSpace& st = space.stages[stage];
   double best = std::numeric_limits<double>::infinity();
-  const auto& opts = space.options[st.kinds.back()];
+  // the options no other beats on both kept bytes and recompute + copy time
+  std::vector<LayerOption> opts;
+  const auto& all = space.options[st.kinds.back()];
+  const auto cost_s = [&](const LayerCost& c) { return c.recompute_s + c.offload_bytes / st.base.copy_bytes_per_s; };
+  for (const auto& a : all) {
+    bool beaten = false;
+    for (const auto& b : all)
+      beaten = beaten || (b.cost.kept_bytes <= a.cost.kept_bytes && cost_s(b.cost) < cost_s(a.cost)) ||
+               (b.cost.kept_bytes < a.cost.kept_bytes && cost_s(b.cost) <= cost_s(a.cost));
+    if (!beaten) opts.push_back(a);
+  }
   const size_t n = st.kinds.size();
   for (size_t a = 0; a < opts.size(); ++a)
     for (size_t b = 0; b < opts.size(); ++b)
@@ -157,12 +167,29 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
       caps.insert(o.cost.transient_bytes), stagings.insert(o.cost.offload_bytes);
   const Fixed fx = fixed_part(space, stage);
   double known = std::min(known_microbatch_s, pair_family_bound(space, stage, budget_bytes));
+  // bound pairs that admit the same options need one pass, with the
+  // smallest transient (the most room)
+  std::set<std::vector<bool>> seen;
   std::optional<StagePlan> best;
-  for (double staging : stagings)
-    for (double cap : caps) {
+  for (double cap : caps)
+    for (double staging : stagings) {
+      std::vector<bool> admitted;
+      for (int kind : {0, 1})
+        for (const auto& o : space.options[kind])
+          admitted.push_back(o.cost.transient_bytes <= cap && o.cost.offload_bytes <= staging);
+      if (!seen.insert(admitted).second) continue;
       const double transient = std::max(cap, st.base.head_transient_bytes);
       const double room = budget_bytes - st.base.static_bytes.total() - transient;
       if (room < 0) continue;
+      // the least kept bytes any admitted assignment can reach
+      double least = 0;
+      for (int kind : st.kinds) {
+        double m = std::numeric_limits<double>::infinity();
+        for (const auto& o : space.options[kind])
+          if (o.cost.transient_bytes <= cap && o.cost.offload_bytes <= staging) m = std::min(m, o.cost.kept_bytes);
+        least += m;
+      }
+      if (least * double(std::max<int64_t>(1, st.base.in_flight)) > room) continue;
       if (best) known = std::min(known, best->totals.microbatch_s);
       Bounds b{room / double(std::max<int64_t>(1, st.base.in_flight)), cap, staging, known * (1 + 1e-12)};
       auto plan = solve(space, stage, budget_bytes, fx, b);
