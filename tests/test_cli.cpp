@@ -104,6 +104,31 @@ TEST(Cli, ModulesBothFormulaSets) {
   }
 }
 
+TEST(Cli, PlanBelowTheSmallestFootprintExitsOneWithTheReason) {
+  const Result r = run({"plan", "--memory-budget-GiB", "30"}, true);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("no plan fits"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("over the budget of 30.00 GiB"), std::string::npos) << r.out;
+  const Result ok = run({"plan", "--json", "-"}, true);
+  ASSERT_EQ(ok.exit_code, 0);
+  const auto j = nlohmann::json::parse(ok.out);
+  EXPECT_TRUE(j["fits"].get<bool>());
+  EXPECT_FALSE(j["megatron"]["flags"].empty() && j["megatron"]["notes"].empty());
+  EXPECT_GE(j["frontier"].size(), 3u);
+  EXPECT_LE(j["peak_memory_bytes"].get<double>(), j["search"]["budget_bytes"].get<double>());
+}
+
+TEST(Cli, SweepRanksByTokensPerSecond) {
+  const Result r = run({"sweep", "--gpus", "32", "--mbss", "1,2", "--json", "-"}, true);
+  ASSERT_EQ(r.exit_code, 0);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["evaluated"], 180);  // (tp 1,2,4,8 x their pp divisors = 18 layouts) x 2 mbs x 5 strategies
+  ASSERT_FALSE(j["rows"].empty());
+  for (size_t i = 1; i < j["rows"].size(); ++i)
+    EXPECT_GE(std::stod(j["rows"][i - 1]["tokens_per_s"].get<std::string>()),
+              std::stod(j["rows"][i]["tokens_per_s"].get<std::string>()));
+}
+
 TEST(Cli, HfConfigAsModel) {
   const Result r = run({"estimate", "--model", std::string(REMAT_TEST_DATA) + "/data/llama3-8b-config.json", "--tp",
                         "1", "--pp", "1", "--hardware", "h100-sxm", "--mbs", "1", "--json", "-"},

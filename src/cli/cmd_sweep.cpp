@@ -9,8 +9,8 @@
 #include "commands.hpp"
 #include "options.hpp"
 #include "remat/report/tables.hpp"
-#include "remat/spec/problems.hpp"
 #include "remat/search/sweep.hpp"
+#include "remat/spec/problems.hpp"
 
 namespace remat::cli {
 
@@ -51,17 +51,18 @@ std::vector<Column> columns() {
     for (size_t i = 0; i < r.best.r.size(); ++i) s += (i ? ";" : "") + std::to_string(r.best.r[i]);
     return r.best.mode == SearchMode::per_layer ? std::string("per-layer") : s;
   };
-  return {{"tp", [](const SweepRow& r) { return std::to_string(r.layout.tp); }},
-          {"pp", [](const SweepRow& r) { return std::to_string(r.layout.pp); }},
-          {"dp", [](const SweepRow& r) { return std::to_string(r.layout.dp); }},
-          {"ep", [](const SweepRow& r) { return std::to_string(r.layout.ep); }},
-          {"mbs", [](const SweepRow& r) { return std::to_string(r.layout.mbs); }},
-          {"strategy", [](const SweepRow& r) { return std::string(to_string(r.strategy)); }},
-          {"R", r_text},
-          {"peak_GiB", [](const SweepRow& r) { return fmt::format("{:.2f}", r.best.peak_bytes / (1024.0 * 1024 * 1024)); }},
-          {"iteration_s", [](const SweepRow& r) { return fmt::format("{:.4f}", r.best.time_s); }},
-          {"mfu", [](const SweepRow& r) { return fmt::format("{:.4f}", r.mfu); }},
-          {"tokens_per_s", [](const SweepRow& r) { return fmt::format("{:.0f}", r.tokens_per_s); }}};
+  return {
+      {"tp", [](const SweepRow& r) { return std::to_string(r.layout.tp); }},
+      {"pp", [](const SweepRow& r) { return std::to_string(r.layout.pp); }},
+      {"dp", [](const SweepRow& r) { return std::to_string(r.layout.dp); }},
+      {"ep", [](const SweepRow& r) { return std::to_string(r.layout.ep); }},
+      {"mbs", [](const SweepRow& r) { return std::to_string(r.layout.mbs); }},
+      {"strategy", [](const SweepRow& r) { return std::string(to_string(r.strategy)); }},
+      {"R", r_text},
+      {"peak_GiB", [](const SweepRow& r) { return fmt::format("{:.2f}", r.best.peak_bytes / (1024.0 * 1024 * 1024)); }},
+      {"iteration_s", [](const SweepRow& r) { return fmt::format("{:.4f}", r.best.time_s); }},
+      {"mfu", [](const SweepRow& r) { return fmt::format("{:.4f}", r.mfu); }},
+      {"tokens_per_s", [](const SweepRow& r) { return fmt::format("{:.0f}", r.tokens_per_s); }}};
 }
 
 void write_csv(const std::string& path, const SweepResult& res) {
@@ -110,10 +111,14 @@ Runner add_sweep_command(CLI::App& app) {
     space.mbs = parse_int_list("--mbss", o->mbss);
     space.strategies = strategy_list(o->strategies);
     space.per_layer = o->per_layer;
-    for (const auto& [flag, list] : {std::pair{"--gpus", gpus}, {"--tps", space.tp}, {"--pps", space.pp},
-                                     {"--eps", space.ep}, {"--mbss", space.mbs}})
+    for (const auto& [flag, list] : {std::pair{"--gpus", gpus},
+                                     {"--tps", space.tp},
+                                     {"--pps", space.pp},
+                                     {"--eps", space.ep},
+                                     {"--mbss", space.mbs}})
       for (int64_t v : list)
-        if (v < 1 || v > 1000000) throw InputError({{"command line", flag, std::to_string(v), "values must be 1..10^6"}});
+        if (v < 1 || v > 1000000)
+          throw InputError({{"command line", flag, std::to_string(v), "values must be 1..10^6"}});
     const auto start = std::chrono::steady_clock::now();
     const auto progress = [&](int64_t done, int64_t total) {
       if (std::chrono::steady_clock::now() - start > std::chrono::seconds(1))
@@ -139,11 +144,10 @@ Runner add_sweep_command(CLI::App& app) {
       reasons[why] = n;
       reason_text += fmt::format("  {:>6}  {}\n", n, why);
     }
-    const Json report = {{"meta", meta_json(in.meta)},  {"model", model_json(in.model)},
-                         {"hardware", hardware_json(in.hardware)}, {"gbs", in.training.gbs},
-                         {"seq", in.training.seq},        {"evaluated", res.evaluated},
-                         {"feasible", res.rows.size()},   {"infeasible_by_reason", reasons},
-                         {"rows", rows}};
+    const Json report = {
+        {"meta", meta_json(in.meta)},  {"model", model_json(in.model)},   {"hardware", hardware_json(in.hardware)},
+        {"gbs", in.training.gbs},      {"seq", in.training.seq},          {"evaluated", res.evaluated},
+        {"feasible", res.rows.size()}, {"infeasible_by_reason", reasons}, {"rows", rows}};
     std::string table = fmt::format("{} on {}: {} layouts, {} feasible, gbs {} seq {}\n", in.model.name,
                                     in.hardware.name, res.evaluated, res.rows.size(), in.training.gbs, in.training.seq);
     table += render_table(headers, table_rows) + "infeasible:\n" + reason_text;

@@ -15,5 +15,6 @@ Runner add_calibrate_command(CLI::App& app);
 Runner add_simulate_command(CLI::App& app);
 Runner add_plan_command(CLI::App& app);
 Runner add_sweep_command(CLI::App& app);
+Runner add_scenarios_command(CLI::App& app);
 
 }  // namespace remat::cli

@@ -35,6 +35,7 @@ int run_cli(std::vector<std::string> args) {
   Runner simulate = add_simulate_command(app);
   Runner plan = add_plan_command(app);
   Runner sweep = add_sweep_command(app);
+  Runner scenarios = add_scenarios_command(app);
   try {
     args = with_default_command(std::move(args));
     app.parse(args);
@@ -56,6 +57,7 @@ int run_cli(std::vector<std::string> args) {
     if (app.got_subcommand("simulate")) return simulate();
     if (app.got_subcommand("plan")) return plan();
     if (app.got_subcommand("sweep")) return sweep();
+    if (app.got_subcommand("scenarios")) return scenarios();
     return compare();
   } catch (const remat::InputError& e) {
     for (const auto& p : e.problems()) std::cerr << "error: " << p.line() << "\n";

@@ -102,7 +102,7 @@ Json plan_search_report(const ReportMeta& meta, const SearchSpace& sp, const Sea
 std::string plan_search_table(const SearchSpace& sp, const SearchOptions& o, const PlanSearchResult& res,
                               const Estimate* est) {
   std::string out;
-  if (!res.best) return "no plan fits: " + res.reason + "\n";
+  if (!res.best) return res.reason + "\n";
   out += fmt::format("best plan ({}, {}): {:.3f} s per iteration, peak {:.2f} GiB of {:.2f} GiB\n",
                      to_string(res.best->mode),
                      res.best->mode == SearchMode::per_layer ? "mixed" : to_string(res.best->strategy),

@@ -126,6 +126,8 @@ void per_layer_candidate(const SearchSpace& sp, const SearchOptions& o, std::vec
     const auto plan = best_stage_plan(sp, i, o.budget_bytes, known_stage_time(sp, o, i));
     if (!plan) {
       c.reason = fmt::format("stage {}: no per-layer assignment fits {:.2f} GiB", i, o.budget_bytes / kGiB);
+      c.peak_bytes = std::numeric_limits<double>::infinity();  // not evaluated past this stage
+      c.time_s = std::numeric_limits<double>::infinity();
       out.push_back(std::move(c));
       return;
     }

@@ -30,7 +30,7 @@ std::vector<Layout> enumerate(const ModelSpec& m, const TrainingSpec& base, cons
       for (int64_t pp : pps) {
         if (gpus % (tp * pp) != 0) continue;
         const int64_t dp = gpus / (tp * pp);
-        const auto eps = !m.is_moe() ? std::vector<int64_t>{1}
+        const auto eps = !m.is_moe()     ? std::vector<int64_t>{1}
                          : sp.ep.empty() ? divisors_up_to(m.n_routed_experts, dp * tp)
                                          : sp.ep;
         for (int64_t ep : eps)
