@@ -1,6 +1,10 @@
 #include "attention.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -57,6 +61,14 @@ const MaskVariant kVariants[] = {
     {"index_float_cmp_bool", CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, CUDNN_DATA_BOOLEAN},
 };
 std::string g_variant_used = "none";
+std::string g_engines_used;
+
+// An execution plan the autotuner may pick: its workspace and where it came from.
+struct PlanCand {
+  DescPtr plan;
+  int64_t ws = 0;
+  std::string label;
+};
 
 class GraphBuilder {
  public:
@@ -151,8 +163,9 @@ class GraphBuilder {
     pointwise(CUDNN_POINTWISE_BINARY_SELECT, s, neg_inf, out, mask);
     return out;
   }
-  // Operation graph, heuristics, then the first engine config whose plan finalizes.
-  DescPtr build_plan(cudnnHandle_t handle, int64_t* workspace_bytes);
+  // Operation graph, heuristics, then the first engine config whose plan finalizes (mode A's
+  // order); every other config that finalizes goes to `cands` for the autotuner (see tune()).
+  DescPtr build_plan(cudnnHandle_t handle, int64_t* workspace_bytes, std::vector<PlanCand>* cands);
 
  private:
   MaskVariant mv_;
@@ -160,7 +173,109 @@ class GraphBuilder {
   std::vector<DescPtr> keep_, ops_;
 };
 
-DescPtr GraphBuilder::build_plan(cudnnHandle_t handle, int64_t* workspace_bytes) {
+namespace {
+int64_t engine_index(const DescPtr& cfg) {
+  DescPtr eng = make_desc(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  cudnnBackendDescriptor_t raw = eng.get();
+  int64_t n = 0, idx = -1;
+  if (cudnnBackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &raw) !=
+      CUDNN_STATUS_SUCCESS)
+    return -1;
+  cudnnBackendGetAttribute(eng.get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &idx);
+  return idx;
+}
+
+std::vector<DescPtr> heuristic_cfgs(const DescPtr& graph, cudnnBackendHeurMode_t mode) {
+  std::vector<DescPtr> cfgs;
+  DescPtr heur = make_desc(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  set_desc(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph, "heuristics graph");
+  set_attr(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "heuristics mode");
+  if (cudnnBackendFinalize(heur.get()) != CUDNN_STATUS_SUCCESS) return cfgs;
+  int64_t count = 0;
+  if (cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
+                               nullptr) != CUDNN_STATUS_SUCCESS)
+    return cfgs;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < count; ++i) {
+    cfgs.push_back(make_desc(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+    raw.push_back(cfgs.back().get());
+  }
+  int64_t got = 0;
+  if (count > 0 && cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                            count, &got, raw.data()) != CUDNN_STATUS_SUCCESS)
+    got = 0;
+  cfgs.resize(size_t(got));
+  return cfgs;
+}
+
+// Engine `index` with at most one knob set (type < 0: the engine's defaults); null if it does not finalize.
+DescPtr engine_cfg(const DescPtr& graph, int64_t index, int64_t knob_type, int64_t knob_value,
+                   std::vector<DescPtr>* keep) {
+  DescPtr eng = make_desc(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  set_desc(eng, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, graph, "engine graph");
+  set_attr(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &index, "engine index");
+  if (cudnnBackendFinalize(eng.get()) != CUDNN_STATUS_SUCCESS) return nullptr;
+  DescPtr cfg = make_desc(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+  set_desc(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, eng, "engine config engine");
+  if (knob_type >= 0) {
+    DescPtr kc = make_desc(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
+    cudnnBackendKnobType_t kt = cudnnBackendKnobType_t(knob_type);
+    if (cudnnBackendSetAttribute(kc.get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &kt) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnBackendSetAttribute(kc.get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &knob_value) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnBackendFinalize(kc.get()) != CUDNN_STATUS_SUCCESS)
+      return nullptr;
+    cudnnBackendDescriptor_t raw = kc.get();
+    if (cudnnBackendSetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                 &raw) != CUDNN_STATUS_SUCCESS)
+      return nullptr;
+    keep->push_back(kc);
+  }
+  if (cudnnBackendFinalize(cfg.get()) != CUDNN_STATUS_SUCCESS) return nullptr;
+  keep->push_back(eng);
+  return cfg;
+}
+
+// The knobs of engine `index`: (type, min, max, stride) each.
+std::vector<std::array<int64_t, 4>> engine_knobs(const DescPtr& graph, int64_t index) {
+  std::vector<std::array<int64_t, 4>> out;
+  DescPtr eng = make_desc(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  set_desc(eng, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, graph, "engine graph");
+  set_attr(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &index, "engine index");
+  if (cudnnBackendFinalize(eng.get()) != CUDNN_STATUS_SUCCESS) return out;
+  std::vector<DescPtr> infos;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; ++i) {
+    infos.push_back(make_desc(CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR));
+    raw.push_back(infos.back().get());
+  }
+  int64_t n = 0;
+  if (cudnnBackendGetAttribute(eng.get(), CUDNN_ATTR_ENGINE_KNOB_INFO, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                               int64_t(raw.size()), &n, raw.data()) != CUDNN_STATUS_SUCCESS)
+    return out;
+  for (int64_t i = 0; i < n && i < int64_t(infos.size()); ++i) {
+    cudnnBackendKnobType_t kt{};
+    int64_t c = 0, mn = 0, mx = 0, st = 1;
+    cudnnBackendGetAttribute(infos[i].get(), CUDNN_ATTR_KNOB_INFO_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &c, &kt);
+    cudnnBackendGetAttribute(infos[i].get(), CUDNN_ATTR_KNOB_INFO_MINIMUM_VALUE, CUDNN_TYPE_INT64, 1, &c, &mn);
+    cudnnBackendGetAttribute(infos[i].get(), CUDNN_ATTR_KNOB_INFO_MAXIMUM_VALUE, CUDNN_TYPE_INT64, 1, &c, &mx);
+    cudnnBackendGetAttribute(infos[i].get(), CUDNN_ATTR_KNOB_INFO_STRIDE, CUDNN_TYPE_INT64, 1, &c, &st);
+    out.push_back({int64_t(kt), mn, mx, st > 0 ? st : 1});
+  }
+  return out;
+}
+}  // namespace
+
+bool autotune_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("REMAT_ATTN_TUNE");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
+
+DescPtr GraphBuilder::build_plan(cudnnHandle_t handle, int64_t* workspace_bytes, std::vector<PlanCand>* cands) {
   DescPtr graph = make_desc(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
   std::vector<cudnnBackendDescriptor_t> raw;
   for (auto& o : ops_) raw.push_back(o.get());
@@ -168,45 +283,69 @@ DescPtr GraphBuilder::build_plan(cudnnHandle_t handle, int64_t* workspace_bytes)
            "graph ops");
   set_attr(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, "graph handle");
   finalize(graph, "operation graph");
-  DescPtr heur = make_desc(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-  set_desc(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph, "heuristics graph");
-  cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-  set_attr(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "heuristics mode");
-  finalize(heur, "engine heuristics");
-  int64_t count = 0;
-  CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
-                                       &count, nullptr));
-  std::vector<DescPtr> cfgs;
-  std::vector<cudnnBackendDescriptor_t> raw_cfgs;
-  for (int64_t i = 0; i < count; ++i) {
-    cfgs.push_back(make_desc(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
-    raw_cfgs.push_back(cfgs.back().get());
-  }
-  int64_t got = 0;
-  if (count > 0)
-    CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                         count, &got, raw_cfgs.data()));
-  for (int64_t i = 0; i < got; ++i) {
+  keep_.push_back(graph);
+  auto make_plan = [&](const DescPtr& cfg, int64_t* ws) -> DescPtr {
     DescPtr plan = make_desc(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
     set_attr(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, "plan handle");
-    set_desc(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfgs[i], "plan engine config");
-    if (cudnnBackendFinalize(plan.get()) != CUDNN_STATUS_SUCCESS) continue;
-    int64_t ws = 0, n = 0;
+    set_desc(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg, "plan engine config");
+    if (cudnnBackendFinalize(plan.get()) != CUDNN_STATUS_SUCCESS) return nullptr;
+    int64_t n = 0;
     CUDNN_CHECK(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
-                                         &ws));
-    *workspace_bytes = ws;
-    keep_.push_back(graph);
-    keep_.push_back(heur);
+                                         ws));
     return plan;
+  };
+  const std::vector<DescPtr> cfgs = heuristic_cfgs(graph, CUDNN_HEUR_MODE_A);
+  DescPtr chosen;
+  for (const auto& cfg : cfgs) {
+    int64_t ws = 0;
+    chosen = make_plan(cfg, &ws);
+    if (!chosen) continue;
+    *workspace_bytes = ws;
+    keep_.push_back(cfg);
+    if (cands) cands->push_back({chosen, ws, "A:eng" + std::to_string(engine_index(cfg))});
+    break;
   }
-  throw std::runtime_error("cuDNN: no engine config finalizes for this attention graph (" +
-                           std::to_string(count) + " configs from heuristics)");
+  if (!chosen)
+    throw std::runtime_error("cuDNN: no engine config finalizes for this attention graph (" +
+                             std::to_string(cfgs.size()) + " configs from heuristics)");
+  if (!cands || !autotune_enabled()) return chosen;
+  // Candidates for the autotuner: every config of heuristics A, B and fallback, and every
+  // engine of the graph with its default knobs and with each knob set to each of its values.
+  auto add = [&](const DescPtr& cfg, const std::string& label) {
+    if (!cfg || cands->size() >= 64) return;
+    int64_t ws = 0;
+    DescPtr p = make_plan(cfg, &ws);
+    if (!p) return;
+    keep_.push_back(cfg);
+    cands->push_back({p, ws, label});
+  };
+  for (auto [mode, tag] : {std::pair{CUDNN_HEUR_MODE_A, "A"}, std::pair{CUDNN_HEUR_MODE_B, "B"},
+                           std::pair{CUDNN_HEUR_MODE_FALLBACK, "F"}}) {
+    const auto list = mode == CUDNN_HEUR_MODE_A ? cfgs : heuristic_cfgs(graph, mode);
+    for (size_t i = (mode == CUDNN_HEUR_MODE_A ? 1 : 0); i < list.size(); ++i)
+      add(list[i], std::string(tag) + ":eng" + std::to_string(engine_index(list[i])));
+  }
+  int64_t engines = 0, n = 0;
+  cudnnBackendGetAttribute(graph.get(), CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1, &n,
+                           &engines);
+  for (int64_t e = 0; e < engines && e < 64; ++e) {
+    add(engine_cfg(graph, e, -1, 0, &keep_), "eng" + std::to_string(e));
+    for (const auto& k : engine_knobs(graph, e)) {
+      int vals = 0;
+      for (int64_t v = k[1]; v <= k[2] && vals < 8; v += k[3], ++vals)
+        add(engine_cfg(graph, e, k[0], v, &keep_),
+            "eng" + std::to_string(e) + ":knob" + std::to_string(k[0]) + "=" + std::to_string(v));
+    }
+  }
+  return chosen;
 }
 
 enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kScale, kNegInf, kOne, kSoftmaxSum, kDQAccum };
 
 struct AttnPlan {
   DescPtr plan;
+  std::vector<PlanCand> cands;  // cands[0] is `plan` (heuristics A's first); cleared once tuned
+  std::string label;
   std::shared_ptr<GraphBuilder> graph;
   int64_t plan_ws = 0;
   int64_t extra_ws = 0;  // softmax_sum and the dQ accumulator (backward)
@@ -244,7 +383,7 @@ AttnPlan build_fwd(cudnnHandle_t h, const AttnDims& d, const MaskVariant& mv) {
   auto p = g->pw(CUDNN_POINTWISE_DIV, ex, sum, CUDNN_DATA_BFLOAT16, sd, packed(sd));
   g->matmul(p, v, o);
   AttnPlan ap;
-  ap.plan = g->build_plan(h, &ap.plan_ws);
+  ap.plan = g->build_plan(h, &ap.plan_ws, &ap.cands);
   ap.graph = g;
   return ap;
 }
@@ -320,7 +459,7 @@ AttnPlan build_bwd(cudnnHandle_t h, const AttnDims& d, const MaskVariant& mv) {
     ap.extra_ws = align256(d.b * d.hq * d.s * d.dqk * 4);
   }
   ap.extra_ws += align256(d.b * d.hq * d.s * 4);
-  ap.plan = g.build_plan(h, &ap.plan_ws);
+  ap.plan = g.build_plan(h, &ap.plan_ws, &ap.cands);
   ap.graph = gp;
   return ap;
 }
@@ -348,7 +487,62 @@ AttnPlan& get_plan(Ctx& c, const AttnDims& d, bool backward) {
                            " graph could not be built:" + errors);
 }
 
-void execute(Ctx& c, const AttnPlan& ap, std::vector<int64_t> uids, std::vector<void*> ptrs, void* ws) {
+// Times every candidate plan on the call's own buffers (the first call of a shape: a warm-up
+// iteration in the bench), keeps the fastest, and logs them all to stderr. Plans that need more
+// workspace than heuristics A's first (what the caller allocated) are skipped, so the memory
+// figures do not depend on the pick. `before` runs ahead of each execution (not timed).
+void tune(Ctx& c, AttnPlan& ap, const DescPtr& pack, const std::function<void()>& before, const std::string& what) {
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  size_t best = 0;
+  float best_ms = 1e30f;
+  std::string log;
+  char line[256];
+  for (size_t i = 0; i < ap.cands.size(); ++i) {
+    const PlanCand& pc = ap.cands[i];
+    if (pc.ws > ap.plan_ws) {
+      std::snprintf(line, sizeof line, "  %-28s ws %lld > %lld: skipped\n", pc.label.c_str(), (long long)pc.ws,
+                    (long long)ap.plan_ws);
+      log += line;
+      continue;
+    }
+    before();
+    if (cudnnBackendExecute(c.dnn(), pc.plan.get(), pack.get()) != CUDNN_STATUS_SUCCESS) {
+      std::snprintf(line, sizeof line, "  %-28s execute failed\n", pc.label.c_str());
+      log += line;
+      continue;
+    }
+    float ms = 1e30f;
+    for (int r = 0; r < 3; ++r) {
+      before();
+      CUDA_CHECK(cudaEventRecord(a, c.stream()));
+      CUDNN_CHECK(cudnnBackendExecute(c.dnn(), pc.plan.get(), pack.get()));
+      CUDA_CHECK(cudaEventRecord(b, c.stream()));
+      CUDA_CHECK(cudaEventSynchronize(b));
+      float t = 0.f;
+      CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+      ms = std::min(ms, t);
+    }
+    std::snprintf(line, sizeof line, "  %-28s ws %lld  %.4f ms\n", pc.label.c_str(), (long long)pc.ws, ms);
+    log += line;
+    if (i == 0 || ms < best_ms * 0.99f) {  // within 1% keeps the earlier (heuristics') choice
+      best_ms = ms;
+      best = i;
+    }
+  }
+  CUDA_CHECK(cudaEventDestroy(a));
+  CUDA_CHECK(cudaEventDestroy(b));
+  ap.plan = ap.cands[best].plan;
+  ap.label = ap.cands[best].label;
+  std::fprintf(stderr, "attn tune %s: %zu plans, picked %s (%.4f ms)\n%s", what.c_str(), ap.cands.size(),
+               ap.label.c_str(), best_ms, log.c_str());
+  g_engines_used += (g_engines_used.empty() ? "" : "; ") + what + ": " + ap.label;
+  ap.cands.clear();
+}
+
+void execute(Ctx& c, AttnPlan& ap, std::vector<int64_t> uids, std::vector<void*> ptrs, void* ws,
+             const std::function<void()>& before, const std::string& what) {
   DescPtr pack = make_desc(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
   set_attr(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, int64_t(uids.size()), uids.data(),
            "variant pack uids");
@@ -356,10 +550,18 @@ void execute(Ctx& c, const AttnPlan& ap, std::vector<int64_t> uids, std::vector<
            "variant pack pointers");
   set_attr(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws, "variant pack workspace");
   finalize(pack, "variant pack");
+  if (ap.cands.size() > 1 && autotune_enabled()) tune(c, ap, pack, before, what);
+  ap.cands.clear();
+  before();
   CUDNN_CHECK(cudnnBackendExecute(c.dnn(), ap.plan.get(), pack.get()));
 }
 
 constexpr float kNegInfValue = -1073741824.f;  // large negative, as the cuDNN frontend uses
+
+std::string shape_tag(const char* dir, const AttnDims& d) {
+  return std::string(dir) + " b" + std::to_string(d.b) + " hq" + std::to_string(d.hq) + " hk" + std::to_string(d.hk) +
+         " s" + std::to_string(d.s) + " dqk" + std::to_string(d.dqk) + " dv" + std::to_string(d.dv);
+}
 
 }  // namespace
 
@@ -370,6 +572,8 @@ std::array<int64_t, 4> bshd_strides(int64_t s, int64_t d, int64_t row_elems) {
 }
 
 std::string attn_variant_used() { return g_variant_used; }
+
+std::string attn_engines_used() { return g_engines_used; }
 
 double attn_fwd_flops(const AttnDims& d) {
   const double dh = 0.5 * double(d.dqk + d.dv);
@@ -386,17 +590,18 @@ int64_t attn_bwd_workspace_bytes(Ctx& c, const AttnDims& d) {
 
 void attn_fwd(Ctx& c, const std::string& name, const AttnDims& d, const void* q, const void* k, const void* v,
               void* o, float* stats, void* workspace) {
-  const AttnPlan& ap = get_plan(c, d, false);
+  AttnPlan& ap = get_plan(c, d, false);
   float scale = d.scale(), neg_inf = kNegInfValue;
   const double bytes = 2.0 * d.b * d.s * (d.hq * d.dqk + d.hk * (d.dqk + d.dv) + d.hq * d.dv) + 4.0 * d.b * d.hq * d.s;
   OpScope op(c, {name, "attention_fwd", d.s, d.s, d.dqk, attn_fwd_flops(d), bytes});
   execute(c, ap, {kQ, kK, kV, kO, kStats, kScale, kNegInf},
-          {const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), o, stats, &scale, &neg_inf}, workspace);
+          {const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), o, stats, &scale, &neg_inf}, workspace,
+          [] {}, shape_tag("fwd", d));
 }
 
 void attn_bwd(Ctx& c, const std::string& name, const AttnDims& d, const void* q, const void* k, const void* v,
               const void* o, const void* dout, const float* stats, void* dq, void* dk, void* dv, void* workspace) {
-  const AttnPlan& ap = get_plan(c, d, true);
+  AttnPlan& ap = get_plan(c, d, true);
   float scale = d.scale(), neg_inf = kNegInfValue, one = 1.f;
   char* ws = static_cast<char*>(workspace);
   char* extra = ws + align256(ap.plan_ws);
@@ -409,13 +614,21 @@ void attn_bwd(Ctx& c, const std::string& name, const AttnDims& d, const void* q,
   const double bytes =
       2.0 * d.b * d.s * 2 * (d.hq * d.dqk + d.hk * (d.dqk + d.dv) + d.hq * d.dv) + 4.0 * d.b * d.hq * d.s;
   OpScope op(c, {name, "attention_bwd", d.s, d.s, d.dqk, attn_bwd_flops(d), bytes});
+  // cuDNN before 9.6 needs the fp32 dQ accumulator zeroed by the caller; while tuning it is
+  // zeroed ahead of every candidate whatever the version (untimed).
+  const bool zero_acc = !d.deterministic && cudnnGetVersion() < 90600;
+  const bool tuning = !d.deterministic && ap.cands.size() > 1 && autotune_enabled();
   if (!d.deterministic) {
     uids.push_back(kDQAccum);
     ptrs.push_back(dq_acc);
-    if (cudnnGetVersion() < 90600)
-      CUDA_CHECK(cudaMemsetAsync(dq_acc, 0, size_t(d.b * d.hq * d.s * d.dqk * 4), c.stream()));
   }
-  execute(c, ap, uids, ptrs, ws);
+  const size_t acc_bytes = size_t(d.b * d.hq * d.s * d.dqk * 4);
+  cudaStream_t st = c.stream();
+  execute(c, ap, uids, ptrs, ws,
+          [&] {
+            if (zero_acc || (tuning && !d.deterministic)) CUDA_CHECK(cudaMemsetAsync(dq_acc, 0, acc_bytes, st));
+          },
+          shape_tag(d.deterministic ? "bwd-det" : "bwd", d));
 }
 
 }  // namespace remat::cuda

@@ -26,6 +26,12 @@ int64_t attn_fwd_workspace_bytes(Ctx& c, const AttnDims& d);
 int64_t attn_bwd_workspace_bytes(Ctx& c, const AttnDims& d);
 // Which graph variant (mask data types) the backend accepted, for the report.
 std::string attn_variant_used();
+// REMAT_ATTN_TUNE=1: at the first call of each shape, every engine config of heuristics A, B and
+// fallback and every engine with each single knob value is timed on the call's buffers and the
+// fastest kept (stderr lists them). Off by default: on the H200 heuristics A's first config was
+// the fastest for every gqa/mla shape (reports/gpu/attention-tune-h200.txt).
+// The plan kept per attention shape ("fwd b1 hq128 ... s4096 ...: A:eng2; ..."); empty untuned.
+std::string attn_engines_used();
 
 // FLOPs as the FlashAttention papers count them: 4 s^2 d heads forward, halved when causal
 // (d = mean of qk and v head dims); backward 2.5x forward.

@@ -131,6 +131,7 @@ int main(int argc, char** argv) {
         }
     }
     doc["attention_graph_variant"] = attn_variant_used();
+    doc["attention_engines"] = attn_engines_used();
     doc["cases"] = cases;
     doc["summary"] = summarize(doc);
     std::ofstream(out_path) << doc.dump(1);
