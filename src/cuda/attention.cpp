@@ -553,7 +553,27 @@ void execute(Ctx& c, AttnPlan& ap, std::vector<int64_t> uids, std::vector<void*>
   if (ap.cands.size() > 1 && autotune_enabled()) tune(c, ap, pack, before, what);
   ap.cands.clear();
   before();
+  static const bool probe = [] {
+    const char* v = std::getenv("REMAT_ATTN_PROBE");
+    return v && std::string(v) == "1";
+  }();
+  if (!probe) {
+    CUDNN_CHECK(cudnnBackendExecute(c.dnn(), ap.plan.get(), pack.get()));
+    return;
+  }
+  // Diagnostic (REMAT_ATTN_PROBE=1): the execution alone between two events, printed to stderr.
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  CUDA_CHECK(cudaEventRecord(a, c.stream()));
   CUDNN_CHECK(cudnnBackendExecute(c.dnn(), ap.plan.get(), pack.get()));
+  CUDA_CHECK(cudaEventRecord(b, c.stream()));
+  CUDA_CHECK(cudaEventSynchronize(b));
+  float ms = 0.f;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+  std::fprintf(stderr, "probe %s: %.4f ms\n", what.c_str(), ms);
+  CUDA_CHECK(cudaEventDestroy(a));
+  CUDA_CHECK(cudaEventDestroy(b));
 }
 
 constexpr float kNegInfValue = -1073741824.f;  // large negative, as the cuDNN frontend uses

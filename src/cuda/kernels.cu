@@ -238,10 +238,12 @@ void launch_rmsnorm_pipe(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int
 // same bytes; reports/gpu/rmsnorm-ab-h200.txt).
 template <int VPL>
 __global__ void __launch_bounds__(128) rmsnorm_fwd_flat_kernel(const bf16* x, int64_t ldx, const bf16* g, bf16* y,
-                                                               int64_t ldy, int64_t rows, int h, float eps) {
+                                                               int64_t ldy, int64_t rows, int h, float eps,
+                                                               bool reverse) {
   const int lane = threadIdx.x & 31;
-  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (row >= rows) return;
+  if (reverse) row = rows - 1 - row;
   uint4 cur[VPL];
 #pragma unroll
   for (int j = 0; j < VPL; ++j) cur[j] = *reinterpret_cast<const uint4*>(x + row * ldx + (j * 32 + lane) * kVec);
@@ -274,15 +276,18 @@ __global__ void __launch_bounds__(128) rmsnorm_fwd_flat_kernel(const bf16* x, in
 
 template <int VPL>
 void launch_rmsnorm_flat(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_t ldy, int64_t rows, int h,
-                         float eps, cudaStream_t s) {
+                         float eps, bool reverse, cudaStream_t s) {
   constexpr int kWarps = 4;
   const unsigned grid = static_cast<unsigned>((rows + kWarps - 1) / kWarps);
-  rmsnorm_fwd_flat_kernel<VPL><<<grid, kWarps * 32, 0, s>>>(x, ldx, g, y, ldy, rows, h, eps);
+  rmsnorm_fwd_flat_kernel<VPL><<<grid, kWarps * 32, 0, s>>>(x, ldx, g, y, ldy, rows, h, eps, reverse);
 }
 
-// REMAT_RMSNORM_FWD=warp|pipe|flat forces one kernel (for comparison); default (auto): the
-// pipelined kernel while x fits in the L2 cache, the flat one above it.
-enum class NormFwd { autosel, warp, pipe, flat };
+// REMAT_RMSNORM_FWD=warp|pipe|flat|flatrev forces one kernel (for comparison); default (auto):
+// the pipelined kernel while x is at most twice the L2 cache (x, just written by its producer, is
+// largely L2-resident and the evict-first y stores keep it there), the flat kernel in reverse row
+// order above it (its first wave reads the rows the producer wrote last, still in L2). A/B on
+// the H200: reports/gpu/rmsnorm-ab-h200.txt.
+enum class NormFwd { autosel, warp, pipe, flat, flatrev };
 NormFwd norm_fwd_choice() {
   static const NormFwd v = [] {
     const char* e = std::getenv("REMAT_RMSNORM_FWD");
@@ -290,6 +295,7 @@ NormFwd norm_fwd_choice() {
     if (s == "warp") return NormFwd::warp;
     if (s == "pipe") return NormFwd::pipe;
     if (s == "flat") return NormFwd::flat;
+    if (s == "flatrev") return NormFwd::flatrev;
     return NormFwd::autosel;
   }();
   return v;
@@ -309,10 +315,11 @@ template <int VPL>
 void launch_rmsnorm_row_kernel(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_t ldy, int64_t rows, int h,
                                float eps, cudaStream_t s) {
   NormFwd k = norm_fwd_choice();
-  if (k == NormFwd::autosel) k = rows * int64_t(h) * 2 > l2_bytes() ? NormFwd::flat : NormFwd::pipe;
+  if (k == NormFwd::autosel) k = rows * int64_t(h) * 2 > 2 * l2_bytes() ? NormFwd::flatrev : NormFwd::pipe;
   switch (k) {
     case NormFwd::warp: return launch_rmsnorm_warp<VPL>(x, ldx, g, y, ldy, rows, h, eps, s);
-    case NormFwd::flat: return launch_rmsnorm_flat<VPL>(x, ldx, g, y, ldy, rows, h, eps, s);
+    case NormFwd::flat: return launch_rmsnorm_flat<VPL>(x, ldx, g, y, ldy, rows, h, eps, false, s);
+    case NormFwd::flatrev: return launch_rmsnorm_flat<VPL>(x, ldx, g, y, ldy, rows, h, eps, true, s);
     default: return launch_rmsnorm_pipe<VPL>(x, ldx, g, y, ldy, rows, h, eps, s);
   }
 }
