@@ -231,15 +231,15 @@ void launch_rmsnorm_pipe(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int
   rmsnorm_fwd_pipe_kernel<VPL><<<grid, kWarps * 32, 0, s>>>(x, ldx, g, y, ldy, rows, h, eps, per_warp);
 }
 
-// One row per warp over a grid of rows / 4 blocks (not persistent), plain loads and stores: for
-// an x larger than the L2 cache (nothing of it can be L2-resident) this keeps the most requests
-// in flight and measured faster than the pipelined kernel and than streaming (.cs) hints on the
-// H200 (0.79 vs 0.70 of HBM at 16384 x 4096, against 0.82 for a device-to-device copy of the
-// same bytes; reports/gpu/rmsnorm-ab-h200.txt).
+// One row per warp over a grid of rows / 4 blocks (not persistent), plain 16-byte loads; y plain
+// or evict-first (stream_y); rows in reverse order when `reverse`. For an x larger than the L2
+// cache this keeps the most requests in flight: on the H200 at 16384 x 4096 it reaches 0.80-0.83
+// of HBM bandwidth in the blocks (the pipelined kernel 0.69-0.71; a device-to-device copy of the
+// same bytes 0.82 in a standalone test). reports/gpu/rmsnorm-ab-h200.txt.
 template <int VPL>
 __global__ void __launch_bounds__(128) rmsnorm_fwd_flat_kernel(const bf16* x, int64_t ldx, const bf16* g, bf16* y,
                                                                int64_t ldy, int64_t rows, int h, float eps,
-                                                               bool reverse) {
+                                                               bool reverse, bool stream_y) {
   const int lane = threadIdx.x & 31;
   int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (row >= rows) return;
@@ -270,24 +270,28 @@ __global__ void __launch_bounds__(128) rmsnorm_fwd_flat_kernel(const bf16* x, in
       const float2 f = __bfloat1622float2(h2[i]), gv = __bfloat1622float2(g2[i]);
       o2[i] = __floats2bfloat162_rn(f.x * rstd * gv.x, f.y * rstd * gv.y);
     }
-    *reinterpret_cast<uint4*>(y + row * ldy + (j * 32 + lane) * kVec) = out;
+    uint4* dst = reinterpret_cast<uint4*>(y + row * ldy + (j * 32 + lane) * kVec);
+    if (stream_y)
+      __stcs(dst, out);
+    else
+      *dst = out;
   }
 }
 
 template <int VPL>
 void launch_rmsnorm_flat(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_t ldy, int64_t rows, int h,
-                         float eps, bool reverse, cudaStream_t s) {
+                         float eps, bool reverse, bool stream_y, cudaStream_t s) {
   constexpr int kWarps = 4;
   const unsigned grid = static_cast<unsigned>((rows + kWarps - 1) / kWarps);
-  rmsnorm_fwd_flat_kernel<VPL><<<grid, kWarps * 32, 0, s>>>(x, ldx, g, y, ldy, rows, h, eps, reverse);
+  rmsnorm_fwd_flat_kernel<VPL><<<grid, kWarps * 32, 0, s>>>(x, ldx, g, y, ldy, rows, h, eps, reverse, stream_y);
 }
 
-// REMAT_RMSNORM_FWD=warp|pipe|flat|flatrev forces one kernel (for comparison); default (auto):
-// the pipelined kernel while x is at most twice the L2 cache (x, just written by its producer, is
-// largely L2-resident and the evict-first y stores keep it there), the flat kernel in reverse row
-// order above it (its first wave reads the rows the producer wrote last, still in L2). A/B on
-// the H200: reports/gpu/rmsnorm-ab-h200.txt.
-enum class NormFwd { autosel, warp, pipe, flat, flatrev };
+// REMAT_RMSNORM_FWD=warp|pipe|flat|flatrev|flatrev_cs forces one kernel (for comparison);
+// default (auto): the pipelined kernel while x fits in the L2 cache (x, just written by its
+// producer, is L2-resident and the evict-first y stores keep it there), above it the flat kernel
+// in reverse row order with evict-first y stores (its first waves read the rows the producer
+// wrote last, still in L2). A/B on the H200: reports/gpu/rmsnorm-ab-h200.txt.
+enum class NormFwd { autosel, warp, pipe, flat, flatrev, flatrev_cs };
 NormFwd norm_fwd_choice() {
   static const NormFwd v = [] {
     const char* e = std::getenv("REMAT_RMSNORM_FWD");
@@ -296,6 +300,7 @@ NormFwd norm_fwd_choice() {
     if (s == "pipe") return NormFwd::pipe;
     if (s == "flat") return NormFwd::flat;
     if (s == "flatrev") return NormFwd::flatrev;
+    if (s == "flatrev_cs") return NormFwd::flatrev_cs;
     return NormFwd::autosel;
   }();
   return v;
@@ -315,11 +320,12 @@ template <int VPL>
 void launch_rmsnorm_row_kernel(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_t ldy, int64_t rows, int h,
                                float eps, cudaStream_t s) {
   NormFwd k = norm_fwd_choice();
-  if (k == NormFwd::autosel) k = rows * int64_t(h) * 2 > 2 * l2_bytes() ? NormFwd::flatrev : NormFwd::pipe;
+  if (k == NormFwd::autosel) k = rows * int64_t(h) * 2 > l2_bytes() ? NormFwd::flatrev_cs : NormFwd::pipe;
   switch (k) {
     case NormFwd::warp: return launch_rmsnorm_warp<VPL>(x, ldx, g, y, ldy, rows, h, eps, s);
-    case NormFwd::flat: return launch_rmsnorm_flat<VPL>(x, ldx, g, y, ldy, rows, h, eps, false, s);
-    case NormFwd::flatrev: return launch_rmsnorm_flat<VPL>(x, ldx, g, y, ldy, rows, h, eps, true, s);
+    case NormFwd::flat: return launch_rmsnorm_flat<VPL>(x, ldx, g, y, ldy, rows, h, eps, false, false, s);
+    case NormFwd::flatrev: return launch_rmsnorm_flat<VPL>(x, ldx, g, y, ldy, rows, h, eps, true, false, s);
+    case NormFwd::flatrev_cs: return launch_rmsnorm_flat<VPL>(x, ldx, g, y, ldy, rows, h, eps, true, true, s);
     default: return launch_rmsnorm_pipe<VPL>(x, ldx, g, y, ldy, rows, h, eps, s);
   }
 }
