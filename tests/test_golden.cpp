@@ -12,7 +12,7 @@
 
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 std::string run_json(const std::vector<std::string>& args, int& exit_code) {
   std::string cmd = std::string("'") + REMAT_BINARY + "'";

@@ -12,7 +12,9 @@ void add_op_times(LayerCost& c, const OpDef& op, const HardwareSpec& hw) {
   const OpTime t = op_time(op, hw);
   c.fwd_s += t.fwd_s;
   c.bwd_s += t.bwd_s;
-  if (op.kind == OpKind::collective) c.comm_s += t.fwd_s + t.bwd_s, c.fwd_comm_s += t.fwd_s, c.bwd_comm_s += t.bwd_s;
+  if (op.kind != OpKind::collective) return;
+  c.comm_s += t.fwd_s + t.bwd_s;
+  if (!over_nvlink(hw, op.link_ranks)) c.fwd_comm_s += t.fwd_s, c.bwd_comm_s += t.bwd_s;
   c.fwd_flops += op.fwd_flops;
   c.bwd_flops += op.bwd_flops;
   c.bwd_exec_flops += op.bwd_exec_flops;

@@ -27,6 +27,10 @@ double link_bytes_per_s(const HardwareSpec& hw, int64_t ranks) {
   return hw.network_bytes_per_s * e.network;
 }
 
+bool over_nvlink(const HardwareSpec& hw, int64_t ranks) {
+  return hw.nvlink_bytes_per_s > 0 && ranks <= hw.nvlink_domain_gpus;
+}
+
 double host_copy_bytes_per_s(const HardwareSpec& hw) { return hw.host_link_bytes_per_s * hw.efficiency.host_link; }
 
 OpTime op_time(const OpDef& op, const HardwareSpec& hw) {

@@ -106,12 +106,13 @@ StageTotals stage_totals(const StageBase& base, const LayerSums& layers) {
   t.recompute_s = layers.recompute_s;
   t.comm_s = layers.comm_s + base.fixed_comm_s;
   // Offload copies hide under compute: device-to-host under the forward,
-  // host-to-device under backward and recompute. Where tp collectives also
-  // cross the host link, the forward and backward collectives (fixed by the
-  // layout) are taken out of those windows.
+  // host-to-device under backward and recompute. Collectives that leave
+  // NVLink (tp beyond the NVLink domain, expert all-to-all and data traffic
+  // through the network card) cross the same PCIe link: their forward and
+  // backward time (fixed by the layout) is taken out of those windows.
   const double copy_s = layers.offload_bytes / base.copy_bytes_per_s;
-  const double fwd_comm = base.link_shared ? layers.fwd_comm_s : 0;
-  const double bwd_comm = base.link_shared ? layers.bwd_comm_s : 0;
+  const double fwd_comm = layers.fwd_comm_s;  // collectives that share the GPU's PCIe link
+  const double bwd_comm = layers.bwd_comm_s;
   t.exposed_offload_s =
       std::max(0.0, copy_s - (t.fwd_s - fwd_comm)) + std::max(0.0, copy_s - (t.bwd_s - bwd_comm + t.recompute_s));
   t.microbatch_s = t.fwd_s + t.bwd_s + t.recompute_s + t.exposed_offload_s;

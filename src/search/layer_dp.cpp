@@ -60,8 +60,8 @@ Fixed fixed_part(const SearchSpace& space, size_t stage) {
   const StageTotals t = stage_totals(st.base, keep);
   Fixed f;
   f.floor_s = t.fwd_s + t.bwd_s;
-  f.fwd_window_s = t.fwd_s - (st.base.link_shared ? keep.fwd_comm_s : 0);
-  f.bwd_window_s = t.bwd_s - (st.base.link_shared ? keep.bwd_comm_s : 0);
+  f.fwd_window_s = t.fwd_s - keep.fwd_comm_s;
+  f.bwd_window_s = t.bwd_s - keep.bwd_comm_s;
   f.copy_bytes_per_s = st.base.copy_bytes_per_s;
   return f;
 }

@@ -13,7 +13,7 @@ struct LayerCost {
   double fwd_flops = 0, bwd_flops = 0, bwd_exec_flops = 0, recompute_flops = 0;
   double fwd_s = 0, bwd_s = 0, recompute_s = 0;
   double comm_s = 0;                      // part of fwd_s + bwd_s + recompute_s spent in collectives
-  double fwd_comm_s = 0, bwd_comm_s = 0;  // collectives in fwd_s and in bwd_s
+  double fwd_comm_s = 0, bwd_comm_s = 0;  // collectives in fwd_s and bwd_s that cross the PCIe link
 };
 
 LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool early_stop, const HardwareSpec& hw);

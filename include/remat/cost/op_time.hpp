@@ -15,6 +15,9 @@ double gemm_efficiency(const Efficiency& eff, double flops);
 // Achieved bytes/s per direction for a collective over `ranks` GPUs.
 double link_bytes_per_s(const HardwareSpec& hw, int64_t ranks);
 double host_copy_bytes_per_s(const HardwareSpec& hw);
+// Whether a collective over `ranks` GPUs stays on NVLink (else it crosses
+// each GPU's PCIe link, to a switch or to the network card).
+bool over_nvlink(const HardwareSpec& hw, int64_t ranks);
 
 struct OpTime {
   double fwd_s = 0;

@@ -42,7 +42,7 @@ struct LayerSums {
   double kept_bytes = 0, transient_bytes = 0, offload_bytes = 0, offload_staging_bytes = 0;
   int64_t offloaded_layers = 0;
   double fwd_s = 0, bwd_s = 0, recompute_s = 0, comm_s = 0;
-  double fwd_comm_s = 0, bwd_comm_s = 0;  // collectives of the forward and the backward (not recompute)
+  double fwd_comm_s = 0, bwd_comm_s = 0;  // forward and backward collectives over PCIe (not recompute)
   double fwd_flops = 0, bwd_flops = 0, recompute_flops = 0;
   void add(const LayerCost& c);
 };
