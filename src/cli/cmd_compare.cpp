@@ -50,7 +50,7 @@ Runner add_compare_command(CLI::App& app) {
     Json list = Json::array();
     std::vector<std::vector<std::string>> rows;
     for (Strategy s : {Strategy::none, Strategy::selective, Strategy::full, Strategy::standard, Strategy::eagle,
-                       Strategy::offload}) {
+                       Strategy::offload, Strategy::streambp}) {
       Plan plan;
       plan.strategy = s;
       if (!opts->recompute_layers.empty())

@@ -50,6 +50,15 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
   app.add_option("--replay", o.replay, "recompute replay: full (Megatron) or early-stop (PyTorch non-reentrant)")
       ->check(CLI::IsMember({"full", "early-stop"}))
       ->capture_default_str();
+  app.add_option("--streambp-chunks", o.streambp_chunks, "StreamBP: sequence chunks per layer backward (D)")
+      ->capture_default_str();
+  app.add_option("--lm-head-chunks", o.lm_head_chunks, "StreamBP: sequence chunks of the LM head and loss (C)")
+      ->capture_default_str();
+  app.add_option("--objective", o.objective, "sft, grpo (group of --grpo-group responses) or dpo (chosen + rejected)")
+      ->capture_default_str();
+  app.add_option("--grpo-group", o.grpo_group, "GRPO responses per prompt (G)")->capture_default_str();
+  app.add_option("--lora-rank", o.lora_rank, "LoRA rank; 0 trains the full model")->capture_default_str();
+  app.add_option("--lora-targets", o.lora_targets, "matrices with adapters: any of qkv,o,mlp")->capture_default_str();
   app.add_option("--json", o.json_path, "write the JSON report to FILE ('-' for stdout)");
   app.add_option("--format", o.format, "stdout format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
 }
@@ -96,6 +105,24 @@ TrainingSpec training_from(const CommonOptions& o) {
   t.loss_fp32_logits = !o.no_fp32_logits;
   t.flash_attention = !o.no_flash;
   t.replay = o.replay == "early-stop" ? RecomputeReplay::early_stop : RecomputeReplay::full;
+  t.streambp_chunks = o.streambp_chunks, t.lm_head_chunks = o.lm_head_chunks;
+  if (o.objective == "sft" || o.objective == "grpo" || o.objective == "dpo")
+    t.objective = o.objective == "grpo" ? Objective::grpo : o.objective == "dpo" ? Objective::dpo : Objective::sft;
+  else
+    throw InputError({{"command line", "--objective", o.objective, "must be sft, grpo or dpo"}});
+  t.grpo_group = o.grpo_group, t.lora_rank = o.lora_rank;
+  t.lora_targets = {false, false, false};
+  for (const std::string& item : split_list(o.lora_targets)) {
+    if (item == "qkv")
+      t.lora_targets.qkv = true;
+    else if (item == "o")
+      t.lora_targets.o = true;
+    else if (item == "mlp")
+      t.lora_targets.mlp = true;
+    else
+      throw InputError(
+          {{"command line", "--lora-targets", o.lora_targets, "takes a comma-separated list of qkv, o, mlp"}});
+  }
   return t;
 }
 

@@ -25,6 +25,10 @@ struct CommonOptions {
   int64_t zero_stage = 1;
   bool swiglu_unfused = false, gqa_expand_kv = false, no_fp32_logits = false, no_flash = false;
   std::string replay = "full";
+  int64_t streambp_chunks = 1, lm_head_chunks = 1;  // StreamBP partitions D and C
+  std::string objective = "sft";
+  int64_t grpo_group = 8, lora_rank = 0;
+  std::string lora_targets = "qkv,o,mlp";
   std::string json_path;
   std::string format = "table";
 };

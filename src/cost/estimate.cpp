@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "remat/cost/stage_model.hpp"
+#include "remat/cost/streambp.hpp"
 #include "remat/spec/validate.hpp"
 
 namespace remat {
@@ -23,6 +24,14 @@ LayerChoice choose(const Plan& plan, const LayerDef& layer, int64_t global, int6
   return choice_for(Strategy::none, layer);
 }
 
+// StreamBP's extra weight traffic for layer g (bf16 weights; the gradient accumulator only where
+// the weights train).
+double streambp_layer_weight_s(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, int64_t g) {
+  const double params = layer_params(m, g, t.tp, t.ep).total();
+  const double grad_bytes = t.lora_rank > 0 ? 0 : bytes_per_param(t, 1).gradients * params;
+  return streambp_weight_read_s(2 * params, grad_bytes, t.streambp_chunks, hw);
+}
+
 StageEstimate stage_estimate(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,
                              const LayerShapes& shapes, const RankShape& r, size_t i,
                              std::pair<int64_t, int64_t> range) {
@@ -41,7 +50,11 @@ StageEstimate stage_estimate(const ModelSpec& m, const HardwareSpec& hw, const T
   for (int64_t g = range.first; g < range.second; ++g) {
     const LayerDef& layer = shapes.at(m, g);
     st.per_layer.push_back(choose(plan, layer, g, g - range.first, st.recompute_layers, st.offload_layers));
-    sums.add(layer_cost(layer, st.per_layer.back(), early_stop, hw));
+    LayerChoice& ch = st.per_layer.back();
+    if (ch.stream_chunks > 0) ch.stream_chunks = t.streambp_chunks;
+    LayerCost lc = layer_cost(layer, ch, early_stop, hw);
+    if (ch.stream_chunks > 1) lc.recompute_s += streambp_layer_weight_s(m, hw, t, g);
+    sums.add(lc);
   }
   const StageTotals tot = stage_totals(base, sums);
   const StaticBytes& sb = base.static_bytes;
@@ -105,7 +118,7 @@ double optimizer_step_s(const StageMemory& mem, const TrainingSpec& t, const Har
 
 Estimate estimate(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t_in, const Plan& plan,
                   double budget_bytes) {
-  const TrainingSpec t = with_defaults(t_in);
+  const TrainingSpec t = streambp_effective_training(with_defaults(t_in), plan.strategy);
   const RankShape r = rank_shape(t);
   const LayerShapes shapes = build_shapes(m, r);
   const auto ranges = stage_layer_ranges(m, t);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "remat/cost/op_time.hpp"
+#include "remat/cost/streambp.hpp"
 
 namespace remat {
 
@@ -88,7 +89,10 @@ LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool earl
     for (const auto& op : b.ops) add_op_times(c, op, hw);
   switch (choice.mode) {
     case LayerMode::full:
-      full_layer(c, layer, early_stop, hw);
+      if (choice.stream_chunks > 0)
+        streambp_layer(c, layer, choice.stream_chunks, early_stop, hw);
+      else
+        full_layer(c, layer, early_stop, hw);
       break;
     case LayerMode::selective:
       selective_layer(c, layer, hw);
@@ -112,8 +116,11 @@ LayerChoice choice_for(Strategy s, const LayerDef& layer) {
       c.mode = LayerMode::keep;
       break;
     case Strategy::full:
-    case Strategy::streambp:
       c.mode = LayerMode::full;
+      break;
+    case Strategy::streambp:  // D = 1 here; estimate sets the training spec's D
+      c.mode = LayerMode::full;
+      c.stream_chunks = 1;
       break;
     case Strategy::selective:
       c.mode = LayerMode::selective;

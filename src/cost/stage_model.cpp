@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "remat/cost/op_time.hpp"
+#include "remat/cost/streambp.hpp"
 
 namespace remat {
 
@@ -28,13 +29,16 @@ namespace {
 void add_head(StageBase& s, const ModelSpec& m, const RankShape& r, const TrainingSpec& t, const HardwareSpec& hw) {
   const Block head = rmsnorm_linear_block(r, m.hidden_size, m.vocab_size, "lm_head");
   const double logits = r.tokens() * double(m.vocab_size) / double(r.tp);
-  const double fp32_copy = t.loss_fp32_logits ? 4 * logits : 0;
-  const double grad = (t.loss_fp32_logits ? 4 : 2) * logits;
-  s.head_transient_bytes = saved_bytes(head) + 2 * logits + fp32_copy + grad;
+  // policy logits, fp32 copy and gradient (+ old-policy and reference logits for GRPO/DPO),
+  // one of lm_head_chunks chunks at a time under StreamBP (src/cost/streambp.cpp)
+  s.head_transient_bytes = saved_bytes(head) + head_logits_bytes(t, logits);
   for (const auto& op : head.ops) {
     const OpTime ot = op_time(op, hw);
     s.fixed_fwd_s += ot.fwd_s, s.fixed_bwd_s += ot.bwd_s;
     s.fixed_fwd_flops += op.fwd_flops, s.fixed_bwd_flops += op.bwd_flops;
+    // chunked head: the forward computes the loss chunk by chunk and drops the logits, the
+    // backward recomputes each chunk's logits (one more head forward, counted in backward)
+    if (t.lm_head_chunks > 1 && op.kind == OpKind::gemm) s.fixed_bwd_s += ot.fwd_s, s.fixed_bwd_flops += op.fwd_flops;
   }
   const double mem_bw = hw.hbm_bytes_per_s * hw.efficiency.memory_bound;
   s.fixed_fwd_s += (2 + 4) * logits / mem_bw * 2;  // softmax cross-entropy: two passes over the logits
@@ -73,6 +77,14 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
   }
   add_p2p(s, m, r, t, hw);
   s.static_bytes = static_bytes(s.params, t);
+  if (t.lora_rank > 0 || t.objective != Objective::sft || t.zero_stage >= 3) {
+    double adapters = 0, largest_layer = 0;
+    for (int64_t g = layers.first; g < layers.second; ++g) {
+      adapters += lora_layer_params(m, t, t.tp);
+      largest_layer = std::max(largest_layer, layer_params(m, g, t.tp, t.ep).total());
+    }
+    s.static_bytes = streambp_static_bytes(s.params, largest_layer, adapters, t);
+  }
   s.copy_bytes_per_s = host_copy_bytes_per_s(hw);
   s.link_shared = t.tp > hw.nvlink_domain_gpus || hw.nvlink_bytes_per_s <= 0;
   return s;

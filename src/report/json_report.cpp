@@ -104,7 +104,24 @@ Json hardware_json(const HardwareSpec& h) {
           {"calibrated_from", h.calibrated_from}};
 }
 
+Json training_core_json(const TrainingSpec& t);
+
 Json training_json(const TrainingSpec& t) {
+  Json j = training_core_json(t);
+  // issue 6 fields, written only when set so that older reports stay as they were
+  if (t.streambp_chunks != 1) j["streambp_chunks"] = t.streambp_chunks;
+  if (t.lm_head_chunks != 1) j["lm_head_chunks"] = t.lm_head_chunks;
+  if (t.objective != Objective::sft) j["objective"] = t.objective == Objective::grpo ? "grpo" : "dpo";
+  if (t.objective == Objective::grpo) j["grpo_group"] = t.grpo_group;
+  if (t.lora_rank > 0) {
+    j["lora_rank"] = t.lora_rank;
+    const auto& l = t.lora_targets;
+    j["lora_targets"] = {{"qkv", l.qkv}, {"o", l.o}, {"mlp", l.mlp}};
+  }
+  return j;
+}
+
+Json training_core_json(const TrainingSpec& t) {
   return {{"tp", t.tp},
           {"pp", t.pp},
           {"dp", t.dp},

@@ -1,4 +1,5 @@
 // Checks of the parallel layout and the plan against the model.
+#include <algorithm>
 #include <numeric>
 #include <string>
 
@@ -38,6 +39,22 @@ void check_stage_list(Flags& f, const std::string& flag, const std::vector<int64
     if (x < 0) f.fail(flag, join(v), "values must not be negative");
 }
 
+// StreamBP partitions, the objective and LoRA (issue 6).
+void check_streambp(Flags& f, const TrainingSpec& t) {
+  const auto within = [&f](const char* flag, int64_t v, int64_t low, int64_t high) {
+    if (v < low)
+      f.fail(flag, str(v), "must be at least " + str(low));
+    else if (v > high)
+      f.fail(flag, str(v), "must be at most " + str(high));
+  };
+  within("--streambp-chunks", t.streambp_chunks, 1, std::max<int64_t>(t.seq, 1));
+  within("--lm-head-chunks", t.lm_head_chunks, 1, std::max<int64_t>(t.seq, 1));
+  if (t.objective == Objective::grpo) within("--grpo-group", t.grpo_group, 1, 1024);
+  within("--lora-rank", t.lora_rank, 0, 65536);
+  const auto& l = t.lora_targets;
+  if (t.lora_rank > 0 && !l.qkv && !l.o && !l.mlp) f.fail("--lora-targets", "", "needs at least one of qkv, o, mlp");
+}
+
 }  // namespace
 
 int64_t effective_layers(const ModelSpec& m, const TrainingSpec& t) {
@@ -69,7 +86,8 @@ std::vector<Problem> validate_training(const TrainingSpec& t, const ModelSpec& m
     f.at_least(flag, v, 1);
   f.at_least("--gbs", t.gbs, 0);
   f.at_least("--num-layers", t.num_layers_override, 0);
-  if (t.zero_stage < 0 || t.zero_stage > 2) f.fail("--zero-stage", str(t.zero_stage), "must be 0, 1 or 2");
+  if (t.zero_stage < 0 || t.zero_stage > 3) f.fail("--zero-stage", str(t.zero_stage), "must be 0, 1, 2 or 3");
+  check_streambp(f, t);
   if (!f.problems.empty()) return f.problems;
 
   f.divides("--tp", t.tp, "num_attention_heads", m.num_attention_heads);
@@ -98,8 +116,6 @@ std::vector<Problem> validate_training(const TrainingSpec& t, const ModelSpec& m
 
 std::vector<Problem> validate_plan(const Plan& p, const TrainingSpec& t, const ModelSpec& m) {
   Flags f;
-  if (p.strategy == Strategy::streambp)
-    f.fail("--strategy", "streambp", "is not modelled yet; use none, full, selective, standard, eagle or offload");
   check_stage_list(f, "--recompute-layers", p.recompute_layers, t.pp);
   check_stage_list(f, "--offload-layers", p.offload_layers, t.pp);
   if (!f.problems.empty()) return f.problems;

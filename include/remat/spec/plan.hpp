@@ -20,6 +20,7 @@ enum class LayerMode { keep, full, selective, blocks };
 struct LayerChoice {
   LayerMode mode = LayerMode::keep;
   std::vector<BlockMode> blocks;  // one per recompute block of the layer when mode == blocks
+  int64_t stream_chunks = 0;      // mode == full only: > 0 reruns the layer in this many sequence chunks (StreamBP)
 };
 
 struct Plan {

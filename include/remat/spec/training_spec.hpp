@@ -9,6 +9,12 @@ namespace remat {
 enum class Precision { mixed, bf16 };             // mixed: bf16 weights, fp32 grads and master weights
 enum class Optimizer { adam, sgd, none };         // none: backprop only, no optimizer state
 enum class RecomputeReplay { full, early_stop };  // Megatron / PyTorch non-reentrant checkpoint
+enum class Objective { sft, grpo, dpo };          // StreamBP paper sec. 3.2.1
+
+// Matrices of each layer that carry a LoRA adapter.
+struct LoraTargets {
+  bool qkv = true, o = true, mlp = true;
+};
 
 struct TrainingSpec {
   int64_t tp = 1;
@@ -23,7 +29,20 @@ struct TrainingSpec {
   bool sequence_parallel = true;          // only meaningful when tp > 1
   Precision precision = Precision::mixed;
   Optimizer optimizer = Optimizer::adam;
-  int64_t zero_stage = 1;  // 0: replicated, 1: distributed optimizer, 2: + sharded grads
+  int64_t zero_stage = 1;  // 0: replicated, 1: distributed optimizer, 2: + sharded grads, 3: + sharded weights
+
+  // StreamBP (strategy `streambp`): sequence chunks per layer backward (D) and
+  // per LM-head forward/backward (C). 1 and 1: layer checkpointing.
+  int64_t streambp_chunks = 1;
+  int64_t lm_head_chunks = 1;
+  // Training objective: SFT, GRPO with `grpo_group` responses per prompt, DPO
+  // with a chosen and a rejected sequence per example. mbs counts examples.
+  Objective objective = Objective::sft;
+  int64_t grpo_group = 8;
+  // LoRA: rank 0 trains the full model; rank r > 0 freezes the bf16 base
+  // weights and trains adapters on `lora_targets`.
+  int64_t lora_rank = 0;
+  LoraTargets lora_targets;
 
   // Implementation choices (the `exact` formulas follow them).
   bool swiglu_fused = true;      // fused kernel saves gate and up only, not silu(gate)

@@ -1,0 +1,64 @@
+#pragma once
+// StreamBP (Luo et al. 2025, "Memory-Efficient Exact Backpropagation for Long
+// Sequence Training of LLMs", arXiv 2506.03077): the layer backward and the
+// LM head run over sequence chunks; plus the objectives (SFT, GRPO, DPO) and
+// LoRA, which set what the head and the static state hold.
+#include <cstdint>
+
+#include "remat/cost/exact_blocks.hpp"
+#include "remat/cost/layer_cost.hpp"
+#include "remat/cost/params.hpp"
+#include "remat/spec/hardware_spec.hpp"
+#include "remat/spec/model_spec.hpp"
+#include "remat/spec/plan.hpp"
+#include "remat/spec/training_spec.hpp"
+
+namespace remat {
+
+// Fraction of the unchunked attention kernel's score FLOPs that D chunks
+// compute. A kernel that masks without skipping (the paper's standard BP,
+// sec. 3.2.2: 2 T^2 d for S = QK^T) costs (1+D)/(2D) of it when chunk i
+// multiplies Q(i) by K(:i) only; a causal tile-skipping kernel (flash) already
+// skips the masked half, and the chunks sum to the same half: fraction 1.
+double streambp_score_fraction(int64_t chunks, bool causal_tile_skip);
+
+// Keys and values of the whole sequence that every chunk's attention reads
+// (sec. 3.2.2, "K and V are only computed once and get cached").
+double streambp_kv_bytes(const LayerDef& layer);
+
+// One layer under StreamBP with D = `chunks`: fills kept/transient bytes and
+// the recompute FLOPs and time, like layer checkpointing at D = 1.
+void streambp_layer(LayerCost& c, const LayerDef& layer, int64_t chunks, bool early_stop, const HardwareSpec& hw);
+
+// Time of the extra weight traffic: each of the D - 1 extra chunks reads the
+// layer's weights from HBM in its reforward and its backward and (full
+// training) reads and writes the weight-gradient accumulator (sec. 3.2.2,
+// "HBM overhead of StreamBP").
+double streambp_weight_read_s(double weight_bytes, double grad_bytes, int64_t chunks, const HardwareSpec& hw);
+
+// Sequences one example puts through the model: SFT 1, GRPO G, DPO 2.
+int64_t sequences_per_example(const TrainingSpec& t);
+// The spec the cost model runs: mbs and gbs in sequences, and the StreamBP
+// partitions only where the plan's strategy is streambp.
+TrainingSpec streambp_effective_training(const TrainingSpec& t, Strategy s);
+
+// Bytes per logits element (token x vocabulary entry) alive at the loss:
+// policy logits (bf16), the loss's fp32 copy and the fp32 gradient; GRPO adds
+// old-policy logits, GRPO and DPO the reference logits (fp32 each, eqs. 4, 7),
+// which LoRA does without (the reference is the base model with the adapter
+// disabled, run before the loss; App. D).
+double head_logits_bytes_per_element(const TrainingSpec& t);
+// The loss's logits working set with C = lm_head_chunks (sec. 3.2.1, eq. 3:
+// one chunk's logits and gradient at a time).
+double head_logits_bytes(const TrainingSpec& t, double logits_elements);
+
+// LoRA adapter parameters of one layer on one tp rank: r (in + out) per
+// targeted matrix (q, k, v, o; gate, up, down).
+double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp);
+// Static bytes of a stage: LoRA (frozen bf16 base, adapters trained), the
+// reference model of GRPO/DPO under full training, and ZeRO-3 (weights
+// sharded over dp, one layer gathered; App. A.3 caches it for all D chunks).
+StaticBytes streambp_static_bytes(const ParamCount& stage, double layer_params, double adapter_params,
+                                  const TrainingSpec& t);
+
+}  // namespace remat

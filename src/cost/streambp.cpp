@@ -1,0 +1,182 @@
+// StreamBP cost terms. Paper: Luo, Li, Zhao, Li, "StreamBP: Memory-Efficient
+// Exact Backpropagation for Long Sequence Training of LLMs", arXiv 2506.03077
+// (sections cited per function).
+#include "remat/cost/streambp.hpp"
+
+#include <algorithm>
+
+#include "remat/cost/op_time.hpp"
+
+namespace remat {
+
+double streambp_score_fraction(int64_t chunks, bool causal_tile_skip) {
+  if (causal_tile_skip || chunks <= 1) return 1.0;
+  // sec. 3.2.2: chunk i computes S(i) = Q(i) K(:i)^T, (T/D) x (i T/D); summed
+  // over i = 1..D that is T^2 (D+1) / (2D) against T^2 for S = Q K^T.
+  const double d = double(chunks);
+  return (1 + d) / (2 * d);
+}
+
+double streambp_kv_bytes(const LayerDef& layer) {
+  double kv = 0;
+  for (const auto& b : layer.blocks)
+    for (const auto& op : b.ops) {
+      if (op.kind != OpKind::attention) continue;
+      // the attention kernel's key and value inputs (expanded copies under gqa_expand_kv)
+      for (const auto& name : op.saves)
+        if (!name.empty() && (name[0] == 'k' || name[0] == 'v')) kv += b.tensor_bytes(name);
+    }
+  return kv;
+}
+
+namespace {
+
+// Whether the block's attention is a causal flash kernel (keeps softmax statistics, not probabilities).
+bool flash_kernel(const Block& b) { return !b.attention_stats.empty() && b.attention_stats[0] == "lse"; }
+
+// The forward ops the reforward replays, as layer checkpointing replays them.
+std::vector<std::pair<const Block*, const OpDef*>> replay_list(const LayerDef& layer, bool early_stop) {
+  std::vector<std::pair<const Block*, const OpDef*>> replay;
+  for (const auto& b : layer.blocks)
+    for (const auto& op : b.ops) replay.push_back({&b, &op});
+  if (early_stop) {  // stop after the last op whose output backward reads
+    while (!replay.empty() && replay.back().second->kind != OpKind::attention) {
+      const bool gemm = replay.back().second->kind == OpKind::gemm;
+      replay.pop_back();
+      if (gemm) break;
+    }
+  }
+  return replay;
+}
+
+// An attention op with its score FLOPs scaled by the chunked fraction.
+OpDef scaled_attention(const OpDef& op, double fraction) {
+  OpDef s = op;
+  s.fwd_flops *= fraction, s.bwd_flops *= fraction, s.bwd_exec_flops *= fraction;
+  s.gemm_flops_each *= fraction;
+  return s;
+}
+
+}  // namespace
+
+void streambp_layer(LayerCost& c, const LayerDef& layer, int64_t chunks, bool early_stop, const HardwareSpec& hw) {
+  const double d = double(std::max<int64_t>(chunks, 1));
+  double all_saved = 0, grads = 0;
+  for (const auto& b : layer.blocks) all_saved += saved_bytes(b), grads = std::max(grads, grad_working_bytes(b));
+  const double kv = streambp_kv_bytes(layer);
+  // Kept from forward to backward: the layer input only, as checkpointing (sec. 3.2.2, Fig. 2).
+  c.kept_bytes = layer.input_bytes;
+  // Alive in the layer's backward: one chunk's reforwarded activations (Q(i), O(i), H_up(i),
+  // H_gate(i), ...; everything the layer saves but its input and K, V) ...
+  const double chunk_activations = (all_saved - layer.input_bytes - kv) / d;
+  // ... the keys and values of the whole sequence, cached for all chunks ...
+  const double whole_kv = kv;
+  // ... the gradient working set of one chunk ...
+  const double chunk_grads = grads / d;
+  // ... and the whole-sequence accumulators of eq. 14 (g_Hin, and dK, dV), which at D = 1 are the
+  // ordinary gradient buffers already inside `grads`.
+  const double accumulators = (1 - 1 / d) * (layer.input_bytes + kv);
+  c.transient_bytes = chunk_activations + whole_kv + chunk_grads + accumulators;
+  // Reforward: the layer forward once over all chunks, the attention scores at the chunked fraction.
+  for (const auto& [block, op] : replay_list(layer, early_stop)) {
+    const bool attention = op->kind == OpKind::attention;
+    const double fraction = attention ? streambp_score_fraction(chunks, flash_kernel(*block)) : 1.0;
+    const OpDef run = attention ? scaled_attention(*op, fraction) : *op;
+    const double t = op_time(run, hw).fwd_s;
+    c.recompute_s += t;
+    if (op->kind == OpKind::collective) c.comm_s += t;
+    c.recompute_flops += run.fwd_flops;
+  }
+  // The chunked backward of the scores (dS(i) on Q(i) K(:i)^T) scales the same way.
+  for (const auto& b : layer.blocks)
+    for (const auto& op : b.ops) {
+      if (op.kind != OpKind::attention) continue;
+      const double fraction = streambp_score_fraction(chunks, flash_kernel(b));
+      if (fraction == 1.0) continue;
+      const OpDef run = scaled_attention(op, fraction);
+      c.bwd_flops += run.bwd_flops - op.bwd_flops;
+      c.bwd_exec_flops += run.bwd_exec_flops - op.bwd_exec_flops;
+      c.bwd_s += op_time(run, hw).bwd_s - op_time(op, hw).bwd_s;
+    }
+}
+
+double streambp_weight_read_s(double weight_bytes, double grad_bytes, int64_t chunks, const HardwareSpec& hw) {
+  if (chunks <= 1) return 0;
+  const double extra_chunks = double(chunks - 1);
+  // per extra chunk: weights read in the reforward and in the backward (dX = dY W^T, and dW
+  // against the same tiles), the gradient accumulator read and written once (eq. 14's +=)
+  const double bytes = extra_chunks * (2 * weight_bytes + 2 * grad_bytes);
+  return bytes / (hw.hbm_bytes_per_s * hw.efficiency.memory_bound);
+}
+
+int64_t sequences_per_example(const TrainingSpec& t) {
+  switch (t.objective) {
+    case Objective::grpo:
+      return t.grpo_group;  // G responses to one prompt (eq. 4)
+    case Objective::dpo:
+      return 2;  // chosen y_w and rejected y_l (eq. 7)
+    case Objective::sft:
+      break;
+  }
+  return 1;
+}
+
+TrainingSpec streambp_effective_training(const TrainingSpec& t, Strategy s) {
+  TrainingSpec e = t;
+  const int64_t k = sequences_per_example(t);
+  e.mbs *= k, e.gbs *= k;
+  if (s != Strategy::streambp) e.streambp_chunks = 1, e.lm_head_chunks = 1;
+  return e;
+}
+
+double head_logits_bytes_per_element(const TrainingSpec& t) {
+  const double policy = 2;                              // bf16 logits of the trained policy
+  const double fp32_copy = t.loss_fp32_logits ? 4 : 0;  // the loss's fp32 upcast
+  const double grad = t.loss_fp32_logits ? 4 : 2;       // gradient of the logits
+  const bool lora = t.lora_rank > 0;
+  const double old_policy = t.objective == Objective::grpo ? 4 : 0;         // pi_old logits, eq. 4
+  const double reference = t.objective != Objective::sft && !lora ? 4 : 0;  // pi_ref logits, eqs. 4 and 7
+  return policy + fp32_copy + grad + old_policy + reference;
+}
+
+double head_logits_bytes(const TrainingSpec& t, double logits_elements) {
+  // eq. 3 (SFT), eq. 6 (GRPO), eq. 9 (DPO): only one chunk's logits and gradient are alive
+  const double c = double(std::max<int64_t>(t.lm_head_chunks, 1));
+  return head_logits_bytes_per_element(t) * logits_elements / c;
+}
+
+double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp) {
+  if (t.lora_rank <= 0) return 0;
+  const double r = double(t.lora_rank), h = double(m.hidden_size), tpd = double(tp);
+  const double hd = double(gqa_head_dim(m));
+  const double q = double(m.num_attention_heads) * hd, kv = double(m.num_key_value_heads) * hd;
+  const double f = double(m.intermediate_size > 0 ? m.intermediate_size : m.moe_intermediate_size);
+  double p = 0;
+  if (t.lora_targets.qkv) p += r * (h + q / tpd) + 2 * r * (h + kv / tpd);  // A: in x r, B: r x out
+  if (t.lora_targets.o) p += r * (q / tpd + h);
+  if (t.lora_targets.mlp) p += 2 * r * (h + f / tpd) + r * (f / tpd + h);  // gate, up; down
+  return p;
+}
+
+StaticBytes streambp_static_bytes(const ParamCount& stage, double layer_params, double adapter_params,
+                                  const TrainingSpec& t) {
+  const bool lora = t.lora_rank > 0;
+  StaticBytes s;
+  if (lora) {
+    // frozen base in bf16, no gradients or optimizer state for it (App. D)
+    const StaticBytes a = bytes_per_param(t, double(t.dp));
+    s = {2 * stage.total() + a.weights * adapter_params, a.gradients * adapter_params, a.optimizer * adapter_params};
+  } else {
+    s = static_bytes(stage, t);
+    // GRPO and DPO need the reference model's logits: a second bf16 copy of the weights
+    if (t.objective != Objective::sft) s.weights += 2 * stage.total();
+  }
+  if (t.zero_stage >= 3) {
+    // weights sharded over dp; one layer's weights gathered at a time (distributed StreamBP keeps
+    // it for all D chunks of the layer's backward, App. A.3, Fig. 6)
+    s.weights = s.weights / double(t.dp) + 2 * layer_params;
+  }
+  return s;
+}
+
+}  // namespace remat
