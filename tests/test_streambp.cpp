@@ -180,3 +180,38 @@ TEST(StreamBp, ValidationNamesTheFlag) {
 
 }  // namespace
 }  // namespace remat
+
+namespace remat {
+namespace {
+
+TEST(StreamBp, LargestFittingIsABinarySearch) {
+  EXPECT_EQ(largest_fitting(100, [](int64_t v) { return v <= 37; }), 37);
+  EXPECT_EQ(largest_fitting(100, [](int64_t v) { return v <= 100; }), 100);
+  EXPECT_EQ(largest_fitting(100, [](int64_t) { return false; }), 0);
+  EXPECT_EQ(chunks_for(1000, 500), 2);
+  EXPECT_EQ(chunks_for(1001, 500), 3);
+  EXPECT_EQ(chunks_for(10, 500), 1);
+}
+
+// Under the same budget, StreamBP's longest sequence is at least checkpointing's: at D = C = 1 it
+// costs the same, and chunks only shrink the working set.
+TEST(StreamBp, StreamBpFitsAtLeastCheckpointingsSequence) {
+  const ModelSpec m = test::model("qwen3-8b");
+  const HardwareSpec hw = test::hardware("rtx-3090");
+  const auto longest = [&](Strategy s) {
+    Plan p;
+    p.strategy = s;
+    return largest_fitting(1 << 20, [&](int64_t seq) {
+      TrainingSpec t = test::layout(1, 1, 1, 1, 1, seq);
+      t.lora_rank = 32;
+      t.streambp_chunks = chunks_for(seq, 500), t.lm_head_chunks = chunks_for(seq, 100);
+      return estimate(m, hw, t, p, default_budget_bytes(hw)).fits;
+    });
+  };
+  const int64_t full = longest(Strategy::full), sbp = longest(Strategy::streambp);
+  EXPECT_GT(full, 0);
+  EXPECT_GT(sbp, 2 * full);
+}
+
+}  // namespace
+}  // namespace remat

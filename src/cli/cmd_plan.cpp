@@ -1,10 +1,15 @@
 // remat plan: the fastest plan under the memory budget, the frontier, the
 // Megatron-LM flags that run it.
+#include <fmt/format.h>
+
 #include <memory>
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "remat/cost/estimate.hpp"
+#include "remat/cost/streambp.hpp"
 #include "remat/report/plan_report.hpp"
+#include "remat/report/tables.hpp"
 #include "remat/spec/problems.hpp"
 #include "remat/spec/validate.hpp"
 
@@ -18,7 +23,101 @@ struct PlanOptions {
   bool budget_given = false;
   std::string strategies = "full,selective,standard,eagle";
   bool no_uniform_r = false, no_per_stage_r = false, no_per_layer = false, no_offload = false;
+  std::string maximize;                       // "", "seq" or "mbs"
+  std::string layer_partitions = "500,2000";  // StreamBP tokens per layer chunk to try
+  int64_t head_partition = 100;               // StreamBP tokens per LM-head chunk
 };
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr int64_t kMaxSeq = int64_t(1) << 22, kMaxMbs = int64_t(1) << 14;
+
+struct MaxRow {
+  Strategy strategy = Strategy::none;
+  int64_t value = 0, layer_partition = 0, d = 1, c = 1;
+  Estimate est;
+};
+
+// The spec at `value` of the maximized quantity, with StreamBP's chunks from the partition sizes.
+TrainingSpec at_value(TrainingSpec t, bool seq, int64_t value, int64_t layer_tokens, int64_t head_tokens) {
+  (seq ? t.seq : t.mbs) = value;
+  t.gbs = 0;  // 4 pp microbatches per dp rank at this mbs
+  t.streambp_chunks = layer_tokens > 0 ? chunks_for(t.seq, layer_tokens) : 1;
+  t.lm_head_chunks = layer_tokens > 0 ? chunks_for(t.seq, head_tokens) : 1;
+  return with_defaults(t);
+}
+
+MaxRow maximize_one(const Inputs& in, const PlanOptions& o, Strategy s, int64_t layer_tokens, double budget) {
+  const bool seq = o.maximize == "seq";
+  Plan plan;
+  plan.strategy = s;
+  const auto fits = [&](int64_t v) {
+    const TrainingSpec t = at_value(in.training, seq, v, layer_tokens, o.head_partition);
+    return estimate(in.model, in.hardware, t, plan, budget).fits;
+  };
+  MaxRow row;
+  row.strategy = s, row.layer_partition = layer_tokens;
+  row.value = largest_fitting(seq ? kMaxSeq : kMaxMbs, fits);
+  const TrainingSpec t = at_value(in.training, seq, std::max<int64_t>(row.value, 1), layer_tokens, o.head_partition);
+  row.d = t.streambp_chunks, row.c = t.lm_head_chunks;
+  row.est = estimate(in.model, in.hardware, t, plan, budget);
+  return row;
+}
+
+Json max_row_json(const MaxRow& r) {
+  return {{"strategy", to_string(r.strategy)},
+          {"value", r.value},
+          {"streambp_chunks", r.d},
+          {"lm_head_chunks", r.c},
+          {"layer_partition_tokens", r.layer_partition},
+          {"peak_memory_bytes", r.est.peak_memory_bytes},
+          {"iteration_time_s", r.est.iteration.time_s},
+          {"tokens_per_s", r.est.iteration.tokens_per_s}};
+}
+
+// --maximize: the longest sequence (or largest microbatch) each of none, full and streambp fits.
+int run_maximize(const Inputs& in, const PlanOptions& o) {
+  if (o.maximize != "seq" && o.maximize != "mbs")
+    throw InputError({{"command line", "--maximize", o.maximize, "must be seq or mbs"}});
+  if (o.head_partition < 1)
+    throw InputError(
+        {{"command line", "--lm-head-partition-tokens", std::to_string(o.head_partition), "must be at least 1"}});
+  const double budget = memory_budget_bytes(o.budget_given, o.budget_GiB, in.hardware);
+  std::vector<MaxRow> rows = {maximize_one(in, o, Strategy::none, 0, budget),
+                              maximize_one(in, o, Strategy::full, 0, budget)};
+  MaxRow best;
+  for (int64_t p : parse_int_list("--streambp-partition-tokens", o.layer_partitions)) {
+    if (p < 1)
+      throw InputError({{"command line", "--streambp-partition-tokens", o.layer_partitions, "values must be >= 1"}});
+    MaxRow r = maximize_one(in, o, Strategy::streambp, p, budget);
+    if (best.layer_partition == 0 || r.value > best.value) best = std::move(r);
+  }
+  rows.push_back(std::move(best));
+  Json list = Json::array();
+  std::vector<std::vector<std::string>> table_rows;
+  for (const MaxRow& r : rows) {
+    list.push_back(max_row_json(r));
+    table_rows.push_back({to_string(r.strategy), std::to_string(r.value),
+                          r.strategy == Strategy::streambp ? fmt::format("{} / {}", r.d, r.c) : "-",
+                          fmt::format("{:.1f}", r.est.peak_memory_bytes / kGiB),
+                          fmt::format("{:.3f}", r.est.iteration.time_s)});
+  }
+  const double ratio = rows[1].value > 0 ? double(rows[2].value) / double(rows[1].value) : 0;
+  Json report = {{"meta", meta_json(in.meta)},
+                 {"model", model_json(in.model)},
+                 {"hardware", hardware_json(in.hardware)},
+                 {"training", training_json(in.training)},
+                 {"maximize", o.maximize},
+                 {"budget_bytes", budget},
+                 {"results", list},
+                 {"streambp_over_full", ratio}};
+  std::string table = fmt::format("{} on {}: largest {} under {:.1f} GiB (tp {} pp {} dp {} zero {})\n", in.model.name,
+                                  in.hardware.name, o.maximize, budget / kGiB, in.training.tp, in.training.pp,
+                                  in.training.dp, in.training.zero_stage);
+  table += render_table({"strategy", o.maximize, "D / C", "peak GiB", "iter s"}, table_rows);
+  table += fmt::format("streambp / full: {:.2f}x\n", ratio);
+  emit(o.common, table, report);
+  return rows[2].value > 0 ? kExitOk : kExitNoFit;
+}
 
 std::vector<Strategy> parse_strategies(const std::string& text) {
   std::vector<Strategy> out;
@@ -60,8 +159,15 @@ Runner add_plan_command(CLI::App& app) {
   sub->add_flag("--no-per-stage-r", opts->no_per_stage_r, "skip one R per stage");
   sub->add_flag("--no-per-layer", opts->no_per_layer, "skip per-layer, per-block choices");
   sub->add_flag("--no-offload", opts->no_offload, "never offload activations to host memory");
+  sub->add_option("--maximize", opts->maximize, "seq or mbs: the largest that fits, for none, full and streambp");
+  sub->add_option("--streambp-partition-tokens", opts->layer_partitions,
+                  "with --maximize: StreamBP layer chunk sizes (tokens) to try")
+      ->capture_default_str();
+  sub->add_option("--lm-head-partition-tokens", opts->head_partition, "with --maximize: StreamBP LM-head chunk size")
+      ->capture_default_str();
   return [opts]() {
     const Inputs in = load_inputs(opts->common, "plan");
+    if (!opts->maximize.empty()) return run_maximize(in, *opts);
     const SearchOptions so = search_options(*opts, in.hardware);
     const SearchSpace space = build_search_space(in.model, in.hardware, in.training, so);
     const PlanSearchResult res = plan_search(space, so);

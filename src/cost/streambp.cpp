@@ -180,3 +180,23 @@ StaticBytes streambp_static_bytes(const ParamCount& stage, double layer_params, 
 }
 
 }  // namespace remat
+
+namespace remat {
+
+int64_t largest_fitting(int64_t limit, const std::function<bool(int64_t)>& fits) {
+  if (limit < 1 || !fits(1)) return 0;
+  int64_t lo = 1, hi = limit;  // fits(lo) holds
+  if (fits(hi)) return hi;
+  while (hi - lo > 1) {  // fits(hi) fails
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+int64_t chunks_for(int64_t seq, int64_t partition_tokens) {
+  const int64_t p = std::max<int64_t>(partition_tokens, 1);
+  return std::max<int64_t>(1, (seq + p - 1) / p);
+}
+
+}  // namespace remat

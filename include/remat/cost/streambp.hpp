@@ -4,6 +4,7 @@
 // LM head run over sequence chunks; plus the objectives (SFT, GRPO, DPO) and
 // LoRA, which set what the head and the static state hold.
 #include <cstdint>
+#include <functional>
 
 #include "remat/cost/exact_blocks.hpp"
 #include "remat/cost/layer_cost.hpp"
@@ -60,5 +61,18 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp);
 // sharded over dp, one layer gathered; App. A.3 caches it for all D chunks).
 StaticBytes streambp_static_bytes(const ParamCount& stage, double layer_params, double adapter_params,
                                   const TrainingSpec& t);
+
+}  // namespace remat
+
+namespace remat {
+
+// `remat plan --maximize seq|mbs`: the largest value in [1, limit] for which
+// `fits` holds, assuming memory only grows with it (binary search); 0 if even
+// 1 does not fit.
+int64_t largest_fitting(int64_t limit, const std::function<bool(int64_t)>& fits);
+
+// StreamBP partitions for a sequence: chunks of `partition_tokens` tokens
+// (the paper's setup, App. D: 500 per layer, 100 for the LM head).
+int64_t chunks_for(int64_t seq, int64_t partition_tokens);
 
 }  // namespace remat

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Issue 6: the longest sequence one GPU takes under no checkpointing, layer
+# checkpointing (full) and StreamBP, for Qwen3-4B/8B/14B/32B on an A800 80GB
+# under SFT, GRPO (group 8) and DPO, mbs 1 (the StreamBP paper's App. D setup:
+# pure bf16 full training where it fits one GPU, else LoRA rank 32 on
+# q,k,v,o,gate,up,down in mixed precision; Adam; StreamBP partitions of 500
+# tokens per layer chunk and 100 per LM-head chunk, 2000 also tried). Plus
+# Qwen3-8B LoRA SFT on one RTX 3090 24 GB and Qwen3-8B SFT under ZeRO-2 over 8
+# A800s. Writes reports/streambp-longest-seq.json and .md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+remat=${REMAT:-./build/src/remat}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+base=(--tp 1 --pp 1 --mbs 1 --maximize seq --streambp-partition-tokens 500,2000 --lm-head-partition-tokens 100)
+full=(--precision bf16)
+lora=(--precision mixed --lora-rank 32 --lora-targets qkv,o,mlp)
+
+# run NAME HARDWARE MODEL OBJECTIVE DP ZERO [lora]: full training where checkpointing fits 1024
+# tokens, else LoRA
+run() {
+  local name=$1 hw=$2 model=$3 obj=$4 dp=$5 zero=$6 mode=full
+  local args=("${base[@]}" --hardware "$hw" --model "$model" --objective "$obj" --dp "$dp" --zero-stage "$zero")
+  "$remat" plan "${args[@]}" "${full[@]}" --format json --json "$tmp/$name.json" >/dev/null || true
+  if [ "$(jq ".results[1].value < 1024" "$tmp/$name.json")" = true ] || [ "${7:-}" = lora ]; then
+    mode=lora
+    "$remat" plan "${args[@]}" "${lora[@]}" --format json --json "$tmp/$name.json" >/dev/null || true
+  fi
+  jq --arg name "$name" --arg mode "$mode" --arg obj "$obj" --arg hw "$hw" \
+    '{name: $name, model: .model.name, hardware: $hw, objective: $obj, training: $mode, dp: .training.dp,
+      zero_stage: .training.zero_stage, budget_GiB: (.budget_bytes / 1073741824),
+      none: .results[0].value, full: .results[1].value, streambp: .results[2].value,
+      streambp_chunks: .results[2].streambp_chunks, lm_head_chunks: .results[2].lm_head_chunks,
+      layer_partition_tokens: .results[2].layer_partition_tokens, streambp_over_full}' "$tmp/$name.json" >"$tmp/$name.row"
+  echo "$name: $(jq -c '[.training, .none, .full, .streambp, .streambp_over_full]' "$tmp/$name.row")"
+}
+
+for size in 4b 8b 14b 32b; do
+  for obj in sft grpo dpo; do run "qwen3-$size-$obj" a800-80gb "qwen3-$size" "$obj" 1 1; done
+done
+run qwen3-8b-sft-rtx3090-lora rtx-3090 qwen3-8b sft 1 1 lora
+run qwen3-8b-sft-zero2-dp8 a800-80gb qwen3-8b sft 8 2
+
+jq -s '{paper_stated: {single_gpu_over_checkpointing: [2.8, 5.5], rtx3090_qwen3_8b_lora: 4.4, zero2: [5.0, 5.6]},
+        rows: .}' "$tmp"/*.row >reports/streambp-longest-seq.json
+{
+  echo "# Longest sequence per method (predicted by remat, issue 6)"
+  echo
+  echo "mbs 1, GRPO group 8 (G sequences per step), DPO chosen + rejected; Adam; budget = HBM less the hardware file's reserve."
+  echo "Paper's stated ratios of StreamBP over checkpointing: 2.8-5.5x (single A800), ~4.4x (RTX 3090, Qwen3-8B LoRA), 5-5.6x (ZeRO-2)."
+  echo
+  echo "| case | training | none | full ckpt | StreamBP | D / C | StreamBP / ckpt |"
+  echo "|---|---|---:|---:|---:|---:|---:|"
+  jq -r '.rows[] | "| \(.model) \(.objective) on \(.hardware)\(if .dp > 1 then " ZeRO-\(.zero_stage) dp \(.dp)" else "" end) | \(.training) | \(.none) | \(.full) | \(.streambp) | \(.streambp_chunks) / \(.lm_head_chunks) | \(.streambp_over_full * 100 | round / 100)x |"' \
+    reports/streambp-longest-seq.json
+} >reports/streambp-longest-seq.md
+cat reports/streambp-longest-seq.md
