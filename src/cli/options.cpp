@@ -20,19 +20,39 @@
 
 namespace remat::cli {
 
+namespace {
+
+// CLI11 saturates integers beyond int64 and rejects "2.5" with a generic
+// message; this names the flag and the text as typed.
+CLI::Validator integer_text() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        int64_t v = 0;
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec == std::errc::result_out_of_range) return "is out of range for an integer (got " + s + ")";
+        if (ec != std::errc() || end != s.data() + s.size()) return "must be an integer (got " + s + ")";
+        return std::string();
+      },
+      "");
+}
+
+}  // namespace
+
 void add_common_options(CLI::App& app, CommonOptions& o) {
   app.add_option("--model", o.model, "model spec: YAML, Hugging Face config.json, or a built-in name")
       ->capture_default_str();
   app.add_option("--hardware", o.hardware, "hardware spec: YAML or a built-in name")->capture_default_str();
-  app.add_option("--tp", o.tp, "tensor-parallel size")->capture_default_str();
-  app.add_option("--pp", o.pp, "pipeline-parallel size")->capture_default_str();
-  app.add_option("--dp", o.dp, "data-parallel size")->capture_default_str();
-  app.add_option("--ep", o.ep, "expert-parallel size")->capture_default_str();
-  app.add_option("--mbs", o.mbs, "microbatch size (sequences)")->capture_default_str();
+  app.add_option("--tp", o.tp, "tensor-parallel size")->capture_default_str()->check(integer_text());
+  app.add_option("--pp", o.pp, "pipeline-parallel size")->capture_default_str()->check(integer_text());
+  app.add_option("--dp", o.dp, "data-parallel size")->capture_default_str()->check(integer_text());
+  app.add_option("--ep", o.ep, "expert-parallel size")->capture_default_str()->check(integer_text());
+  app.add_option("--mbs", o.mbs, "microbatch size (sequences)")->capture_default_str()->check(integer_text());
   app.add_option("--gbs", o.gbs, "global batch size (sequences); 0: 4*pp microbatches per dp rank")
-      ->capture_default_str();
-  app.add_option("--seq", o.seq, "sequence length")->capture_default_str();
-  app.add_option("--num-layers", o.num_layers, "override the model's layer count (the paper's 63 for DeepSeek)");
+      ->capture_default_str()
+      ->check(integer_text());
+  app.add_option("--seq", o.seq, "sequence length")->capture_default_str()->check(integer_text());
+  app.add_option("--num-layers", o.num_layers, "override the model's layer count (the paper's 63 for DeepSeek)")
+      ->check(integer_text());
   app.add_option("--layers-per-stage", o.layers_per_stage, "layers per pipeline stage, e.g. 21,20,20,19");
   app.add_flag("--no-sequence-parallel", o.no_sequence_parallel, "tp without sequence parallelism");
   app.add_option("--precision", o.precision, "mixed (bf16 + fp32 master) or bf16")
@@ -42,7 +62,8 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
       ->check(CLI::IsMember({"adam", "sgd", "none"}))
       ->capture_default_str();
   app.add_option("--zero-stage", o.zero_stage, "0 replicated, 1 distributed optimizer, 2 + sharded grads")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_text());
   app.add_flag("--swiglu-unfused", o.swiglu_unfused, "SwiGLU as separate ops (saves silu(gate) too)");
   app.add_flag("--gqa-expand-kv", o.gqa_expand_kv, "keys/values repeated to all heads before attention");
   app.add_flag("--no-fp32-logits", o.no_fp32_logits, "the loss keeps no fp32 copy of the logits");
@@ -136,6 +157,9 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
   in.hardware = load_hardware(hw_src);
   if (o.num_layers < 0)
     throw InputError({{"command line", "--num-layers", std::to_string(o.num_layers), "must not be negative"}});
+  if (o.num_layers > limits::kLayers)
+    throw InputError({{"command line", "--num-layers", std::to_string(o.num_layers),
+                       "must be at most " + std::to_string(limits::kLayers)}});
   if (o.num_layers > 0) {
     in.model.num_hidden_layers = o.num_layers;
     if (in.model.first_k_dense_replace > o.num_layers)
@@ -159,10 +183,36 @@ double memory_budget_bytes(bool given, double gib, const HardwareSpec& hw) {
   if (!given) return hw.hbm_bytes - hw.memory_reserve_bytes;
   if (!std::isfinite(gib) || gib < 0)
     throw InputError({{"command line", "--memory-budget-GiB", fmt::format("{}", gib), "must be a finite number >= 0"}});
+  if (gib > limits::kGiB)
+    throw InputError({{"command line", "--memory-budget-GiB", fmt::format("{}", gib),
+                       "must be at most " + fmt::format("{}", limits::kGiB)}});
   return gib * 1024.0 * 1024.0 * 1024.0;
 }
 
+namespace {
+
+// The last guard before anything is printed: every number of the report is
+// finite and every integer (byte counts) below 2^62 in magnitude, so that a
+// layout beyond what remat models fails with exit code 2 instead of printing
+// a wrapped or infinite figure.
+void check_report_numbers(const Json& j, const std::string& path) {
+  if (j.is_object()) {
+    for (const auto& [key, v] : j.items()) check_report_numbers(v, path.empty() ? key : path + "." + key);
+  } else if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) check_report_numbers(j[i], path + "[" + std::to_string(i) + "]");
+  } else if ((j.is_number_float() && !std::isfinite(j.get<double>())) ||
+             (j.is_number_integer() &&
+              (j.get<int64_t>() >= (int64_t{1} << 62) || j.get<int64_t>() <= -(int64_t{1} << 62))) ||
+             (j.is_number_unsigned() && j.get<uint64_t>() >= (uint64_t{1} << 62))) {
+    throw InputError({{"command line", "(result) " + path, j.dump(),
+                       "is not finite or beyond 2^62: the inputs are beyond what remat can model"}});
+  }
+}
+
+}  // namespace
+
 void emit(const CommonOptions& o, const std::string& table, const Json& report) {
+  check_report_numbers(report, "");
   const std::string json_text = report.dump(2) + "\n";
   if (o.format == "json" || o.json_path == "-")
     std::cout << json_text;

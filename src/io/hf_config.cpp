@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "remat/io/spec_loader.hpp"
@@ -26,6 +27,10 @@ struct JsonReader {
       return;
     }
     const json& v = root[key];
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)) {
+      problems.push_back({file, key, v.dump(), "is out of range for an integer"});
+      return;
+    }
     if (v.is_number_integer()) {
       out = v.get<int64_t>();
       return;
@@ -38,6 +43,14 @@ struct JsonReader {
       }
     }
     problems.push_back({file, key, v.dump(), "must be an integer"});
+  }
+  // A string key, "" when absent; a key of another type is a problem
+  // (json::value() would throw a type_error here).
+  std::string text(const char* key) {
+    if (!has(key)) return "";
+    if (root[key].is_string()) return root[key].get<std::string>();
+    problems.push_back({file, key, root[key].dump(), "must be a string"});
+    return "";
   }
   void boolean(const char* key, bool& out) {
     if (!has(key)) return;
@@ -77,12 +90,16 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
     root = json::parse(text);
   } catch (const json::parse_error& e) {
     throw InputError({{file, "byte " + std::to_string(e.byte), "", "malformed JSON"}});
+  } catch (const json::exception& e) {  // out_of_range: a number beyond double ("1e999")
+    const std::string what = e.what();
+    throw InputError({{file, "(document)", "", "malformed JSON: " + what.substr(what.find(']') + 2)}});
   }
   if (!root.is_object()) throw InputError({{file, "(document)", "", "must be a JSON object"}});
   JsonReader r{root, file, {}};
   ModelSpec m;
-  const std::string type = root.value("model_type", std::string());
-  m.name = root.value("_name_or_path", type.empty() ? std::string("hf-model") : type);
+  const std::string type = r.text("model_type");
+  m.name = r.text("_name_or_path");
+  if (m.name.empty()) m.name = type.empty() ? std::string("hf-model") : type;
   m.source = file;
   r.integer("hidden_size", m.hidden_size, true);
   r.integer("intermediate_size", m.intermediate_size, true);

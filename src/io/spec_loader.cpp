@@ -122,6 +122,8 @@ HardwareSpec parse_hardware_yaml(const std::string& text, const std::string& fil
 
 SpecSource read_spec_source(const std::string& path_or_name, const std::string& kind) {
   namespace fs = std::filesystem;
+  const std::string flag = kind == "models" ? "--model" : "--hardware";
+  if (path_or_name.empty()) throw InputError({{"command line", flag, "", "needs a file or a built-in spec name"}});
   std::error_code ec;
   if (fs::is_regular_file(path_or_name, ec)) {
     std::ifstream in(path_or_name, std::ios::binary);
@@ -135,7 +137,6 @@ SpecSource read_spec_source(const std::string& path_or_name, const std::string& 
   for (const auto& b : builtin_specs())
     if (kind == b.kind && stem == b.name && (path_or_name == stem || path_or_name == kind + "/" + stem + ".yaml"))
       return {std::string(b.kind) + "/" + b.name + ".yaml (built-in)", b.text};
-  const std::string flag = kind == "models" ? "--model" : "--hardware";
   if (fs::is_directory(path_or_name, ec))
     throw InputError({{"command line", flag, path_or_name, "is a directory, not a spec file"}});
   throw InputError(

@@ -89,9 +89,17 @@ YAML::Node YamlFields::child(const std::string& key) {
 }
 
 void YamlFields::reject_unknown() {
+  std::set<std::string> seen;
   for (const auto& item : map_) {
-    const std::string key = item.first.IsScalar() ? item.first.Scalar() : "(non-scalar key)";
-    if (!read_.count(key)) fail(key, "", "unknown key");
+    if (!item.first.IsScalar() || item.first.Scalar().empty()) {
+      fail(item.first.IsScalar() || item.first.IsNull() ? "(empty key)" : "(non-scalar key)", "", "unknown key");
+      continue;
+    }
+    const std::string key = item.first.Scalar();
+    if (!seen.insert(key).second)
+      fail(key, "", "duplicate key");  // only the first would be read
+    else if (!read_.count(key))
+      fail(key, "", "unknown key");
   }
 }
 

@@ -21,6 +21,10 @@ struct Flags {
   void at_least(const std::string& flag, int64_t v, int64_t low) {
     if (v < low) fail(flag, str(v), "must be at least " + str(low));
   }
+  void between(const std::string& flag, int64_t v, int64_t low, int64_t high) {
+    if (v < low) fail(flag, str(v), "must be at least " + str(low));
+    if (v > high) fail(flag, str(v), "must be at most " + str(high));
+  }
   void divides(const std::string& flag, int64_t v, const std::string& what, int64_t n) {
     if (v > 0 && n % v != 0) fail(flag, str(v), "must divide " + what + " = " + str(n));
   }
@@ -36,7 +40,38 @@ void check_stage_list(Flags& f, const std::string& flag, const std::vector<int64
   if (!v.empty() && v.size() != 1 && int64_t(v.size()) != pp)
     f.fail(flag, join(v), "needs one value or one per pipeline stage (pp = " + str(pp) + ")");
   for (int64_t x : v)
-    if (x < 0) f.fail(flag, join(v), "values must not be negative");
+    if (x < 0) return f.fail(flag, join(v), "values must not be negative");
+  for (int64_t x : v)
+    if (x > limits::kLayers) return f.fail(flag, join(v), "values must be at most " + str(limits::kLayers));
+}
+
+// Each flag within its bounds, and the products the layout code forms.
+void check_ranges(Flags& f, const TrainingSpec& t) {
+  using namespace limits;
+  for (auto [flag, v] : {std::pair{"--tp", t.tp}, {"--pp", t.pp}, {"--dp", t.dp}, {"--ep", t.ep}})
+    f.between(flag, v, 1, kParallel);
+  f.between("--mbs", t.mbs, 1, kMbs);
+  f.between("--seq", t.seq, 1, kSeq);
+  f.between("--gbs", t.gbs, 0, kGbs);
+  f.between("--num-layers", t.num_layers_override, 0, kLayers);
+  if (t.zero_stage < 0 || t.zero_stage > 3) f.fail("--zero-stage", str(t.zero_stage), "must be 0, 1, 2 or 3");
+  if (!f.problems.empty()) return;
+  int64_t gpus = 0, tokens = 0;
+  if (!checked_product(t.tp, t.pp, kParallel, gpus) || !checked_product(gpus, t.dp, kParallel, gpus))
+    f.fail("--dp", str(t.dp), "makes tp * pp * dp more than " + str(kParallel) + " GPUs");
+  if (!checked_product(t.mbs, t.seq, kTokens, tokens))
+    f.fail("--seq", str(t.seq), "makes mbs * seq more than " + str(kTokens) + " tokens per microbatch");
+}
+
+void check_layers_per_stage(Flags& f, const std::vector<int64_t>& v, int64_t pp, int64_t layers) {
+  for (int64_t n : v)
+    if (n < 1 || n > layers)  // bounded first: the sum below cannot overflow
+      return f.fail("--layers-per-stage", join(v), "every stage needs between 1 and " + str(layers) + " layers");
+  const int64_t sum = std::accumulate(v.begin(), v.end(), int64_t{0});
+  if (int64_t(v.size()) != pp)
+    f.fail("--layers-per-stage", join(v), "needs one value per stage (pp = " + str(pp) + ")");
+  else if (sum != layers)
+    f.fail("--layers-per-stage", join(v), "must add up to the number of layers = " + str(layers));
 }
 
 // StreamBP partitions, the objective and LoRA (issue 6).
@@ -61,8 +96,21 @@ int64_t effective_layers(const ModelSpec& m, const TrainingSpec& t) {
   return t.num_layers_override > 0 ? t.num_layers_override : m.num_hidden_layers;
 }
 
+bool checked_product(int64_t a, int64_t b, int64_t limit, int64_t& out) {
+  int64_t p = 0;
+  if (__builtin_mul_overflow(a, b, &p) || p > limit || p < -limit) return false;
+  out = p;
+  return true;
+}
+
 TrainingSpec with_defaults(TrainingSpec t) {
-  if (t.gbs == 0) t.gbs = t.mbs * t.dp * 4 * t.pp;
+  if (t.gbs != 0) return t;
+  int64_t gbs = 0;
+  if (!checked_product(t.mbs, t.dp, limits::kGbs, gbs) || !checked_product(gbs, 4, limits::kGbs, gbs) ||
+      !checked_product(gbs, t.pp, limits::kGbs, gbs))
+    throw InputError({{kCli, "--gbs", "0",
+                       "the default 4 * pp * mbs * dp exceeds " + str(limits::kGbs) + " sequences; give --gbs"}});
+  t.gbs = gbs;
   return t;
 }
 
@@ -81,12 +129,7 @@ std::vector<std::pair<int64_t, int64_t>> stage_layer_ranges(const ModelSpec& m, 
 
 std::vector<Problem> validate_training(const TrainingSpec& t, const ModelSpec& m) {
   Flags f;
-  for (auto [flag, v] :
-       {std::pair{"--tp", t.tp}, {"--pp", t.pp}, {"--dp", t.dp}, {"--ep", t.ep}, {"--mbs", t.mbs}, {"--seq", t.seq}})
-    f.at_least(flag, v, 1);
-  f.at_least("--gbs", t.gbs, 0);
-  f.at_least("--num-layers", t.num_layers_override, 0);
-  if (t.zero_stage < 0 || t.zero_stage > 3) f.fail("--zero-stage", str(t.zero_stage), "must be 0, 1, 2 or 3");
+  check_ranges(f, t);
   check_streambp(f, t);
   if (!f.problems.empty()) return f.problems;
 
@@ -102,15 +145,7 @@ std::vector<Problem> validate_training(const TrainingSpec& t, const ModelSpec& m
   }
   if (t.gbs > 0 && t.gbs % (t.mbs * t.dp) != 0)
     f.fail("--gbs", str(t.gbs), "must be a multiple of mbs * dp = " + str(t.mbs * t.dp));
-  if (!t.layers_per_stage.empty()) {
-    const int64_t sum = std::accumulate(t.layers_per_stage.begin(), t.layers_per_stage.end(), int64_t{0});
-    if (int64_t(t.layers_per_stage.size()) != t.pp)
-      f.fail("--layers-per-stage", join(t.layers_per_stage), "needs one value per stage (pp = " + str(t.pp) + ")");
-    else if (sum != layers)
-      f.fail("--layers-per-stage", join(t.layers_per_stage), "must add up to the number of layers = " + str(layers));
-    for (int64_t n : t.layers_per_stage)
-      if (n < 1) f.fail("--layers-per-stage", join(t.layers_per_stage), "every stage needs at least one layer");
-  }
+  if (!t.layers_per_stage.empty()) check_layers_per_stage(f, t.layers_per_stage, t.pp, layers);
   return f.problems;
 }
 
@@ -125,11 +160,15 @@ std::vector<Problem> validate_plan(const Plan& p, const TrainingSpec& t, const M
     const auto at = [i](const std::vector<int64_t>& v) -> int64_t {
       return v.empty() ? 0 : (v.size() == 1 ? v[0] : v[i]);
     };
-    const int64_t r = p.recompute_layers.empty() ? 0 : at(p.recompute_layers);
-    if (r + at(p.offload_layers) > n) {
-      f.fail(p.recompute_layers.empty() ? "--offload-layers" : "--recompute-layers",
-             join(p.recompute_layers.empty() ? p.offload_layers : p.recompute_layers),
-             "stage " + str(int64_t(i)) + " has only " + str(n) + " layers (recomputed + offloaded)");
+    const int64_t r = p.recompute_layers.empty() ? 0 : at(p.recompute_layers), o = at(p.offload_layers);
+    if (r + o > n) {  // each at most limits::kLayers: no overflow
+      const bool both = !p.recompute_layers.empty() && !p.offload_layers.empty();
+      const std::string flag = both                       ? "--recompute-layers + --offload-layers"
+                               : p.offload_layers.empty() ? "--recompute-layers"
+                                                          : "--offload-layers";
+      const std::string value =
+          both ? str(r) + " + " + str(o) : join(p.offload_layers.empty() ? p.recompute_layers : p.offload_layers);
+      f.fail(flag, value, "stage " + str(int64_t(i)) + " has only " + str(n) + " layers (recomputed + offloaded)");
       break;
     }
   }

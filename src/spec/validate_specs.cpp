@@ -1,5 +1,7 @@
-// Checks of model and hardware specs after parsing.
+// Checks of model and hardware specs after parsing: signs, ranges (limits::),
+// and the relations between keys.
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "remat/spec/validate.hpp"
@@ -8,6 +10,16 @@ namespace remat {
 
 namespace {
 
+using namespace limits;
+
+std::string fmt(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  return buf;
+}
+
 struct Checker {
   std::string file;
   std::vector<Problem> problems;
@@ -15,54 +27,58 @@ struct Checker {
   void fail(const std::string& key, const std::string& value, const std::string& message) {
     problems.push_back({file, key, value, message});
   }
-  void positive(const std::string& key, int64_t v) {
-    if (v <= 0) fail(key, std::to_string(v), "must be a positive integer");
+  void at_most(const std::string& key, int64_t v, int64_t high) {
+    if (v > high) fail(key, std::to_string(v), "must be at most " + std::to_string(high));
   }
-  void non_negative(const std::string& key, int64_t v) {
-    if (v < 0) fail(key, std::to_string(v), "must not be negative");
+  void positive(const std::string& key, int64_t v, int64_t high) {
+    if (v <= 0) return fail(key, std::to_string(v), "must be a positive integer");
+    at_most(key, v, high);
   }
-  void positive(const std::string& key, double v) {
-    if (!std::isfinite(v) || v <= 0) fail(key, fmt(v), "must be a positive finite number");
+  void non_negative(const std::string& key, int64_t v, int64_t high) {
+    if (v < 0) return fail(key, std::to_string(v), "must not be negative");
+    at_most(key, v, high);
   }
-  void non_negative(const std::string& key, double v) {
-    if (!std::isfinite(v) || v < 0) fail(key, fmt(v), "must be a finite number >= 0");
+  // A positive finite number in [low, high] (scale: the file's unit per SI unit).
+  void positive(const std::string& key, double v, double low, double high, double scale = 1) {
+    if (!std::isfinite(v) || v <= 0) return fail(key, fmt(v / scale), "must be a positive finite number");
+    if (v / scale < low) fail(key, fmt(v / scale), "must be at least " + fmt(low));
+    if (v / scale > high) fail(key, fmt(v / scale), "must be at most " + fmt(high));
+  }
+  // 0 (absent), or as positive() above.
+  void optional(const std::string& key, double v, double low, double high, double scale = 1) {
+    if (!std::isfinite(v) || v < 0) return fail(key, fmt(v / scale), "must be a finite number >= 0");
+    if (v > 0) positive(key, v, low, high, scale);
   }
   void fraction(const std::string& key, double v) {
-    if (!std::isfinite(v) || v <= 0 || v > 1) fail(key, fmt(v), "must be a fraction in (0, 1]");
-  }
-  static std::string fmt(double v) {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    std::string s = std::to_string(v);
-    while (s.size() > 1 && s.back() == '0') s.pop_back();
-    if (!s.empty() && s.back() == '.') s.pop_back();
-    return s;
+    if (!std::isfinite(v) || v < kMinFraction || v > 1)
+      fail(key, fmt(v), "must be a fraction in [" + fmt(kMinFraction) + ", 1]");
   }
 };
 
 void check_moe(Checker& c, const ModelSpec& m) {
-  c.positive("num_experts_per_tok", m.num_experts_per_tok);
+  c.positive("num_experts_per_tok", m.num_experts_per_tok, kExperts);
   if (m.num_experts_per_tok > m.n_routed_experts)
     c.fail("num_experts_per_tok", std::to_string(m.num_experts_per_tok),
            "must not exceed n_routed_experts = " + std::to_string(m.n_routed_experts));
-  c.positive("moe_intermediate_size", m.moe_intermediate_size);
-  c.non_negative("n_shared_experts", m.n_shared_experts);
-  c.positive("moe_layer_freq", m.moe_layer_freq);
-  if (m.first_k_dense_replace < 0 || m.first_k_dense_replace > m.num_hidden_layers)
-    c.fail("first_k_dense_replace", std::to_string(m.first_k_dense_replace),
-           "must be between 0 and num_hidden_layers = " + std::to_string(m.num_hidden_layers));
+  c.positive("moe_intermediate_size", m.moe_intermediate_size, kFfn);
+  c.non_negative("n_shared_experts", m.n_shared_experts, kSharedExperts);
 }
 
 void check_attention(Checker& c, const ModelSpec& m) {
   if (m.attention() == AttentionKind::mla) {
-    c.non_negative("q_lora_rank", m.q_lora_rank);
-    c.positive("qk_nope_head_dim", m.qk_nope_head_dim);
-    c.non_negative("qk_rope_head_dim", m.qk_rope_head_dim);
-    c.positive("v_head_dim", m.v_head_dim);
+    c.non_negative("q_lora_rank", m.q_lora_rank, kHeadDim);
+    c.positive("qk_nope_head_dim", m.qk_nope_head_dim, kHeadDim);
+    c.non_negative("qk_rope_head_dim", m.qk_rope_head_dim, kHeadDim);
+    c.positive("v_head_dim", m.v_head_dim, kHeadDim);
     return;
   }
-  c.positive("num_key_value_heads", m.num_key_value_heads);
-  c.non_negative("head_dim", m.head_dim);
+  for (auto [key, v] : {std::pair{"q_lora_rank", m.q_lora_rank},
+                        {"qk_rope_head_dim", m.qk_rope_head_dim},
+                        {"qk_nope_head_dim", m.qk_nope_head_dim},
+                        {"v_head_dim", m.v_head_dim}})
+    c.non_negative(key, v, kHeadDim);  // unused without kv_lora_rank, but checked
+  c.positive("num_key_value_heads", m.num_key_value_heads, kHeads);
+  c.non_negative("head_dim", m.head_dim, kHeadDim);
   if (m.num_key_value_heads > 0 && m.num_attention_heads > 0 && m.num_attention_heads % m.num_key_value_heads != 0)
     c.fail("num_key_value_heads", std::to_string(m.num_key_value_heads),
            "must divide num_attention_heads = " + std::to_string(m.num_attention_heads));
@@ -75,37 +91,49 @@ void check_attention(Checker& c, const ModelSpec& m) {
 
 std::vector<Problem> validate_model(const ModelSpec& m, const std::string& file) {
   Checker c{file, {}};
-  c.positive("hidden_size", m.hidden_size);
-  c.positive("intermediate_size", m.intermediate_size);
-  c.positive("num_attention_heads", m.num_attention_heads);
-  c.positive("vocab_size", m.vocab_size);
-  c.positive("num_hidden_layers", m.num_hidden_layers);
-  c.non_negative("published_params_B", m.published_params_B);
-  c.non_negative("paper_params_B", m.paper_params_B);
-  c.non_negative("paper_num_hidden_layers", m.paper_num_hidden_layers);
-  c.non_negative("kv_lora_rank", m.kv_lora_rank);
-  c.non_negative("n_routed_experts", m.n_routed_experts);
+  c.positive("hidden_size", m.hidden_size, kHidden);
+  c.positive("intermediate_size", m.intermediate_size, kFfn);
+  c.positive("num_attention_heads", m.num_attention_heads, kHeads);
+  c.positive("vocab_size", m.vocab_size, kVocab);
+  c.positive("num_hidden_layers", m.num_hidden_layers, kLayers);
+  c.optional("published_params_B", m.published_params_B, 0, kParamsB);
+  c.optional("paper_params_B", m.paper_params_B, 0, kParamsB);
+  c.non_negative("paper_num_hidden_layers", m.paper_num_hidden_layers, kLayers);
+  c.non_negative("kv_lora_rank", m.kv_lora_rank, kHeadDim);
+  c.non_negative("n_routed_experts", m.n_routed_experts, kExperts);
+  // Checked for dense models too: the layer loops read them.
+  c.positive("moe_layer_freq", m.moe_layer_freq, kLayers);
+  if (m.first_k_dense_replace < 0 || m.first_k_dense_replace > m.num_hidden_layers)
+    c.fail("first_k_dense_replace", std::to_string(m.first_k_dense_replace),
+           "must be between 0 and num_hidden_layers = " + std::to_string(m.num_hidden_layers));
   check_attention(c, m);
-  if (m.is_moe()) check_moe(c, m);
+  if (m.is_moe()) {
+    check_moe(c, m);
+  } else {  // unused by a dense model, but never negative or out of range
+    c.non_negative("num_experts_per_tok", m.num_experts_per_tok, kExperts);
+    c.non_negative("moe_intermediate_size", m.moe_intermediate_size, kFfn);
+    c.non_negative("n_shared_experts", m.n_shared_experts, kSharedExperts);
+  }
   return c.problems;
 }
 
 std::vector<Problem> validate_hardware(const HardwareSpec& h, const std::string& file) {
   Checker c{file, {}};
-  c.positive("peak_bf16_tflops", h.peak_bf16_flops);
-  c.non_negative("peak_fp16_tflops", h.peak_fp16_flops);
-  c.non_negative("peak_tf32_tflops", h.peak_tf32_flops);
-  c.non_negative("peak_fp32_tflops", h.peak_fp32_flops);
-  c.non_negative("peak_fp8_tflops", h.peak_fp8_flops);
-  c.positive("hbm_GiB", h.hbm_bytes);
-  c.positive("hbm_GBps", h.hbm_bytes_per_s);
-  c.positive("host_link_GBps", h.host_link_bytes_per_s);
-  c.non_negative("nvlink_GBps", h.nvlink_bytes_per_s);
-  c.positive("nvlink_domain_gpus", h.nvlink_domain_gpus);
-  c.non_negative("network_GBps", h.network_bytes_per_s);
-  c.non_negative("memory_reserve_GiB", h.memory_reserve_bytes);
+  constexpr double tera = 1e12, giga = 1e9, gib = 1024.0 * 1024.0 * 1024.0;
+  c.positive("peak_bf16_tflops", h.peak_bf16_flops, kMinRate, kTflops, tera);
+  c.optional("peak_fp16_tflops", h.peak_fp16_flops, kMinRate, kTflops, tera);
+  c.optional("peak_tf32_tflops", h.peak_tf32_flops, kMinRate, kTflops, tera);
+  c.optional("peak_fp32_tflops", h.peak_fp32_flops, kMinRate, kTflops, tera);
+  c.optional("peak_fp8_tflops", h.peak_fp8_flops, kMinRate, kTflops, tera);
+  c.positive("hbm_GiB", h.hbm_bytes, kMinRate, kGiB, gib);
+  c.positive("hbm_GBps", h.hbm_bytes_per_s, kMinRate, kGBps, giga);
+  c.positive("host_link_GBps", h.host_link_bytes_per_s, kMinRate, kGBps, giga);
+  c.optional("nvlink_GBps", h.nvlink_bytes_per_s, kMinRate, kGBps, giga);
+  c.positive("nvlink_domain_gpus", h.nvlink_domain_gpus, kDomainGpus);
+  c.optional("network_GBps", h.network_bytes_per_s, kMinRate, kGBps, giga);
+  c.optional("memory_reserve_GiB", h.memory_reserve_bytes, 0, kGiB, gib);
   if (std::isfinite(h.memory_reserve_bytes) && h.memory_reserve_bytes >= h.hbm_bytes && h.hbm_bytes > 0)
-    c.fail("memory_reserve_GiB", Checker::fmt(h.memory_reserve_bytes / double(1LL << 30)), "must be below hbm_GiB");
+    c.fail("memory_reserve_GiB", fmt(h.memory_reserve_bytes / gib), "must be below hbm_GiB");
   const Efficiency& e = h.efficiency;
   c.fraction("efficiency.attention_fwd", e.attention_fwd);
   c.fraction("efficiency.attention_bwd", e.attention_bwd);
@@ -116,10 +144,10 @@ std::vector<Problem> validate_hardware(const HardwareSpec& h, const std::string&
   if (e.gemm_by_flops.empty()) c.fail("efficiency.gemm_by_flops", "[]", "needs at least one point");
   for (size_t i = 0; i < e.gemm_by_flops.size(); ++i) {
     const std::string key = "efficiency.gemm_by_flops[" + std::to_string(i) + "]";
-    c.positive(key + ".flops", e.gemm_by_flops[i].flops);
+    c.positive(key + ".flops", e.gemm_by_flops[i].flops, 1, kGemmFlops);
     c.fraction(key + ".fraction", e.gemm_by_flops[i].fraction);
     if (i > 0 && !(e.gemm_by_flops[i].flops > e.gemm_by_flops[i - 1].flops))
-      c.fail(key + ".flops", Checker::fmt(e.gemm_by_flops[i].flops), "must be larger than the previous point's");
+      c.fail(key + ".flops", fmt(e.gemm_by_flops[i].flops), "must be larger than the previous point's");
   }
   return c.problems;
 }

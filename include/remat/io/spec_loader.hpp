@@ -7,6 +7,7 @@
 
 #include "remat/spec/hardware_spec.hpp"
 #include "remat/spec/model_spec.hpp"
+#include "remat/spec/problems.hpp"
 
 namespace remat {
 
