@@ -56,7 +56,7 @@ TEST(RobustMeasurements, RejectsBadCasesWithKeyPathAndValue) {
     return s;
   };
   EXPECT_EQ(rejection(parse(with("\"eagle\"", "\"magic\""))),
-            "m.json: cases[1].strategy: must be one of none, standard, eagle, offload (got \"magic\")");
+            "m.json: cases[1].strategy: must be one of none, standard, eagle, offload, streambp (got \"magic\")");
   EXPECT_EQ(rejection(parse(with("\"s\": 1024", "\"s\": -4"))),
             "m.json: cases[1].dims.s: must be an integer between 0 and 1000000000 (got -4)");
   EXPECT_EQ(rejection(parse(with("\"s\": 1024", "\"s\": 0"))),

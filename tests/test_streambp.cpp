@@ -63,17 +63,31 @@ TEST(StreamBp, LayerTransientByHand) {
   const RankShape r = rank_shape(one_gpu(1024));
   const LayerDef layer = build_layer(m, r, 0);
   const double mi = 1024.0 * 1024, ki = 1024;
-  const double saved = (8 + 8 + 8 + 2 + 2 + 8) * mi + 4 * ki + 128 * ki + (8 + 8 + 24 + 24 + 24) * mi + 4 * ki;
-  const double input = 8 * mi, kv = 4 * mi, grads = 3 * 24 * mi;
+  const double gqa_saved = (8 + 8 + 8 + 2 + 2 + 8) * mi + 4 * ki + 128 * ki;
+  const double saved = gqa_saved + (8 + 8 + 24 + 24 + 24) * mi + 4 * ki;
+  const double input = 8 * mi, kv = 4 * mi, largest = 24 * mi;
   EXPECT_DOUBLE_EQ(layer.input_bytes, input);
   EXPECT_DOUBLE_EQ(streambp_kv_bytes(layer), kv);
   const HardwareSpec hw = test::hardware("a800-80gb");
-  for (int64_t d : {1, 4}) {
+  // D = 1: layer checkpointing, everything the layer saves but its input plus 3 x the largest tensor
+  LayerChoice one{LayerMode::full, {}, 1};
+  EXPECT_DOUBLE_EQ(layer_cost(layer, one, false, hw).transient_bytes, saved - input + 3 * largest);
+  for (int64_t d : {2, 4, 16}) {
     LayerChoice ch{LayerMode::full, {}, d};
     const LayerCost c = layer_cost(layer, ch, false, hw);
     EXPECT_DOUBLE_EQ(c.kept_bytes, input);
-    const double expect = (saved - input - kv) / d + kv + grads / d + (1 - 1.0 / d) * (input + kv);
-    EXPECT_NEAR(c.transient_bytes, expect, 1.0) << d;
+    // dy and the dx accumulator, K/V and the dK/dV accumulator, then the larger chunk phase:
+    const double whole = 2 * input + 2 * kv;
+    const double mlp = (saved - input - kv + 2 * largest) / d;
+    // attention: x_norm, rstd, q, o, lse + dO, dQ, residual gradient; fp32 dQ accumulator + row
+    // sums; dK/dV expanded to 32 heads over the visible keys (4 x 4 Mi), the later chunks' dK/dV
+    const double activations = gqa_saved - input - kv + 8 * mi + 8 * mi + input;
+    const double workspace = 2 * 8 * mi + 128 * ki, expanded = 16 * mi;
+    const double attn = (activations + workspace) / d + std::max(expanded, (kv + expanded) * (d - 1) / d);
+    EXPECT_NEAR(c.transient_bytes, whole + std::max(mlp, attn), 1.0) << d;
+    const StreamBpBytes b = streambp_chunked_bytes(layer, d);
+    EXPECT_DOUBLE_EQ(b.kept, c.kept_bytes);
+    EXPECT_DOUBLE_EQ(b.transient, c.transient_bytes);
   }
 }
 
@@ -102,7 +116,7 @@ TEST(StreamBp, LogitsPeakShrinksByHeadChunks) {
     const TrainingSpec t = one_gpu(8192, 1, c);
     const StageBase b = stage_base(m, hw, t, rank_shape(t), 0, {0, 36});
     const Block head = rmsnorm_linear_block(rank_shape(t), m.hidden_size, m.vocab_size, "lm_head");
-    return b.head_transient_bytes - saved_bytes(head);
+    return b.head_transient_bytes - saved_bytes(head) - head.tensor_bytes("x_norm");  // less the hidden gradient
   };
   const double logits = 8192.0 * 151936;
   EXPECT_DOUBLE_EQ(head_logits(1), 10 * logits);  // bf16 logits + fp32 copy + fp32 gradient

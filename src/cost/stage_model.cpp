@@ -30,8 +30,9 @@ void add_head(StageBase& s, const ModelSpec& m, const RankShape& r, const Traini
   const Block head = rmsnorm_linear_block(r, m.hidden_size, m.vocab_size, "lm_head");
   const double logits = r.tokens() * double(m.vocab_size) / double(r.tp);
   // policy logits, fp32 copy and gradient (+ old-policy and reference logits for GRPO/DPO),
-  // one of lm_head_chunks chunks at a time under StreamBP (src/cost/streambp.cpp)
-  s.head_transient_bytes = saved_bytes(head) + head_logits_bytes(t, logits);
+  // one of lm_head_chunks chunks at a time under StreamBP, and the normed input's gradient
+  // (src/cost/streambp.cpp)
+  s.head_transient_bytes = head_peak_bytes(head, t, logits);
   for (const auto& op : head.ops) {
     const OpTime ot = op_time(op, hw);
     s.fixed_fwd_s += ot.fwd_s, s.fixed_bwd_s += ot.bwd_s;

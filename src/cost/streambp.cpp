@@ -57,26 +57,74 @@ OpDef scaled_attention(const OpDef& op, double fraction) {
   return s;
 }
 
+// The attention op's tensors (its saves: q, k, v, o, softmax statistics) and its block.
+struct AttentionTensors {
+  const Block* block = nullptr;
+  double q = 0, k = 0, v = 0, o = 0, stats = 0;
+};
+
+AttentionTensors attention_tensors(const LayerDef& layer) {
+  AttentionTensors a;
+  for (const auto& b : layer.blocks)
+    for (const auto& op : b.ops)
+      if (op.kind == OpKind::attention && op.saves.size() >= 5 && !a.block) {
+        a.block = &b;
+        a.q = b.tensor_bytes(op.saves[0]), a.k = b.tensor_bytes(op.saves[1]), a.v = b.tensor_bytes(op.saves[2]);
+        a.o = b.tensor_bytes(op.saves[3]), a.stats = b.tensor_bytes(op.saves[4]);
+      }
+  return a;
+}
+
 }  // namespace
 
-void streambp_layer(LayerCost& c, const LayerDef& layer, int64_t chunks, bool early_stop, const HardwareSpec& hw) {
+StreamBpBytes streambp_chunked_bytes(const LayerDef& layer, int64_t chunks) {
   const double d = double(std::max<int64_t>(chunks, 1));
-  double all_saved = 0, grads = 0;
-  for (const auto& b : layer.blocks) all_saved += saved_bytes(b), grads = std::max(grads, grad_working_bytes(b));
-  const double kv = streambp_kv_bytes(layer);
-  // Kept from forward to backward: the layer input only, as checkpointing (sec. 3.2.2, Fig. 2).
-  c.kept_bytes = layer.input_bytes;
-  // Alive in the layer's backward: one chunk's reforwarded activations (Q(i), O(i), H_up(i),
-  // H_gate(i), ...; everything the layer saves but its input and K, V) ...
-  const double chunk_activations = (all_saved - layer.input_bytes - kv) / d;
-  // ... the keys and values of the whole sequence, cached for all chunks ...
-  const double whole_kv = kv;
-  // ... the gradient working set of one chunk ...
-  const double chunk_grads = grads / d;
-  // ... and the whole-sequence accumulators of eq. 14 (g_Hin, and dK, dV), which at D = 1 are the
-  // ordinary gradient buffers already inside `grads`.
-  const double accumulators = (1 - 1 / d) * (layer.input_bytes + kv);
-  c.transient_bytes = chunk_activations + whole_kv + chunk_grads + accumulators;
+  const double input = layer.input_bytes, kv = streambp_kv_bytes(layer);
+  double all_saved = 0, largest = 0;
+  for (const auto& b : layer.blocks) {
+    all_saved += saved_bytes(b);
+    for (const auto& t : b.tensors) largest = std::max(largest, t.bytes);
+  }
+  // Alive for the whole backward besides the kept input: the gradient arriving from above, the
+  // input's gradient accumulator (eq. 14's g_Hin), K and V of the whole sequence and their
+  // gradient accumulator.
+  const double whole = 2 * input + 2 * kv;
+  // Chunk peak 1, in the backward of the op with the largest tensors (the MLP): the chunk's share
+  // of every saved activation but the input and K, V, plus that op's input gradients (2 x the
+  // largest: its output's gradient takes the place of its output, freed once the next op's
+  // backward has run).
+  const double mlp_phase = (all_saved - input - kv + 2 * largest) / d;
+  // Chunk peak 2, in the flash backward: the attention block's saved activations but its input and
+  // K, V, with dO, dQ and the block output's gradient (the residual stream's, input-sized), the
+  // kernel's fp32 dQ accumulator and row sums for the chunk's queries, dK and dV expanded to the
+  // query heads over the visible keys when kv heads < query heads (FlashAttention-2's and cuDNN's
+  // GQA backward), and, for every chunk after the first (the last, which sees every key and writes
+  // the accumulator), dK and dV of its (D-1)/D visible keys before they are added in.
+  double attn_phase = 0;
+  const AttentionTensors a = attention_tensors(layer);
+  if (a.block) {
+    double inputs = 0;
+    for (const auto& n : a.block->inputs) inputs += a.block->tensor_bytes(n);
+    const double activations = saved_bytes(*a.block) - inputs - kv + a.o + a.q + input;
+    const bool flash = flash_kernel(*a.block);
+    const double workspace = flash ? 2 * a.q + a.stats : 0;
+    const double expanded = flash && a.k > 0 && a.q > a.k ? (a.k + a.v) * (a.q / a.k) : 0;
+    const double first = expanded, later = d > 1 ? (kv + expanded) * (d - 1) / d : 0;
+    attn_phase = (activations + workspace) / d + std::max(first, later);
+  }
+  return {input, whole + std::max(mlp_phase, attn_phase)};
+}
+
+void streambp_layer(LayerCost& c, const LayerDef& layer, int64_t chunks, bool early_stop, const HardwareSpec& hw) {
+  if (chunks > 1) {
+    const StreamBpBytes bytes = streambp_chunked_bytes(layer, chunks);
+    c.kept_bytes = bytes.kept, c.transient_bytes = bytes.transient;
+  } else {  // D = 1 is layer checkpointing: the whole layer replayed, no chunk accumulators
+    double all_saved = 0, grads = 0;
+    for (const auto& b : layer.blocks) all_saved += saved_bytes(b), grads = std::max(grads, grad_working_bytes(b));
+    c.kept_bytes = layer.input_bytes;
+    c.transient_bytes = all_saved - layer.input_bytes + grads;
+  }
   // Reforward: the layer forward once over all chunks, the attention scores at the chunked fraction.
   for (const auto& [block, op] : replay_list(layer, early_stop)) {
     const bool attention = op->kind == OpKind::attention;
@@ -143,6 +191,10 @@ double head_logits_bytes(const TrainingSpec& t, double logits_elements) {
   // eq. 3 (SFT), eq. 6 (GRPO), eq. 9 (DPO): only one chunk's logits and gradient are alive
   const double c = double(std::max<int64_t>(t.lm_head_chunks, 1));
   return head_logits_bytes_per_element(t) * logits_elements / c;
+}
+
+double head_peak_bytes(const Block& head, const TrainingSpec& t, double logits_elements) {
+  return saved_bytes(head) + head_logits_bytes(t, logits_elements) + head.tensor_bytes("x_norm");
 }
 
 double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp) {

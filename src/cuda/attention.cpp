@@ -31,8 +31,8 @@ void set_attr(const DescPtr& d, cudnnBackendAttributeName_t name, cudnnBackendAt
               const void* value, const char* what) {
   cudnnStatus_t st = cudnnBackendSetAttribute(d.get(), name, type, count, value);
   if (st != CUDNN_STATUS_SUCCESS)
-    throw std::runtime_error(std::string("cuDNN call failed: cudnnBackendSetAttribute(") + what +
-                             ", attribute " + std::to_string(int(name)) + ") -> " + cudnnGetErrorString(st));
+    throw std::runtime_error(std::string("cuDNN call failed: cudnnBackendSetAttribute(") + what + ", attribute " +
+                             std::to_string(int(name)) + ") -> " + cudnnGetErrorString(st));
 }
 
 void set_desc(const DescPtr& d, cudnnBackendAttributeName_t name, const DescPtr& v, const char* what) {
@@ -152,16 +152,32 @@ class GraphBuilder {
     finalize(op, "reshape operation");
     ops_.push_back(op);
   }
-  // S' = causal(S): entries above the diagonal become neg_inf.
-  DescPtr causal(const DescPtr& s, const DescPtr& neg_inf, const Dims4& dims) {
+  // S' = causal(S): entries above the diagonal become neg_inf. With `skv`/`sq` (by-value scalars,
+  // given when the keys outnumber the queries) the diagonal is aligned bottom-right: the row index
+  // is shifted by skv - sq before the comparison, as the cuDNN frontend builds it.
+  DescPtr causal(const DescPtr& s, const DescPtr& neg_inf, const Dims4& dims, const DescPtr& skv = nullptr,
+                 const DescPtr& sq = nullptr) {
     DescPtr row = virt(mv_.index_type, dims), col = virt(mv_.index_type, dims);
     pointwise(CUDNN_POINTWISE_GEN_INDEX, s, nullptr, row, nullptr, mv_.index_compute, 2);
     pointwise(CUDNN_POINTWISE_GEN_INDEX, s, nullptr, col, nullptr, mv_.index_compute, 3);
+    if (skv && sq) {
+      DescPtr plus = virt(mv_.index_type, dims), shifted = virt(mv_.index_type, dims);
+      pointwise(CUDNN_POINTWISE_ADD, row, skv, plus, nullptr, mv_.index_compute, 3);
+      pointwise(CUDNN_POINTWISE_SUB, plus, sq, shifted, nullptr, mv_.index_compute, 3);
+      row = shifted;
+    }
     DescPtr mask = virt(CUDNN_DATA_BOOLEAN, dims);
     pointwise(CUDNN_POINTWISE_CMP_GE, row, col, mask, nullptr, mv_.cmp_compute);
     DescPtr out = virt(CUDNN_DATA_FLOAT, dims);
     pointwise(CUDNN_POINTWISE_BINARY_SELECT, s, neg_inf, out, mask);
     return out;
+  }
+  // The by-value scalars of a bottom-right mask (null when skv = s).
+  std::pair<DescPtr, DescPtr> offset_scalars(const AttnDims& d, int64_t skv_uid, int64_t sq_uid) {
+    if (d.kv_len() == d.s) return {nullptr, nullptr};
+    const Dims4 one{1, 1, 1, 1};
+    return {tensor(skv_uid, mv_.index_type, one, one, false, true),
+            tensor(sq_uid, mv_.index_type, one, one, false, true)};
   }
   // Operation graph, heuristics, then the first engine config whose plan finalizes (mode A's
   // order); every other config that finalizes goes to `cands` for the autotuner (see tune()).
@@ -290,8 +306,8 @@ DescPtr GraphBuilder::build_plan(cudnnHandle_t handle, int64_t* workspace_bytes,
     set_desc(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg, "plan engine config");
     if (cudnnBackendFinalize(plan.get()) != CUDNN_STATUS_SUCCESS) return nullptr;
     int64_t n = 0;
-    CUDNN_CHECK(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
-                                         ws));
+    CUDNN_CHECK(
+        cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, ws));
     return plan;
   };
   const std::vector<DescPtr> cfgs = heuristic_cfgs(graph, CUDNN_HEUR_MODE_A);
@@ -340,7 +356,24 @@ DescPtr GraphBuilder::build_plan(cudnnHandle_t handle, int64_t* workspace_bytes,
   return chosen;
 }
 
-enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kScale, kNegInf, kOne, kSoftmaxSum, kDQAccum };
+enum Uid : int64_t {
+  kQ = 1,
+  kK,
+  kV,
+  kO,
+  kStats,
+  kDO,
+  kDQ,
+  kDK,
+  kDV,
+  kScale,
+  kNegInf,
+  kOne,
+  kSoftmaxSum,
+  kDQAccum,
+  kSkv,
+  kSq
+};
 
 struct AttnPlan {
   DescPtr plan;
@@ -348,7 +381,28 @@ struct AttnPlan {
   std::string label;
   std::shared_ptr<GraphBuilder> graph;
   int64_t plan_ws = 0;
-  int64_t extra_ws = 0;  // softmax_sum and the dQ accumulator (backward)
+  int64_t extra_ws = 0;   // softmax_sum and the dQ accumulator (backward)
+  bool int_index = true;  // the mask variant's index type (the bottom-right scalars' type)
+};
+
+// Host values of the bottom-right mask's by-value scalars, typed as the graph's index tensors.
+struct OffsetValues {
+  int32_t skv_i = 0, sq_i = 0;
+  float skv_f = 0, sq_f = 0;
+  bool used = false, as_int = true;
+  OffsetValues(const AttnDims& d, const AttnPlan& ap)
+      : skv_i(int32_t(d.kv_len())),
+        sq_i(int32_t(d.s)),
+        skv_f(float(d.kv_len())),
+        sq_f(float(d.s)),
+        used(d.kv_len() != d.s),
+        as_int(ap.int_index) {}
+  void add_to(std::vector<int64_t>& uids, std::vector<void*>& ptrs) {
+    if (!used) return;
+    uids.push_back(kSkv), uids.push_back(kSq);
+    ptrs.push_back(as_int ? static_cast<void*>(&skv_i) : static_cast<void*>(&skv_f));
+    ptrs.push_back(as_int ? static_cast<void*>(&sq_i) : static_cast<void*>(&sq_f));
+  }
 };
 
 int64_t align256(int64_t v) { return (v + 255) / 256 * 256; }
@@ -357,8 +411,9 @@ Dims4 transposed(const Dims4& v) { return {v[0], v[1], v[3], v[2]}; }
 
 AttnPlan build_fwd(cudnnHandle_t h, const AttnDims& d, const MaskVariant& mv) {
   auto g = std::make_shared<GraphBuilder>(mv);
-  const Dims4 qd{d.b, d.hq, d.s, d.dqk}, ktd{d.b, d.hk, d.dqk, d.s}, vd{d.b, d.hk, d.s, d.dv}, od{d.b, d.hq, d.s, d.dv};
-  const Dims4 sd{d.b, d.hq, d.s, d.s}, rd{d.b, d.hq, d.s, 1}, one{1, 1, 1, 1};
+  const int64_t skv = d.kv_len();
+  const Dims4 qd{d.b, d.hq, d.s, d.dqk}, ktd{d.b, d.hk, d.dqk, skv}, vd{d.b, d.hk, skv, d.dv}, od{d.b, d.hq, d.s, d.dv};
+  const Dims4 sd{d.b, d.hq, d.s, skv}, rd{d.b, d.hq, d.s, 1}, one{1, 1, 1, 1};
   auto q = g->tensor(kQ, CUDNN_DATA_BFLOAT16, qd, d.q_stride, false);
   auto kt = g->tensor(kK, CUDNN_DATA_BFLOAT16, ktd, transposed(d.k_stride), false);
   auto v = g->tensor(kV, CUDNN_DATA_BFLOAT16, vd, d.v_stride, false);
@@ -369,7 +424,8 @@ AttnPlan build_fwd(cudnnHandle_t h, const AttnDims& d, const MaskVariant& mv) {
   auto s = g->virt(CUDNN_DATA_FLOAT, sd);
   g->matmul(q, kt, s);
   auto s2 = g->pw(CUDNN_POINTWISE_MUL, s, scale, CUDNN_DATA_FLOAT, sd, packed(sd));
-  auto s3 = g->causal(s2, neg_inf, sd);
+  const auto [skv_t, sq_t] = g->offset_scalars(d, kSkv, kSq);
+  auto s3 = g->causal(s2, neg_inf, sd, skv_t, sq_t);
   auto mx = g->virt(CUDNN_DATA_FLOAT, rd);
   g->reduction(CUDNN_REDUCE_TENSOR_MAX, s3, mx);
   auto sub = g->pw(CUDNN_POINTWISE_SUB, s3, mx, CUDNN_DATA_FLOAT, sd, packed(sd));
@@ -389,13 +445,12 @@ AttnPlan build_fwd(cudnnHandle_t h, const AttnDims& d, const MaskVariant& mv) {
 }
 
 // dK or dV: straight into the output when heads match, else per query head then summed (GQA).
-void grad_kv(GraphBuilder& g, const DescPtr& a, const DescPtr& b, const DescPtr& out, const AttnDims& d,
-             int64_t dim) {
+void grad_kv(GraphBuilder& g, const DescPtr& a, const DescPtr& b, const DescPtr& out, const AttnDims& d, int64_t dim) {
   if (d.hq == d.hk) {
     g.matmul(a, b, out);
     return;
   }
-  auto full = g.virt(CUDNN_DATA_BFLOAT16, {d.b, d.hq, d.s, dim});
+  auto full = g.virt(CUDNN_DATA_BFLOAT16, {d.b, d.hq, d.kv_len(), dim});
   g.matmul(a, b, full);
   g.reduction(CUDNN_REDUCE_TENSOR_ADD, full, out);
 }
@@ -403,9 +458,10 @@ void grad_kv(GraphBuilder& g, const DescPtr& a, const DescPtr& b, const DescPtr&
 AttnPlan build_bwd(cudnnHandle_t h, const AttnDims& d, const MaskVariant& mv) {
   auto gp = std::make_shared<GraphBuilder>(mv);
   GraphBuilder& g = *gp;
-  const Dims4 qd{d.b, d.hq, d.s, d.dqk}, ktd{d.b, d.hk, d.dqk, d.s}, vtd{d.b, d.hk, d.dv, d.s};
-  const Dims4 od{d.b, d.hq, d.s, d.dv}, sd{d.b, d.hq, d.s, d.s}, rd{d.b, d.hq, d.s, 1}, one{1, 1, 1, 1};
-  const Dims4 st_stride{d.hq * d.s * d.s, d.s * d.s, 1, d.s};
+  const int64_t skv = d.kv_len();
+  const Dims4 qd{d.b, d.hq, d.s, d.dqk}, ktd{d.b, d.hk, d.dqk, skv}, vtd{d.b, d.hk, d.dv, skv};
+  const Dims4 od{d.b, d.hq, d.s, d.dv}, sd{d.b, d.hq, d.s, skv}, rd{d.b, d.hq, d.s, 1}, one{1, 1, 1, 1};
+  const Dims4 st_dims{d.b, d.hq, skv, d.s}, st_stride{d.hq * d.s * skv, d.s * skv, 1, skv};
   auto q = g.tensor(kQ, CUDNN_DATA_BFLOAT16, qd, d.q_stride, false);
   auto kt = g.tensor(kK, CUDNN_DATA_BFLOAT16, ktd, transposed(d.k_stride), false);
   auto vt = g.tensor(kV, CUDNN_DATA_BFLOAT16, vtd, transposed(d.v_stride), false);
@@ -413,8 +469,8 @@ AttnPlan build_bwd(cudnnHandle_t h, const AttnDims& d, const MaskVariant& mv) {
   auto dout = g.tensor(kDO, CUDNN_DATA_BFLOAT16, od, d.o_stride, false);
   auto stats = g.tensor(kStats, CUDNN_DATA_FLOAT, rd, packed(rd), false);
   auto dq = g.tensor(kDQ, CUDNN_DATA_BFLOAT16, qd, d.q_stride, false);
-  auto dk = g.tensor(kDK, CUDNN_DATA_BFLOAT16, {d.b, d.hk, d.s, d.dqk}, d.k_stride, false);
-  auto dv = g.tensor(kDV, CUDNN_DATA_BFLOAT16, {d.b, d.hk, d.s, d.dv}, d.v_stride, false);
+  auto dk = g.tensor(kDK, CUDNN_DATA_BFLOAT16, {d.b, d.hk, skv, d.dqk}, d.k_stride, false);
+  auto dv = g.tensor(kDV, CUDNN_DATA_BFLOAT16, {d.b, d.hk, skv, d.dv}, d.v_stride, false);
   auto scale = g.tensor(kScale, CUDNN_DATA_FLOAT, one, one, false, true);
   auto neg_inf = g.tensor(kNegInf, CUDNN_DATA_FLOAT, one, one, false, true);
   auto one_t = g.tensor(kOne, CUDNN_DATA_FLOAT, one, one, false, true);
@@ -429,11 +485,12 @@ AttnPlan build_bwd(cudnnHandle_t h, const AttnDims& d, const MaskVariant& mv) {
   g.matmul(q, kt, s);
   auto s2 = g.pw(CUDNN_POINTWISE_MUL, s, scale, CUDNN_DATA_FLOAT, sd, packed(sd));
   auto s3 = g.pw(CUDNN_POINTWISE_SUB, s2, stats, CUDNN_DATA_FLOAT, sd, packed(sd));
-  auto s4 = g.causal(s3, neg_inf, sd);
+  const auto [skv_t, sq_t] = g.offset_scalars(d, kSkv, kSq);
+  auto s4 = g.causal(s3, neg_inf, sd, skv_t, sq_t);
   auto p = g.virt(CUDNN_DATA_FLOAT, sd);
   g.pointwise(CUDNN_POINTWISE_EXP, s4, nullptr, p);
   // dV = P^T dO
-  auto pt = g.virt(CUDNN_DATA_BFLOAT16, {d.b, d.hq, d.s, d.s}, st_stride);
+  auto pt = g.virt(CUDNN_DATA_BFLOAT16, st_dims, st_stride);
   g.reshape(p, pt);
   grad_kv(g, pt, dout, dv, d, d.dv);
   // dS = scale * P * (dO V^T - softmax_sum)
@@ -443,11 +500,11 @@ AttnPlan build_bwd(cudnnHandle_t h, const AttnDims& d, const MaskVariant& mv) {
   auto ds = g.pw(CUDNN_POINTWISE_MUL, dp2, p, CUDNN_DATA_FLOAT, sd, packed(sd));
   auto ds2 = g.pw(CUDNN_POINTWISE_MUL, ds, scale, CUDNN_DATA_FLOAT, sd, packed(sd));
   // dK = dS^T Q
-  auto dst = g.virt(CUDNN_DATA_BFLOAT16, {d.b, d.hq, d.s, d.s}, st_stride);
+  auto dst = g.virt(CUDNN_DATA_BFLOAT16, st_dims, st_stride);
   g.reshape(ds2, dst);
   grad_kv(g, dst, q, dk, d, d.dqk);
   // dQ = dS K
-  auto kk = g.virt(CUDNN_DATA_BFLOAT16, {d.b, d.hk, d.s, d.dqk}, d.k_stride);
+  auto kk = g.virt(CUDNN_DATA_BFLOAT16, {d.b, d.hk, skv, d.dqk}, d.k_stride);
   g.reshape(kt, kk);
   AttnPlan ap;
   if (d.deterministic) {
@@ -464,19 +521,20 @@ AttnPlan build_bwd(cudnnHandle_t h, const AttnDims& d, const MaskVariant& mv) {
   return ap;
 }
 
-using PlanKey = std::tuple<bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, Dims4, Dims4, Dims4, Dims4,
-                           bool>;
+using PlanKey =
+    std::tuple<bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, Dims4, Dims4, Dims4, Dims4, bool>;
 
 AttnPlan& get_plan(Ctx& c, const AttnDims& d, bool backward) {
   static std::map<PlanKey, AttnPlan> cache;
-  PlanKey key{backward, d.b, d.hq, d.hk, d.s, d.dqk, d.dv, d.q_stride, d.k_stride, d.v_stride, d.o_stride,
-              d.deterministic};
+  PlanKey key{backward, d.b,        d.hq,       d.hk,       d.s,        d.kv_len(),     d.dqk,
+              d.dv,     d.q_stride, d.k_stride, d.v_stride, d.o_stride, d.deterministic};
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   std::string errors;
   for (const auto& mv : kVariants) {
     try {
       AttnPlan ap = backward ? build_bwd(c.dnn(), d, mv) : build_fwd(c.dnn(), d, mv);
+      ap.int_index = mv.index_type == CUDNN_DATA_INT32;
       g_variant_used = mv.name;
       return cache.emplace(key, std::move(ap)).first->second;
     } catch (const std::exception& e) {
@@ -580,7 +638,8 @@ constexpr float kNegInfValue = -1073741824.f;  // large negative, as the cuDNN f
 
 std::string shape_tag(const char* dir, const AttnDims& d) {
   return std::string(dir) + " b" + std::to_string(d.b) + " hq" + std::to_string(d.hq) + " hk" + std::to_string(d.hk) +
-         " s" + std::to_string(d.s) + " dqk" + std::to_string(d.dqk) + " dv" + std::to_string(d.dv);
+         " s" + std::to_string(d.s) + (d.kv_len() != d.s ? " skv" + std::to_string(d.kv_len()) : "") + " dqk" +
+         std::to_string(d.dqk) + " dv" + std::to_string(d.dv);
 }
 
 }  // namespace
@@ -596,8 +655,9 @@ std::string attn_variant_used() { return g_variant_used; }
 std::string attn_engines_used() { return g_engines_used; }
 
 double attn_fwd_flops(const AttnDims& d) {
-  const double dh = 0.5 * double(d.dqk + d.dv);
-  return 4.0 * double(d.b) * double(d.s) * double(d.s) * dh * double(d.hq) / 2.0;
+  const double dh = 0.5 * double(d.dqk + d.dv), s = double(d.s);
+  const double pairs = s * double(d.kv_len() - d.s) + s * s / 2.0;  // visible (query, key) pairs
+  return 4.0 * double(d.b) * pairs * dh * double(d.hq);
 }
 double attn_bwd_flops(const AttnDims& d) { return 2.5 * attn_fwd_flops(d); }
 
@@ -608,15 +668,19 @@ int64_t attn_bwd_workspace_bytes(Ctx& c, const AttnDims& d) {
   return align256(ap.plan_ws) + ap.extra_ws;
 }
 
-void attn_fwd(Ctx& c, const std::string& name, const AttnDims& d, const void* q, const void* k, const void* v,
-              void* o, float* stats, void* workspace) {
+void attn_fwd(Ctx& c, const std::string& name, const AttnDims& d, const void* q, const void* k, const void* v, void* o,
+              float* stats, void* workspace) {
   AttnPlan& ap = get_plan(c, d, false);
   float scale = d.scale(), neg_inf = kNegInfValue;
-  const double bytes = 2.0 * d.b * d.s * (d.hq * d.dqk + d.hk * (d.dqk + d.dv) + d.hq * d.dv) + 4.0 * d.b * d.hq * d.s;
-  OpScope op(c, {name, "attention_fwd", d.s, d.s, d.dqk, attn_fwd_flops(d), bytes});
-  execute(c, ap, {kQ, kK, kV, kO, kStats, kScale, kNegInf},
-          {const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), o, stats, &scale, &neg_inf}, workspace,
-          [] {}, shape_tag("fwd", d));
+  const double bytes =
+      2.0 * d.b * (d.s * (d.hq * d.dqk + d.hq * d.dv) + d.kv_len() * d.hk * (d.dqk + d.dv)) + 4.0 * d.b * d.hq * d.s;
+  OpScope op(c, {name, "attention_fwd", d.s, d.kv_len(), d.dqk, attn_fwd_flops(d), bytes});
+  std::vector<int64_t> uids{kQ, kK, kV, kO, kStats, kScale, kNegInf};
+  std::vector<void*> ptrs{const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), o, stats, &scale, &neg_inf};
+  OffsetValues off(d, ap);
+  off.add_to(uids, ptrs);
+  execute(
+      c, ap, uids, ptrs, workspace, [] {}, shape_tag("fwd", d));
 }
 
 void attn_bwd(Ctx& c, const std::string& name, const AttnDims& d, const void* q, const void* k, const void* v,
@@ -628,12 +692,24 @@ void attn_bwd(Ctx& c, const std::string& name, const AttnDims& d, const void* q,
   void* softmax_sum = extra;
   void* dq_acc = extra + align256(d.b * d.hq * d.s * 4);
   std::vector<int64_t> uids{kQ, kK, kV, kO, kDO, kStats, kDQ, kDK, kDV, kScale, kNegInf, kOne, kSoftmaxSum};
-  std::vector<void*> ptrs{const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), const_cast<void*>(o),
-                          const_cast<void*>(dout), const_cast<float*>(stats), dq, dk, dv, &scale, &neg_inf, &one,
+  std::vector<void*> ptrs{const_cast<void*>(q),
+                          const_cast<void*>(k),
+                          const_cast<void*>(v),
+                          const_cast<void*>(o),
+                          const_cast<void*>(dout),
+                          const_cast<float*>(stats),
+                          dq,
+                          dk,
+                          dv,
+                          &scale,
+                          &neg_inf,
+                          &one,
                           softmax_sum};
+  OffsetValues off(d, ap);
+  off.add_to(uids, ptrs);
   const double bytes =
-      2.0 * d.b * d.s * 2 * (d.hq * d.dqk + d.hk * (d.dqk + d.dv) + d.hq * d.dv) + 4.0 * d.b * d.hq * d.s;
-  OpScope op(c, {name, "attention_bwd", d.s, d.s, d.dqk, attn_bwd_flops(d), bytes});
+      4.0 * d.b * (d.s * (d.hq * d.dqk + d.hq * d.dv) + d.kv_len() * d.hk * (d.dqk + d.dv)) + 4.0 * d.b * d.hq * d.s;
+  OpScope op(c, {name, "attention_bwd", d.s, d.kv_len(), d.dqk, attn_bwd_flops(d), bytes});
   // cuDNN before 9.6 needs the fp32 dQ accumulator zeroed by the caller; while tuning it is
   // zeroed ahead of every candidate whatever the version (untimed).
   const bool zero_acc = !d.deterministic && cudnnGetVersion() < 90600;
@@ -644,11 +720,12 @@ void attn_bwd(Ctx& c, const std::string& name, const AttnDims& d, const void* q,
   }
   const size_t acc_bytes = size_t(d.b * d.hq * d.s * d.dqk * 4);
   cudaStream_t st = c.stream();
-  execute(c, ap, uids, ptrs, ws,
-          [&] {
-            if (zero_acc || (tuning && !d.deterministic)) CUDA_CHECK(cudaMemsetAsync(dq_acc, 0, acc_bytes, st));
-          },
-          shape_tag(d.deterministic ? "bwd-det" : "bwd", d));
+  execute(
+      c, ap, uids, ptrs, ws,
+      [&] {
+        if (zero_acc || (tuning && !d.deterministic)) CUDA_CHECK(cudaMemsetAsync(dq_acc, 0, acc_bytes, st));
+      },
+      shape_tag(d.deterministic ? "bwd-det" : "bwd", d));
 }
 
 }  // namespace remat::cuda

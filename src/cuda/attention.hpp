@@ -13,6 +13,11 @@ namespace remat::cuda {
 
 struct AttnDims {
   int64_t b = 1, hq = 1, hk = 1, s = 0, dqk = 0, dv = 0;
+  // Keys and values: skv > s puts the s queries at the end of the skv keys (the causal mask is
+  // aligned bottom-right: query i sees keys 0 .. skv - s + i), as a StreamBP chunk sees the
+  // sequence before it. 0 means skv = s.
+  int64_t skv = 0;
+  int64_t kv_len() const { return skv > 0 ? skv : s; }
   // Element strides in (batch, head, seq, dim) order for each tensor; gradients share their input's layout.
   std::array<int64_t, 4> q_stride{}, k_stride{}, v_stride{}, o_stride{};
   bool deterministic = false;  // backward without the fp32 dQ accumulator (no atomics)
@@ -34,12 +39,13 @@ std::string attn_variant_used();
 std::string attn_engines_used();
 
 // FLOPs as the FlashAttention papers count them: 4 s^2 d heads forward, halved when causal
-// (d = mean of qk and v head dims); backward 2.5x forward.
+// (d = mean of qk and v head dims); backward 2.5x forward. With skv > s: 4 d heads times the
+// visible (query, key) pairs, s (skv - s) + s^2 / 2.
 double attn_fwd_flops(const AttnDims& d);
 double attn_bwd_flops(const AttnDims& d);
 
-void attn_fwd(Ctx& c, const std::string& name, const AttnDims& d, const void* q, const void* k, const void* v,
-              void* o, float* stats, void* workspace);
+void attn_fwd(Ctx& c, const std::string& name, const AttnDims& d, const void* q, const void* k, const void* v, void* o,
+              float* stats, void* workspace);
 void attn_bwd(Ctx& c, const std::string& name, const AttnDims& d, const void* q, const void* k, const void* v,
               const void* o, const void* dout, const float* stats, void* dq, void* dk, void* dv, void* workspace);
 

@@ -233,6 +233,8 @@ json dims_json(const Dims& d) {
           {"qk_rope_head_dim", d.qk_rope_head_dim},
           {"v_head_dim", d.v_head_dim},
           {"out_features", d.out_features},
+          {"vocab_size", d.vocab_size},
+          {"chunks", d.chunks},
           {"b", d.b},
           {"s", d.s}};
 }

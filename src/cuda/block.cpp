@@ -34,6 +34,8 @@ std::unique_ptr<Block> make_block(const std::string& name, const Dims& d) {
   if (name == "moe") return make_moe(d);
   if (name == "gqa") return make_gqa(d);
   if (name == "mla") return make_mla(d);
+  if (name == "lm_head") return make_lm_head(d);
+  if (name == "streambp_layer") return make_streambp_layer(d);
   throw std::runtime_error("unknown block: " + name);
 }
 

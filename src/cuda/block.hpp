@@ -20,6 +20,8 @@ struct Dims {
   int64_t moe_intermediate_size = 0, n_routed_experts = 0, num_experts_per_tok = 0, n_shared_experts = 0;
   int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
   int64_t out_features = 0;
+  int64_t vocab_size = 0;  // lm_head
+  int64_t chunks = 1;      // streambp: sequence chunks of the layer backward (D) or the LM head (C)
   int64_t b = 1, s = 0;
   std::string routing = "balanced";  // moe: balanced | router
   bool deterministic_attention = false;
@@ -45,7 +47,7 @@ class Block {
   std::vector<Param>& params() { return params_; }
   int64_t input_elems() const { return d_.tokens() * d_.hidden_size; }
   virtual int64_t output_elems() const { return d_.tokens() * d_.hidden_size; }
-  void release_params(Ctx& c);
+  virtual void release_params(Ctx& c);
 
  protected:
   explicit Block(Dims d) : d_(std::move(d)) {}

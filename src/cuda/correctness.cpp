@@ -59,8 +59,12 @@ json metrics_row(const std::string& name, const ref::Vec& test, const ref::Vec& 
   const ref::Metrics m = ref::metrics(test, want);
   const bool ok = m.max_abs <= kMaxTol * m.ref_max_abs && m.mean_abs <= kMeanTol * m.ref_mean_abs;
   pass = pass && ok;
-  return {{"tensor", name},          {"max_abs", m.max_abs},         {"mean_abs", m.mean_abs},
-          {"mean_rel", m.mean_rel},  {"ref_max_abs", m.ref_max_abs}, {"ref_mean_abs", m.ref_mean_abs},
+  return {{"tensor", name},
+          {"max_abs", m.max_abs},
+          {"mean_abs", m.mean_abs},
+          {"mean_rel", m.mean_rel},
+          {"ref_max_abs", m.ref_max_abs},
+          {"ref_mean_abs", m.ref_mean_abs},
           {"pass", ok}};
 }
 
@@ -75,14 +79,54 @@ json reference_check(Ctx& c, const std::string& b, const Dims& d, const RunOpts&
   bool pass = true;
   json rows = json::array();
   rows.push_back(metrics_row("dx", to_host(c, dx.ptr, blk->input_elems()), want.dx, pass));
-  for (auto& p : blk->params()) rows.push_back(metrics_row(p.name, to_host(c, p.g.ptr, p.elems), want.dw.at(p.name), pass));
+  for (auto& p : blk->params())
+    rows.push_back(metrics_row(p.name, to_host(c, p.g.ptr, p.elems), want.dw.at(p.name), pass));
   c.drop(dx);
   blk->release_params(c);
-  return {{"pass", pass}, {"tolerance", {{"max_abs_over_ref_max", kMaxTol}, {"mean_abs_over_ref_mean", kMeanTol}}},
+  return {{"pass", pass},
+          {"tolerance", {{"max_abs_over_ref_max", kMaxTol}, {"mean_abs_over_ref_mean", kMeanTol}}},
           {"tensors", rows}};
 }
 
+// Gradients (dx and every weight gradient, on the host) of one forward + backward.
+std::vector<std::pair<std::string, ref::Vec>> host_grads(Ctx& c, const std::string& b, const Dims& d, uint64_t seed) {
+  auto blk = make_block(b, d);
+  blk->init(c, seed);
+  Buf dx = run_once(c, *blk, Strategy::streambp, seed);
+  std::vector<std::pair<std::string, ref::Vec>> out{{"dx", to_host(c, dx.ptr, blk->input_elems())}};
+  for (auto& p : blk->params()) out.push_back({p.name, to_host(c, p.g.ptr, p.elems)});
+  c.drop(dx);
+  blk->release_params(c);
+  return out;
+}
+
 }  // namespace
+
+json streambp_check(Ctx& c, const RunOpts& o, int64_t chunks) {
+  json out = json::array();
+  for (const std::string b : {"lm_head", "streambp_layer"}) {
+    Dims d = small_dims(b);
+    json row = {{"block", b}, {"dims", dims_json(d)}, {"chunks", chunks}, {"reference", "chunks = 1"}};
+    try {
+      const auto want = host_grads(c, b, d, o.seed);
+      d.chunks = chunks;
+      const auto got = host_grads(c, b, d, o.seed);
+      bool pass = true;
+      json rows = json::array();
+      for (size_t i = 0; i < want.size(); ++i)
+        rows.push_back(metrics_row(want[i].first, got[i].second, want[i].second, pass));
+      row["pass"] = pass;
+      row["tolerance"] = {{"max_abs_over_ref_max", kMaxTol}, {"mean_abs_over_ref_mean", kMeanTol}};
+      row["tensors"] = rows;
+    } catch (const std::exception& e) {
+      row["error"] = e.what();
+      row["pass"] = false;
+    }
+    std::fprintf(stderr, "check streambp %s: %s\n", b.c_str(), row.dump().substr(0, 300).c_str());
+    out.push_back(row);
+  }
+  return out;
+}
 
 json run_correctness(Ctx& c, const RunOpts& o) {
   json out = json::array();

@@ -12,5 +12,7 @@ namespace remat::cuda {
 constexpr double kMaxTol = 0.1, kMeanTol = 0.03;
 
 nlohmann::json run_correctness(Ctx& c, const RunOpts& o);
+// StreamBP blocks at small dims: gradients with `chunks` chunks against the unchunked run.
+nlohmann::json streambp_check(Ctx& c, const RunOpts& o, int64_t chunks);
 
 }  // namespace remat::cuda

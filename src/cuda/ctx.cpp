@@ -1,6 +1,8 @@
 #include "ctx.hpp"
 
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 #include "check.hpp"
 
@@ -12,10 +14,16 @@ constexpr int64_t kLtWorkspaceBytes = 64ll << 20;
 
 const char* strategy_name(Strategy s) {
   switch (s) {
-    case Strategy::none: return "none";
-    case Strategy::standard: return "standard";
-    case Strategy::eagle: return "eagle";
-    case Strategy::offload: return "offload";
+    case Strategy::none:
+      return "none";
+    case Strategy::standard:
+      return "standard";
+    case Strategy::eagle:
+      return "eagle";
+    case Strategy::offload:
+      return "offload";
+    case Strategy::streambp:
+      return "streambp";
   }
   return "?";
 }
@@ -25,14 +33,18 @@ Strategy parse_strategy(const std::string& s) {
   if (s == "standard") return Strategy::standard;
   if (s == "eagle") return Strategy::eagle;
   if (s == "offload") return Strategy::offload;
+  if (s == "streambp") return Strategy::streambp;
   throw std::runtime_error("unknown strategy: " + s);
 }
 
 const char* phase_name(Phase p) {
   switch (p) {
-    case Phase::forward: return "forward";
-    case Phase::backward: return "backward";
-    case Phase::recompute: return "recompute";
+    case Phase::forward:
+      return "forward";
+    case Phase::backward:
+      return "backward";
+    case Phase::recompute:
+      return "recompute";
   }
   return "?";
 }
@@ -70,6 +82,10 @@ cudaEvent_t Ctx::event() {
 
 void Ctx::op_begin(const OpInfo& info) {
   if (!profiling_) return;
+  if (op_gap_ms_ > 0) {
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    std::this_thread::sleep_for(std::chrono::milliseconds(op_gap_ms_));
+  }
   OpRecord r;
   r.info = info;
   r.phase = phase_;
@@ -153,8 +169,7 @@ void Ctx::prefetch() {
   for (auto& o : offloaded_) {
     *o.buf = arena_->alloc(o.name, o.bytes, MemClass::activation);
     CUDA_CHECK(cudaEventRecord(o.h2d_start, copy_stream_));
-    CUDA_CHECK(cudaMemcpyAsync(o.buf->ptr, o.host, static_cast<size_t>(o.bytes), cudaMemcpyHostToDevice,
-                               copy_stream_));
+    CUDA_CHECK(cudaMemcpyAsync(o.buf->ptr, o.host, static_cast<size_t>(o.bytes), cudaMemcpyHostToDevice, copy_stream_));
     CUDA_CHECK(cudaEventRecord(o.h2d_stop, copy_stream_));
   }
   cudaEvent_t done = event();

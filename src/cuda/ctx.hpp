@@ -15,7 +15,7 @@
 
 namespace remat::cuda {
 
-enum class Strategy { none, standard, eagle, offload };
+enum class Strategy { none, standard, eagle, offload, streambp };
 const char* strategy_name(Strategy s);
 Strategy parse_strategy(const std::string& s);
 
@@ -59,8 +59,11 @@ class Ctx {
     for (Buf* b : bufs) arena_->release(*b);
   }
 
-  // Per-op log (on only in profiled passes).
+  // Per-op log (on only in profiled passes). With an op gap, each logged op starts on an idle GPU:
+  // the stream is drained and the host sleeps `ms` first, so the op is timed clear of the power
+  // limiter that back-to-back kernels run into (isolated kernel times, as nvbench's throttle guard).
   void set_profiling(bool on) { profiling_ = on; }
+  void set_op_gap_ms(int ms) { op_gap_ms_ = ms; }
   bool profiling() const { return profiling_; }
   void op_begin(const OpInfo& info);
   void op_end();
@@ -97,6 +100,7 @@ class Ctx {
   std::unique_ptr<Arena> arena_;
   Buf lt_ws_;
   bool profiling_ = false;
+  int op_gap_ms_ = 0;
   std::vector<OpRecord> ops_;
   std::vector<cudaEvent_t> event_pool_;
   size_t event_next_ = 0;

@@ -15,9 +15,9 @@ namespace remat::cuda::k {
 namespace {
 
 using bf16 = __nv_bfloat16;
-constexpr int kVec = 8;          // bf16 per 16-byte vector
+constexpr int kVec = 8;  // bf16 per 16-byte vector
 constexpr int kNormThreads = 256;
-constexpr int kNormMaxVec = 4;   // h <= 256 * 8 * 4 = 8192
+constexpr int kNormMaxVec = 4;  // h <= 256 * 8 * 4 = 8192
 constexpr int kBwdRowsPerBlock = 16;
 
 __device__ inline void load8(const bf16* p, float (&v)[kVec]) {
@@ -65,8 +65,7 @@ __device__ inline float2 block_sum2(float a, float b) {
   return make_float2(ra, rb);
 }
 
-__global__ void rmsnorm_fwd_kernel(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_t ldy, int h,
-                                   float eps) {
+__global__ void rmsnorm_fwd_kernel(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_t ldy, int h, float eps) {
   const int64_t row = blockIdx.x;
   const int nv = h / kVec;
   float v[kNormMaxVec][kVec];
@@ -130,8 +129,8 @@ __device__ inline void rmsnorm_row(const bf16* x, int64_t ldx, const bf16* g, bf
 }
 
 template <int VPL>
-__global__ void rmsnorm_fwd_warp_kernel(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_t ldy,
-                                        int64_t rows, int h, float eps) {
+__global__ void rmsnorm_fwd_warp_kernel(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_t ldy, int64_t rows,
+                                        int h, float eps) {
   const int lane = threadIdx.x & 31;
   const int64_t stride = int64_t(gridDim.x) * (blockDim.x / 32);
   for (int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32; row < rows; row += stride)
@@ -148,8 +147,8 @@ void launch_rmsnorm_warp(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int
     int dev = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, rmsnorm_fwd_warp_kernel<VPL>,
-                                                             kWarps * 32, 0));
+    CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, rmsnorm_fwd_warp_kernel<VPL>, kWarps * 32, 0));
   }
   const int64_t need = (rows + kWarps - 1) / kWarps, full = int64_t(sms) * std::max(blocks_per_sm, 1);
   const unsigned grid = static_cast<unsigned>(std::min(need, full));
@@ -162,9 +161,9 @@ void launch_rmsnorm_warp(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int
 // weight is staged once per block in shared memory; x is read with no L1 allocation and y
 // written evict-first (both streamed once).
 template <int VPL>
-__global__ void __launch_bounds__(128) rmsnorm_fwd_pipe_kernel(const bf16* x, int64_t ldx, const bf16* g, bf16* y,
-                                                               int64_t ldy, int64_t rows, int h, float eps,
-                                                               int64_t rows_per_warp) {
+__global__ void __launch_bounds__(128)
+    rmsnorm_fwd_pipe_kernel(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_t ldy, int64_t rows, int h,
+                            float eps, int64_t rows_per_warp) {
   __shared__ uint4 gs[VPL * 32];
   for (int i = threadIdx.x; i < VPL * 32; i += blockDim.x) gs[i] = reinterpret_cast<const uint4*>(g)[i];
   __syncthreads();
@@ -175,7 +174,8 @@ __global__ void __launch_bounds__(128) rmsnorm_fwd_pipe_kernel(const bf16* x, in
   if (first >= last) return;
   uint4 cur[VPL], nxt[VPL];
 #pragma unroll
-  for (int j = 0; j < VPL; ++j) cur[j] = __ldcs(reinterpret_cast<const uint4*>(x + first * ldx + (j * 32 + lane) * kVec));
+  for (int j = 0; j < VPL; ++j)
+    cur[j] = __ldcs(reinterpret_cast<const uint4*>(x + first * ldx + (j * 32 + lane) * kVec));
   for (int64_t row = first; row < last; ++row) {
     if (row + 1 < last) {
 #pragma unroll
@@ -221,8 +221,8 @@ void launch_rmsnorm_pipe(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int
     int dev = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, rmsnorm_fwd_pipe_kernel<VPL>,
-                                                             kWarps * 32, 0));
+    CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, rmsnorm_fwd_pipe_kernel<VPL>, kWarps * 32, 0));
   }
   const int64_t warps = int64_t(sms) * std::max(blocks_per_sm, 1) * kWarps;
   const int64_t per_warp = (rows + warps - 1) / warps;
@@ -237,9 +237,9 @@ void launch_rmsnorm_pipe(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int
 // of HBM bandwidth in the blocks (the pipelined kernel 0.69-0.71; a device-to-device copy of the
 // same bytes 0.82 in a standalone test). reports/gpu/rmsnorm-ab-h200.txt.
 template <int VPL>
-__global__ void __launch_bounds__(128) rmsnorm_fwd_flat_kernel(const bf16* x, int64_t ldx, const bf16* g, bf16* y,
-                                                               int64_t ldy, int64_t rows, int h, float eps,
-                                                               bool reverse, bool stream_y) {
+__global__ void __launch_bounds__(128)
+    rmsnorm_fwd_flat_kernel(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_t ldy, int64_t rows, int h,
+                            float eps, bool reverse, bool stream_y) {
   const int lane = threadIdx.x & 31;
   int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (row >= rows) return;
@@ -322,11 +322,16 @@ void launch_rmsnorm_row_kernel(const bf16* x, int64_t ldx, const bf16* g, bf16* 
   NormFwd k = norm_fwd_choice();
   if (k == NormFwd::autosel) k = rows * int64_t(h) * 2 > l2_bytes() ? NormFwd::flatrev_cs : NormFwd::pipe;
   switch (k) {
-    case NormFwd::warp: return launch_rmsnorm_warp<VPL>(x, ldx, g, y, ldy, rows, h, eps, s);
-    case NormFwd::flat: return launch_rmsnorm_flat<VPL>(x, ldx, g, y, ldy, rows, h, eps, false, false, s);
-    case NormFwd::flatrev: return launch_rmsnorm_flat<VPL>(x, ldx, g, y, ldy, rows, h, eps, true, false, s);
-    case NormFwd::flatrev_cs: return launch_rmsnorm_flat<VPL>(x, ldx, g, y, ldy, rows, h, eps, true, true, s);
-    default: return launch_rmsnorm_pipe<VPL>(x, ldx, g, y, ldy, rows, h, eps, s);
+    case NormFwd::warp:
+      return launch_rmsnorm_warp<VPL>(x, ldx, g, y, ldy, rows, h, eps, s);
+    case NormFwd::flat:
+      return launch_rmsnorm_flat<VPL>(x, ldx, g, y, ldy, rows, h, eps, false, false, s);
+    case NormFwd::flatrev:
+      return launch_rmsnorm_flat<VPL>(x, ldx, g, y, ldy, rows, h, eps, true, false, s);
+    case NormFwd::flatrev_cs:
+      return launch_rmsnorm_flat<VPL>(x, ldx, g, y, ldy, rows, h, eps, true, true, s);
+    default:
+      return launch_rmsnorm_pipe<VPL>(x, ldx, g, y, ldy, rows, h, eps, s);
   }
 }
 
@@ -335,15 +340,32 @@ bool rmsnorm_fwd_warp(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_
                       float eps, cudaStream_t s) {
   if (h % 256 != 0) return false;
   switch (h / 256) {
-    case 1: launch_rmsnorm_row_kernel<1>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
-    case 2: launch_rmsnorm_row_kernel<2>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
-    case 4: launch_rmsnorm_row_kernel<4>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
-    case 6: launch_rmsnorm_row_kernel<6>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
-    case 8: launch_rmsnorm_row_kernel<8>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
-    case 16: launch_rmsnorm_row_kernel<16>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
-    case 20: launch_rmsnorm_row_kernel<20>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
-    case 32: launch_rmsnorm_row_kernel<32>(x, ldx, g, y, ldy, rows, int(h), eps, s); return true;
-    default: return false;
+    case 1:
+      launch_rmsnorm_row_kernel<1>(x, ldx, g, y, ldy, rows, int(h), eps, s);
+      return true;
+    case 2:
+      launch_rmsnorm_row_kernel<2>(x, ldx, g, y, ldy, rows, int(h), eps, s);
+      return true;
+    case 4:
+      launch_rmsnorm_row_kernel<4>(x, ldx, g, y, ldy, rows, int(h), eps, s);
+      return true;
+    case 6:
+      launch_rmsnorm_row_kernel<6>(x, ldx, g, y, ldy, rows, int(h), eps, s);
+      return true;
+    case 8:
+      launch_rmsnorm_row_kernel<8>(x, ldx, g, y, ldy, rows, int(h), eps, s);
+      return true;
+    case 16:
+      launch_rmsnorm_row_kernel<16>(x, ldx, g, y, ldy, rows, int(h), eps, s);
+      return true;
+    case 20:
+      launch_rmsnorm_row_kernel<20>(x, ldx, g, y, ldy, rows, int(h), eps, s);
+      return true;
+    case 32:
+      launch_rmsnorm_row_kernel<32>(x, ldx, g, y, ldy, rows, int(h), eps, s);
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -400,10 +422,10 @@ __global__ void rmsnorm_bwd_kernel(const bf16* x, int64_t ldx, const bf16* g, co
   }
 }
 
-__global__ void reduce_partials_kernel(const float* partial, int64_t nblk, int h, bf16* out) {
+__global__ void reduce_partials_kernel(const float* partial, int64_t nblk, int h, bf16* out, bool accumulate) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= h) return;
-  float s = 0.f;
+  float s = accumulate ? __bfloat162float(out[c]) : 0.f;
   for (int64_t b = 0; b < nblk; ++b) s += partial[b * h + c];
   out[c] = __float2bfloat16(s);
 }
@@ -451,8 +473,8 @@ __global__ void swiglu_bwd_kernel(const bf16* gu, const bf16* da, bf16* dgu, int
 
 constexpr int kRouterMaxPerLane = 8;  // experts <= 256
 
-__global__ void router_select_kernel(const bf16* logits, float* probs, int* idx, float* p, int64_t tokens,
-                                     int experts, int topk, int mode) {
+__global__ void router_select_kernel(const bf16* logits, float* probs, int* idx, float* p, int64_t tokens, int experts,
+                                     int topk, int mode) {
   const int64_t t = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;
   if (t >= tokens) return;
@@ -561,9 +583,8 @@ __global__ void mla_k_assemble_kernel(const bf16* k_nope, const bf16* k_rope, in
   const int per_head = (dn + dr) / kVec, nope_v = dn / kVec;
   for (int v = threadIdx.x; v < heads * per_head; v += blockDim.x) {
     const int hd = v / per_head, w = v % per_head;
-    const uint4* src = w < nope_v
-                           ? reinterpret_cast<const uint4*>(k_nope + t * heads * dn + hd * dn + w * kVec)
-                           : reinterpret_cast<const uint4*>(k_rope + t * ld_rope + (w - nope_v) * kVec);
+    const uint4* src = w < nope_v ? reinterpret_cast<const uint4*>(k_nope + t * heads * dn + hd * dn + w * kVec)
+                                  : reinterpret_cast<const uint4*>(k_rope + t * ld_rope + (w - nope_v) * kVec);
     reinterpret_cast<uint4*>(k + t * heads * (dn + dr))[v] = *src;
   }
 }
@@ -631,8 +652,8 @@ void check_vec(int64_t h, const char* what) {
 
 void check_launch(const char* what) {
   cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) throw std::runtime_error(std::string("kernel launch failed: ") + what + ": " +
-                                                 cudaGetErrorString(e));
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string("kernel launch failed: ") + what + ": " + cudaGetErrorString(e));
 }
 
 unsigned grid_for(int64_t n, int threads) {
@@ -646,8 +667,8 @@ void rmsnorm_fwd(const void* x, int64_t ldx, const void* g, void* y, int64_t ldy
                  cudaStream_t s) {
   check_vec(h, "rmsnorm_fwd");
   if (h > kNormThreads * kVec * kNormMaxVec) throw std::runtime_error("rmsnorm_fwd: hidden size above 8192");
-  if (rmsnorm_fwd_warp(static_cast<const bf16*>(x), ldx, static_cast<const bf16*>(g), static_cast<bf16*>(y), ldy,
-                       rows, h, eps, s)) {
+  if (rmsnorm_fwd_warp(static_cast<const bf16*>(x), ldx, static_cast<const bf16*>(g), static_cast<bf16*>(y), ldy, rows,
+                       h, eps, s)) {
     check_launch("rmsnorm_fwd_warp_kernel");
     return;
   }
@@ -662,7 +683,7 @@ int64_t rmsnorm_bwd_partial_floats(int64_t rows, int64_t h) {
 }
 
 void rmsnorm_bwd(const void* x, int64_t ldx, const void* g, const void* dy, int64_t lddy, void* dx, int64_t lddx,
-                 void* dg, float* partial_ws, int64_t rows, int64_t h, float eps, cudaStream_t s) {
+                 void* dg, float* partial_ws, int64_t rows, int64_t h, float eps, cudaStream_t s, bool accumulate_dg) {
   check_vec(h, "rmsnorm_bwd");
   if (h > kNormThreads * kVec * kNormMaxVec) throw std::runtime_error("rmsnorm_bwd: hidden size above 8192");
   const int64_t nblk = (rows + kBwdRowsPerBlock - 1) / kBwdRowsPerBlock;
@@ -671,7 +692,8 @@ void rmsnorm_bwd(const void* x, int64_t ldx, const void* g, const void* dy, int6
       static_cast<const bf16*>(x), ldx, static_cast<const bf16*>(g), static_cast<const bf16*>(dy), lddy,
       static_cast<bf16*>(dx), lddx, partial_ws, rows, int(h), eps);
   check_launch("rmsnorm_bwd_kernel");
-  reduce_partials_kernel<<<grid_for(h, 256), 256, 0, s>>>(partial_ws, nblk, int(h), static_cast<bf16*>(dg));
+  reduce_partials_kernel<<<grid_for(h, 256), 256, 0, s>>>(partial_ws, nblk, int(h), static_cast<bf16*>(dg),
+                                                          accumulate_dg);
   check_launch("reduce_partials_kernel");
 }
 
@@ -680,7 +702,7 @@ void swiglu_fwd(const void* gu, void* a, int64_t rows, int64_t inter, const floa
   check_vec(inter, "swiglu_fwd");
   if (rows == 0) return;
   swiglu_fwd_kernel<<<static_cast<unsigned>(rows), 256, 0, s>>>(static_cast<const bf16*>(gu), static_cast<bf16*>(a),
-                                                                 int(inter), scale, scale_idx);
+                                                                int(inter), scale, scale_idx);
   check_launch("swiglu_fwd_kernel");
 }
 
@@ -688,9 +710,9 @@ void swiglu_bwd(const void* gu, const void* da, void* dgu, int64_t rows, int64_t
                 const int* scale_idx, float* dscale, cudaStream_t s) {
   check_vec(inter, "swiglu_bwd");
   if (rows == 0) return;
-  swiglu_bwd_kernel<<<static_cast<unsigned>(rows), 256, 0, s>>>(
-      static_cast<const bf16*>(gu), static_cast<const bf16*>(da), static_cast<bf16*>(dgu), int(inter), scale,
-      scale_idx, dscale);
+  swiglu_bwd_kernel<<<static_cast<unsigned>(rows), 256, 0, s>>>(static_cast<const bf16*>(gu),
+                                                                static_cast<const bf16*>(da), static_cast<bf16*>(dgu),
+                                                                int(inter), scale, scale_idx, dscale);
   check_launch("swiglu_bwd_kernel");
 }
 
@@ -714,7 +736,7 @@ void gather_rows(const void* src, int64_t ld_src, const int* src_row, void* dst,
   check_vec(h, "gather_rows");
   if (rows == 0) return;
   gather_rows_kernel<<<static_cast<unsigned>(rows), 128, 0, s>>>(static_cast<const bf16*>(src), ld_src, src_row,
-                                                                  static_cast<bf16*>(dst), int(h));
+                                                                 static_cast<bf16*>(dst), int(h));
   check_launch("gather_rows_kernel");
 }
 
@@ -726,13 +748,13 @@ void combine_rows(const void* rows, const int* pos, const void* base, void* out,
   check_launch("combine_rows_kernel");
 }
 
-void mla_k_assemble(const void* k_nope, const void* k_rope, int64_t ld_rope, void* k, int64_t tokens, int heads,
-                    int dn, int dr, cudaStream_t s) {
+void mla_k_assemble(const void* k_nope, const void* k_rope, int64_t ld_rope, void* k, int64_t tokens, int heads, int dn,
+                    int dr, cudaStream_t s) {
   check_vec(dn, "mla_k_assemble");
   check_vec(dr, "mla_k_assemble");
-  mla_k_assemble_kernel<<<static_cast<unsigned>(tokens), 256, 0, s>>>(
-      static_cast<const bf16*>(k_nope), static_cast<const bf16*>(k_rope), ld_rope, static_cast<bf16*>(k), heads, dn,
-      dr);
+  mla_k_assemble_kernel<<<static_cast<unsigned>(tokens), 256, 0, s>>>(static_cast<const bf16*>(k_nope),
+                                                                      static_cast<const bf16*>(k_rope), ld_rope,
+                                                                      static_cast<bf16*>(k), heads, dn, dr);
   check_launch("mla_k_assemble_kernel");
 }
 

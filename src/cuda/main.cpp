@@ -11,6 +11,7 @@
 
 #include "attention.hpp"
 #include "bench.hpp"
+#include "blocks.hpp"
 #include "check.hpp"
 #include "correctness.hpp"
 #include "presets.hpp"
@@ -73,9 +74,10 @@ int main(int argc, char** argv) {
   CLI::App app{"remat-bench: measure recompute blocks on the GPU"};
   std::string blocks = "rmsnorm_linear,mlp,moe,gqa,mla", strategies = "none,standard,eagle,offload";
   std::string seqs = "4096", out_path = "measurements.json", routing = "balanced", model_moe = "deepseek-v2";
-  std::string git = "unknown";
+  std::string git = "unknown", chunk_list = "1,4,16";
   RunOpts o;
   bool check = true, only_check = false, det = false;
+  int op_gap_ms = 0;
   app.add_option("--blocks", blocks, "comma list of blocks");
   app.add_option("--strategies", strategies, "comma list of strategies");
   app.add_option("--seqs", seqs, "comma list of sequence lengths");
@@ -86,9 +88,12 @@ int main(int argc, char** argv) {
   app.add_option("--reps", o.reps);
   app.add_option("--profiled-reps", o.profiled_reps);
   app.add_option("--git-commit", git);
+  app.add_option("--chunks", chunk_list, "streambp blocks (lm_head, streambp_layer): comma list of chunk counts");
   app.add_flag("!--no-check", check, "skip the small-dim correctness checks");
   app.add_flag("--only-check", only_check, "run the correctness checks only");
   app.add_flag("--deterministic-attention", det, "cuDNN attention backward without the dQ accumulator");
+  app.add_option("--op-gap-ms", op_gap_ms,
+                 "profiled reps: idle the GPU this long before each op (isolated kernel times; 0: back to back)");
   CLI11_PARSE(app, argc, argv);
   try {
     int ndev = 0;
@@ -99,13 +104,25 @@ int main(int argc, char** argv) {
     size_t free_b = 0, total_b = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     Ctx c(int64_t(free_b) - (4ll << 30));
-    json doc = {{"schema", "remat.gpu_measurements"}, {"schema_version", "1.0"}, {"tool", "remat-bench"},
-                {"git_commit", git},                  {"created_utc", utc_now()}, {"device", device_json()}};
-    doc["settings"] = {{"warmup", o.warmup}, {"reps", o.reps}, {"profiled_reps", o.profiled_reps},
-                       {"routing", routing}, {"deterministic_attention", det}, {"dtype", "bf16, fp32 accumulate"},
-                       {"timer", "CUDA events, median of reps"}};
+    c.set_op_gap_ms(op_gap_ms);
+    json doc = {
+        {"schema", "remat.gpu_measurements"}, {"schema_version", "1.0"}, {"tool", "remat-bench"}, {"git_commit", git},
+        {"created_utc", utc_now()},           {"device", device_json()}};
+    doc["settings"] = {{"warmup", o.warmup},
+                       {"reps", o.reps},
+                       {"profiled_reps", o.profiled_reps},
+                       {"routing", routing},
+                       {"deterministic_attention", det},
+                       {"dtype", "bf16, fp32 accumulate"},
+                       {"timer", "CUDA events, median of reps"},
+                       {"op_gap_ms", op_gap_ms},
+                       {"kernel_timing", op_gap_ms > 0 ? "isolated: each profiled op starts on an idle GPU"
+                                                       : "in line: profiled ops run back to back"}};
     if (check) {
-      doc["correctness"] = run_correctness(c, o);
+      bool recompute_blocks = false, streambp_blocks = false;
+      for (const auto& b : split(blocks)) (is_streambp_block(b) ? streambp_blocks : recompute_blocks) = true;
+      if (recompute_blocks) doc["correctness"] = run_correctness(c, o);
+      if (streambp_blocks) doc["streambp_correctness"] = streambp_check(c, o, 4);
       std::fprintf(stderr, "correctness done\n");
     }
     json cases = json::array();
@@ -118,10 +135,19 @@ int main(int argc, char** argv) {
           std::vector<Strategy> sts;
           for (const auto& st : split(strategies)) sts.push_back(parse_strategy(st));
           auto t0 = std::chrono::steady_clock::now();
-          json rows = run_block(c, b, d, sts, o);
-          for (auto& r : rows) {
-            r["routing"] = b == "moe" ? routing : "n/a";
-            cases.push_back(r);
+          std::vector<int64_t> chunk_counts{1};
+          if (is_streambp_block(b)) {
+            sts = {Strategy::streambp};
+            chunk_counts.clear();
+            for (const auto& n : split(chunk_list)) chunk_counts.push_back(std::stoll(n));
+          }
+          for (int64_t n : chunk_counts) {
+            d.chunks = n;
+            json rows = run_block(c, b, d, sts, o);
+            for (auto& r : rows) {
+              r["routing"] = b == "moe" ? routing : "n/a";
+              cases.push_back(r);
+            }
           }
           const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           std::fprintf(stderr, "%-15s s=%-6s done in %.1f s\n", b.c_str(), s.c_str(), wall);

@@ -62,6 +62,12 @@ Dims preset_dims(const std::string& block, int64_t s, const std::string& moe_mod
     return d;
   }
   if (block == "moe" || block == "mla") return deepseek(s, moe_model);
+  if (block == "streambp_layer") return llama3_8b(s);
+  if (block == "lm_head") {
+    Dims d = llama3_8b(s);
+    d.vocab_size = 128256;
+    return d;
+  }
   throw std::runtime_error("no preset for block " + block);
 }
 
@@ -82,6 +88,13 @@ Dims small_dims(const std::string& block) {
     d.n_routed_experts = 8;
     d.num_experts_per_tok = 2;
     d.n_shared_experts = 1;
+  }
+  if (block == "lm_head") d.vocab_size = 1000;
+  if (block == "streambp_layer") {
+    d.intermediate_size = 512;
+    d.num_attention_heads = 4;
+    d.num_key_value_heads = 2;
+    d.head_dim = 64;
   }
   if (block == "mla") {
     d.num_attention_heads = 2;
@@ -120,11 +133,14 @@ json summarize(const json& doc) {
       if (kind == "swiglu") swiglu_bw = std::max(swiglu_bw, k["gbps"].get<double>());
     }
     json e = {{"block", b}, {"s", s}};
-    if (best_gemm > 0) e["best_gemm"] = {{"name", best_name}, {"tflops", best_gemm}, {"fraction_of_peak", best_gemm / peak_tf}};
+    if (best_gemm > 0)
+      e["best_gemm"] = {{"name", best_name}, {"tflops", best_gemm}, {"fraction_of_peak", best_gemm / peak_tf}};
     if (attn_tf + attn_tb > 0) {
       const double tf = (attn_f + attn_b) / (attn_tf + attn_tb) * 1e-12;
-      e["attention_fwd_bwd"] = {{"tflops", tf}, {"fraction_of_peak", tf / peak_tf},
-                                {"fwd_tflops", attn_f / attn_tf * 1e-12}, {"bwd_tflops", attn_b / attn_tb * 1e-12}};
+      e["attention_fwd_bwd"] = {{"tflops", tf},
+                                {"fraction_of_peak", tf / peak_tf},
+                                {"fwd_tflops", attn_f / attn_tf * 1e-12},
+                                {"bwd_tflops", attn_b / attn_tb * 1e-12}};
     }
     if (norm_bw > 0) e["rmsnorm_gbps"] = {{"gbps", norm_bw}, {"fraction_of_peak", norm_bw / peak_bw}};
     if (swiglu_bw > 0) e["swiglu_gbps"] = {{"gbps", swiglu_bw}, {"fraction_of_peak", swiglu_bw / peak_bw}};
@@ -136,13 +152,18 @@ json summarize(const json& doc) {
   for (auto& [b, bys] : rec)
     for (auto& [s, m] : bys)
       if (m.count("standard") && m.count("eagle") && m.at("eagle") > 0)
-        sp.push_back({{"block", b}, {"s", s}, {"standard_recompute_s", m.at("standard")},
-                      {"eagle_recompute_s", m.at("eagle")}, {"speedup", m.at("standard") / m.at("eagle")},
+        sp.push_back({{"block", b},
+                      {"s", s},
+                      {"standard_recompute_s", m.at("standard")},
+                      {"eagle_recompute_s", m.at("eagle")},
+                      {"speedup", m.at("standard") / m.at("eagle")},
                       {"paper_table2_speedup", paper.count(b) ? paper.at(b) : 0.0}});
   return {{"eagle_vs_standard_recompute", sp},
           {"kernel_efficiency", eff},
-          {"targets", {{"largest_gemm_fraction", 0.70}, {"attention_fwd_bwd_fraction_at_s_ge_4096", 0.45},
-                       {"rmsnorm_swiglu_hbm_fraction", 0.75}}}};
+          {"targets",
+           {{"largest_gemm_fraction", 0.70},
+            {"attention_fwd_bwd_fraction_at_s_ge_4096", 0.45},
+            {"rmsnorm_swiglu_hbm_fraction", 0.75}}}};
 }
 
 }  // namespace remat::cuda

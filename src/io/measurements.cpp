@@ -168,8 +168,8 @@ void read_case(Reader& r, const json& c, size_t index, Measurements& out) {
   const std::string prefix = "cases[" + std::to_string(index) + "].";
   if (!c.is_object()) return r.fail(prefix.substr(0, prefix.size() - 1), &c, "must be an object");
   MeasuredCase m;
-  r.text(c, prefix, "block", m.block, {"rmsnorm_linear", "mlp", "moe", "gqa", "mla"});
-  r.text(c, prefix, "strategy", m.strategy, {"none", "standard", "eagle", "offload"});
+  r.text(c, prefix, "block", m.block, {"rmsnorm_linear", "mlp", "moe", "gqa", "mla", "lm_head", "streambp_layer"});
+  r.text(c, prefix, "strategy", m.strategy, {"none", "standard", "eagle", "offload", "streambp"});
   read_dims(r, c, prefix, m);
   r.seconds(c, prefix, "forward_s", m.forward_s);
   r.seconds(c, prefix, "backward_s", m.backward_s);

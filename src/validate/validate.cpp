@@ -6,6 +6,7 @@
 
 #include "remat/cost/exact_blocks.hpp"
 #include "remat/cost/op_time.hpp"
+#include "remat/cost/streambp.hpp"
 #include "remat/spec/plan.hpp"
 #include "remat/spec/problems.hpp"
 
@@ -21,6 +22,9 @@ std::vector<std::string> required_dims(const std::string& block) {
   if (block == "mla")
     return {"hidden_size",      "num_attention_heads", "q_lora_rank", "kv_lora_rank",
             "qk_nope_head_dim", "qk_rope_head_dim",    "v_head_dim"};
+  if (block == "lm_head") return {"hidden_size", "vocab_size", "chunks"};
+  if (block == "streambp_layer")
+    return {"hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads", "head_dim", "chunks"};
   return {"hidden_size", "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size"};
 }
 
@@ -35,6 +39,7 @@ ModelSpec model_of(const MeasuredCase& m) {
   s.q_lora_rank = m.dim("q_lora_rank"), s.kv_lora_rank = m.dim("kv_lora_rank");
   s.qk_nope_head_dim = m.dim("qk_nope_head_dim"), s.qk_rope_head_dim = m.dim("qk_rope_head_dim");
   s.v_head_dim = m.dim("v_head_dim");
+  s.vocab_size = m.dim("vocab_size");
   return s;
 }
 
@@ -77,6 +82,7 @@ BackendCase backend_case(const MeasuredCase& m, bool deterministic_attention, co
   c.model = model_of(m);
   c.out_features = m.dim("out_features");
   c.b = m.dim("b"), c.s = m.dim("s");
+  c.chunks = std::max<int64_t>(m.dim("chunks"), 1);
   c.deterministic_attention = deterministic_attention;
   std::vector<Problem> problems;
   for (const auto& d : required_dims(m.block))
@@ -84,7 +90,10 @@ BackendCase backend_case(const MeasuredCase& m, bool deterministic_attention, co
       problems.push_back({file, key + ".dims." + d, std::to_string(m.dim(d)), "must be > 0 for " + m.block});
   for (const char* d : {"b", "s"})
     if (m.dim(d) <= 0) problems.push_back({file, key + ".dims." + d, std::to_string(m.dim(d)), "must be > 0"});
-  if (m.block == "gqa" && problems.empty() && m.dim("num_attention_heads") % m.dim("num_key_value_heads") != 0)
+  if (problems.empty() && is_streambp_block(m.block) && (m.dim("b") * m.dim("s")) % m.dim("chunks") != 0)
+    problems.push_back({file, key + ".dims.chunks", std::to_string(m.dim("chunks")), "must divide b * s"});
+  if ((m.block == "gqa" || m.block == "streambp_layer") && problems.empty() &&
+      m.dim("num_attention_heads") % m.dim("num_key_value_heads") != 0)
     problems.push_back({file, key + ".dims.num_key_value_heads", std::to_string(m.dim("num_key_value_heads")),
                         "must divide num_attention_heads"});
   if (!problems.empty()) throw InputError(std::move(problems));
@@ -116,6 +125,26 @@ PhaseTimes predict(const BackendCase& c, const HardwareSpec& hw, const OpKind* o
 
 PhaseTimes predict_times(const BackendCase& c, const HardwareSpec& hw) { return predict(c, hw, nullptr); }
 
+bool is_streambp_block(const std::string& block) { return block == "lm_head" || block == "streambp_layer"; }
+
+BackendMemory predict_streambp_memory(const BackendCase& c) {
+  RankShape r;  // one GPU, b x s, causal flash attention
+  r.b = double(c.b), r.s = double(c.s);
+  BackendMemory out;
+  if (c.block == "lm_head") {
+    TrainingSpec t;  // SFT: bf16 logits, the loss's fp32 copy and fp32 gradient
+    t.lm_head_chunks = c.chunks;
+    const Block head = rmsnorm_linear_block(r, c.model.hidden_size, c.model.vocab_size, "lm_head");
+    out.kept_bytes = saved_bytes(head);
+    out.peak_bytes = head_peak_bytes(head, t, r.tokens() * double(c.model.vocab_size));
+    return out;
+  }
+  const StreamBpBytes b = streambp_chunked_bytes(build_layer(c.model, r, 0), c.chunks);
+  out.kept_bytes = b.kept;
+  out.peak_bytes = b.kept + b.transient;
+  return out;
+}
+
 PhaseTimes predict_times_of_kind(const BackendCase& c, const HardwareSpec& hw, OpKind kind) {
   return predict(c, hw, &kind);
 }
@@ -139,10 +168,16 @@ std::vector<CaseValidation> validate_cases(const Measurements& m, const Hardware
     const MeasuredCase& mc = m.cases[i];
     const BackendCase c = backend_case(mc, m.deterministic_attention, file, "cases[" + std::to_string(i) + "]");
     CaseValidation v;
-    v.block = mc.block, v.strategy = mc.strategy, v.s = c.s;
+    v.block = mc.block, v.strategy = mc.strategy, v.s = c.s, v.chunks = c.chunks;
     v.measured = {mc.forward_s, mc.backward_s, mc.recompute_s};
-    v.predicted = predict_times(c, hw);
     v.measured_kept_bytes = double(mc.kept_bytes), v.measured_peak_bytes = double(mc.peak_bytes);
+    if (is_streambp_block(mc.block)) {
+      v.memory_only = true;
+      v.memory = predict_streambp_memory(c);
+      out.push_back(std::move(v));
+      continue;
+    }
+    v.predicted = predict_times(c, hw);
     v.memory = backend_memory(c);
     if (mc.offload.present) {
       v.measured_d2h_s = mc.offload.d2h_s;
@@ -160,6 +195,10 @@ ErrorSummary summarize(const std::vector<CaseValidation>& cases, const std::set<
   for (const auto& c : cases) {
     if (!lengths.empty() && !lengths.count(c.s)) continue;
     ++e.cases;
+    e.max_kept_error = std::max(e.max_kept_error, std::abs(relative_error(c.memory.kept_bytes, c.measured_kept_bytes)));
+    e.max_peak_error = std::max(e.max_peak_error, std::abs(relative_error(c.memory.peak_bytes, c.measured_peak_bytes)));
+    if (c.memory_only) continue;
+    ++e.timed_cases;
     const double ef = std::abs(relative_error(c.predicted.forward_s, c.measured.forward_s));
     const double eb = std::abs(relative_error(c.predicted.backward_s, c.measured.backward_s));
     fwd += ef, bwd += eb, phases += ef + eb, n_phases += 2;
@@ -169,12 +208,10 @@ ErrorSummary summarize(const std::vector<CaseValidation>& cases, const std::set<
       rc += er, phases += er, ++n_rc, ++n_phases;
     }
     if (c.measured_d2h_s > 0) d2h += std::abs(relative_error(c.predicted_d2h_s, c.measured_d2h_s)), ++n_d2h;
-    e.max_kept_error = std::max(e.max_kept_error, std::abs(relative_error(c.memory.kept_bytes, c.measured_kept_bytes)));
-    e.max_peak_error = std::max(e.max_peak_error, std::abs(relative_error(c.memory.peak_bytes, c.measured_peak_bytes)));
   }
-  if (e.cases == 0) return e;
-  e.mape_forward = fwd / double(e.cases), e.mape_backward = bwd / double(e.cases);
-  e.mape_total = total / double(e.cases);
+  if (e.timed_cases == 0) return e;
+  e.mape_forward = fwd / double(e.timed_cases), e.mape_backward = bwd / double(e.timed_cases);
+  e.mape_total = total / double(e.timed_cases);
   e.mape_recompute = n_rc ? rc / double(n_rc) : 0;
   e.mape_phases = phases / double(n_phases);
   e.mape_offload_d2h = n_d2h ? d2h / double(n_d2h) : 0;

@@ -42,8 +42,15 @@ Json case_json(const CaseValidation& c) {
   }
   predicted["kept_buffers"] = buffers_json(c.memory.kept_buffers);
   predicted["peak_buffers"] = buffers_json(c.memory.peak_buffers);
-  return {{"block", c.block},     {"strategy", c.strategy}, {"s", c.s},
-          {"measured", measured}, {"predicted", predicted}, {"error", error}};
+  Json out = {{"block", c.block},     {"strategy", c.strategy}, {"s", c.s},
+              {"measured", measured}, {"predicted", predicted}, {"error", error}};
+  if (c.memory_only) {  // StreamBP cases: bytes only (times measured, not predicted)
+    out["chunks"] = c.chunks;
+    out["memory_only"] = true;
+    for (const char* k : {"forward_s", "backward_s", "recompute_s", "total_s"}) out["predicted"].erase(k);
+    for (const char* k : {"forward", "backward", "recompute", "total"}) out["error"].erase(k);
+  }
+  return out;
 }
 
 std::vector<CaseValidation> of_block(const std::vector<CaseValidation>& cases, const std::string& block) {
@@ -66,6 +73,7 @@ std::string pct(double e) { return fmt::format("{:+.1f}", 100 * e); }
 
 Json error_summary_json(const ErrorSummary& e) {
   return {{"cases", e.cases},
+          {"timed_cases", e.timed_cases},
           {"mape_forward", e.mape_forward},
           {"mape_backward", e.mape_backward},
           {"mape_recompute", e.mape_recompute},
@@ -99,6 +107,15 @@ std::string validate_table(const std::string& device, const HardwareSpec& hw,
                      "s", "strategy", "fwd ms (meas)", "bwd ms (meas)", "rc ms (meas)", "fwd %", "bwd %", "rc %",
                      "tot %", "kept %", "peak %");
   for (const auto& c : cases) {
+    if (c.memory_only) {
+      // streambp: the strategy column names the chunk count (C for the LM head, D for the layer)
+      const std::string chunks = std::string(c.block == "lm_head" ? "C=" : "D=") + std::to_string(c.chunks);
+      out += fmt::format("{:>14} {:>6} {:>8} | {:>15} {:>15} {:>15} | {:>7} {:>7} {:>6} {:>6} | {:>6} {:>6}\n", c.block,
+                         c.s, chunks, "-", "-", "-", "-", "-", "-", "-",
+                         pct(relative_error(c.memory.kept_bytes, c.measured_kept_bytes)),
+                         pct(relative_error(c.memory.peak_bytes, c.measured_peak_bytes)));
+      continue;
+    }
     auto ms = [](double p, double m) { return fmt::format("{:6.3f} ({:6.3f})", 1e3 * p, 1e3 * m); };
     out += fmt::format(
         "{:>14} {:>6} {:>8} | {:>15} {:>15} {:>15} | {:>7} {:>7} {:>6} {:>6} | {:>6} {:>6}\n", c.block, c.s, c.strategy,
@@ -114,6 +131,11 @@ std::string validate_table(const std::string& device, const HardwareSpec& hw,
   out += fmt::format("\n{:>14} {:>5} | {:>7} {:>7} {:>7} {:>7} {:>7} | {:>9} {:>9}\n", "MAPE %", "cases", "fwd", "bwd",
                      "rc", "total", "phases", "max kept", "max peak");
   auto row = [&](const std::string& name, const ErrorSummary& e) {
+    if (e.timed_cases == 0) {  // memory only
+      out += fmt::format("{:>14} {:>5} | {:>7} {:>7} {:>7} {:>7} {:>7} | {:9.2f} {:9.2f}\n", name, e.cases, "-", "-",
+                         "-", "-", "-", 100 * e.max_kept_error, 100 * e.max_peak_error);
+      return;
+    }
     out += fmt::format("{:>14} {:>5} | {:7.1f} {:7.1f} {:7.1f} {:7.1f} {:7.1f} | {:9.2f} {:9.2f}\n", name, e.cases,
                        100 * e.mape_forward, 100 * e.mape_backward, 100 * e.mape_recompute, 100 * e.mape_total,
                        100 * e.mape_phases, 100 * e.max_kept_error, 100 * e.max_peak_error);

@@ -27,8 +27,17 @@ double streambp_score_fraction(int64_t chunks, bool causal_tile_skip);
 // (sec. 3.2.2, "K and V are only computed once and get cached").
 double streambp_kv_bytes(const LayerDef& layer);
 
+// Bytes of one layer whose backward runs over D = `chunks` sequence chunks
+// (any D >= 1: the chunked algorithm, separate K/V pass and accumulators even
+// at D = 1): kept from forward to backward, and the most alive besides them
+// during its backward (sec. 3.2.2, eq. 14; the terms in streambp.cpp).
+struct StreamBpBytes {
+  double kept = 0, transient = 0;
+};
+StreamBpBytes streambp_chunked_bytes(const LayerDef& layer, int64_t chunks);
+
 // One layer under StreamBP with D = `chunks`: fills kept/transient bytes and
-// the recompute FLOPs and time, like layer checkpointing at D = 1.
+// the recompute FLOPs and time; D = 1 is layer checkpointing.
 void streambp_layer(LayerCost& c, const LayerDef& layer, int64_t chunks, bool early_stop, const HardwareSpec& hw);
 
 // Time of the extra weight traffic: each of the D - 1 extra chunks reads the
@@ -52,6 +61,10 @@ double head_logits_bytes_per_element(const TrainingSpec& t);
 // The loss's logits working set with C = lm_head_chunks (sec. 3.2.1, eq. 3:
 // one chunk's logits and gradient at a time).
 double head_logits_bytes(const TrainingSpec& t, double logits_elements);
+// Most bytes alive around the LM head's loss: what the head block saves, the
+// logits working set, and the gradient of the head's normed input, which the
+// chunks accumulate.
+double head_peak_bytes(const Block& head, const TrainingSpec& t, double logits_elements);
 
 // LoRA adapter parameters of one layer on one tp rank: r (in + out) per
 // targeted matrix (q, k, v, o; gate, up, down).

@@ -12,10 +12,11 @@ namespace remat {
 
 // One case of remat-bench: a block under a strategy at b x s.
 struct BackendCase {
-  std::string block;         // rmsnorm_linear | mlp | moe | gqa | mla
-  std::string strategy;      // none | standard | eagle | offload
+  std::string block;         // rmsnorm_linear | mlp | moe | gqa | mla | lm_head | streambp_layer
+  std::string strategy;      // none | standard | eagle | offload | streambp
   ModelSpec model;           // the dims the backend ran (hidden_size, heads, ...)
   int64_t out_features = 0;  // rmsnorm_linear's linear width (q + k + v)
+  int64_t chunks = 1;        // lm_head, streambp_layer: StreamBP's C or D
   int64_t b = 1, s = 1;
   bool deterministic_attention = false;  // cuDNN's dP-workspace backward
 };

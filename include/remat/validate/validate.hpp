@@ -26,12 +26,21 @@ struct PhaseTimes {
 PhaseTimes predict_times(const BackendCase& c, const HardwareSpec& hw);
 // The same, counting only the ops of one kind (gemm, attention, memory_bound).
 PhaseTimes predict_times_of_kind(const BackendCase& c, const HardwareSpec& hw, OpKind kind);
+// Whether a backend block is one of StreamBP's (lm_head, streambp_layer).
+bool is_streambp_block(const std::string& block);
+// The cost model's kept and peak bytes of a StreamBP case: the LM head's loss
+// over C chunks (head_peak_bytes), or one layer's backward over D chunks
+// (streambp_chunked_bytes), src/cost/streambp.cpp.
+BackendMemory predict_streambp_memory(const BackendCase& c);
+
 // The cost model's offload copy time, one direction: the block's saved bytes over the host link.
 double predict_offload_copy_s(const BackendCase& c, const HardwareSpec& hw);
 
 struct CaseValidation {
   std::string block, strategy;
   int64_t s = 0;
+  int64_t chunks = 1;        // StreamBP blocks: C or D
+  bool memory_only = false;  // StreamBP blocks: memory predicted, times not (no time model of the chunk loop)
   PhaseTimes measured, predicted;
   double measured_kept_bytes = 0, measured_peak_bytes = 0;
   BackendMemory memory;                            // predicted kept and peak, with buffer lists
@@ -44,6 +53,7 @@ struct ErrorSummary {
   double mape_forward = 0, mape_backward = 0, mape_recompute = 0, mape_total = 0;
   double mape_phases = 0;                         // forward, backward and (where measured > 0) recompute together
   double max_kept_error = 0, max_peak_error = 0;  // largest |relative error| of the bytes
+  int64_t timed_cases = 0;                        // cases whose times are predicted (the MAPEs' count)
   double mape_offload_d2h = 0;
 };
 
