@@ -66,25 +66,27 @@ jq -s '{paper_stated: {single_gpu_over_checkpointing: [2.8, 5.5], rtx3090_qwen3_
 ## Beside the paper's stated ratios
 
 - Fig. 3 setting (backprop only; 8B and 14B full with bf16 gradients, 32B LoRA; rows `bp-only`, the 32B LoRA
-  row): the paper states 2.8-5.5x over checkpointing, falling with model size. We predict 5.9x (8B), 4.5x (14B)
-  and 3.2x (32B LoRA): the same order, 14B and 32B inside the range, 8B 7% above its top.
+  row): the paper states 2.8-5.5x over checkpointing, falling with model size. We predict 5.4x (8B), 4.2x (14B)
+  and 3.0x (32B LoRA): the same order, all three inside the range.
 - Full-model SFT/GRPO/DPO of Qwen3-4B (and GRPO of Qwen3-8B LoRA) come out above 5.5x. There checkpointing is
   bound by the logits: 10 bytes per token x vocabulary entry (bf16 logits, the loss's fp32 copy, fp32 gradient;
   18 for GRPO with the old-policy and reference logits) = 1.5 MB per token for Qwen3's 151936-entry vocabulary,
-  against 36 layer inputs of 2560 x 2 bytes = 0.18 MB per token that StreamBP keeps. The model counts nothing
-  else per token under StreamBP (one layer's K, V and one chunk's activations are small), so the ratio tends to
-  (1.5 + 0.18) / 0.19 ~ 9x. Per-token costs of the Hugging Face implementation that the model leaves out (the
-  final hidden states and their gradient, embedding outputs, rotary tables, allocator fragmentation; the extra
-  bf16 logits copy on the baseline side goes the other way) would pull the measured StreamBP length down; the
-  paper's Table 3 figures are held out here, so this is unconfirmed.
+  against 36 layer inputs of 2560 x 2 bytes = 0.18 MB per token that StreamBP keeps, plus the chunked layer
+  backward's whole-sequence buffers (the incoming gradient, the input-gradient and dK/dV accumulators, K and V,
+  and the flash backward's GQA-expanded dK/dV over the visible keys: about 0.04 MB per token here). That model
+  of the chunked backward was checked on an H200 to within 0.1% of the allocator's peak
+  (reports/gpu/validate-h200-streambp.txt, LLaMA3-8B dims, s 4k-32k, D 1-32). Per-token costs of the Hugging
+  Face implementation that the model leaves out (embedding outputs, rotary tables, allocator fragmentation;
+  the extra bf16 logits copy on the baseline side goes the other way) would pull the measured StreamBP length
+  down; the paper's Table 3 figures are held out here, so this is unconfirmed.
 - Figures the paper states in its text for training (sec. 4.2): Qwen3-8B SFT 72k with StreamBP against 15.7k with
-  checkpointing (4.6x), where we predict 54.6k and 9.4k (5.8x) under pure bf16 Adam; Qwen3-32B SFT "up to 16k",
-  where we predict 18.0k (LoRA).
+  checkpointing (4.6x), where we predict 50.4k and 9.3k (5.4x) under pure bf16 Adam; Qwen3-32B SFT "up to 16k",
+  where we predict 17.0k (LoRA).
 - RTX 3090, Qwen3-8B LoRA (rank 32, mixed precision): the paper states ~4.4x, 15k for StreamBP (so ~3.4k for
-  checkpointing); we predict 17.7k and 3.1k, 5.7x: StreamBP's length 18% long, checkpointing's 9% short, the
+  checkpointing); we predict 16.6k and 3.1k, 5.4x: StreamBP's length 11% long, checkpointing's 9% short, the
   same per-token terms as above.
-- ZeRO-2 over 8 GPUs, Qwen3-8B SFT: stated 5-5.6x; we predict 5.9x (sharded gradients and optimizer leave
-  more room, the ratio stays the logits-to-layer-inputs ratio of the single-GPU case).
+- ZeRO-2 over 8 GPUs, Qwen3-8B SFT: stated 5-5.6x; we predict 5.4x, inside (sharded gradients and optimizer
+  leave more room, the ratio stays the logits-to-layer-inputs ratio of the single-GPU case).
 NOTE
 } >reports/streambp-longest-seq.md
 cat reports/streambp-longest-seq.md
