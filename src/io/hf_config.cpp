@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "json_document.hpp"
 #include "remat/io/spec_loader.hpp"
 #include "remat/spec/validate.hpp"
 
@@ -85,16 +86,7 @@ void read_moe(JsonReader& r, ModelSpec& m, const std::string& type) {
 }  // namespace
 
 ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError({{file, "byte " + std::to_string(e.byte), "", "malformed JSON"}});
-  } catch (const json::exception& e) {  // out_of_range: a number beyond double ("1e999")
-    const std::string what = e.what();
-    throw InputError({{file, "(document)", "", "malformed JSON: " + what.substr(what.find(']') + 2)}});
-  }
-  if (!root.is_object()) throw InputError({{file, "(document)", "", "must be a JSON object"}});
+  const json root = parse_json_object(text, file);
   JsonReader r{root, file, {}};
   ModelSpec m;
   const std::string type = r.text("model_type");

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "json_document.hpp"
 #include "remat/spec/problems.hpp"
 
 namespace remat {
@@ -188,24 +189,10 @@ void read_case(Reader& r, const json& c, size_t index, Measurements& out) {
   out.cases.push_back(std::move(m));
 }
 
-json parse_root(const std::string& text, const std::string& file) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError({{file, "byte " + std::to_string(e.byte), "", "malformed JSON"}});
-  } catch (const json::exception& e) {  // out_of_range: a number beyond double ("1e999")
-    const std::string what = e.what();
-    throw InputError({{file, "(document)", "", "malformed JSON: " + what.substr(what.find(']') + 2)}});
-  }
-  if (!root.is_object()) throw InputError({{file, "(document)", "", "must be a JSON object"}});
-  return root;
-}
-
 }  // namespace
 
 Measurements parse_measurements(const std::string& text, const std::string& file) {
-  const json root = parse_root(text, file);
+  const json root = parse_json_object(text, file);
   Reader r{file, {}};
   Measurements out;
   std::string schema;

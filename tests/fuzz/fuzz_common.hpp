@@ -2,6 +2,8 @@
 // Shared by the fuzz targets: what a rejected input must look like, and the
 // estimate run on every accepted spec.
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -42,6 +44,25 @@ inline void check_estimate(const ModelSpec& m, const HardwareSpec& hw, TrainingS
                             e.iteration.mfu};
   for (double x : figures)
     if (!std::isfinite(x) || x < 0) fail("estimate figure not finite or negative: " + std::to_string(x));
+}
+
+// One fuzz input: `parse(text, file)` either throws a well-formed rejection or
+// returns a spec that `accepted` then exercises.
+template <class Parse, class Accepted>
+void parse_or_reject(const uint8_t* data, size_t size, const std::string& file, Parse parse, Accepted accepted) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  try {
+    accepted(parse(text, file));
+  } catch (const InputError& e) {
+    check_rejection(e, file);
+  }
+}
+
+inline TrainingSpec one_rank(int64_t seq) {
+  TrainingSpec t;
+  t.tp = t.pp = t.mbs = 1;
+  t.seq = seq;
+  return t;
 }
 
 }  // namespace remat::fuzz
