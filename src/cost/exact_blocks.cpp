@@ -4,6 +4,7 @@
 #include "remat/cost/exact_blocks.hpp"
 
 #include "exact_ops.hpp"
+#include "exact_parts.hpp"
 
 namespace remat {
 
@@ -25,12 +26,8 @@ RankShape rank_shape(const TrainingSpec& t) {
 
 int64_t gqa_head_dim(const ModelSpec& m) { return m.head_dim > 0 ? m.head_dim : m.hidden_size / m.num_attention_heads; }
 
-namespace {
+namespace parts {
 
-// The sequence-parallel all-gather of the normed input before the first
-// column-parallel GEMM (with sp), or the backward all-reduce of its gradient
-// (tp without sp). Backward under sp: reduce-scatter of dX plus the re-gather
-// of the saved shard for dW.
 OpDef input_gather(const RankShape& r, double hidden) {
   const double t = double(r.tp);
   const double full = r.tokens() * hidden * kBf16;
@@ -39,7 +36,6 @@ OpDef input_gather(const RankShape& r, double hidden) {
   return ops::collective("allreduce_dinput", 0, 2 * ring, r.tp);
 }
 
-// The reduction after a row-parallel GEMM: reduce-scatter (sp) or all-reduce.
 OpDef output_reduce(const RankShape& r, double hidden) {
   const double t = double(r.tp);
   const double ring = (t - 1) / t * r.tokens() * hidden * kBf16;
@@ -47,31 +43,27 @@ OpDef output_reduce(const RankShape& r, double hidden) {
   return ops::collective("allreduce_output", 2 * ring, 0, r.tp);
 }
 
-// Residual add on the sequence-sharded stream: reads two, writes one; its
-// backward passes the gradient through (one read, one write).
 OpDef residual_add(const RankShape& r, double hidden) {
   const double bytes = r.seq_tokens() * hidden * kBf16;
   return ops::streaming("residual_add", 3 * bytes, 2 * bytes, {});
 }
 
-// Norm of the block input, then the tp gather: common head of most blocks.
-void add_input_norm(Block& b, const RankShape& r, double hidden) {
+void add_input_norm(Block& b, const RankShape& r, double hidden, bool gather) {
   const double rows = r.seq_tokens();
   b.inputs = {"x"};
   b.tensors.push_back({"x", rows * hidden * kBf16});       // block input
   b.tensors.push_back({"rstd", rows * kFp32});             // 1/rms per row
   b.tensors.push_back({"x_norm", rows * hidden * kBf16});  // saved shard of the GEMM input
   b.ops.push_back(ops::rmsnorm("rmsnorm", rows, hidden, "x", "rstd"));
-  if (r.tp > 1) b.ops.push_back(input_gather(r, hidden));
+  if (gather && r.tp > 1) b.ops.push_back(input_gather(r, hidden));
 }
 
-// SwiGLU on rows x width: fused saves gate and up; unfused also saves silu(gate).
-void add_swiglu(Block& b, const RankShape& r, double rows, double width, const std::string& p) {
+void add_swiglu(Block& b, double rows, double width, const std::string& p, bool fused) {
   const double bytes = rows * width * kBf16;
   b.tensors.push_back({p + "gate", bytes});
   b.tensors.push_back({p + "up", bytes});
   b.tensors.push_back({p + "act", bytes});  // silu(gate) * up, the down projection's input
-  if (r.swiglu_fused) {
+  if (fused) {
     b.ops.push_back(ops::streaming(p + "swiglu", 3 * bytes, 5 * bytes, {p + "gate", p + "up"}));
     return;
   }
@@ -80,12 +72,12 @@ void add_swiglu(Block& b, const RankShape& r, double rows, double width, const s
   b.ops.push_back(ops::streaming(p + "mul", 3 * bytes, 5 * bytes, {p + "silu", p + "up"}));
 }
 
-}  // namespace
+}  // namespace parts
 
 Block rmsnorm_linear_block(const RankShape& r, int64_t hidden, int64_t out_features, const char* name) {
   Block b;
   b.name = name;
-  add_input_norm(b, r, double(hidden));
+  parts::add_input_norm(b, r, double(hidden));
   b.ops.push_back(ops::gemm("linear", r.tokens(), double(hidden), double(out_features) / double(r.tp), {"x_norm"}));
   return b;
 }
@@ -94,9 +86,9 @@ Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn) {
   Block b;
   b.name = "mlp";
   const double h = double(hidden), f = double(ffn) / double(r.tp), rows = r.tokens();
-  add_input_norm(b, r, h);
+  parts::add_input_norm(b, r, h);
   b.ops.push_back(ops::gemm("gate_up", rows, h, 2 * f, {"x_norm"}));
-  add_swiglu(b, r, rows, f, "");
+  parts::add_swiglu(b, rows, f, "", r.swiglu_fused);
   b.ops.push_back(ops::gemm("down", rows, f, h, {"act"}));
   return b;
 }
@@ -107,7 +99,7 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
   const double h = double(m.hidden_size), hd = double(gqa_head_dim(m));
   const double nh = double(m.num_attention_heads / r.tp), g = double(m.num_key_value_heads / r.tp);
   const double rows = r.tokens();
-  add_input_norm(b, r, h);
+  parts::add_input_norm(b, r, h);
   b.ops.push_back(ops::gemm("qkv", rows, h, (nh + 2 * g) * hd, {"x_norm"}));
   b.tensors.push_back({"q", rows * nh * hd * kBf16});
   b.tensors.push_back({"k", rows * g * hd * kBf16});
@@ -146,16 +138,16 @@ Block attention_out_glue(const RankShape& r, const ModelSpec& m) {
                            : double(m.num_attention_heads / r.tp) * double(gqa_head_dim(m));
   // Wo reads o, which the attention block accounts for (as Table 1 does)
   b.ops.push_back(ops::gemm("wo", r.tokens(), width, h, {}));
-  if (r.tp > 1) b.ops.push_back(output_reduce(r, h));
-  b.ops.push_back(residual_add(r, h));
+  if (r.tp > 1) b.ops.push_back(parts::output_reduce(r, h));
+  b.ops.push_back(parts::residual_add(r, h));
   return b;
 }
 
 Block mlp_out_glue(const RankShape& r, int64_t hidden) {
   Block b;
   b.name = "mlp.out";
-  if (r.tp > 1) b.ops.push_back(output_reduce(r, double(hidden)));
-  b.ops.push_back(residual_add(r, double(hidden)));
+  if (r.tp > 1) b.ops.push_back(parts::output_reduce(r, double(hidden)));
+  b.ops.push_back(parts::residual_add(r, double(hidden)));
   return b;
 }
 

@@ -2,6 +2,7 @@
 // experts and routed experts; MLA as down projections and latent norms + up
 // projections + flash attention), and the layer assembly.
 #include "exact_ops.hpp"
+#include "exact_parts.hpp"
 #include "remat/cost/exact_blocks.hpp"
 
 namespace remat {
@@ -19,44 +20,13 @@ double mla_down_width(const ModelSpec& m) {
   return q + double(m.kv_lora_rank) + double(m.qk_rope_head_dim);
 }
 
-void add_swiglu_expert(Block& b, double rows, double width, const std::string& p, bool fused) {
-  const double bytes = rows * width * kBf16;
-  b.tensors.push_back({p + "gate", bytes});
-  b.tensors.push_back({p + "up", bytes});
-  b.tensors.push_back({p + "act", bytes});
-  if (fused) {
-    b.ops.push_back(ops::streaming(p + "swiglu", 3 * bytes, 5 * bytes, {p + "gate", p + "up"}));
-    return;
-  }
-  b.tensors.push_back({p + "silu", bytes});
-  b.ops.push_back(ops::streaming(p + "silu", 2 * bytes, 3 * bytes, {p + "gate"}));
-  b.ops.push_back(ops::streaming(p + "mul", 3 * bytes, 5 * bytes, {p + "silu", p + "up"}));
-}
-
-void add_norm_and_gather(Block& b, const RankShape& r, double h) {
-  const double rows = r.seq_tokens();
-  b.inputs = {"x"};
-  b.tensors.push_back({"x", rows * h * kBf16});
-  b.tensors.push_back({"rstd", rows * kFp32});
-  b.tensors.push_back({"x_norm", rows * h * kBf16});
-  b.ops.push_back(ops::rmsnorm("rmsnorm", rows, h, "x", "rstd"));
-}
-
-OpDef gather_for_tp(const RankShape& r, double h) {
-  const double t = double(r.tp);
-  const double ring = (t - 1) / t * r.tokens() * h * kBf16;
-  return r.sp ? ops::collective("gather_input", ring, 2 * ring, r.tp)
-              : ops::collective("allreduce_dinput", 0, 2 * ring, r.tp);
-}
-
 }  // namespace
 
 Block mla_down_block(const RankShape& r, const ModelSpec& m) {
   Block b;
   b.name = "mla.down";
   const double h = double(m.hidden_size), rows = r.tokens();
-  add_norm_and_gather(b, r, h);
-  if (r.tp > 1) b.ops.push_back(gather_for_tp(r, h));
+  parts::add_input_norm(b, r, h);
   // q and kv down projections (replicated over tp), fused into one GEMM
   b.ops.push_back(ops::gemm("down_proj", rows, h, mla_down_width(m), {"x_norm"}));
   return b;
@@ -106,15 +76,15 @@ Block moe_shared_block(const RankShape& r, const ModelSpec& m) {
   b.name = "moe.shared";
   const double h = double(m.hidden_size), e = double(m.n_routed_experts);
   const double rows = moe_rows(r);
-  add_norm_and_gather(b, r, h);
+  parts::add_input_norm(b, r, h, /*gather=*/false);
   b.tensors.push_back({"router_scores", rows * e * kFp32});
   b.ops.push_back(ops::gemm("router", rows, h, e, {"x_norm"}));
   b.ops.push_back(ops::streaming("topk", 2 * rows * e * kFp32, 2 * rows * e * kFp32, {"router_scores"}));
   if (m.n_shared_experts > 0) {
     const double f = double(m.n_shared_experts * m.moe_intermediate_size) / double(r.tp);
-    if (r.tp > 1) b.ops.push_back(gather_for_tp(r, h));
+    if (r.tp > 1) b.ops.push_back(parts::input_gather(r, h));
     b.ops.push_back(ops::gemm("shared_gate_up", r.tokens(), h, 2 * f, {"x_norm"}));
-    add_swiglu_expert(b, r.tokens(), f, "shared_", r.swiglu_fused);
+    parts::add_swiglu(b, r.tokens(), f, "shared_", r.swiglu_fused);
     b.ops.push_back(ops::gemm("shared_down", r.tokens(), f, h, {"shared_act"}));
   }
   return b;
@@ -142,7 +112,7 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
   b.inputs = {"x_permuted"};
   b.tensors.push_back({"x_permuted", rows * h * kBf16});
   b.ops.push_back(ops::gemm("experts_gate_up", rows, h, 2 * f, {"x_permuted"}, local_experts));
-  add_swiglu_expert(b, rows, f, "experts_", r.swiglu_fused);
+  parts::add_swiglu(b, rows, f, "experts_", r.swiglu_fused);
   b.ops.push_back(ops::gemm("experts_down", rows, f, h, {"experts_act"}, local_experts));
   return b;
 }
@@ -164,8 +134,7 @@ Block moe_combine_glue(const RankShape& r, const ModelSpec& m) {
   // keeps or recomputes).
   b.tensors.push_back({"probs", rows * k * kFp32});
   b.ops.push_back(ops::streaming("unpermute", (1 + k) * rows * h * kBf16, (1 + k) * rows * h * kBf16, {"probs"}));
-  const double stream = r.seq_tokens() * h * kBf16;
-  b.ops.push_back(ops::streaming("residual_add", 3 * stream, 2 * stream, {}));
+  b.ops.push_back(parts::residual_add(r, h));
   return b;
 }
 

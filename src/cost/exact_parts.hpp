@@ -1,0 +1,29 @@
+#pragma once
+// Parts shared by the dense (exact_blocks.cpp) and the MoE/MLA
+// (exact_blocks_sparse.cpp) exact blocks: the input norm, the tp gather and
+// reduction, SwiGLU and the residual add. Private to src/cost.
+#include <string>
+
+#include "remat/cost/block.hpp"
+#include "remat/cost/exact_blocks.hpp"
+
+namespace remat::parts {
+
+// The sequence-parallel all-gather of the normed input before the first
+// column-parallel GEMM (with sp), or the backward all-reduce of its gradient
+// (tp without sp). Backward under sp: reduce-scatter of dX plus the re-gather
+// of the saved shard for dW.
+OpDef input_gather(const RankShape& r, double hidden);
+// The reduction after a row-parallel GEMM: reduce-scatter (sp) or all-reduce.
+OpDef output_reduce(const RankShape& r, double hidden);
+// Residual add on the sequence-sharded stream: reads two, writes one; its
+// backward passes the gradient through (one read, one write).
+OpDef residual_add(const RankShape& r, double hidden);
+// Norm of the block input (x, rstd, x_norm saved), then, when `gather` and
+// tp > 1, the tp gather: the common head of most blocks.
+void add_input_norm(Block& b, const RankShape& r, double hidden, bool gather = true);
+// SwiGLU on rows x width, tensors named with prefix `p`: fused saves gate and
+// up; unfused also saves silu(gate).
+void add_swiglu(Block& b, double rows, double width, const std::string& p, bool fused);
+
+}  // namespace remat::parts
