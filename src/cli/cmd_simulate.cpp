@@ -20,19 +20,10 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 struct SimulateOptions {
   CommonOptions common;
-  std::string strategy = "none";
-  std::string recompute_layers, offload_layers;
+  StrategyOptions plan;
   int64_t virtual_stages = 1, stage = -1, top = 8;
   std::string trace_path, svg_path, svg_sweep_path, svg_stages_path;
 };
-
-Plan plan_from(const SimulateOptions& o, Strategy strategy) {
-  Plan p;
-  p.strategy = strategy;
-  if (!o.recompute_layers.empty()) p.recompute_layers = parse_int_list("--recompute-layers", o.recompute_layers);
-  if (!o.offload_layers.empty()) p.offload_layers = parse_int_list("--offload-layers", o.offload_layers);
-  return p;
-}
 
 void write_file(const std::string& flag, const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
@@ -68,8 +59,11 @@ void write_plots(const SimulateOptions& o, const Inputs& in, const Plan& plan, c
                                    fmt::format("{} tp {} pp {}", in.model.name, in.training.tp, in.training.pp)));
   if (!o.svg_stages_path.empty()) {
     std::vector<Simulation> sims;
-    for (Strategy s : compared)
-      sims.push_back(simulate(in.model, in.hardware, in.training, plan_from(o, s), {o.virtual_stages, o.top}));
+    for (Strategy s : compared) {
+      Plan p = plan_from(o.plan);  // the same R, each strategy
+      p.strategy = s;
+      sims.push_back(simulate(in.model, in.hardware, in.training, p, {o.virtual_stages, o.top}));
+    }
     std::vector<StageBarsInput> runs;
     for (size_t i = 0; i < sims.size(); ++i) runs.push_back({compared[i], &sims[i]});
     write_file("--svg-stages", o.svg_stages_path,
@@ -84,10 +78,7 @@ Runner add_simulate_command(CLI::App& app) {
   auto opts = std::make_shared<SimulateOptions>();
   CLI::App* sub = app.add_subcommand("simulate", "one iteration as events: memory over time, peak, traces, plots");
   add_common_options(*sub, opts->common);
-  sub->add_option("--strategy", opts->strategy, "none, full, selective, standard, eagle or offload")
-      ->capture_default_str();
-  sub->add_option("--recompute-layers", opts->recompute_layers, "R per stage (one value or one per stage)");
-  sub->add_option("--offload-layers", opts->offload_layers, "layers per stage offloaded after the recomputed ones");
+  add_strategy_options(*sub, opts->plan);
   sub->add_option("--virtual-stages", opts->virtual_stages, "interleaved 1F1B with v model chunks per stage")
       ->capture_default_str();
   sub->add_option("--stage", opts->stage, "report only this stage (the simulation runs all)");
@@ -99,14 +90,10 @@ Runner add_simulate_command(CLI::App& app) {
   return [opts]() {
     const SimulateOptions& o = *opts;
     const Inputs in = load_inputs(o.common, "simulate");
-    Strategy strategy;
-    if (!parse_strategy(o.strategy, strategy))
-      throw InputError({{"command line", "--strategy", o.strategy,
-                         "must be one of none, full, selective, standard, eagle, offload"}});
     if (o.stage < -1 || o.stage >= in.training.pp)
       throw InputError({{"command line", "--stage", std::to_string(o.stage), "must be a stage index below --pp"}});
     if (o.top < 0) throw InputError({{"command line", "--top", std::to_string(o.top), "must not be negative"}});
-    const Plan plan = plan_from(o, strategy);
+    const Plan plan = plan_from(o.plan);
     auto problems = validate_plan(plan, in.training, in.model);
     if (!problems.empty()) throw InputError(std::move(problems));
     const Simulation sim = simulate(in.model, in.hardware, in.training, plan, {o.virtual_stages, o.top});

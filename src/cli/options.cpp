@@ -95,6 +95,24 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
+void add_strategy_options(CLI::App& sub, StrategyOptions& o) {
+  sub.add_option("--strategy", o.strategy, "none, full, selective, standard, eagle, offload or streambp")
+      ->capture_default_str();
+  sub.add_option("--recompute-layers", o.recompute_layers,
+                 "R: layers per stage that use the strategy; one value or one per stage (9,9,8,4); default all");
+  sub.add_option("--offload-layers", o.offload_layers, "layers per stage offloaded after the recomputed ones");
+}
+
+Plan plan_from(const StrategyOptions& o) {
+  Plan p;
+  if (!parse_strategy(o.strategy, p.strategy))
+    throw InputError({{"command line", "--strategy", o.strategy,
+                       "must be one of none, full, selective, standard, eagle, offload, streambp"}});
+  if (!o.recompute_layers.empty()) p.recompute_layers = parse_int_list("--recompute-layers", o.recompute_layers);
+  if (!o.offload_layers.empty()) p.offload_layers = parse_int_list("--offload-layers", o.offload_layers);
+  return p;
+}
+
 std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text) {
   std::vector<int64_t> out;
   size_t start = 0;

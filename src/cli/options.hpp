@@ -52,6 +52,15 @@ std::vector<std::string> split_list(const std::string& text);
 // "9,9,8,4" -> {9,9,8,4}; throws InputError naming the flag.
 std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text);
 
+// The plan estimate and simulate run: --strategy, --recompute-layers, --offload-layers.
+struct StrategyOptions {
+  std::string strategy = "none";
+  std::string recompute_layers, offload_layers;
+};
+void add_strategy_options(CLI::App& sub, StrategyOptions& o);
+// Throws InputError naming the flag (unknown strategy, malformed list).
+Plan plan_from(const StrategyOptions& o);
+
 // The per-GPU memory budget: --memory-budget-GiB when given (finite, >= 0),
 // else the GPU's capacity less the hardware file's reserve.
 double memory_budget_bytes(bool given, double gib, const HardwareSpec& hw);
