@@ -1,39 +1,20 @@
 // The remat binary: the bad-input catalogue, exit codes, deterministic reports.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <nlohmann/json.hpp>
 
-#include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "shell_run.hpp"
 
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string out;
-};
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using Result = remat::test::ShellResult;
 
 // Runs remat with `args`; captures stderr (or stdout with `stdout_too`).
 Result run(const std::vector<std::string>& args, bool capture_stdout = false) {
-  std::string cmd = quote(REMAT_BINARY);
-  for (const auto& a : args) cmd += " " + quote(a);
-  cmd += capture_stdout ? " 2>/dev/null" : " 2>&1 1>/dev/null";
-  Result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  using namespace remat::test;
+  return run_shell(remat_command(args) + (capture_stdout ? " 2>/dev/null" : " 2>&1 1>/dev/null"));
 }
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {

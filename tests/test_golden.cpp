@@ -2,7 +2,6 @@
 // remat produces now, numbers within a relative 1e-6. After an intended
 // change, regenerate them with REMAT_UPDATE_GOLDEN=1 (or examples/paper_scenarios.sh).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -10,22 +9,16 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "shell_run.hpp"
+
 namespace {
 
 using json = nlohmann::ordered_json;
 
 std::string run_json(const std::vector<std::string>& args, int& exit_code) {
-  std::string cmd = std::string("'") + REMAT_BINARY + "'";
-  for (const auto& a : args) cmd += " '" + a + "'";
-  cmd += " --json - 2>/dev/null";
-  std::string out;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while (pipe && (n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  const int status = pipe ? pclose(pipe) : -1;
-  exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+  const auto r = remat::test::run_shell(remat::test::remat_command(args) + " --json - 2>/dev/null");
+  exit_code = r.exit_code;
+  return r.out;
 }
 
 // Differences between two reports, "meta" left out (tool version, commit).

@@ -13,6 +13,7 @@
 #include "remat/report/trace.hpp"
 #include "remat/sim/schedule.hpp"
 #include "remat/sim/simulate.hpp"
+#include "shell_run.hpp"
 #include "test_helpers.hpp"
 
 namespace remat {
@@ -152,15 +153,7 @@ std::string slurp(const std::filesystem::path& p) {
   return s.str();
 }
 
-std::string run(const std::string& cmd) {
-  std::string out;
-  if (FILE* f = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
-    pclose(f);
-  }
-  return out;
-}
+std::string run(const std::string& cmd) { return remat::test::run_shell(cmd).out; }
 
 // Renders the per-stage bars with headless chromium (--screenshot), then
 // counts the PNG's non-white pixels with chromium's own canvas (the PNG goes

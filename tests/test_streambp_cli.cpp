@@ -1,11 +1,12 @@
 // `remat plan --maximize`, `estimate --strategy streambp` and the issue-6 flags from the command line.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "shell_run.hpp"
 
 namespace {
 
@@ -16,17 +17,9 @@ struct Output {
 
 // Runs remat; stdout, or stderr with `errors`.
 Output remat(const std::string& args, bool errors = false) {
-  const std::string cmd =
-      std::string("'") + REMAT_BINARY + "' " + args + (errors ? " 2>&1 1>/dev/null" : " 2>/dev/null");
-  Output o;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return o;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) o.text.append(buf, n);
-  const int status = pclose(pipe);
-  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return o;
+  const auto r = remat::test::run_shell(remat::test::shell_quote(REMAT_BINARY) + " " + args +
+                                        (errors ? " 2>&1 1>/dev/null" : " 2>/dev/null"));
+  return {r.exit_code, r.out};
 }
 
 const std::string kOneGpu = "--model qwen3-8b --hardware rtx-3090 --tp 1 --pp 1 --mbs 1 --lora-rank 32";
