@@ -12,13 +12,7 @@
 #include "remat/spec/problems.hpp"
 #include "remat/validate/validate_report.hpp"
 #include "validate_inputs.hpp"
-
-#ifndef REMAT_VERSION
-#define REMAT_VERSION "0.0.0"
-#endif
-#ifndef REMAT_GIT_COMMIT
-#define REMAT_GIT_COMMIT "unknown"
-#endif
+#include "version.hpp"
 
 namespace remat::cli {
 

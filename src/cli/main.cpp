@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "options.hpp"
 #include "remat/spec/problems.hpp"
+#include "version.hpp"
 
 namespace {
 // With no subcommand remat runs `compare`: flags go to it.

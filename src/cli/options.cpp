@@ -10,13 +10,7 @@
 
 #include "remat/io/sha256.hpp"
 #include "remat/spec/validate.hpp"
-
-#ifndef REMAT_VERSION
-#define REMAT_VERSION "0.0.0"
-#endif
-#ifndef REMAT_GIT_COMMIT
-#define REMAT_GIT_COMMIT "unknown"
-#endif
+#include "version.hpp"
 
 namespace remat::cli {
 
