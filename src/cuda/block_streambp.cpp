@@ -150,7 +150,7 @@ class StreambpLayer : public Block {
     linear_fwd(c, "qkv", {T, h, ld}, xn.ptr, w(kQkv), qkv.ptr);
     c.drop(xn);
     Buf o = c.act("o", bf16_bytes(T * nq_)), lse = c.act("lse", f32_bytes(T * d_.num_attention_heads));
-    const AttnDims ad = attn_dims(T, T, ld);
+    const AttnDims ad = attn_dims(T, T, ld, ld);  // q, k, v interleaved in the qkv rows
     const char* q = qkv.as<char>();
     Buf ws = fwd_workspace(c, ad);
     attn_fwd(c, "flash_attn.fwd", ad, q, q + 2 * nq_, q + 2 * (nq_ + nkv_), o.ptr, lse.as<float>(), ws.ptr);
@@ -159,7 +159,7 @@ class StreambpLayer : public Block {
     copy_rows(c, h1.ptr, x_.ptr, bf16_bytes(T * h));
     linear_fwd(c, "o_proj", {T, nq_, h}, o.ptr, w(kO), h1.ptr, 1.f);
     c.drop(o);
-    Buf act = mlp_forward(c, h1, 0, T, "");
+    Buf act = mlp_forward(c, h1, T, "");
     y = c.act("y", bf16_bytes(T * h));
     copy_rows(c, y.ptr, h1.ptr, bf16_bytes(T * h));
     linear_fwd(c, "down", {T, d_.intermediate_size, h}, act.ptr, w(kDown), y.ptr, 1.f);
@@ -205,7 +205,9 @@ class StreambpLayer : public Block {
   char* w(P p) { return params_[p].w.as<char>(); }
   char* g(P p) { return params_[p].g.as<char>(); }
 
-  AttnDims attn_dims(int64_t queries, int64_t keys, int64_t kv_row) const {
+  // Attention of `queries` rows against the first `keys` rows (bottom-right causal when fewer
+  // queries); q rows are q_row elements apart, k and v rows kv_row apart.
+  AttnDims attn_dims(int64_t queries, int64_t keys, int64_t q_row, int64_t kv_row) const {
     AttnDims ad;
     ad.b = 1;
     ad.hq = d_.num_attention_heads;
@@ -213,8 +215,8 @@ class StreambpLayer : public Block {
     ad.s = queries;
     ad.skv = keys;
     ad.dqk = ad.dv = d_.head_dim;
-    ad.q_stride = bshd_strides(queries, d_.head_dim, kv_row == 0 ? nq_ : kv_row);
-    ad.k_stride = ad.v_stride = bshd_strides(keys, d_.head_dim, kv_row == 0 ? 2 * nkv_ : kv_row);
+    ad.q_stride = bshd_strides(queries, d_.head_dim, q_row);
+    ad.k_stride = ad.v_stride = bshd_strides(keys, d_.head_dim, kv_row);
     ad.o_stride = bshd_strides(queries, d_.head_dim, nq_);
     ad.deterministic = d_.deterministic_attention;
     return ad;
@@ -232,9 +234,9 @@ class StreambpLayer : public Block {
     return xn;
   }
 
-  // norm2, gate_up and SwiGLU of rows [a, a + rows) of h1 (h1 holds just those rows); returns act,
-  // keeps xn2 and gate_up in members.
-  Buf mlp_forward(Ctx& c, const Buf& h1, int64_t, int64_t rows, const std::string& sfx) {
+  // norm2, gate_up and SwiGLU of the `rows` rows of h1; returns act. The reforward (a suffix) keeps
+  // xn2 and gate_up in members for the chunk's backward; the forward frees them.
+  Buf mlp_forward(Ctx& c, const Buf& h1, int64_t rows, const std::string& sfx) {
     const int64_t h = d_.hidden_size, inter = d_.intermediate_size;
     xn2_ = c.act("xn2", bf16_bytes(rows * h));
     ops::rmsnorm_fwd(c, "norm2" + sfx, h1.ptr, h, w(kNorm2), xn2_.ptr, h, rows, h);
@@ -258,7 +260,7 @@ class StreambpLayer : public Block {
     Buf q = c.act("q", bf16_bytes(rows * nq_));
     linear_fwd(c, "q.recompute", {rows, h, nq_}, xn1.ptr, w(kQkv), q.ptr);
     Buf o = c.act("o", bf16_bytes(rows * nq_)), lse = c.act("lse", f32_bytes(rows * d_.num_attention_heads));
-    const AttnDims ad = attn_dims(rows, e, 0);
+    const AttnDims ad = attn_dims(rows, e, nq_, 2 * nkv_);  // q of the chunk; k, v rows of kv_
     const char* k = kv_.as<char>();
     Buf fws = fwd_workspace(c, ad);
     attn_fwd(c, "flash_attn.fwd.recompute", ad, q.ptr, k, k + 2 * nkv_, o.ptr, lse.as<float>(), fws.ptr);
@@ -266,7 +268,7 @@ class StreambpLayer : public Block {
     Buf h1 = c.act("h1", bf16_bytes(rows * h));
     copy_rows(c, h1.ptr, x_rows, bf16_bytes(rows * h));
     linear_fwd(c, "o_proj.recompute", {rows, nq_, h}, o.ptr, w(kO), h1.ptr, 1.f);
-    Buf act = mlp_forward(c, h1, a, rows, ".recompute");
+    Buf act = mlp_forward(c, h1, rows, ".recompute");
     // backward of the chunk
     c.phase(Phase::backward);
     Buf d_act = c.act("d_act", bf16_bytes(rows * inter));
