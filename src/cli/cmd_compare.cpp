@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "options.hpp"
 #include "remat/cost/estimate.hpp"
+#include "remat/cost/streambp.hpp"
 #include "remat/report/tables.hpp"
 
 namespace remat::cli {
@@ -33,6 +34,16 @@ std::vector<std::string> summary_row(Strategy s, const Estimate& e) {
           fmt::format("{:.0f}", e.iteration.tokens_per_s)};
 }
 
+// StreamBP's chunks for the comparison: the flags when given, else the paper's partitions (App. D:
+// 500 tokens per layer chunk, 100 per LM-head chunk), since D = C = 1 is layer checkpointing.
+TrainingSpec streambp_defaults(TrainingSpec t) {
+  if (t.streambp_chunks == 1 && t.lm_head_chunks == 1) {
+    t.streambp_chunks = chunks_for(t.seq, 500);
+    t.lm_head_chunks = chunks_for(t.seq, 100);
+  }
+  return t;
+}
+
 }  // namespace
 
 Runner add_compare_command(CLI::App& app) {
@@ -55,9 +66,12 @@ Runner add_compare_command(CLI::App& app) {
       plan.strategy = s;
       if (!opts->recompute_layers.empty())
         plan.recompute_layers = parse_int_list("--recompute-layers", opts->recompute_layers);
-      const Estimate e = estimate(in.model, in.hardware, in.training, plan, default_budget_bytes(in.hardware));
+      const TrainingSpec t = s == Strategy::streambp ? streambp_defaults(in.training) : in.training;
+      const Estimate e = estimate(in.model, in.hardware, t, plan, default_budget_bytes(in.hardware));
       rows.push_back(summary_row(s, e));
-      list.push_back(estimate_report(in.meta, in.model, in.hardware, in.training, plan, e));
+      if (s == Strategy::streambp)
+        rows.back()[0] = fmt::format("streambp D={} C={}", t.streambp_chunks, t.lm_head_chunks);
+      list.push_back(estimate_report(in.meta, in.model, in.hardware, t, plan, e));
     }
     report["estimates"] = list;
     const auto& t = in.training;
