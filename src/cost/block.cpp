@@ -7,6 +7,18 @@
 
 namespace remat {
 
+size_t replayed_op_count(const std::vector<const OpDef*>& ops, bool early_stop) {
+  size_t end = ops.size();
+  if (!early_stop) return end;
+  while (end > 0) {
+    const OpDef& op = *ops[end - 1];
+    if (op.kind == OpKind::attention) break;  // flash saves its own output
+    --end;
+    if (op.kind == OpKind::gemm) break;
+  }
+  return end;
+}
+
 double Block::tensor_bytes(const std::string& tensor) const {
   for (const auto& t : tensors)
     if (t.name == tensor) return t.bytes;
@@ -28,21 +40,10 @@ double sum_bytes(const Block& block, const std::set<std::string>& names) {
   return total;
 }
 
-// Ops a replay runs. Full replay runs every forward op; early stop (PyTorch's
-// non-reentrant checkpoint) ends once every tensor backward reads exists, so a
-// trailing GEMM whose output nothing in the region saves is not rerun.
 std::vector<const OpDef*> replay_ops(const std::vector<OpDef>& ops, bool early_stop) {
-  size_t end = ops.size();
-  if (early_stop) {
-    while (end > 0) {
-      const OpDef& op = ops[end - 1];
-      if (op.kind == OpKind::attention) break;  // flash saves its own output
-      --end;
-      if (op.kind == OpKind::gemm) break;
-    }
-  }
   std::vector<const OpDef*> out;
-  for (size_t i = 0; i < end; ++i) out.push_back(&ops[i]);
+  for (const auto& op : ops) out.push_back(&op);
+  out.resize(replayed_op_count(out, early_stop));
   return out;
 }
 

@@ -31,20 +31,11 @@ void add_recompute(LayerCost& c, const OpDef& op, const HardwareSpec& hw) {
 // Full recompute: keep the layer input, replay the whole layer in backward.
 void full_layer(LayerCost& c, const LayerDef& layer, bool early_stop, const HardwareSpec& hw) {
   double all_saved = 0, grads = 0;
-  std::vector<const OpDef*> replay;
   for (const auto& b : layer.blocks) {
     all_saved += saved_bytes(b);
     grads = std::max(grads, grad_working_bytes(b));
-    for (const auto& op : b.ops) replay.push_back(&op);
   }
-  if (early_stop) {  // stop after the last op whose output backward reads
-    while (!replay.empty() && replay.back()->kind != OpKind::attention) {
-      const bool gemm = replay.back()->kind == OpKind::gemm;
-      replay.pop_back();
-      if (gemm) break;
-    }
-  }
-  for (const OpDef* op : replay) add_recompute(c, *op, hw);
+  for (const auto& [block, op] : replay_ops(layer, early_stop)) add_recompute(c, *op, hw);
   c.kept_bytes = layer.input_bytes;
   c.transient_bytes = all_saved - layer.input_bytes + grads;
 }
@@ -83,13 +74,22 @@ void per_block_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& cho
 
 }  // namespace
 
+std::vector<std::pair<const Block*, const OpDef*>> replay_ops(const LayerDef& layer, bool early_stop) {
+  std::vector<std::pair<const Block*, const OpDef*>> replay;
+  std::vector<const OpDef*> ops;
+  for (const auto& b : layer.blocks)
+    for (const auto& op : b.ops) replay.push_back({&b, &op}), ops.push_back(&op);
+  replay.resize(replayed_op_count(ops, early_stop));
+  return replay;
+}
+
 LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool early_stop, const HardwareSpec& hw) {
   LayerCost c;
   for (const auto& b : layer.blocks)
     for (const auto& op : b.ops) add_op_times(c, op, hw);
   switch (choice.mode) {
     case LayerMode::full:
-      if (choice.stream_chunks > 0)
+      if (choice.stream_chunks > 1)  // StreamBP with D = 1 is layer checkpointing
         streambp_layer(c, layer, choice.stream_chunks, early_stop, hw);
       else
         full_layer(c, layer, early_stop, hw);

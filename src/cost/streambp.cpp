@@ -34,21 +34,6 @@ namespace {
 // Whether the block's attention is a causal flash kernel (keeps softmax statistics, not probabilities).
 bool flash_kernel(const Block& b) { return !b.attention_stats.empty() && b.attention_stats[0] == "lse"; }
 
-// The forward ops the reforward replays, as layer checkpointing replays them.
-std::vector<std::pair<const Block*, const OpDef*>> replay_list(const LayerDef& layer, bool early_stop) {
-  std::vector<std::pair<const Block*, const OpDef*>> replay;
-  for (const auto& b : layer.blocks)
-    for (const auto& op : b.ops) replay.push_back({&b, &op});
-  if (early_stop) {  // stop after the last op whose output backward reads
-    while (!replay.empty() && replay.back().second->kind != OpKind::attention) {
-      const bool gemm = replay.back().second->kind == OpKind::gemm;
-      replay.pop_back();
-      if (gemm) break;
-    }
-  }
-  return replay;
-}
-
 // An attention op with its score FLOPs scaled by the chunked fraction.
 OpDef scaled_attention(const OpDef& op, double fraction) {
   OpDef s = op;
@@ -116,17 +101,10 @@ StreamBpBytes streambp_chunked_bytes(const LayerDef& layer, int64_t chunks) {
 }
 
 void streambp_layer(LayerCost& c, const LayerDef& layer, int64_t chunks, bool early_stop, const HardwareSpec& hw) {
-  if (chunks > 1) {
-    const StreamBpBytes bytes = streambp_chunked_bytes(layer, chunks);
-    c.kept_bytes = bytes.kept, c.transient_bytes = bytes.transient;
-  } else {  // D = 1 is layer checkpointing: the whole layer replayed, no chunk accumulators
-    double all_saved = 0, grads = 0;
-    for (const auto& b : layer.blocks) all_saved += saved_bytes(b), grads = std::max(grads, grad_working_bytes(b));
-    c.kept_bytes = layer.input_bytes;
-    c.transient_bytes = all_saved - layer.input_bytes + grads;
-  }
+  const StreamBpBytes bytes = streambp_chunked_bytes(layer, chunks);
+  c.kept_bytes = bytes.kept, c.transient_bytes = bytes.transient;
   // Reforward: the layer forward once over all chunks, the attention scores at the chunked fraction.
-  for (const auto& [block, op] : replay_list(layer, early_stop)) {
+  for (const auto& [block, op] : replay_ops(layer, early_stop)) {
     const bool attention = op->kind == OpKind::attention;
     const double fraction = attention ? streambp_score_fraction(chunks, flash_kernel(*block)) : 1.0;
     const OpDef run = attention ? scaled_attention(*op, fraction) : *op;

@@ -51,6 +51,10 @@ struct BlockCost {
 
 enum class BlockMode;
 BlockCost block_cost(const Block& block, BlockMode mode, bool early_stop);
+// How many of `ops` (forward order) a replay runs: all; with early stop
+// (PyTorch's non-reentrant checkpoint), up to the last op whose output the
+// backward reads, so a trailing GEMM whose output nothing saves is not rerun.
+size_t replayed_op_count(const std::vector<const OpDef*>& ops, bool early_stop);
 // Bytes every saved tensor takes: the `none` footprint.
 double saved_bytes(const Block& block);
 // Gradient buffers alive while the block's backward runs: the largest op's

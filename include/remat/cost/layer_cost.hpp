@@ -1,5 +1,8 @@
 #pragma once
 // Cost of one layer under one choice, per microbatch on one rank.
+#include <utility>
+#include <vector>
+
 #include "remat/cost/exact_blocks.hpp"
 #include "remat/spec/hardware_spec.hpp"
 #include "remat/spec/plan.hpp"
@@ -17,6 +20,10 @@ struct LayerCost {
 };
 
 LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool early_stop, const HardwareSpec& hw);
+
+// The forward ops a full-layer replay runs, each with its block; with early
+// stop, up to the last op whose output the backward reads.
+std::vector<std::pair<const Block*, const OpDef*>> replay_ops(const LayerDef& layer, bool early_stop);
 
 // The per-layer choice a uniform strategy makes for a recomputed layer.
 LayerChoice choice_for(Strategy s, const LayerDef& layer);

@@ -36,8 +36,9 @@ struct StreamBpBytes {
 };
 StreamBpBytes streambp_chunked_bytes(const LayerDef& layer, int64_t chunks);
 
-// One layer under StreamBP with D = `chunks`: fills kept/transient bytes and
-// the recompute FLOPs and time; D = 1 is layer checkpointing.
+// One layer under StreamBP with D = `chunks` > 1: fills kept/transient bytes
+// and the recompute FLOPs and time (layer_cost runs D = 1 as layer
+// checkpointing, full recompute).
 void streambp_layer(LayerCost& c, const LayerDef& layer, int64_t chunks, bool early_stop, const HardwareSpec& hw);
 
 // Time of the extra weight traffic: each of the D - 1 extra chunks reads the
