@@ -9,6 +9,7 @@
 
 #include "check.hpp"
 #include "kernels.hpp"
+#include "launch.hpp"
 
 namespace remat::cuda::k {
 
@@ -648,17 +649,6 @@ __global__ void compare_kernel(const bf16* a, const bf16* b, int64_t n, double* 
 
 void check_vec(int64_t h, const char* what) {
   if (h % kVec != 0) throw std::runtime_error(std::string(what) + ": feature size must be a multiple of 8");
-}
-
-void check_launch(const char* what) {
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string("kernel launch failed: ") + what + ": " + cudaGetErrorString(e));
-}
-
-unsigned grid_for(int64_t n, int threads) {
-  const int64_t g = (n + threads - 1) / threads;
-  return static_cast<unsigned>(g < 65536 * 16 ? (g > 0 ? g : 1) : 65536 * 16);
 }
 
 }  // namespace

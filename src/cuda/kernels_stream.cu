@@ -3,10 +3,9 @@
 #include <cuda_bf16.h>
 
 #include <cfloat>
-#include <stdexcept>
-#include <string>
 
 #include "kernels.hpp"
+#include "launch.hpp"
 
 namespace remat::cuda::k {
 
@@ -14,17 +13,6 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 constexpr int kThreads = 256;
-
-unsigned blocks_for(int64_t n) {
-  const int64_t g = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(g < 65536 * 16 ? (g > 0 ? g : 1) : 65536 * 16);
-}
-
-void check(const char* what) {
-  const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string("kernel launch failed: ") + what + ": " + cudaGetErrorString(e));
-}
 
 __global__ void add_kernel(bf16* y, const bf16* x, int64_t n) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
@@ -82,18 +70,18 @@ __global__ void cross_entropy_kernel(const float* logits, const int* labels, con
 
 void add_bf16(void* y, const void* x, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
-  add_kernel<<<blocks_for(n), kThreads, 0, s>>>(static_cast<bf16*>(y), static_cast<const bf16*>(x), n);
-  check("add_kernel");
+  add_kernel<<<grid_for(n, kThreads), kThreads, 0, s>>>(static_cast<bf16*>(y), static_cast<const bf16*>(x), n);
+  check_launch("add_kernel");
 }
 
 void bf16_to_f32(const void* x, float* y, int64_t n, cudaStream_t s) {
-  to_f32_kernel<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const bf16*>(x), y, n);
-  check("to_f32_kernel");
+  to_f32_kernel<<<grid_for(n, kThreads), kThreads, 0, s>>>(static_cast<const bf16*>(x), y, n);
+  check_launch("to_f32_kernel");
 }
 
 void f32_to_bf16(const float* x, void* y, int64_t n, cudaStream_t s) {
-  to_bf16_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, static_cast<bf16*>(y), n);
-  check("to_bf16_kernel");
+  to_bf16_kernel<<<grid_for(n, kThreads), kThreads, 0, s>>>(x, static_cast<bf16*>(y), n);
+  check_launch("to_bf16_kernel");
 }
 
 void cross_entropy(const float* logits, const int* labels, const void* w, void* loss, float* grad, int64_t rows,
@@ -101,7 +89,7 @@ void cross_entropy(const float* logits, const int* labels, const void* w, void* 
   if (rows <= 0) return;
   cross_entropy_kernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(logits, labels, static_cast<const bf16*>(w),
                                                                         static_cast<bf16*>(loss), grad, vocab);
-  check("cross_entropy_kernel");
+  check_launch("cross_entropy_kernel");
 }
 
 }  // namespace remat::cuda::k
