@@ -1,9 +1,21 @@
 #pragma once
 // Built-in specs for tests.
+#include <fstream>
+#include <sstream>
+#include <string>
+
 #include "remat/io/spec_loader.hpp"
 #include "remat/spec/validate.hpp"
 
 namespace remat::test {
+
+// A file's whole contents ("" when it cannot be read).
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 inline ModelSpec model(const std::string& name) { return load_model(read_spec_source(name, "models")); }
 inline HardwareSpec hardware(const std::string& name) { return load_hardware(read_spec_source(name, "hardware")); }

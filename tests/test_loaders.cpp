@@ -12,12 +12,7 @@
 namespace remat {
 namespace {
 
-std::string read(const std::string& rel) {
-  std::ifstream in(std::string(REMAT_TEST_DATA) + "/" + rel);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string read(const std::string& rel) { return test::read_text(std::string(REMAT_TEST_DATA) + "/" + rel); }
 
 TEST(Loaders, HfConfigEqualsOurYaml) {
   const ModelSpec hf = parse_hf_config(read("data/llama3-8b-config.json"), "config.json");

@@ -7,16 +7,12 @@
 
 #include "remat/io/measurements.hpp"
 #include "remat/io/spec_loader.hpp"
+#include "test_helpers.hpp"
 
 namespace remat {
 namespace {
 
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::read_text;
 
 // The first problem's line, or "(accepted)".
 template <class F>
@@ -32,7 +28,7 @@ std::string rejection(F&& parse) {
 const std::string kSeeds = std::string(REMAT_TEST_DATA) + "/fuzz/seeds/measurements/";
 
 TEST(RobustMeasurements, ReadsTheCommittedSeeds) {
-  const Measurements m = parse_measurements(read(kSeeds + "measurements-h200-small.json"), "m.json");
+  const Measurements m = parse_measurements(read_text(kSeeds + "measurements-h200-small.json"), "m.json");
   EXPECT_EQ(m.schema_version, "1.0");
   ASSERT_FALSE(m.cases.empty());
   EXPECT_EQ(m.cases[0].block, "rmsnorm_linear");
@@ -83,7 +79,7 @@ TEST(RobustMeasurements, RejectsBadCasesWithKeyPathAndValue) {
 // Found by fuzz_hf_config: a number beyond double escaped as json::out_of_range
 // (exit code 3, "internal error") instead of a bad-input message.
 TEST(RobustFuzzRegressions, HfNumberOverflowIsBadInput) {
-  const std::string text = read(std::string(REMAT_TEST_DATA) + "/bad_inputs/fuzz_number_overflow.json");
+  const std::string text = read_text(std::string(REMAT_TEST_DATA) + "/bad_inputs/fuzz_number_overflow.json");
   EXPECT_EQ(rejection([&] { parse_hf_config(text, "c.json"); }),
             "c.json: (document): malformed JSON: number overflow parsing '1E8432'");
 }
@@ -91,7 +87,7 @@ TEST(RobustFuzzRegressions, HfNumberOverflowIsBadInput) {
 // Found by fuzz_hf_config: nlohmann's message quotes the whole number, so a
 // 300-digit number made a problem line of any length.
 TEST(RobustFuzzRegressions, HfLongNumberMessageIsCut) {
-  const std::string text = read(std::string(REMAT_TEST_DATA) + "/bad_inputs/fuzz_long_number.json");
+  const std::string text = read_text(std::string(REMAT_TEST_DATA) + "/bad_inputs/fuzz_long_number.json");
   const std::string line = rejection([&] { parse_hf_config(text, "c.json"); });
   EXPECT_EQ(line.rfind("c.json: (document): malformed JSON: number overflow parsing '1111", 0), 0u) << line;
   EXPECT_LE(line.size(), 260u);

@@ -146,13 +146,6 @@ std::string base64(const std::string& in) {
   return out;
 }
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::string run(const std::string& cmd) { return remat::test::run_shell(cmd).out; }
 
 // Renders the per-stage bars with headless chromium (--screenshot), then
@@ -171,7 +164,7 @@ TEST(SimSvg, ChromiumRendersTheBarsNotBlank) {
       (dir / "profile").string();
   run(chromium + flags + " --window-size=900,420 --screenshot=" + (dir / "bars.png").string() + " file://" +
       (dir / "bars.svg").string() + " 2>/dev/null");
-  const std::string png = slurp(dir / "bars.png");
+  const std::string png = remat::test::read_text((dir / "bars.png").string());
   ASSERT_GT(png.size(), 8u) << "no screenshot written";
   ASSERT_EQ(png.substr(1, 3), "PNG");
   std::ofstream(dir / "count.html")

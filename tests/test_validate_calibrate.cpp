@@ -17,12 +17,7 @@ namespace {
 
 const std::string kFile = std::string(REMAT_TEST_DATA) + "/../reports/gpu/measurements-h200.json";
 
-Measurements committed() {
-  std::ifstream in(kFile, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_measurements(ss.str(), kFile);
-}
+Measurements committed() { return parse_measurements(test::read_text(kFile), kFile); }
 
 const std::set<int64_t> kFit = {1024, 4096, 16384}, kCheck = {2048, 8192};
 

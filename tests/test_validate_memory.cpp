@@ -15,12 +15,7 @@
 namespace remat {
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::read_text;
 
 Measurements committed(const std::string& name) {
   const std::string path = std::string(REMAT_TEST_DATA) + "/../reports/gpu/" + name;

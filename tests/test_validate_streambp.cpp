@@ -19,12 +19,7 @@ namespace {
 
 const std::string kFile = std::string(REMAT_TEST_DATA) + "/../reports/gpu/measurements-h200-streambp.json";
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::read_text;
 
 TEST(ValidateStreamBp, PeakBytesWithinThreePercent) {
   const std::string text = read_text(kFile);
