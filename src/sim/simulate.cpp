@@ -22,6 +22,10 @@ namespace {
 constexpr double kUnset = -1;
 constexpr size_t kNoBuffer = size_t(-1);
 
+std::string buffer_name(const char* what, int64_t mb, int64_t layer) {
+  return layer < 0 ? fmt::format("{} mb{}", what, mb) : fmt::format("{} mb{} L{}", what, mb, layer);
+}
+
 class Engine {
  public:
   Engine(const ChunkSet& set, int64_t v, Simulation& sim)
@@ -66,6 +70,14 @@ class Engine {
   void release(size_t id, double t) {
     if (id != kNoBuffer) sim_.buffers[id].free_s = t;
   }
+  // A p2p send of the stage's boundary tensor (its buffer alive while it runs); returns its end.
+  double send(const Chunk& c, const char* what, int64_t mb, double start, double dur) {
+    if (dur <= 0) return start;
+    const size_t buf = alloc(c.stage, buffer_name(what, mb, -1), MemCategory::comm, c.p2p_bytes, start);
+    const double end = emit(c, SimStream::p2p, SimOp::send, mb, -1, start, dur);
+    release(buf, end);
+    return end;
+  }
   // Adds an event; returns its end.
   double emit(const Chunk& c, SimStream s, SimOp op, int64_t mb, int64_t layer, double start, double dur) {
     sim_.events.push_back({c.stage, s, op, mb, c.chunk, layer, start, start + dur});
@@ -105,10 +117,6 @@ class Engine {
   std::vector<std::vector<std::vector<size_t>>> kept_;      // [virtual stage][microbatch][layer]
 };
 
-std::string buffer_name(const char* what, int64_t mb, int64_t layer) {
-  return layer < 0 ? fmt::format("{} mb{}", what, mb) : fmt::format("{} mb{} L{}", what, mb, layer);
-}
-
 // One forward step: per layer its forward; an offloaded layer's activations
 // are staged on the GPU and copied out on the device-to-host stream while the
 // next layer runs. Double buffering: a layer that offloads starts only when at
@@ -143,11 +151,7 @@ void Engine::forward(const Chunk& c, int64_t mb) {
     head_[vs][size_t(mb)] = alloc(c.stage, buffer_name("logits+loss", mb, -1), MemCategory::logits, c.head_bytes, t);
     t = emit(c, SimStream::compute, SimOp::head_forward, mb, -1, t, c.head_fwd_s);
   }
-  if (c.send_fwd_s > 0) {
-    const size_t buf = alloc(c.stage, buffer_name("send act", mb, -1), MemCategory::comm, c.p2p_bytes, t);
-    t = emit(c, SimStream::p2p, SimOp::send, mb, -1, t, c.send_fwd_s);
-    release(buf, t);
-  }
+  t = send(c, "send act", mb, t, c.send_fwd_s);
   fwd_ready_[vs][size_t(mb)] = t;
   ck.compute = t;
 }
@@ -203,11 +207,7 @@ void Engine::backward(const Chunk& c, int64_t mb) {
     release(kept_[vs][size_t(mb)][i], t);
     release(in_buf[i], t);
   }
-  if (c.send_bwd_s > 0) {
-    const size_t buf = alloc(c.stage, buffer_name("send grad", mb, -1), MemCategory::comm, c.p2p_bytes, t);
-    t = emit(c, SimStream::p2p, SimOp::send, mb, -1, t, c.send_bwd_s);
-    release(buf, t);
-  }
+  t = send(c, "send grad", mb, t, c.send_bwd_s);
   bwd_ready_[vs][size_t(mb)] = t;
   ck.compute = t;
 }
