@@ -370,106 +370,200 @@ bool rmsnorm_fwd_warp(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_
   }
 }
 
-__global__ void rmsnorm_bwd_kernel(const bf16* x, int64_t ldx, const bf16* g, const bf16* dy, int64_t lddy, bf16* dx,
-                                   int64_t lddx, float* partial, int64_t rows, int h, float eps) {
+__device__ inline void unpack8(const uint4& raw, float (&v)[kVec]) {
+  const __nv_bfloat162* h2 = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(h2[i]);
+    v[2 * i] = f.x;
+    v[2 * i + 1] = f.y;
+  }
+}
+
+// A block owns kBwdRowsPerBlock consecutive rows and writes one partial weight gradient (fixed
+// order: deterministic). NV vectors of 8 per thread, held as raw bf16 in two buffers: the next
+// row's x and dy load while the current row is reduced across the block and written.
+template <int NV>
+struct NormRow {
+  uint4 x[NV], dy[NV];
+};
+
+template <int NV>
+__device__ inline void load_norm_row(NormRow<NV>& r, const bf16* x, int64_t ldx, const bf16* dy, int64_t lddy,
+                                     int64_t row, int nv) {
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    const int c = threadIdx.x + j * kNormThreads;
+    if (c < nv) {
+      r.x[j] = *reinterpret_cast<const uint4*>(x + row * ldx + c * kVec);
+      r.dy[j] = *reinterpret_cast<const uint4*>(dy + row * lddy + c * kVec);
+    }
+  }
+}
+
+template <int NV>
+__device__ inline void norm_bwd_row(const NormRow<NV>& cur, NormRow<NV>& next, bool has_next, const bf16* x,
+                                    int64_t ldx, const bf16* g, const bf16* dy, int64_t lddy, bf16* dx, int64_t lddx,
+                                    int64_t row, int nv, int h, float eps, float (&acc)[NV][kVec]) {
+  float ss = 0.f, dot = 0.f;
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    const int c = threadIdx.x + j * kNormThreads;
+    if (c < nv) {
+      float xv[kVec], dv[kVec], gv[kVec];
+      unpack8(cur.x[j], xv);
+      unpack8(cur.dy[j], dv);
+      load8(g + c * kVec, gv);
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) {
+        ss += xv[i] * xv[i];
+        dot += dv[i] * gv[i] * xv[i];
+      }
+    }
+  }
+  if (has_next) load_norm_row(next, x, ldx, dy, lddy, row + 1, nv);
+  const float2 red = block_sum2(ss, dot);
+  const float rstd = rsqrtf(red.x / h + eps);
+  const float coef = red.y * rstd * rstd * rstd / h;  // mean(dy*g*xhat) * rstd
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    const int c = threadIdx.x + j * kNormThreads;
+    if (c < nv) {
+      float xv[kVec], dv[kVec], gv[kVec], o[kVec];
+      unpack8(cur.x[j], xv);
+      unpack8(cur.dy[j], dv);
+      load8(g + c * kVec, gv);
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) {
+        o[i] = dv[i] * gv[i] * rstd - xv[i] * coef;
+        acc[j][i] += dv[i] * xv[i] * rstd;
+      }
+      store8(dx + row * lddx + c * kVec, o);
+    }
+  }
+}
+
+template <int NV>
+__global__ void __launch_bounds__(kNormThreads, 2)
+    rmsnorm_bwd_kernel(const bf16* x, int64_t ldx, const bf16* g, const bf16* dy, int64_t lddy, bf16* dx, int64_t lddx,
+                       float* partial, int64_t rows, int h, float eps) {
   const int nv = h / kVec;
-  float acc[kNormMaxVec][kVec] = {};
-  float gv[kNormMaxVec][kVec];
-#pragma unroll
-  for (int j = 0; j < kNormMaxVec; ++j) {
-    const int c = threadIdx.x + j * blockDim.x;
-    if (c < nv) load8(g + c * kVec, gv[j]);
-  }
   const int64_t r0 = int64_t(blockIdx.x) * kBwdRowsPerBlock;
-  for (int64_t row = r0; row < r0 + kBwdRowsPerBlock && row < rows; ++row) {
-    float xv[kNormMaxVec][kVec], dv[kNormMaxVec][kVec];
-    float ss = 0.f, dot = 0.f;
-#pragma unroll
-    for (int j = 0; j < kNormMaxVec; ++j) {
-      const int c = threadIdx.x + j * blockDim.x;
-      if (c < nv) {
-        load8(x + row * ldx + c * kVec, xv[j]);
-        load8(dy + row * lddy + c * kVec, dv[j]);
-#pragma unroll
-        for (int i = 0; i < kVec; ++i) {
-          ss += xv[j][i] * xv[j][i];
-          dot += dv[j][i] * gv[j][i] * xv[j][i];
-        }
-      }
-    }
-    const float2 red = block_sum2(ss, dot);
-    const float rstd = rsqrtf(red.x / h + eps);
-    const float coef = red.y * rstd * rstd * rstd / h;  // mean(dy*g*xhat) * rstd
-#pragma unroll
-    for (int j = 0; j < kNormMaxVec; ++j) {
-      const int c = threadIdx.x + j * blockDim.x;
-      if (c < nv) {
-        float o[kVec];
-#pragma unroll
-        for (int i = 0; i < kVec; ++i) {
-          o[i] = dv[j][i] * gv[j][i] * rstd - xv[j][i] * coef;
-          acc[j][i] += dv[j][i] * xv[j][i] * rstd;
-        }
-        store8(dx + row * lddx + c * kVec, o);
-      }
-    }
+  const int64_t r_end = min(r0 + kBwdRowsPerBlock, rows);
+  float acc[NV][kVec] = {};
+  NormRow<NV> a, b;
+  load_norm_row(a, x, ldx, dy, lddy, r0, nv);
+  for (int64_t row = r0; row < r_end; row += 2) {  // two rows a turn: the buffers swap roles
+    norm_bwd_row(a, b, row + 1 < r_end, x, ldx, g, dy, lddy, dx, lddx, row, nv, h, eps, acc);
+    if (row + 1 < r_end) norm_bwd_row(b, a, row + 2 < r_end, x, ldx, g, dy, lddy, dx, lddx, row + 1, nv, h, eps, acc);
   }
 #pragma unroll
-  for (int j = 0; j < kNormMaxVec; ++j) {
-    const int c = threadIdx.x + j * blockDim.x;
-    if (c < nv)
-#pragma unroll
-      for (int i = 0; i < kVec; ++i) partial[int64_t(blockIdx.x) * h + c * kVec + i] = acc[j][i];
+  for (int j = 0; j < NV; ++j) {
+    const int c = threadIdx.x + j * kNormThreads;
+    if (c < nv) {
+      float4* dst = reinterpret_cast<float4*>(partial + int64_t(blockIdx.x) * h + c * kVec);
+      dst[0] = make_float4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]);
+      dst[1] = make_float4(acc[j][4], acc[j][5], acc[j][6], acc[j][7]);
+    }
   }
 }
 
+constexpr int kReduceCols = 32, kReduceSlices = 16;
+
+// Column sums of the partials in a fixed order: thread (x, y) adds partial rows y, y + 16, ... of
+// its column, then the 16 slice sums are added in slice order.
 __global__ void reduce_partials_kernel(const float* partial, int64_t nblk, int h, bf16* out, bool accumulate) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= h) return;
-  float s = accumulate ? __bfloat162float(out[c]) : 0.f;
-  for (int64_t b = 0; b < nblk; ++b) s += partial[b * h + c];
-  out[c] = __float2bfloat16(s);
-}
-
-__global__ void swiglu_fwd_kernel(const bf16* gu, bf16* a, int inter, const float* scale, const int* scale_idx) {
-  const int64_t row = blockIdx.x;
-  const float sc = scale ? scale[scale_idx[row]] : 1.f;
-  for (int c = threadIdx.x; c < inter / kVec; c += blockDim.x) {
-    float gv[kVec], uv[kVec], o[kVec];
-    load8(gu + row * 2 * inter + c * kVec, gv);
-    load8(gu + row * 2 * inter + inter + c * kVec, uv);
-#pragma unroll
-    for (int i = 0; i < kVec; ++i) o[i] = gv[i] / (1.f + __expf(-gv[i])) * uv[i] * sc;
-    store8(a + row * inter + c * kVec, o);
+  __shared__ float slice_sum[kReduceSlices][kReduceCols];
+  const int c = blockIdx.x * kReduceCols + threadIdx.x;
+  float s = 0.f;
+  if (c < h) {
+#pragma unroll 8
+    for (int64_t b = threadIdx.y; b < nblk; b += kReduceSlices) s += partial[b * h + c];
   }
+  slice_sum[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y != 0 || c >= h) return;
+  float total = accumulate ? __bfloat162float(out[c]) : 0.f;
+  for (int y = 0; y < kReduceSlices; ++y) total += slice_sum[y][threadIdx.x];
+  out[c] = __float2bfloat16(total);
 }
 
-__global__ void swiglu_bwd_kernel(const bf16* gu, const bf16* da, bf16* dgu, int inter, const float* scale,
-                                  const int* scale_idx, float* dscale) {
-  const int64_t row = blockIdx.x;
-  const float sc = scale ? scale[scale_idx[row]] : 1.f;
+__device__ inline void swiglu_fwd_vec(const uint4& gate_raw, const uint4& up_raw, bf16* a, float sc) {
+  float gv[kVec], uv[kVec], o[kVec];
+  unpack8(gate_raw, gv);
+  unpack8(up_raw, uv);
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) o[i] = gv[i] / (1.f + __expf(-gv[i])) * uv[i] * sc;
+  store8(a, o);
+}
+
+// Returns this vector's share of d(scale): sum of da * silu(gate) * up.
+__device__ inline float swiglu_bwd_vec(const bf16* gu, const bf16* da, bf16* dgu, int inter, int64_t row, int c,
+                                       float sc) {
+  float gv[kVec], uv[kVec], dv[kVec], dg[kVec], du[kVec];
+  load8(gu + row * 2 * inter + c * kVec, gv);
+  load8(gu + row * 2 * inter + inter + c * kVec, uv);
+  load8(da + row * inter + c * kVec, dv);
   float dsum = 0.f;
-  for (int c = threadIdx.x; c < inter / kVec; c += blockDim.x) {
-    float gv[kVec], uv[kVec], dv[kVec], dg[kVec], du[kVec];
-    load8(gu + row * 2 * inter + c * kVec, gv);
-    load8(gu + row * 2 * inter + inter + c * kVec, uv);
-    load8(da + row * inter + c * kVec, dv);
 #pragma unroll
-    for (int i = 0; i < kVec; ++i) {
-      const float sg = 1.f / (1.f + __expf(-gv[i]));
-      const float silu = gv[i] * sg;
-      const float d = dv[i] * sc;
-      du[i] = d * silu;
-      dg[i] = d * uv[i] * sg * (1.f + gv[i] * (1.f - sg));
-      dsum += dv[i] * silu * uv[i];
-    }
-    store8(dgu + row * 2 * inter + c * kVec, dg);
-    store8(dgu + row * 2 * inter + inter + c * kVec, du);
+  for (int i = 0; i < kVec; ++i) {
+    const float sg = 1.f / (1.f + __expf(-gv[i]));
+    const float silu = gv[i] * sg;
+    const float d = dv[i] * sc;
+    du[i] = d * silu;
+    dg[i] = d * uv[i] * sg * (1.f + gv[i] * (1.f - sg));
+    dsum += dv[i] * silu * uv[i];
   }
-  if (dscale) {
-    const float tot = block_sum2(dsum, 0.f).x;
-    if (threadIdx.x == 0) dscale[scale_idx[row]] = tot;
+  store8(dgu + row * 2 * inter + c * kVec, dg);
+  store8(dgu + row * 2 * inter + inter + c * kVec, du);
+  return dsum;
+}
+
+constexpr int kSwigluThreads = 256;
+
+// Threads per row of the forward: a power of two from a warp to the whole block, about four
+// vectors per thread (moe experts, inter 1536: a warp a row; mlp, inter 14336: the block a row).
+int swiglu_threads_per_row(int64_t inter) {
+  int tpr = 32;
+  while (tpr < kSwigluThreads && tpr * 2 <= inter / kVec / 4) tpr *= 2;
+  return tpr;
+}
+
+// kSwigluThreads / tpr rows a block, tpr threads a row walking it in 16-byte vectors.
+__global__ void swiglu_fwd_kernel(const bf16* gu, bf16* a, int64_t rows, int inter, const float* scale,
+                                  const int* scale_idx, int tpr) {
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
+  if (row >= rows) return;
+  const float sc = scale ? scale[scale_idx[row]] : 1.f;
+  for (int c = threadIdx.x % tpr; c < inter / kVec; c += tpr) {
+    const uint4 gate = *reinterpret_cast<const uint4*>(gu + row * 2 * inter + c * kVec);
+    const uint4 up = *reinterpret_cast<const uint4*>(gu + row * 2 * inter + inter + c * kVec);
+    swiglu_fwd_vec(gate, up, a + row * inter + c * kVec, sc);
   }
+}
+
+__global__ void swiglu_bwd_kernel(const bf16* gu, const bf16* da, bf16* dgu, int64_t rows, int inter,
+                                  const float* scale, const int* scale_idx) {
+  const int nv = inter / kVec;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < rows * nv;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t row = i / nv;
+    swiglu_bwd_vec(gu, da, dgu, inter, row, int(i - row * nv), scale ? scale[scale_idx[row]] : 1.f);
+  }
+}
+
+constexpr int kRowsPerSwigluBlock = 8;  // the scaled backward: a warp per row
+
+__global__ void swiglu_bwd_dscale_kernel(const bf16* gu, const bf16* da, bf16* dgu, int64_t rows, int inter,
+                                         const float* scale, const int* scale_idx, float* dscale) {
+  const int64_t row = int64_t(blockIdx.x) * kRowsPerSwigluBlock + (threadIdx.x >> 5);
+  if (row >= rows) return;
+  const float sc = scale[scale_idx[row]];
+  float dsum = 0.f;
+#pragma unroll 4
+  for (int c = threadIdx.x & 31; c < inter / kVec; c += 32) dsum += swiglu_bwd_vec(gu, da, dgu, inter, row, c, sc);
+  const float total = warp_sum(dsum);
+  if ((threadIdx.x & 31) == 0) dscale[scale_idx[row]] = total;
 }
 
 constexpr int kRouterMaxPerLane = 8;  // experts <= 256
@@ -672,18 +766,38 @@ int64_t rmsnorm_bwd_partial_floats(int64_t rows, int64_t h) {
   return (rows + kBwdRowsPerBlock - 1) / kBwdRowsPerBlock * h;
 }
 
+template <int NV>
+void launch_rmsnorm_bwd(const void* x, int64_t ldx, const void* g, const void* dy, int64_t lddy, void* dx, int64_t lddx,
+                        float* partial_ws, int64_t rows, int64_t h, float eps, cudaStream_t s) {
+  const int64_t nblk = (rows + kBwdRowsPerBlock - 1) / kBwdRowsPerBlock;
+  rmsnorm_bwd_kernel<NV><<<static_cast<unsigned>(nblk), kNormThreads, 0, s>>>(
+      static_cast<const bf16*>(x), ldx, static_cast<const bf16*>(g), static_cast<const bf16*>(dy), lddy,
+      static_cast<bf16*>(dx), lddx, partial_ws, rows, int(h), eps);
+}
+
 void rmsnorm_bwd(const void* x, int64_t ldx, const void* g, const void* dy, int64_t lddy, void* dx, int64_t lddx,
                  void* dg, float* partial_ws, int64_t rows, int64_t h, float eps, cudaStream_t s, bool accumulate_dg) {
   check_vec(h, "rmsnorm_bwd");
   if (h > kNormThreads * kVec * kNormMaxVec) throw std::runtime_error("rmsnorm_bwd: hidden size above 8192");
-  const int64_t nblk = (rows + kBwdRowsPerBlock - 1) / kBwdRowsPerBlock;
-  const int threads = h >= 2048 ? kNormThreads : 64;
-  rmsnorm_bwd_kernel<<<static_cast<unsigned>(nblk), threads, 0, s>>>(
-      static_cast<const bf16*>(x), ldx, static_cast<const bf16*>(g), static_cast<const bf16*>(dy), lddy,
-      static_cast<bf16*>(dx), lddx, partial_ws, rows, int(h), eps);
+  if (rows == 0) return;
+  const int64_t vecs_per_thread = (h / kVec + kNormThreads - 1) / kNormThreads;
+  switch (vecs_per_thread) {
+    case 1:
+      launch_rmsnorm_bwd<1>(x, ldx, g, dy, lddy, dx, lddx, partial_ws, rows, h, eps, s);
+      break;
+    case 2:
+      launch_rmsnorm_bwd<2>(x, ldx, g, dy, lddy, dx, lddx, partial_ws, rows, h, eps, s);
+      break;
+    case 3:
+      launch_rmsnorm_bwd<3>(x, ldx, g, dy, lddy, dx, lddx, partial_ws, rows, h, eps, s);
+      break;
+    default:
+      launch_rmsnorm_bwd<kNormMaxVec>(x, ldx, g, dy, lddy, dx, lddx, partial_ws, rows, h, eps, s);
+  }
   check_launch("rmsnorm_bwd_kernel");
-  reduce_partials_kernel<<<grid_for(h, 256), 256, 0, s>>>(partial_ws, nblk, int(h), static_cast<bf16*>(dg),
-                                                          accumulate_dg);
+  const int64_t nblk = (rows + kBwdRowsPerBlock - 1) / kBwdRowsPerBlock;
+  reduce_partials_kernel<<<static_cast<unsigned>((h + kReduceCols - 1) / kReduceCols), dim3(kReduceCols, kReduceSlices),
+                           0, s>>>(partial_ws, nblk, int(h), static_cast<bf16*>(dg), accumulate_dg);
   check_launch("reduce_partials_kernel");
 }
 
@@ -691,8 +805,10 @@ void swiglu_fwd(const void* gu, void* a, int64_t rows, int64_t inter, const floa
                 cudaStream_t s) {
   check_vec(inter, "swiglu_fwd");
   if (rows == 0) return;
-  swiglu_fwd_kernel<<<static_cast<unsigned>(rows), 256, 0, s>>>(static_cast<const bf16*>(gu), static_cast<bf16*>(a),
-                                                                int(inter), scale, scale_idx);
+  const int tpr = swiglu_threads_per_row(inter);
+  const int64_t rows_per_block = kSwigluThreads / tpr;
+  swiglu_fwd_kernel<<<static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), kSwigluThreads, 0, s>>>(
+      static_cast<const bf16*>(gu), static_cast<bf16*>(a), rows, int(inter), scale, scale_idx, tpr);
   check_launch("swiglu_fwd_kernel");
 }
 
@@ -700,9 +816,18 @@ void swiglu_bwd(const void* gu, const void* da, void* dgu, int64_t rows, int64_t
                 const int* scale_idx, float* dscale, cudaStream_t s) {
   check_vec(inter, "swiglu_bwd");
   if (rows == 0) return;
-  swiglu_bwd_kernel<<<static_cast<unsigned>(rows), 256, 0, s>>>(static_cast<const bf16*>(gu),
-                                                                static_cast<const bf16*>(da), static_cast<bf16*>(dgu),
-                                                                int(inter), scale, scale_idx, dscale);
+  if (dscale) {
+    if (!scale) throw std::runtime_error("swiglu_bwd: a scale gradient needs the scale");
+    const unsigned blocks = static_cast<unsigned>((rows + kRowsPerSwigluBlock - 1) / kRowsPerSwigluBlock);
+    swiglu_bwd_dscale_kernel<<<blocks, 32 * kRowsPerSwigluBlock, 0, s>>>(
+        static_cast<const bf16*>(gu), static_cast<const bf16*>(da), static_cast<bf16*>(dgu), rows, int(inter), scale,
+        scale_idx, dscale);
+    check_launch("swiglu_bwd_dscale_kernel");
+    return;
+  }
+  swiglu_bwd_kernel<<<grid_for(rows * inter / kVec, 256), 256, 0, s>>>(
+      static_cast<const bf16*>(gu), static_cast<const bf16*>(da), static_cast<bf16*>(dgu), rows, int(inter), scale,
+      scale_idx);
   check_launch("swiglu_bwd_kernel");
 }
 

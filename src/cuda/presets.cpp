@@ -118,8 +118,9 @@ json summarize(const json& doc) {
     const int64_t s = c["dims"]["s"];
     rec[b][s][st] = c["recompute_s"].get<double>();
     if (st != "none") continue;
-    double best_gemm = 0, attn_f = 0, attn_b = 0, attn_tf = 0, attn_tb = 0, norm_bw = 0, swiglu_bw = 0;
+    double best_gemm = 0, attn_f = 0, attn_b = 0, attn_tf = 0, attn_tb = 0;
     std::string best_name;
+    std::map<std::string, json> largest;  // memory-bound kind -> its largest instance (by bytes moved)
     for (const auto& k : c["kernels"]) {
       const std::string kind = k["kind"];
       const double t = k["time_s"], fl = k["flops"];
@@ -129,8 +130,9 @@ json summarize(const json& doc) {
       }
       if (kind == "attention_fwd") attn_f += fl, attn_tf += t;
       if (kind == "attention_bwd") attn_b += fl, attn_tb += t;
-      if (kind == "rmsnorm") norm_bw = std::max(norm_bw, k["gbps"].get<double>());
-      if (kind == "swiglu") swiglu_bw = std::max(swiglu_bw, k["gbps"].get<double>());
+      const bool memory_bound = kind == "rmsnorm" || kind == "rmsnorm_bwd" || kind == "swiglu" || kind == "swiglu_bwd";
+      if (memory_bound && (!largest.count(kind) || k["bytes_moved"].get<double>() > largest[kind]["bytes_moved"]))
+        largest[kind] = k;
     }
     json e = {{"block", b}, {"s", s}};
     if (best_gemm > 0)
@@ -142,8 +144,10 @@ json summarize(const json& doc) {
                                 {"fwd_tflops", attn_f / attn_tf * 1e-12},
                                 {"bwd_tflops", attn_b / attn_tb * 1e-12}};
     }
-    if (norm_bw > 0) e["rmsnorm_gbps"] = {{"gbps", norm_bw}, {"fraction_of_peak", norm_bw / peak_bw}};
-    if (swiglu_bw > 0) e["swiglu_gbps"] = {{"gbps", swiglu_bw}, {"fraction_of_peak", swiglu_bw / peak_bw}};
+    for (const auto& [kind, k] : largest) {
+      const double gbps = k["gbps"];
+      e[kind + "_gbps"] = {{"name", k["name"]}, {"gbps", gbps}, {"fraction_of_peak", gbps / peak_bw}};
+    }
     eff.push_back(e);
   }
   const std::map<std::string, double> paper = {
