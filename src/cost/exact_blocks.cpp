@@ -118,11 +118,11 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
   const double fwd = 4 * rows * r.s * nh * hd * (r.causal ? 0.5 : 1.0);
   if (r.flash_attention) {
     b.tensors.push_back({"lse", r.b * nh * r.s * kFp32});  // softmax statistics
-    b.ops.push_back(ops::attention("flash_attention", fwd, {"q", k, v, "o", "lse"}));
+    b.ops.push_back(ops::attention("flash_attention", fwd, r.s, {"q", k, v, "o", "lse"}));
     b.attention_stats = {"lse"};
   } else {
     b.tensors.push_back({"probs", r.b * nh * r.s * r.s * kBf16});  // materialized softmax
-    b.ops.push_back(ops::attention("attention", fwd, {"q", k, v, "probs"}));
+    b.ops.push_back(ops::attention("attention", fwd, r.s, {"q", k, v, "probs"}));
     b.attention_stats = {"probs"};
   }
   b.kept_outside = {"o"};

@@ -54,14 +54,16 @@ inline OpDef collective(std::string name, double fwd_wire_bytes, double bwd_wire
   return op;
 }
 
-// Flash attention with the given model FLOPs of its forward. The backward
-// counts twice the forward as model FLOPs; the kernel executes 2.5x, since
-// it recomputes the scores from q, k and the softmax statistics.
-inline OpDef attention(std::string name, double fwd_flops, std::vector<std::string> saves) {
+// Flash attention over sequences of `seq` tokens with the given model FLOPs
+// of its forward. The backward counts twice the forward as model FLOPs; the
+// kernel executes 2.5x, since it recomputes the scores from q, k and the
+// softmax statistics.
+inline OpDef attention(std::string name, double fwd_flops, double seq, std::vector<std::string> saves) {
   OpDef op;
   op.name = std::move(name);
   op.kind = OpKind::attention;
   op.fwd_flops = fwd_flops;
+  op.attention_seq = seq;
   op.bwd_flops = 2 * fwd_flops;
   op.bwd_exec_flops = 2.5 * fwd_flops;
   op.saves = std::move(saves);

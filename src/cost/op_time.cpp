@@ -19,6 +19,18 @@ double gemm_efficiency(const Efficiency& eff, double flops) {
   return pts.back().fraction;
 }
 
+AttentionPoint attention_efficiency(const Efficiency& eff, double seq) {
+  const auto& pts = eff.attention_by_seq;
+  if (pts.empty()) return {seq, eff.attention_fwd, eff.attention_bwd};
+  if (seq <= pts.front().seq) return {seq, pts.front().fwd, pts.front().bwd};
+  if (seq >= pts.back().seq) return {seq, pts.back().fwd, pts.back().bwd};
+  size_t i = 1;
+  while (seq > pts[i].seq) ++i;
+  const AttentionPoint &a = pts[i - 1], &b = pts[i];
+  const double w = std::log2(seq / a.seq) / std::log2(b.seq / a.seq);
+  return {seq, a.fwd + w * (b.fwd - a.fwd), a.bwd + w * (b.bwd - a.bwd)};
+}
+
 double link_bytes_per_s(const HardwareSpec& hw, int64_t ranks) {
   const auto& e = hw.efficiency;
   // NVLink figures are bidirectional totals: a ring uses one direction's half
@@ -41,9 +53,10 @@ OpTime op_time(const OpDef& op, const HardwareSpec& hw) {
       const double rate = hw.peak_bf16_flops * gemm_efficiency(e, op.gemm_flops_each);
       return {op.fwd_flops / rate, op.bwd_exec_flops / rate};
     }
-    case OpKind::attention:
-      return {op.fwd_flops / (hw.peak_bf16_flops * e.attention_fwd),
-              op.bwd_exec_flops / (hw.peak_bf16_flops * e.attention_bwd)};
+    case OpKind::attention: {
+      const AttentionPoint a = attention_efficiency(e, op.attention_seq);
+      return {op.fwd_flops / (hw.peak_bf16_flops * a.fwd), op.bwd_exec_flops / (hw.peak_bf16_flops * a.bwd)};
+    }
     case OpKind::memory_bound:
       return {op.fwd_bytes / mem_bw, op.bwd_bytes / mem_bw};
     case OpKind::collective: {

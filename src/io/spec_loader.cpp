@@ -19,6 +19,27 @@ void throw_if(std::vector<Problem>& problems) {
   if (!problems.empty()) throw InputError(std::move(problems));
 }
 
+// Optional efficiency.attention_by_seq: [{seq, fwd, bwd}, ...].
+void read_attention_points(YamlFields& f, Efficiency& e, const std::string& file, std::vector<Problem>& problems) {
+  YAML::Node points = f.child("attention_by_seq");
+  if (!points) return;
+  if (!points.IsSequence()) return f.fail("attention_by_seq", "", "must be a list of {seq, fwd, bwd} points");
+  for (size_t i = 0; i < points.size(); ++i) {
+    const std::string prefix = "efficiency.attention_by_seq[" + std::to_string(i) + "].";
+    if (!points[i].IsMap()) {
+      problems.push_back({file, prefix.substr(0, prefix.size() - 1), "", "must be a mapping {seq, fwd, bwd}"});
+      continue;
+    }
+    YamlFields pf(points[i], file, prefix, problems);
+    AttentionPoint p;
+    pf.number("seq", p.seq, true);
+    pf.number("fwd", p.fwd, true);
+    pf.number("bwd", p.bwd, true);
+    pf.reject_unknown();
+    e.attention_by_seq.push_back(p);
+  }
+}
+
 void read_efficiency(YamlFields& parent, Efficiency& e, const std::string& file, std::vector<Problem>& problems) {
   YAML::Node node = parent.child("efficiency");
   if (!node) return parent.fail("efficiency", "", "required key is missing");
@@ -48,6 +69,7 @@ void read_efficiency(YamlFields& parent, Efficiency& e, const std::string& file,
       e.gemm_by_flops.push_back(p);
     }
   }
+  read_attention_points(f, e, file, problems);
   f.reject_unknown();
 }
 

@@ -149,6 +149,14 @@ std::vector<Problem> validate_hardware(const HardwareSpec& h, const std::string&
     if (i > 0 && !(e.gemm_by_flops[i].flops > e.gemm_by_flops[i - 1].flops))
       c.fail(key + ".flops", fmt(e.gemm_by_flops[i].flops), "must be larger than the previous point's");
   }
+  for (size_t i = 0; i < e.attention_by_seq.size(); ++i) {
+    const std::string key = "efficiency.attention_by_seq[" + std::to_string(i) + "]";
+    c.positive(key + ".seq", e.attention_by_seq[i].seq, 1, kAttentionSeq);
+    c.fraction(key + ".fwd", e.attention_by_seq[i].fwd);
+    c.fraction(key + ".bwd", e.attention_by_seq[i].bwd);
+    if (i > 0 && !(e.attention_by_seq[i].seq > e.attention_by_seq[i - 1].seq))
+      c.fail(key + ".seq", fmt(e.attention_by_seq[i].seq), "must be larger than the previous point's");
+  }
   return c.problems;
 }
 

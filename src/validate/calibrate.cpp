@@ -6,6 +6,7 @@
 //   its fraction the group's FLOPs over its time (what the group's time needs);
 // - attention_fwd / attention_bwd: the cuDNN flash kernels, FLOPs counted as
 //   the backend and op_time count them (forward 4 s^2 d heads / 2, backward 2.5x);
+//   attention_by_seq: the same per fit length (a point per s);
 // - memory_bound: per case, the cost model's memory-bound bytes over the
 //   measured time of the backend's memory-bound kernels (norms, SwiGLU,
 //   router, gather/scatter, key assembly) and HBM bandwidth;
@@ -16,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "remat/cost/op_time.hpp"
 #include "remat/spec/problems.hpp"
@@ -59,7 +61,18 @@ std::vector<EfficiencyPoint> fit_gemm(std::vector<GemmSample> samples, double pe
 struct FitData {
   std::vector<GemmSample> gemm;
   std::vector<double> attention_fwd, attention_bwd, memory_bound, host_link;
+  std::map<int64_t, std::vector<double>> attention_fwd_by_s, attention_bwd_by_s;
 };
+
+std::vector<AttentionPoint> fit_attention_by_seq(const FitData& d) {
+  std::vector<AttentionPoint> points;
+  for (const auto& [s, fwd] : d.attention_fwd_by_s) {
+    const auto bwd = d.attention_bwd_by_s.find(s);
+    if (bwd == d.attention_bwd_by_s.end()) continue;
+    points.push_back({double(s), least_squares_efficiency(fwd), least_squares_efficiency(bwd->second)});
+  }
+  return points;
+}
 
 // The cost model's memory-bound bytes of a case (its predicted time at
 // efficiency 1 times the HBM bandwidth).
@@ -74,14 +87,17 @@ void collect_case(FitData& d, const MeasuredCase& mc, const BackendCase& c, cons
   for (const MeasuredKernel& k : mc.kernels) {
     if (k.time_s <= 0) continue;
     const double achieved = k.flops / k.time_s / hw.peak_bf16_flops;
-    if (is_gemm(k.kind) && k.flops > 0)
+    if (is_gemm(k.kind) && k.flops > 0) {
       d.gemm.push_back({k.flops / double(std::max<int64_t>(1, k.calls)), k.flops, k.time_s});
-    else if (k.kind == "attention_fwd")
+    } else if (k.kind == "attention_fwd") {
       d.attention_fwd.push_back(achieved);
-    else if (k.kind == "attention_bwd")
+      d.attention_fwd_by_s[c.s].push_back(achieved);
+    } else if (k.kind == "attention_bwd") {
       d.attention_bwd.push_back(achieved);
-    else if (!is_attention(k.kind) && !is_gemm(k.kind))
+      d.attention_bwd_by_s[c.s].push_back(achieved);
+    } else if (!is_attention(k.kind) && !is_gemm(k.kind)) {
       memory_time += k.time_s;
+    }
   }
   const double bytes = model_memory_bytes(c, hw);
   if (memory_time > 0 && bytes > 0) d.memory_bound.push_back(bytes / memory_time / hw.hbm_bytes_per_s);
@@ -130,6 +146,11 @@ Calibration calibrate(const Measurements& m, const HardwareSpec& hw, const std::
                        "GEMM kernels grouped by FLOPs per call; fraction = group FLOPs / group time / peak"});
   set_scalar(cal, "attention_fwd", e.attention_fwd, d.attention_fwd, "cuDNN flash forward kernels");
   set_scalar(cal, "attention_bwd", e.attention_bwd, d.attention_bwd, "cuDNN flash backward kernels");
+  const double seq_points_before = double(e.attention_by_seq.size());
+  e.attention_by_seq = fit_attention_by_seq(d);
+  cal.notes.push_back({"attention_by_seq", int64_t(d.attention_fwd.size() + d.attention_bwd.size()), seq_points_before,
+                       double(e.attention_by_seq.size()),
+                       "cuDNN flash kernels per fit length; forward and backward fraction of peak"});
   set_scalar(cal, "memory_bound", e.memory_bound, d.memory_bound,
              "per case: model memory-bound bytes / measured memory-bound kernel time / HBM bandwidth");
   if (!d.host_link.empty())

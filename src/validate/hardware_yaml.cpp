@@ -47,6 +47,25 @@ std::vector<std::string> gemm_lines(const Calibration& c, const std::string& pad
   return out;
 }
 
+std::vector<std::string> attention_lines(const Calibration& c, const std::string& pad) {
+  std::vector<std::string> out;
+  out.push_back(pad + fmt::format("# remat calibrate: remat-bench cuDNN flash kernels at s = {}; fractions of {:.0f} "
+                                  "TFLOP/s, interpolated in log2(seq)",
+                                  lengths_text(c.fit_lengths), c.after.peak_bf16_flops / 1e12));
+  for (const auto& p : c.after.efficiency.attention_by_seq)
+    out.push_back(pad + fmt::format("- {{seq: {:.0f}, fwd: {:.3f}, bwd: {:.3f}}}", p.seq, p.fwd, p.bwd));
+  return out;
+}
+
+// Appends `key:` and the list lines under it; skips the original list after lines[i].
+void replace_list(std::vector<std::string>& out, const std::vector<std::string>& lines, size_t& i,
+                  const std::vector<std::string>& items) {
+  out.push_back(lines[i]);
+  const size_t list_indent = indent_of(lines[i]) + 2;
+  while (i + 1 < lines.size() && (lines[i + 1].empty() || indent_of(lines[i + 1]) >= list_indent)) ++i;
+  for (const auto& item : items) out.push_back(std::string(list_indent, ' ') + item);
+}
+
 const FitNote* note_for(const Calibration& c, const std::string& entry) {
   for (const auto& n : c.notes)
     if (n.entry == entry) return &n;
@@ -70,6 +89,9 @@ std::string calibrated_hardware_yaml(const std::string& original, const Calibrat
   const std::vector<std::string> lines = split_lines(original);
   std::vector<std::string> out;
   bool have_source_key = false;
+  bool have_attention_points = false;
+  for (const auto& line : lines) have_attention_points = have_attention_points || sets_key(line, "attention_by_seq");
+  const std::vector<std::string> attention_items = attention_lines(c, "");
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::string& line = lines[i];
     if (indent_of(line) == 0 && sets_key(line, "calibrated_from")) {
@@ -78,10 +100,11 @@ std::string calibrated_hardware_yaml(const std::string& original, const Calibrat
       continue;
     }
     if (sets_key(line, "gemm_by_flops")) {
-      out.push_back(line);
-      const size_t list_indent = indent_of(line) + 2;
-      while (i + 1 < lines.size() && (lines[i + 1].empty() || indent_of(lines[i + 1]) >= list_indent)) ++i;
-      for (auto& g : gemm_lines(c, std::string(list_indent, ' '))) out.push_back(g);
+      replace_list(out, lines, i, gemm_lines(c, ""));
+      continue;
+    }
+    if (sets_key(line, "attention_by_seq")) {
+      replace_list(out, lines, i, attention_items);
       continue;
     }
     const FitNote* n = nullptr;
@@ -89,6 +112,11 @@ std::string calibrated_hardware_yaml(const std::string& original, const Calibrat
       if (indent_of(line) > 0 && sets_key(line, key)) n = note_for(c, key);
     if (n) {
       replace_scalar(out, line, *n);
+      if (n->entry == "attention_bwd" && !have_attention_points && !c.after.efficiency.attention_by_seq.empty()) {
+        const std::string pad(indent_of(line), ' ');
+        out.push_back(pad + "attention_by_seq:");
+        for (const auto& item : attention_items) out.push_back(pad + "  " + item);
+      }
       continue;
     }
     out.push_back(line);

@@ -153,11 +153,15 @@ Json calibrate_report(const ReportMeta& meta, const Calibration& c) {
   Json points = Json::array();
   for (const auto& p : c.after.efficiency.gemm_by_flops)
     points.push_back({{"flops", p.flops}, {"fraction", p.fraction}});
+  Json attention = Json::array();
+  for (const auto& p : c.after.efficiency.attention_by_seq)
+    attention.push_back({{"seq", p.seq}, {"fwd", p.fwd}, {"bwd", p.bwd}});
   return {{"meta", meta_json(meta)},
           {"fit_lengths", c.fit_lengths},
           {"check_lengths", c.check_lengths},
           {"fitted", notes},
           {"gemm_by_flops", points},
+          {"attention_by_seq", attention},
           {"mape",
            {{"fit_before", error_summary_json(c.fit_before)},
             {"fit_after", error_summary_json(c.fit_after)},

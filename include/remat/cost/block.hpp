@@ -23,6 +23,7 @@ struct OpDef {
   double fwd_bytes = 0;       // HBM traffic (memory-bound ops) or bytes on the wire (collectives)
   double bwd_bytes = 0;
   double gemm_flops_each = 0;      // FLOPs of one GEMM call, for size-dependent efficiency
+  double attention_seq = 0;        // attention: the sequence length, for length-dependent efficiency
   int64_t link_ranks = 1;          // collectives: ranks in the group
   std::vector<std::string> saves;  // tensors its backward reads
 };

@@ -12,6 +12,10 @@ constexpr int64_t kGpusPerNode = 8;
 // Achieved fraction of the bf16 peak for one GEMM of `flops`, interpolated
 // in log10(flops) between the hardware file's points, clamped at the ends.
 double gemm_efficiency(const Efficiency& eff, double flops);
+// Flash attention's achieved fractions of the bf16 peak (forward, backward) at
+// sequence length `seq`: interpolated in log2(seq) between the hardware file's
+// attention_by_seq points, clamped at the ends; the scalars when it has none.
+AttentionPoint attention_efficiency(const Efficiency& eff, double seq);
 // Achieved bytes/s per direction for a collective over `ranks` GPUs.
 double link_bytes_per_s(const HardwareSpec& hw, int64_t ranks);
 double host_copy_bytes_per_s(const HardwareSpec& hw);

@@ -10,10 +10,17 @@ struct EfficiencyPoint {
   double fraction = 0;  // achieved fraction of the bf16 peak at that size
 };
 
+// Flash attention's achieved fraction of the bf16 peak at one sequence length.
+struct AttentionPoint {
+  double seq = 0;  // keys each query row runs over (the sequence length, causal or not)
+  double fwd = 0, bwd = 0;
+};
+
 struct Efficiency {
   std::vector<EfficiencyPoint> gemm_by_flops;  // ascending in flops
-  double attention_fwd = 0.6;
+  double attention_fwd = 0.6;                  // used when attention_by_seq is empty
   double attention_bwd = 0.5;
+  std::vector<AttentionPoint> attention_by_seq;  // optional, ascending in seq
   double memory_bound = 0.85;
   double host_link = 0.8;
   double nvlink = 0.8;

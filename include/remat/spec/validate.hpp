@@ -39,6 +39,7 @@ constexpr double kGBps = 1e7;                // every *_GBps
 constexpr int64_t kDomainGpus = 1'000'000;   // nvlink_domain_gpus
 constexpr double kMinFraction = 1e-3;        // efficiency fractions lie in [1e-3, 1]
 constexpr double kGemmFlops = 1e30;          // efficiency.gemm_by_flops[].flops
+constexpr double kAttentionSeq = 1e9;        // efficiency.attention_by_seq[].seq
 }  // namespace limits
 
 std::vector<Problem> validate_model(const ModelSpec& m, const std::string& file);
