@@ -21,16 +21,17 @@ constexpr int kNormThreads = 256;
 constexpr int kNormMaxVec = 4;  // h <= 256 * 8 * 4 = 8192
 constexpr int kBwdRowsPerBlock = 16;
 
-__device__ inline void load8(const bf16* p, float (&v)[kVec]) {
-  uint4 raw = *reinterpret_cast<const uint4*>(p);
+__device__ inline void unpack8(const uint4& raw, float (&v)[kVec]) {
   const __nv_bfloat162* h2 = reinterpret_cast<const __nv_bfloat162*>(&raw);
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    float2 f = __bfloat1622float2(h2[i]);
+    const float2 f = __bfloat1622float2(h2[i]);
     v[2 * i] = f.x;
     v[2 * i + 1] = f.y;
   }
 }
+
+__device__ inline void load8(const bf16* p, float (&v)[kVec]) { unpack8(*reinterpret_cast<const uint4*>(p), v); }
 
 __device__ inline void store8(bf16* p, const float (&v)[kVec]) {
   uint4 raw;
@@ -367,16 +368,6 @@ bool rmsnorm_fwd_warp(const bf16* x, int64_t ldx, const bf16* g, bf16* y, int64_
       return true;
     default:
       return false;
-  }
-}
-
-__device__ inline void unpack8(const uint4& raw, float (&v)[kVec]) {
-  const __nv_bfloat162* h2 = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __bfloat1622float2(h2[i]);
-    v[2 * i] = f.x;
-    v[2 * i + 1] = f.y;
   }
 }
 
