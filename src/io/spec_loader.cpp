@@ -19,24 +19,20 @@ void throw_if(std::vector<Problem>& problems) {
   if (!problems.empty()) throw InputError(std::move(problems));
 }
 
-// Optional efficiency.attention_by_seq: [{seq, fwd, bwd}, ...].
-void read_attention_points(YamlFields& f, Efficiency& e, const std::string& file, std::vector<Problem>& problems) {
-  YAML::Node points = f.child("attention_by_seq");
-  if (!points) return;
-  if (!points.IsSequence()) return f.fail("attention_by_seq", "", "must be a list of {seq, fwd, bwd} points");
-  for (size_t i = 0; i < points.size(); ++i) {
-    const std::string prefix = "efficiency.attention_by_seq[" + std::to_string(i) + "].";
-    if (!points[i].IsMap()) {
-      problems.push_back({file, prefix.substr(0, prefix.size() - 1), "", "must be a mapping {seq, fwd, bwd}"});
+// Each item of the list `node` (the key efficiency.<key>) as a mapping of the
+// keys `read_item` reads; a non-mapping item or an unknown key is a problem.
+template <typename ReadItem>
+void read_point_list(const YAML::Node& node, const std::string& key, const std::string& shape, const std::string& file,
+                     std::vector<Problem>& problems, ReadItem read_item) {
+  for (size_t i = 0; i < node.size(); ++i) {
+    const std::string item = "efficiency." + key + "[" + std::to_string(i) + "]";
+    if (!node[i].IsMap()) {
+      problems.push_back({file, item, "", "must be a mapping " + shape});
       continue;
     }
-    YamlFields pf(points[i], file, prefix, problems);
-    AttentionPoint p;
-    pf.number("seq", p.seq, true);
-    pf.number("fwd", p.fwd, true);
-    pf.number("bwd", p.bwd, true);
+    YamlFields pf(node[i], file, item + ".", problems);
+    read_item(pf);
     pf.reject_unknown();
-    e.attention_by_seq.push_back(p);
   }
 }
 
@@ -51,25 +47,29 @@ void read_efficiency(YamlFields& parent, Efficiency& e, const std::string& file,
   f.number("host_link", e.host_link, true);
   f.number("nvlink", e.nvlink, true);
   f.number("network", e.network, true);
-  YAML::Node points = f.child("gemm_by_flops");
-  if (!points || !points.IsSequence()) {
+  YAML::Node gemm = f.child("gemm_by_flops");
+  if (!gemm || !gemm.IsSequence()) {
     f.fail("gemm_by_flops", "", "required list of {flops, fraction} points");
   } else {
-    for (size_t i = 0; i < points.size(); ++i) {
-      const std::string prefix = "efficiency.gemm_by_flops[" + std::to_string(i) + "].";
-      if (!points[i].IsMap()) {
-        problems.push_back({file, prefix.substr(0, prefix.size() - 1), "", "must be a mapping {flops, fraction}"});
-        continue;
-      }
-      YamlFields pf(points[i], file, prefix, problems);
+    read_point_list(gemm, "gemm_by_flops", "{flops, fraction}", file, problems, [&](YamlFields& pf) {
       EfficiencyPoint p;
       pf.number("flops", p.flops, true);
       pf.number("fraction", p.fraction, true);
-      pf.reject_unknown();
       e.gemm_by_flops.push_back(p);
-    }
+    });
   }
-  read_attention_points(f, e, file, problems);
+  YAML::Node attention = f.child("attention_by_seq");  // optional
+  if (attention && !attention.IsSequence()) {
+    f.fail("attention_by_seq", "", "must be a list of {seq, fwd, bwd} points");
+  } else if (attention) {
+    read_point_list(attention, "attention_by_seq", "{seq, fwd, bwd}", file, problems, [&](YamlFields& pf) {
+      AttentionPoint p;
+      pf.number("seq", p.seq, true);
+      pf.number("fwd", p.fwd, true);
+      pf.number("bwd", p.bwd, true);
+      e.attention_by_seq.push_back(p);
+    });
+  }
   f.reject_unknown();
 }
 

@@ -36,24 +36,27 @@ std::string lengths_text(const std::set<int64_t>& s) {
   return out;
 }
 
-std::vector<std::string> gemm_lines(const Calibration& c, const std::string& pad) {
+// The list items (and a comment line first), unindented.
+std::vector<std::string> gemm_lines(const Calibration& c) {
   std::vector<std::string> out;
-  out.push_back(pad + fmt::format("# remat calibrate: remat-bench GEMM kernels (cuBLASLt bf16) at s = {}, grouped by "
-                                  "FLOPs per call; fraction of {:.0f} TFLOP/s",
-                                  lengths_text(c.fit_lengths), c.after.peak_bf16_flops / 1e12));
+  out.push_back(
+      fmt::format("# remat calibrate: remat-bench GEMM kernels (cuBLASLt bf16) at s = {}, grouped by "
+                  "FLOPs per call; fraction of {:.0f} TFLOP/s",
+                  lengths_text(c.fit_lengths), c.after.peak_bf16_flops / 1e12));
   for (const auto& p : c.after.efficiency.gemm_by_flops)
-    out.push_back(pad + fmt::format("- {{flops: {:.3e}, fraction: {:.3f}}}   # {:.0f} TFLOP/s", p.flops, p.fraction,
-                                    p.fraction * c.after.peak_bf16_flops / 1e12));
+    out.push_back(fmt::format("- {{flops: {:.3e}, fraction: {:.3f}}}   # {:.0f} TFLOP/s", p.flops, p.fraction,
+                              p.fraction * c.after.peak_bf16_flops / 1e12));
   return out;
 }
 
-std::vector<std::string> attention_lines(const Calibration& c, const std::string& pad) {
+std::vector<std::string> attention_lines(const Calibration& c) {
   std::vector<std::string> out;
-  out.push_back(pad + fmt::format("# remat calibrate: remat-bench cuDNN flash kernels at s = {}; fractions of {:.0f} "
-                                  "TFLOP/s, interpolated in log2(seq)",
-                                  lengths_text(c.fit_lengths), c.after.peak_bf16_flops / 1e12));
+  out.push_back(
+      fmt::format("# remat calibrate: remat-bench cuDNN flash kernels at s = {}; fractions of {:.0f} "
+                  "TFLOP/s, interpolated in log2(seq)",
+                  lengths_text(c.fit_lengths), c.after.peak_bf16_flops / 1e12));
   for (const auto& p : c.after.efficiency.attention_by_seq)
-    out.push_back(pad + fmt::format("- {{seq: {:.0f}, fwd: {:.3f}, bwd: {:.3f}}}", p.seq, p.fwd, p.bwd));
+    out.push_back(fmt::format("- {{seq: {:.0f}, fwd: {:.3f}, bwd: {:.3f}}}", p.seq, p.fwd, p.bwd));
   return out;
 }
 
@@ -91,7 +94,7 @@ std::string calibrated_hardware_yaml(const std::string& original, const Calibrat
   bool have_source_key = false;
   bool have_attention_points = false;
   for (const auto& line : lines) have_attention_points = have_attention_points || sets_key(line, "attention_by_seq");
-  const std::vector<std::string> attention_items = attention_lines(c, "");
+  const std::vector<std::string> attention_items = attention_lines(c);
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::string& line = lines[i];
     if (indent_of(line) == 0 && sets_key(line, "calibrated_from")) {
@@ -100,7 +103,7 @@ std::string calibrated_hardware_yaml(const std::string& original, const Calibrat
       continue;
     }
     if (sets_key(line, "gemm_by_flops")) {
-      replace_list(out, lines, i, gemm_lines(c, ""));
+      replace_list(out, lines, i, gemm_lines(c));
       continue;
     }
     if (sets_key(line, "attention_by_seq")) {
