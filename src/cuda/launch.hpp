@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace remat::cuda::k {
 
@@ -20,6 +21,13 @@ inline void check_launch(const char* what) {
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess)
     throw std::runtime_error(std::string("kernel launch failed: ") + what + ": " + cudaGetErrorString(e));
+}
+
+// Calls f(std::integral_constant<int, N>{}) for the N among Ns that equals n (a kernel template's
+// size parameter chosen at run time); false when none does.
+template <int... Ns, typename F>
+bool dispatch_int(int64_t n, F&& f) {
+  return ((n == Ns ? (f(std::integral_constant<int, Ns>{}), true) : false) || ...);
 }
 
 }  // namespace remat::cuda::k

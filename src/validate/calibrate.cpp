@@ -60,9 +60,15 @@ std::vector<EfficiencyPoint> fit_gemm(std::vector<GemmSample> samples, double pe
 
 struct FitData {
   std::vector<GemmSample> gemm;
-  std::vector<double> attention_fwd, attention_bwd, memory_bound, host_link;
-  std::map<int64_t, std::vector<double>> attention_fwd_by_s, attention_bwd_by_s;
+  std::vector<double> memory_bound, host_link;
+  std::map<int64_t, std::vector<double>> attention_fwd_by_s, attention_bwd_by_s;  // s -> samples
 };
+
+std::vector<double> all_lengths(const std::map<int64_t, std::vector<double>>& by_s) {
+  std::vector<double> out;
+  for (const auto& [s, samples] : by_s) out.insert(out.end(), samples.begin(), samples.end());
+  return out;
+}
 
 std::vector<AttentionPoint> fit_attention_by_seq(const FitData& d) {
   std::vector<AttentionPoint> points;
@@ -90,10 +96,8 @@ void collect_case(FitData& d, const MeasuredCase& mc, const BackendCase& c, cons
     if (is_gemm(k.kind) && k.flops > 0) {
       d.gemm.push_back({k.flops / double(std::max<int64_t>(1, k.calls)), k.flops, k.time_s});
     } else if (k.kind == "attention_fwd") {
-      d.attention_fwd.push_back(achieved);
       d.attention_fwd_by_s[c.s].push_back(achieved);
     } else if (k.kind == "attention_bwd") {
-      d.attention_bwd.push_back(achieved);
       d.attention_bwd_by_s[c.s].push_back(achieved);
     } else if (!is_attention(k.kind) && !is_gemm(k.kind)) {
       memory_time += k.time_s;
@@ -134,8 +138,10 @@ Calibration calibrate(const Measurements& m, const HardwareSpec& hw, const std::
   }
   std::vector<Problem> problems;
   if (d.gemm.empty()) problems.push_back({file, "cases[].kernels", "", "no GEMM kernels at the fit lengths"});
-  require(d.attention_fwd, "attention_fwd", file, problems);
-  require(d.attention_bwd, "attention_bwd", file, problems);
+  const std::vector<double> attention_fwd = all_lengths(d.attention_fwd_by_s);
+  const std::vector<double> attention_bwd = all_lengths(d.attention_bwd_by_s);
+  require(attention_fwd, "attention_fwd", file, problems);
+  require(attention_bwd, "attention_bwd", file, problems);
   require(d.memory_bound, "memory_bound", file, problems);
   if (!problems.empty()) throw InputError(std::move(problems));
 
@@ -144,11 +150,11 @@ Calibration calibrate(const Measurements& m, const HardwareSpec& hw, const std::
   e.gemm_by_flops = fit_gemm(d.gemm, hw.peak_bf16_flops);
   cal.notes.push_back({"gemm_by_flops", int64_t(d.gemm.size()), points_before, double(e.gemm_by_flops.size()),
                        "GEMM kernels grouped by FLOPs per call; fraction = group FLOPs / group time / peak"});
-  set_scalar(cal, "attention_fwd", e.attention_fwd, d.attention_fwd, "cuDNN flash forward kernels");
-  set_scalar(cal, "attention_bwd", e.attention_bwd, d.attention_bwd, "cuDNN flash backward kernels");
+  set_scalar(cal, "attention_fwd", e.attention_fwd, attention_fwd, "cuDNN flash forward kernels");
+  set_scalar(cal, "attention_bwd", e.attention_bwd, attention_bwd, "cuDNN flash backward kernels");
   const double seq_points_before = double(e.attention_by_seq.size());
   e.attention_by_seq = fit_attention_by_seq(d);
-  cal.notes.push_back({"attention_by_seq", int64_t(d.attention_fwd.size() + d.attention_bwd.size()), seq_points_before,
+  cal.notes.push_back({"attention_by_seq", int64_t(attention_fwd.size() + attention_bwd.size()), seq_points_before,
                        double(e.attention_by_seq.size()),
                        "cuDNN flash kernels per fit length; forward and backward fraction of peak"});
   set_scalar(cal, "memory_bound", e.memory_bound, d.memory_bound,

@@ -1,23 +1,10 @@
 """PyTorch's bf16 GEMMs (cuBLAS) on the backend's largest MLP shapes, timed like remat-bench: back to
 back, CUDA events, median of 20 after 5 warm-ups; y = x W^T as nn.Linear. An outside reference for
 the GEMM efficiency in the measurements."""
-import statistics
 import torch
 import torch.nn.functional as F
 
-
-def median_ms(fn, reps=20, warmup=5):
-    for _ in range(warmup):
-        fn()
-    events = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        events.append((a, b))
-    torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(b) for a, b in events)
+from torch_timing import median_ms
 
 
 if __name__ == "__main__":

@@ -1,30 +1,17 @@
-"""PyTorch's SDPA backends on the backend's attention shapes, timed the way remat-bench times
-attention: back to back, CUDA events, median of 20 after 5 warm-ups; FLOPs as the FlashAttention
+"""PyTorch's SDPA backends on the backend's attention shapes, timed with CUDA events, median of
+20 after 5 warm-ups, each call waited for before the next (torch_timing.py); FLOPs as the FlashAttention
 papers count them (forward 4 s^2 d heads halved when causal, d the mean of qk and v head dims;
 backward 2.5x forward)."""
-import statistics
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import torch.nn.functional as F
+
+from torch_timing import median_ms
 
 SHAPES = {  # name: (heads, kv heads, qk head dim, v head dim)
     "mla": (128, 128, 192, 128),
     "gqa": (32, 8, 128, 128),
 }
-
-
-def time_ms(fn, reps=20, warmup=5):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
 
 
 def run(name, seq, backend):
@@ -36,8 +23,9 @@ def run(name, seq, backend):
     with sdpa_kernel(backend):
         out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa)
         dout = torch.randn_like(out)
-        fwd = time_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa))
-        bwd = time_ms(lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True))
+        fwd = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa),
+                        sync_each=True)
+        bwd = median_ms(lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True), sync_each=True)
     flops_fwd = 4.0 * seq * seq / 2 * 0.5 * (dqk + dv) * hq
     tflops = 3.5 * flops_fwd / ((fwd + bwd) * 1e-3) / 1e12
     print(f"{name} s={seq} {backend.name}: fwd {fwd:.3f} ms bwd {bwd:.3f} ms fwd+bwd {tflops:.0f} TFLOP/s")
