@@ -1,5 +1,6 @@
 // Our own kernels (bf16 storage, fp32 math): RMSNorm, SwiGLU, MoE routing/permutation, MLA key
-// assembly, random fill and gradient comparison. Host launchers; the kernels live in kernels.cu.
+// assembly, random fill and gradient comparison. Host launchers; the kernels live in kernels_norm.cu
+// (RMSNorm) and kernels.cu (the rest).
 #pragma once
 #include <cuda_runtime.h>
 
