@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "remat/io/sha256.hpp"
+#include "remat/spec/framework.hpp"
 #include "remat/spec/validate.hpp"
 #include "version.hpp"
 
@@ -57,7 +58,12 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
       ->capture_default_str();
   app.add_option("--zero-stage", o.zero_stage, "0 replicated, 1 distributed optimizer, 2 + sharded grads")
       ->capture_default_str()
-      ->check(integer_text());
+      ->check(integer_text())
+      ->each([&o](const std::string&) { o.zero_stage_given = true; });
+  app.add_option("--framework", o.framework,
+                 "implementation profile: generic, or megatron-local (Megatron-LM --transformer-impl local: "
+                 "unfused attention, SwiGLU, loss, its buffers; zero stage 0 unless given)")
+      ->capture_default_str();
   app.add_flag("--swiglu-unfused", o.swiglu_unfused, "SwiGLU as separate ops (saves silu(gate) too)");
   app.add_flag("--gqa-expand-kv", o.gqa_expand_kv, "keys/values repeated to all heads before attention");
   app.add_flag("--no-fp32-logits", o.no_fp32_logits, "the loss keeps no fp32 copy of the logits");
@@ -138,6 +144,11 @@ TrainingSpec training_from(const CommonOptions& o) {
   t.loss_fp32_logits = !o.no_fp32_logits;
   t.flash_attention = !o.no_flash;
   t.replay = o.replay == "early-stop" ? RecomputeReplay::early_stop : RecomputeReplay::full;
+  Framework framework = Framework::generic;
+  if (!parse_framework(o.framework, framework))
+    throw InputError({{"command line", "--framework", o.framework, "must be generic or megatron-local"}});
+  t = apply_framework(t, framework);
+  if (framework == Framework::megatron_local && !o.zero_stage_given) t.zero_stage = 0;
   t.streambp_chunks = o.streambp_chunks, t.lm_head_chunks = o.lm_head_chunks;
   if (o.objective == "sft" || o.objective == "grpo" || o.objective == "dpo")
     t.objective = o.objective == "grpo" ? Objective::grpo : o.objective == "dpo" ? Objective::dpo : Objective::sft;

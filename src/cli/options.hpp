@@ -23,6 +23,8 @@ struct CommonOptions {
   bool no_sequence_parallel = false;
   std::string precision = "mixed", optimizer = "adam";
   int64_t zero_stage = 1;
+  bool zero_stage_given = false;  // set after parsing: --framework megatron-local defaults to 0
+  std::string framework = "generic";
   bool swiglu_unfused = false, gqa_expand_kv = false, no_fp32_logits = false, no_flash = false;
   std::string replay = "full";
   int64_t streambp_chunks = 1, lm_head_chunks = 1;  // StreamBP partitions D and C

@@ -58,8 +58,15 @@ StageEstimate stage_estimate(const ModelSpec& m, const HardwareSpec& hw, const T
   }
   const StageTotals tot = stage_totals(base, sums);
   const StaticBytes& sb = base.static_bytes;
-  st.memory_bytes = {sb.weights,          sb.gradients,  sb.optimizer, tot.activations_bytes,
-                     tot.transient_bytes, tot.peak_bytes};
+  st.memory_bytes = {sb.weights,
+                     sb.gradients,
+                     sb.optimizer,
+                     tot.activations_bytes,
+                     tot.transient_bytes,
+                     base.runtime_bytes,
+                     tot.optimizer_step_peak_bytes,
+                     tot.peak_bytes,
+                     t.outside_allocator_bytes};
   st.microbatch_s = tot.microbatch_s;
   const double n = double(t.microbatches());
   st.flops = {n * (sums.fwd_flops + base.fixed_fwd_flops), n * (sums.bwd_flops + base.fixed_bwd_flops),

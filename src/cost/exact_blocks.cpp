@@ -21,6 +21,8 @@ RankShape rank_shape(const TrainingSpec& t) {
   r.swiglu_fused = t.swiglu_fused;
   r.gqa_expand_kv = t.gqa_expand_kv;
   r.flash_attention = t.flash_attention;
+  r.glu_linear_copy = t.glu_linear_copy;
+  r.ordered_backward = t.ordered_backward;
   return r;
 }
 
@@ -58,7 +60,7 @@ void add_input_norm(Block& b, const RankShape& r, double hidden, bool gather) {
   if (gather && r.tp > 1) b.ops.push_back(input_gather(r, hidden));
 }
 
-void add_swiglu(Block& b, double rows, double width, const std::string& p, bool fused) {
+void add_swiglu(Block& b, double rows, double width, const std::string& p, bool fused, bool linear_copy) {
   const double bytes = rows * width * kBf16;
   b.tensors.push_back({p + "gate", bytes});
   b.tensors.push_back({p + "up", bytes});
@@ -68,6 +70,13 @@ void add_swiglu(Block& b, double rows, double width, const std::string& p, bool 
     return;
   }
   b.tensors.push_back({p + "silu", bytes});
+  if (linear_copy) {  // silu(gate) * (up + offset): the sum is a new tensor; gate's view keeps up alive
+    b.tensors.push_back({p + "up_copy", bytes});
+    b.ops.push_back(ops::streaming(p + "silu", 2 * bytes, 3 * bytes, {p + "gate", p + "up"}));
+    b.ops.push_back(ops::streaming(p + "up_copy", 2 * bytes, 0, {}));
+    b.ops.push_back(ops::streaming(p + "mul", 3 * bytes, 5 * bytes, {p + "silu", p + "up_copy"}));
+    return;
+  }
   b.ops.push_back(ops::streaming(p + "silu", 2 * bytes, 3 * bytes, {p + "gate"}));
   b.ops.push_back(ops::streaming(p + "mul", 3 * bytes, 5 * bytes, {p + "silu", p + "up"}));
 }
@@ -88,7 +97,7 @@ Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn) {
   const double h = double(hidden), f = double(ffn) / double(r.tp), rows = r.tokens();
   parts::add_input_norm(b, r, h);
   b.ops.push_back(ops::gemm("gate_up", rows, h, 2 * f, {"x_norm"}));
-  parts::add_swiglu(b, rows, f, "", r.swiglu_fused);
+  parts::add_swiglu(b, rows, f, "", r.swiglu_fused, r.glu_linear_copy);
   b.ops.push_back(ops::gemm("down", rows, f, h, {"act"}));
   return b;
 }

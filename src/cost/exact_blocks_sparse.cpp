@@ -84,7 +84,7 @@ Block moe_shared_block(const RankShape& r, const ModelSpec& m) {
     const double f = double(m.n_shared_experts * m.moe_intermediate_size) / double(r.tp);
     if (r.tp > 1) b.ops.push_back(parts::input_gather(r, h));
     b.ops.push_back(ops::gemm("shared_gate_up", r.tokens(), h, 2 * f, {"x_norm"}));
-    parts::add_swiglu(b, r.tokens(), f, "shared_", r.swiglu_fused);
+    parts::add_swiglu(b, r.tokens(), f, "shared_", r.swiglu_fused, r.glu_linear_copy);
     b.ops.push_back(ops::gemm("shared_down", r.tokens(), f, h, {"shared_act"}));
   }
   return b;
@@ -112,7 +112,7 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
   b.inputs = {"x_permuted"};
   b.tensors.push_back({"x_permuted", rows * h * kBf16});
   b.ops.push_back(ops::gemm("experts_gate_up", rows, h, 2 * f, {"x_permuted"}, local_experts));
-  parts::add_swiglu(b, rows, f, "experts_", r.swiglu_fused);
+  parts::add_swiglu(b, rows, f, "experts_", r.swiglu_fused, r.glu_linear_copy);
   b.ops.push_back(ops::gemm("experts_down", rows, f, h, {"experts_act"}, local_experts));
   return b;
 }
@@ -161,6 +161,7 @@ LayerDef build_layer(const ModelSpec& m, const RankShape& r, int64_t layer_index
     add(mlp_out_glue(r, m.hidden_size), false);
   }
   layer.input_bytes = r.seq_tokens() * double(m.hidden_size) * kBf16;
+  layer.ordered_backward = r.ordered_backward;
   return layer;
 }
 

@@ -23,7 +23,8 @@ OpDef residual_add(const RankShape& r, double hidden);
 // tp > 1, the tp gather: the common head of most blocks.
 void add_input_norm(Block& b, const RankShape& r, double hidden, bool gather = true);
 // SwiGLU on rows x width, tensors named with prefix `p`: fused saves gate and
-// up; unfused also saves silu(gate).
-void add_swiglu(Block& b, double rows, double width, const std::string& p, bool fused);
+// up; unfused also saves silu(gate); with `linear_copy` the product reads a
+// copy of up (Megatron's offset add) while gate's view keeps fc1's output.
+void add_swiglu(Block& b, double rows, double width, const std::string& p, bool fused, bool linear_copy = false);
 
 }  // namespace remat::parts

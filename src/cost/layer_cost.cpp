@@ -1,6 +1,7 @@
 #include "remat/cost/layer_cost.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include "remat/cost/op_time.hpp"
 #include "remat/cost/streambp.hpp"
@@ -28,16 +29,29 @@ void add_recompute(LayerCost& c, const OpDef& op, const HardwareSpec& hw) {
   c.recompute_flops += op.fwd_flops;
 }
 
+// The largest of `working[i]` less, under ordered backward, what the blocks
+// after i kept (freed by their backward before block i's runs).
+double largest_working_set(const LayerDef& layer, const std::vector<double>& working, const std::vector<double>& kept) {
+  double largest = 0, kept_after = 0;
+  for (size_t i = working.size(); i-- > 0;) {
+    largest = std::max(largest, working[i] - (layer.ordered_backward ? kept_after : 0));
+    kept_after += kept[i];
+  }
+  return largest;
+}
+
 // Full recompute: keep the layer input, replay the whole layer in backward.
 void full_layer(LayerCost& c, const LayerDef& layer, bool early_stop, const HardwareSpec& hw) {
-  double all_saved = 0, grads = 0;
+  double all_saved = 0;
+  std::vector<double> grads, saved;
   for (const auto& b : layer.blocks) {
-    all_saved += saved_bytes(b);
-    grads = std::max(grads, grad_working_bytes(b));
+    saved.push_back(saved_bytes(b));
+    all_saved += saved.back();
+    grads.push_back(grad_working_bytes(b));
   }
   for (const auto& [block, op] : replay_ops(layer, early_stop)) add_recompute(c, *op, hw);
   c.kept_bytes = layer.input_bytes;
-  c.transient_bytes = all_saved - layer.input_bytes + grads;
+  c.transient_bytes = all_saved - layer.input_bytes + largest_working_set(layer, grads, saved);
 }
 
 // Selective (Korthikanti): drop what only the attention core saves and
@@ -59,6 +73,7 @@ void selective_layer(LayerCost& c, const LayerDef& layer, const HardwareSpec& hw
 void per_block_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, bool early_stop,
                      const HardwareSpec& hw) {
   size_t next = 0;
+  std::vector<double> transient, kept;
   for (size_t i = 0; i < layer.blocks.size(); ++i) {
     BlockMode mode = BlockMode::keep;
     if (layer.recomputable[i] && choice.mode == LayerMode::blocks && next < choice.blocks.size())
@@ -67,9 +82,11 @@ void per_block_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& cho
     const BlockCost bc = block_cost(layer.blocks[i], mode, early_stop);
     c.kept_bytes += bc.kept_bytes;
     c.offload_bytes += bc.offload_bytes;
-    c.transient_bytes = std::max(c.transient_bytes, bc.transient_bytes);
+    transient.push_back(bc.transient_bytes);
+    kept.push_back(bc.kept_bytes);
     for (const OpDef* op : bc.recompute_ops) add_recompute(c, *op, hw);
   }
+  c.transient_bytes = largest_working_set(layer, transient, kept);
 }
 
 }  // namespace

@@ -57,6 +57,19 @@ void add_p2p(StageBase& s, const ModelSpec& m, const RankShape& r, const Trainin
   if (s.index > 0) s.fixed_bwd_s += send_s, s.fixed_comm_s += send_s;
 }
 
+// What the framework profile adds (TrainingSpec, src/spec/framework.cpp):
+// the persistent QK^T buffer of the unfused attention, library workspaces,
+// and the stage output the pipeline holds per in-flight microbatch.
+void add_framework_bytes(StageBase& s, const ModelSpec& m, const RankShape& r, const TrainingSpec& t) {
+  s.runtime_bytes = t.runtime_bytes;
+  s.ordered_backward = t.ordered_backward;
+  if (t.attention_score_buffer && s.last_layer > s.first_layer) {
+    const double heads = double(m.num_attention_heads / t.tp);
+    s.runtime_bytes += r.b * heads * r.s * r.s * 2;
+  }
+  if (t.keeps_stage_outputs && s.index + 1 < t.pp) s.stage_output_bytes = r.seq_tokens() * double(m.hidden_size) * 2;
+}
+
 }  // namespace
 
 StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const RankShape& r,
@@ -77,6 +90,7 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
     add_head(s, m, r, t, hw);
   }
   add_p2p(s, m, r, t, hw);
+  add_framework_bytes(s, m, r, t);
   s.static_bytes = static_bytes(s.params, t);
   if (t.lora_rank > 0 || t.objective != Objective::sft || t.zero_stage >= 3) {
     double adapters = 0, largest_layer = 0;
@@ -86,6 +100,8 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
     }
     s.static_bytes = streambp_static_bytes(s.params, largest_layer, adapters, t);
   }
+  if (t.optimizer_fp32_temp && t.optimizer != Optimizer::none)
+    s.optimizer_step_bytes = 4 * (s.params.dense / (t.zero_stage >= 1 ? double(t.dp) : 1.0) + s.params.expert);
   s.copy_bytes_per_s = host_copy_bytes_per_s(hw);
   s.link_shared = t.tp > hw.nvlink_domain_gpus || hw.nvlink_bytes_per_s <= 0;
   return s;
@@ -94,6 +110,7 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
 void LayerSums::add(const LayerCost& c) {
   kept_bytes += c.kept_bytes;
   transient_bytes = std::max(transient_bytes, c.transient_bytes);
+  ordered_transient_bytes = std::max(ordered_transient_bytes - c.kept_bytes, c.transient_bytes);
   offload_staging_bytes = std::max(offload_staging_bytes, c.offload_bytes);
   offloaded_layers += c.offload_bytes > 0 ? 1 : 0;
   offload_bytes += c.offload_bytes;
@@ -104,7 +121,7 @@ void LayerSums::add(const LayerCost& c) {
 
 StageTotals stage_totals(const StageBase& base, const LayerSums& layers) {
   StageTotals t;
-  t.activations_bytes = double(base.in_flight) * layers.kept_bytes;
+  t.activations_bytes = double(base.in_flight) * (layers.kept_bytes + base.stage_output_bytes);
   // Offload copies hide under compute only with a second buffer: while one
   // layer's backward runs, the next offloaded layer's activations come back
   // (in forward, one layer's copy out runs while the next fills its own), and
@@ -112,8 +129,11 @@ StageTotals stage_totals(const StageBase& base, const LayerSums& layers) {
   // (sim/) shows these buffers alive at the peak.
   const double staging = layers.offloaded_layers >= 2 ? layers.offload_staging_bytes : 0;
   const double head = base.head_transient_bytes > 0 ? base.head_transient_bytes + layers.offload_staging_bytes : 0;
-  t.transient_bytes = std::max(layers.transient_bytes + staging, head);
-  t.peak_bytes = base.static_bytes.total() + t.activations_bytes + t.transient_bytes;
+  const double layer_transient = base.ordered_backward ? layers.ordered_transient_bytes : layers.transient_bytes;
+  t.transient_bytes = std::max(layer_transient + staging, head);
+  const double fixed = base.static_bytes.total() + base.runtime_bytes;
+  t.optimizer_step_peak_bytes = fixed + base.optimizer_step_bytes;
+  t.peak_bytes = std::max(fixed + t.activations_bytes + t.transient_bytes, t.optimizer_step_peak_bytes);
   t.fwd_s = layers.fwd_s + base.fixed_fwd_s;
   t.bwd_s = layers.bwd_s + base.fixed_bwd_s;
   t.recompute_s = layers.recompute_s;

@@ -158,7 +158,9 @@ TrainingSpec streambp_effective_training(const TrainingSpec& t, Strategy s) {
 double head_logits_bytes_per_element(const TrainingSpec& t) {
   const double policy = 2;                              // bf16 logits of the trained policy
   const double fp32_copy = t.loss_fp32_logits ? 4 : 0;  // the loss's fp32 upcast
-  const double grad = t.loss_fp32_logits ? 4 : 2;       // gradient of the logits
+  // gradient of the logits; written into the saved fp32 softmax when in place, so
+  // only its bf16 cast adds, in the bf16 logits' place
+  const double grad = t.loss_grad_in_place ? 0 : t.loss_fp32_logits ? 4 : 2;
   const bool lora = t.lora_rank > 0;
   const double old_policy = t.objective == Objective::grpo ? 4 : 0;         // pi_old logits, eq. 4
   const double reference = t.objective != Objective::sft && !lora ? 4 : 0;  // pi_ref logits, eqs. 4 and 7

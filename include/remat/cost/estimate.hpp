@@ -12,9 +12,12 @@ namespace remat {
 
 struct StageMemory {
   double weights = 0, gradients = 0, optimizer = 0;
-  double activations = 0;     // kept activations of the microbatches in flight
-  double transient_peak = 0;  // the largest working set on top: a layer's backward or the loss
-  double peak = 0;
+  double activations = 0;        // kept activations of the microbatches in flight
+  double transient_peak = 0;     // the largest working set on top: a layer's backward or the loss
+  double runtime = 0;            // framework buffers alive all iteration (--framework)
+  double optimizer_step = 0;     // static + runtime + the optimizer step's temporary (--framework)
+  double peak = 0;               // allocated bytes at the peak: max of the activation peak and optimizer_step
+  double outside_allocator = 0;  // CUDA context and NCCL buffers, not in peak (--framework)
 };
 
 struct StageFlops {  // per iteration

@@ -21,6 +21,8 @@ struct RankShape {
   bool swiglu_fused = true;
   bool gqa_expand_kv = false;
   bool flash_attention = true;
+  bool glu_linear_copy = false;   // unfused GLU saves a copy of its linear half
+  bool ordered_backward = false;  // see LayerDef::ordered_backward
 
   double tokens() const { return b * s; }                                // full sequence
   double seq_tokens() const { return sp ? b * s / double(tp) : b * s; }  // residual-stream rows
@@ -51,6 +53,9 @@ struct LayerDef {
   std::vector<Block> blocks;
   std::vector<bool> recomputable;
   double input_bytes = 0;  // the layer input (the full-recompute checkpoint)
+  // A block's backward runs after the later blocks' backward freed what they
+  // saved, so its working set sits on the earlier blocks' tensors only.
+  bool ordered_backward = false;
   int recompute_block_count() const;
 };
 

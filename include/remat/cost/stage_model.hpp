@@ -26,7 +26,11 @@ struct StageBase {
   int64_t in_flight = 0;  // microbatches whose activations the stage holds (1F1B)
   ParamCount params;
   StaticBytes static_bytes;
-  double head_transient_bytes = 0;                            // LM head, logits and loss (last stage)
+  double head_transient_bytes = 0;  // LM head, logits and loss (last stage)
+  double runtime_bytes = 0;         // framework buffers alive all iteration (score buffer, workspaces)
+  double stage_output_bytes = 0;    // per in-flight microbatch, when the pipeline keeps stage outputs
+  double optimizer_step_bytes = 0;  // the optimizer step's temporary, on top of the static bytes
+  bool ordered_backward = false;    // TrainingSpec::ordered_backward
   double fixed_fwd_s = 0, fixed_bwd_s = 0, fixed_comm_s = 0;  // head and p2p
   double fixed_fwd_flops = 0, fixed_bwd_flops = 0;
   double copy_bytes_per_s = 0;  // host link for offload
@@ -40,6 +44,9 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
 // layer's offloaded bytes, the second buffer that lets copies overlap compute).
 struct LayerSums {
   double kept_bytes = 0, transient_bytes = 0, offload_bytes = 0, offload_staging_bytes = 0;
+  // Under ordered backward: a layer's working set less what the later layers
+  // of the stage kept (their backward ran first and freed it).
+  double ordered_transient_bytes = 0;
   int64_t offloaded_layers = 0;
   double fwd_s = 0, bwd_s = 0, recompute_s = 0, comm_s = 0;
   double fwd_comm_s = 0, bwd_comm_s = 0;  // forward and backward collectives over PCIe (not recompute)
@@ -49,6 +56,7 @@ struct LayerSums {
 
 struct StageTotals {
   double activations_bytes = 0, transient_bytes = 0, peak_bytes = 0;
+  double optimizer_step_peak_bytes = 0;  // static, runtime and the step's temporary
   double fwd_s = 0, bwd_s = 0, recompute_s = 0, exposed_offload_s = 0, comm_s = 0;
   double microbatch_s = 0;  // one microbatch's forward, backward and recompute on this stage
 };

@@ -10,6 +10,9 @@ enum class Precision { mixed, bf16 };             // mixed: bf16 weights, fp32 g
 enum class Optimizer { adam, sgd, none };         // none: backprop only, no optimizer state
 enum class RecomputeReplay { full, early_stop };  // Megatron / PyTorch non-reentrant checkpoint
 enum class Objective { sft, grpo, dpo };          // StreamBP paper sec. 3.2.1
+// A training framework's implementation, set at once by --framework
+// (src/spec/framework.cpp): generic is remat's reference implementation.
+enum class Framework { generic, megatron_local };
 
 // Matrices of each layer that carry a LoRA adapter.
 struct LoraTargets {
@@ -50,6 +53,17 @@ struct TrainingSpec {
   bool loss_fp32_logits = true;  // the loss keeps an fp32 copy of the logits
   bool flash_attention = true;   // false: softmax probabilities are materialized
   RecomputeReplay replay = RecomputeReplay::full;
+
+  // What a framework keeps beyond the blocks' tensors (set by apply_framework).
+  Framework framework = Framework::generic;
+  bool glu_linear_copy = false;         // unfused GLU multiplies a copy of its linear half (Megatron's offset add)
+  bool attention_score_buffer = false;  // one persistent [b*heads, s, s] bf16 buffer for QK^T (Megatron local)
+  bool keeps_stage_outputs = false;     // the pipeline holds each in-flight microbatch's stage output
+  bool ordered_backward = false;        // a block's backward starts after the layer's later blocks freed theirs
+  bool loss_grad_in_place = false;      // the loss writes the logits' gradient into its saved fp32 softmax
+  bool optimizer_fp32_temp = false;     // the optimizer step allocates one fp32 tensor per parameter
+  double runtime_bytes = 0;             // allocated besides weights and activations (library workspaces)
+  double outside_allocator_bytes = 0;   // CUDA context and NCCL buffers: device memory the allocator never sees
 
   int64_t microbatches() const { return gbs / (mbs * dp); }
   int64_t gpus() const { return tp * pp * dp; }

@@ -1,0 +1,56 @@
+#include "remat/spec/framework.hpp"
+
+namespace remat {
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+}  // namespace
+
+const char* to_string(Framework f) { return f == Framework::megatron_local ? "megatron-local" : "generic"; }
+
+bool parse_framework(const std::string& text, Framework& out) {
+  if (text == "generic") return out = Framework::generic, true;
+  if (text == "megatron-local") return out = Framework::megatron_local, true;
+  return false;
+}
+
+// Megatron-LM d98e8a64dd, --transformer-impl local, read from its source and
+// checked against the allocator of 18 runs on H200s (reports/megatron/):
+// - DotProductAttention: keys and values repeat_interleave'd to every head,
+//   QK^T through baddbmm into a global [b*np, s, s] buffer that stays
+//   allocated, a bf16 softmax saved for backward (attention_softmax_in_fp32 is
+//   off by default); the in-place mask makes autograd clone the score
+//   gradient (three score-sized tensors in backward: remat's 3x largest);
+// - MLP: F.silu(x_glu) * (x_linear + glu_linear_offset): the offset add
+//   copies the linear half, and the chunk view keeps all of fc1's output;
+// - vocab-parallel cross entropy: an fp32 copy of the logits becomes the
+//   saved softmax and, in backward, the gradient (bf16 logits before, a bf16
+//   gradient after: 6 bytes per logit at the peak);
+// - the pipeline keeps every in-flight microbatch's stage output;
+// - torch Adam's foreach step allocates one fp32 tensor of all parameters;
+// - 66 MiB of cuBLAS workspaces (two 32 MiB handles plus small buffers);
+//   CUDA context and NCCL: 3.5-4.1 GiB of device memory outside the caching
+//   allocator (device used minus reserved in the runs).
+TrainingSpec apply_framework(TrainingSpec t, Framework f) {
+  t.framework = f;
+  if (f == Framework::generic) return t;
+  t.flash_attention = false;
+  t.gqa_expand_kv = true;
+  t.swiglu_fused = false;
+  t.glu_linear_copy = true;
+  t.loss_fp32_logits = true;
+  t.loss_grad_in_place = true;
+  t.sequence_parallel = false;  // torch norms refuse --sequence-parallel
+  t.replay = RecomputeReplay::full;
+  t.attention_score_buffer = true;
+  t.keeps_stage_outputs = true;
+  t.ordered_backward = true;
+  t.optimizer_fp32_temp = true;
+  t.runtime_bytes = 66 * kMiB;
+  t.outside_allocator_bytes = 4.0 * 1024 * kMiB;
+  return t;
+}
+
+}  // namespace remat
