@@ -8,6 +8,8 @@
 #include "commands.hpp"
 #include "options.hpp"
 #include "remat/io/measurements.hpp"
+#include "remat/io/megatron_log.hpp"
+#include "remat/validate/megatron_report.hpp"
 #include "remat/io/sha256.hpp"
 #include "remat/spec/problems.hpp"
 #include "remat/validate/validate_report.hpp"
@@ -72,7 +74,44 @@ struct ValidateOptions {
   std::string hardware;
   std::string json_path;
   std::string format = "table";
+  std::vector<std::string> megatron_logs;
 };
+
+// The hardware file for a GPU name (H200 -> h200, H100 -> h100-sxm): the file
+// under hardware/ when run from the repository, else the built-in spec; "" when unknown.
+std::string hardware_for_device(const std::string& device) {
+  std::string name;
+  if (device.find("H200") != std::string::npos) name = "h200";
+  if (device.find("H100") != std::string::npos) name = "h100-sxm";
+  if (name.empty()) return "";
+  const std::string path = "hardware/" + name + ".yaml";
+  return std::ifstream(path).good() ? path : name;
+}
+
+int validate_megatron_logs(const ValidateOptions& o) {
+  std::vector<MegatronLog> logs;
+  std::vector<InputDigest> inputs;
+  for (const auto& path : o.megatron_logs) {
+    const std::string text = read_file_text(path, "--megatron-log");
+    logs.push_back(parse_megatron_log(text, path));
+    inputs.push_back({"megatron_log", path, sha256_hex(text)});
+  }
+  std::string hw_name = o.hardware.empty() ? hardware_for_device(logs.front().device) : o.hardware;
+  if (hw_name.empty())
+    throw InputError({{o.megatron_logs.front(), "# device:", logs.front().device,
+                       "names no GPU with a hardware file: pass --hardware"}});
+  const SpecSource hw_src = read_spec_source(hw_name, "hardware");
+  const HardwareSpec hw = load_hardware(hw_src);
+  inputs.push_back({"hardware", hw_src.label, sha256_hex(hw_src.text)});
+  std::vector<MegatronRun> runs;
+  for (size_t i = 0; i < logs.size(); ++i) {
+    const std::string& path = o.megatron_logs[i];
+    runs.push_back({path.substr(path.find_last_of('/') + 1), compare_megatron(logs[i], hw)});
+  }
+  const ReportMeta meta{REMAT_VERSION, REMAT_GIT_COMMIT, "validate --megatron-log", inputs};
+  emit_report(o.format, o.json_path, megatron_table(runs, hw.name), megatron_report(meta, runs, hw.name));
+  return kExitOk;
+}
 }  // namespace
 
 Runner add_validate_command(CLI::App& app) {
@@ -85,7 +124,11 @@ Runner add_validate_command(CLI::App& app) {
   sub->add_option("--format", o->format, "stdout format")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
+  sub->add_option("--megatron-log", o->megatron_logs,
+                  "Megatron-LM training logs (--log-interval 1 --log-memory-interval 1): per rank predicted vs "
+                  "measured peak and iteration time, instead of --measurements");
   return [o]() {
+    if (!o->megatron_logs.empty()) return validate_megatron_logs(*o);
     const ValidateInputs in = load_validate_inputs(o->measurements, o->hardware, "validate");
     const auto cases = validate_cases(in.measurements, in.hardware, in.measurements_path);
     emit_report(o->format, o->json_path, validate_table(in.measurements.device, in.hardware, cases),

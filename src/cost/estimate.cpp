@@ -120,7 +120,8 @@ IterationEstimate iteration_from_stages(const std::vector<double>& microbatch_s,
 double optimizer_step_s(const StageMemory& mem, const TrainingSpec& t, const HardwareSpec& hw) {
   if (t.optimizer == Optimizer::none) return 0;
   const double state = mem.weights + mem.gradients + mem.optimizer;
-  return 2 * state / (hw.hbm_bytes_per_s * hw.efficiency.memory_bound);
+  const double bytes = t.optimizer_bytes_per_param > 0 ? t.optimizer_bytes_per_param * mem.weights / 2 : 2 * state;
+  return bytes / (hw.hbm_bytes_per_s * hw.efficiency.memory_bound);
 }
 
 Estimate estimate(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t_in, const Plan& plan,

@@ -131,7 +131,18 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
     b.attention_stats = {"lse"};
   } else {
     b.tensors.push_back({"probs", r.b * nh * r.s * r.s * kBf16});  // materialized softmax
-    b.ops.push_back(ops::attention("attention", fwd, r.s, {"q", k, v, "probs"}));
+    OpDef op = ops::attention("attention", fwd, r.s, {"q", k, v, "probs"});
+    // bytes per score: forward writes QK^T, masks it in place, reads it into the
+    // softmax, PV reads the probabilities (2 + 4 + 4 + 2); backward writes and
+    // reads the probabilities' gradient, the softmax gradient, autograd's clone
+    // for the in-place mask and the masked copy, and QK^T's backward reads it
+    // twice (2 + 2 + 6 + 4 + 4 + 4)
+    const double scores = r.b * nh * r.s * r.s;
+    op.materialized_scores = true;
+    op.gemm_flops_each = 4 * rows * r.s * nh * hd;
+    op.fwd_bytes = 12 * scores;
+    op.bwd_bytes = 22 * scores;
+    b.ops.push_back(op);
     b.attention_stats = {"probs"};
   }
   b.kept_outside = {"o"};

@@ -42,6 +42,13 @@ void add_head(StageBase& s, const ModelSpec& m, const RankShape& r, const Traini
     if (t.lm_head_chunks > 1 && op.kind == OpKind::gemm) s.fixed_bwd_s += ot.fwd_s, s.fixed_bwd_flops += op.fwd_flops;
   }
   const double mem_bw = hw.hbm_bytes_per_s * hw.efficiency.memory_bound;
+  if (t.loss_grad_in_place) {
+    // vocab-parallel cross entropy in fp32 (bytes per logit): upcast 2+4, max 4,
+    // subtract 4+4, exp 4+4, sum 4, normalize 4+4; backward: scale 4+4, cast 4+2
+    s.fixed_fwd_s += 38 * logits / mem_bw;
+    s.fixed_bwd_s += 14 * logits / mem_bw;
+    return;
+  }
   s.fixed_fwd_s += (2 + 4) * logits / mem_bw * 2;  // softmax cross-entropy: two passes over the logits
   s.fixed_bwd_s += (4 + 2) * logits / mem_bw;      // gradient of the logits
 }
@@ -100,6 +107,8 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
     }
     s.static_bytes = streambp_static_bytes(s.params, largest_layer, adapters, t);
   }
+  if (t.grad_accumulation_pass)  // read the bf16 gradient, read and write the fp32 main grad
+    s.fixed_bwd_s += 10 * s.params.total() / (hw.hbm_bytes_per_s * hw.efficiency.memory_bound);
   if (t.optimizer_fp32_temp && t.optimizer != Optimizer::none)
     s.optimizer_step_bytes = 4 * (s.params.dense / (t.zero_stage >= 1 ? double(t.dp) : 1.0) + s.params.expert);
   s.copy_bytes_per_s = host_copy_bytes_per_s(hw);

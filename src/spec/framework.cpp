@@ -48,6 +48,12 @@ TrainingSpec apply_framework(TrainingSpec t, Framework f) {
   t.keeps_stage_outputs = true;
   t.ordered_backward = true;
   t.optimizer_fp32_temp = true;
+  t.grad_accumulation_pass = true;  // --no-gradient-accumulation-fusion (the fused path needs Apex/TE)
+  // torch AdamW (foreach) behind Megatron's fp32 master copy, bytes per
+  // parameter: main grad to master grad 4+4, grad norm 4, clip 4+4, two
+  // moments 8+8 and 12+4, sqrt and eps 4+4+4, update 12+4, weight decay 4+4,
+  // master to bf16 weights 4+2, zero the main grads 4
+  t.optimizer_bytes_per_param = 102;
   t.runtime_bytes = 66 * kMiB;
   t.outside_allocator_bytes = 4.0 * 1024 * kMiB;
   return t;

@@ -25,6 +25,11 @@ struct OpDef {
   double gemm_flops_each = 0;      // FLOPs of one GEMM call, for size-dependent efficiency
   double attention_seq = 0;        // attention: the sequence length, for length-dependent efficiency
   int64_t link_ranks = 1;          // collectives: ranks in the group
+  // attention without flash: QK^T and PV as batched GEMMs over the whole
+  // s x s square (gemm_flops_each: both, forward; the mask is applied after),
+  // plus fwd_bytes/bwd_bytes of score traffic (scores, mask, softmax and
+  // their gradients)
+  bool materialized_scores = false;
   std::vector<std::string> saves;  // tensors its backward reads
 };
 

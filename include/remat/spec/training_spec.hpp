@@ -62,6 +62,8 @@ struct TrainingSpec {
   bool ordered_backward = false;        // a block's backward starts after the layer's later blocks freed theirs
   bool loss_grad_in_place = false;      // the loss writes the logits' gradient into its saved fp32 softmax
   bool optimizer_fp32_temp = false;     // the optimizer step allocates one fp32 tensor per parameter
+  bool grad_accumulation_pass = false;  // each microbatch adds bf16 weight gradients into fp32 main grads
+  double optimizer_bytes_per_param = 0; // HBM traffic of the step; 0: weights, grads and state read and written once
   double runtime_bytes = 0;             // allocated besides weights and activations (library workspaces)
   double outside_allocator_bytes = 0;   // CUDA context and NCCL buffers: device memory the allocator never sees
 

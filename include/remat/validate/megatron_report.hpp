@@ -1,0 +1,30 @@
+#pragma once
+// remat validate --megatron-log: per rank predicted vs measured peak, per run
+// predicted vs measured iteration time, and each recompute setting's time
+// against the same layout without recompute.
+#include <string>
+#include <vector>
+
+#include "remat/report/json_report.hpp"
+#include "remat/validate/megatron_run.hpp"
+
+namespace remat {
+
+struct MegatronRun {
+  std::string name;  // the log's file name
+  MegatronComparison comparison;
+};
+
+// Predicted / measured time of each run divided by the same ratio of the run
+// with the same model, layout and batch and no recompute; 0 when there is none.
+struct RecomputeRatio {
+  double predicted = 0, measured = 0;
+  bool has_baseline = false;
+  double error_pct() const { return 100 * (predicted / measured - 1); }
+};
+std::vector<RecomputeRatio> recompute_ratios(const std::vector<MegatronRun>& runs);
+
+std::string megatron_table(const std::vector<MegatronRun>& runs, const std::string& hardware_name);
+Json megatron_report(const ReportMeta& meta, const std::vector<MegatronRun>& runs, const std::string& hardware_name);
+
+}  // namespace remat

@@ -1,0 +1,127 @@
+#include "remat/validate/megatron_report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace remat {
+
+namespace {
+
+// Runs that differ only in their recompute settings share this key.
+std::string layout_key(const MegatronSetup& s) {
+  const TrainingSpec& t = s.training;
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", s.model.num_hidden_layers, s.model.hidden_size,
+                     s.model.n_routed_experts, t.tp, t.pp, t.dp, t.ep, t.mbs, t.gbs, t.seq, t.zero_stage);
+}
+
+struct Extremes {
+  double peak_abs = 0, time_abs = 0, ratio_abs = 0;
+  int ranks = 0, ratios = 0;
+};
+
+Extremes extremes(const std::vector<MegatronRun>& runs, const std::vector<RecomputeRatio>& ratios) {
+  Extremes e;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    for (const auto& r : runs[i].comparison.ranks) e.peak_abs = std::max(e.peak_abs, std::fabs(r.error_pct())), ++e.ranks;
+    e.time_abs = std::max(e.time_abs, std::fabs(runs[i].comparison.time_error_pct()));
+    if (ratios[i].has_baseline && runs[i].comparison.setup.recompute != "none")
+      e.ratio_abs = std::max(e.ratio_abs, std::fabs(ratios[i].error_pct())), ++e.ratios;
+  }
+  return e;
+}
+
+}  // namespace
+
+std::vector<RecomputeRatio> recompute_ratios(const std::vector<MegatronRun>& runs) {
+  std::vector<RecomputeRatio> out(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i)
+    for (const auto& base : runs) {
+      const MegatronComparison &c = runs[i].comparison, &b = base.comparison;
+      if (b.setup.recompute != "none" || layout_key(b.setup) != layout_key(c.setup)) continue;
+      out[i] = {c.predicted_iteration_ms / b.predicted_iteration_ms, c.measured_iteration_ms / b.measured_iteration_ms,
+                true};
+    }
+  return out;
+}
+
+std::string megatron_table(const std::vector<MegatronRun>& runs, const std::string& hardware_name) {
+  const auto ratios = recompute_ratios(runs);
+  std::string out = fmt::format("Megatron-LM runs beside remat (--framework megatron-local, {})\n", hardware_name);
+  out += fmt::format("{:<46} {:>4} {:>5} {:>10} {:>10} {:>7} {:>9} {:>9} {:>7} {:>13}\n", "run (recompute)", "rank",
+                     "stage", "pred MiB", "meas MiB", "err %", "pred ms", "meas ms", "err %", "vs none err %");
+  out += std::string(130, '-') + "\n";
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const MegatronComparison& c = runs[i].comparison;
+    for (size_t k = 0; k < c.ranks.size(); ++k) {
+      const MegatronRankRow& r = c.ranks[k];
+      std::string time = k == 0 ? fmt::format("{:>9.1f} {:>9.1f} {:>+7.1f}", c.predicted_iteration_ms,
+                                              c.measured_iteration_ms, c.time_error_pct())
+                                : std::string(27, ' ');
+      std::string ratio = k == 0 && ratios[i].has_baseline && c.setup.recompute != "none"
+                              ? fmt::format("{:>+13.1f}", ratios[i].error_pct())
+                              : std::string(13, ' ');
+      const std::string name = k == 0 ? runs[i].name : "  (" + c.setup.recompute + ")";
+      out += fmt::format("{:<46} {:>4} {:>5} {:>10.0f} {:>10.0f} {:>+7.2f} {} {}\n", name.substr(0, 46), r.rank,
+                         r.stage, r.predicted_peak_MiB, r.measured_max_allocated_MiB, r.error_pct(), time, ratio);
+    }
+  }
+  const Extremes e = extremes(runs, ratios);
+  out += fmt::format(
+      "\n{} runs, {} ranks: peak (max allocated) within {:.2f}%; iteration time within {:.1f}%; "
+      "time of each recompute setting over none within {:.1f}% ({} runs)\n",
+      runs.size(), e.ranks, e.peak_abs, e.time_abs, e.ratio_abs, e.ratios);
+  return out;
+}
+
+Json megatron_report(const ReportMeta& meta, const std::vector<MegatronRun>& runs, const std::string& hardware_name) {
+  const auto ratios = recompute_ratios(runs);
+  Json list = Json::array();
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const MegatronComparison& c = runs[i].comparison;
+    Json ranks = Json::array();
+    for (const auto& r : c.ranks)
+      ranks.push_back({{"rank", r.rank},
+                       {"stage", r.stage},
+                       {"predicted_peak_MiB", r.predicted_peak_MiB},
+                       {"measured_max_allocated_MiB", r.measured_max_allocated_MiB},
+                       {"error_pct", r.error_pct()},
+                       {"measured_max_reserved_MiB", r.measured_max_reserved_MiB},
+                       {"measured_device_used_MiB", r.measured_device_used_MiB},
+                       {"predicted_outside_allocator_MiB", r.predicted_outside_allocator_MiB}});
+    Json run = {{"log", runs[i].name},
+                {"recompute", c.setup.recompute},
+                {"layout",
+                 {{"tp", c.setup.training.tp},
+                  {"pp", c.setup.training.pp},
+                  {"dp", c.setup.training.dp},
+                  {"ep", c.setup.training.ep},
+                  {"mbs", c.setup.training.mbs},
+                  {"gbs", c.setup.training.gbs},
+                  {"seq", c.setup.training.seq}}},
+                {"ranks", ranks},
+                {"predicted_iteration_ms", c.predicted_iteration_ms},
+                {"measured_iteration_ms", c.measured_iteration_ms},
+                {"timed_iterations", c.timed_iterations},
+                {"time_error_pct", c.time_error_pct()}};
+    if (ratios[i].has_baseline)
+      run["time_over_none"] = {{"predicted", ratios[i].predicted},
+                               {"measured", ratios[i].measured},
+                               {"error_pct", ratios[i].error_pct()}};
+    list.push_back(run);
+  }
+  const Extremes e = extremes(runs, ratios);
+  return {{"meta", meta_json(meta)},
+          {"hardware", hardware_name},
+          {"framework", "megatron-local"},
+          {"runs", list},
+          {"summary",
+           {{"runs", runs.size()},
+            {"ranks", e.ranks},
+            {"max_abs_peak_error_pct", e.peak_abs},
+            {"max_abs_time_error_pct", e.time_abs},
+            {"max_abs_ratio_error_pct", e.ratio_abs}}}};
+}
+
+}  // namespace remat

@@ -1,0 +1,221 @@
+#include "remat/validate/megatron_run.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "remat/spec/framework.hpp"
+#include "remat/spec/problems.hpp"
+#include "remat/spec/validate.hpp"
+
+namespace remat {
+
+namespace {
+
+// Arguments as Megatron-LM prints them (Python reprs), read with the log's
+// name in every error.
+struct ArgReader {
+  const MegatronLog& log;
+  std::vector<Problem> problems;
+
+  const std::string* find(const std::string& key) {
+    const auto it = log.args.find(key);
+    if (it != log.args.end()) return &it->second;
+    problems.push_back({log.file, key, "", "argument missing from the log's argument block"});
+    return nullptr;
+  }
+  bool is_none(const std::string& key) {
+    const auto it = log.args.find(key);
+    return it == log.args.end() || it->second == "None";
+  }
+  int64_t integer(const std::string& key, int64_t fallback_if_none = -1) {
+    const std::string* v = find(key);
+    if (!v) return 0;
+    if (*v == "None" && fallback_if_none >= 0) return fallback_if_none;
+    char* end = nullptr;
+    const long long x = std::strtoll(v->c_str(), &end, 10);
+    if (v->empty() || *end != '\0') {
+      problems.push_back({log.file, key, *v, "must be an integer"});
+      return 0;
+    }
+    return x;
+  }
+  bool flag(const std::string& key) {
+    const std::string* v = find(key);
+    if (!v) return false;
+    if (*v != "True" && *v != "False") problems.push_back({log.file, key, *v, "must be True or False"});
+    return *v == "True";
+  }
+  std::string text(const std::string& key) {
+    const std::string* v = find(key);
+    return v ? *v : "";
+  }
+  // "['core_attn', 'mlp']" -> {"core_attn", "mlp"}
+  std::vector<std::string> list(const std::string& key) {
+    std::vector<std::string> out;
+    const std::string* v = find(key);
+    if (!v || *v == "None") return out;
+    std::string item;
+    bool quoted = false;
+    for (char c : *v) {
+      if (c == '\'') {
+        if (quoted) out.push_back(item), item.clear();
+        quoted = !quoted;
+      } else if (quoted) {
+        item += c;
+      }
+    }
+    return out;
+  }
+  void refuse(const std::string& key, const std::string& value, const std::string& why) {
+    problems.push_back({log.file, key, value, why});
+  }
+};
+
+ModelSpec model_from(ArgReader& a, int64_t tp) {
+  ModelSpec m;
+  m.name = "Megatron-LM run";
+  m.source = a.log.file;
+  m.num_hidden_layers = a.integer("num_layers");
+  m.hidden_size = a.integer("hidden_size");
+  m.intermediate_size = a.integer("ffn_hidden_size");
+  m.num_attention_heads = a.integer("num_attention_heads");
+  m.num_key_value_heads = a.flag("group_query_attention") ? a.integer("num_query_groups") : m.num_attention_heads;
+  m.head_dim = a.integer("kv_channels", m.num_attention_heads > 0 ? m.hidden_size / m.num_attention_heads : 0);
+  // Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by x tp
+  const int64_t multiple = std::max<int64_t>(1, a.integer("make_vocab_size_divisible_by") * tp);
+  const int64_t vocab = a.integer("vocab_size");
+  m.vocab_size = (vocab + multiple - 1) / multiple * multiple;
+  m.tie_word_embeddings = !a.flag("untie_embeddings_and_output_weights");
+  if (!a.is_none("num_experts")) {
+    m.n_routed_experts = a.integer("num_experts");
+    m.num_experts_per_tok = a.integer("moe_router_topk");
+    m.moe_intermediate_size = a.integer("moe_ffn_hidden_size", m.intermediate_size);
+    if (!a.is_none("moe_shared_expert_intermediate_size") && m.moe_intermediate_size > 0)
+      m.n_shared_experts = a.integer("moe_shared_expert_intermediate_size") / m.moe_intermediate_size;
+    const std::string freq = a.text("moe_layer_freq");
+    if (freq != "1") a.refuse("moe_layer_freq", freq, "remat models MoE in every layer (moe_layer_freq 1) here");
+  }
+  if (!a.flag("swiglu")) a.refuse("swiglu", "False", "remat models SwiGLU MLPs only");
+  if (a.text("normalization") != "RMSNorm") a.refuse("normalization", a.text("normalization"), "remat models RMSNorm");
+  if (a.flag("add_bias_linear")) a.refuse("add_bias_linear", "True", "remat models linears without bias");
+  if (a.flag("multi_latent_attention"))
+    a.refuse("multi_latent_attention", "True", "MLA does not run under --transformer-impl local");
+  return m;
+}
+
+TrainingSpec training_from(ArgReader& a) {
+  TrainingSpec t;
+  t.tp = a.integer("tensor_model_parallel_size");
+  t.pp = a.integer("pipeline_model_parallel_size");
+  t.ep = a.integer("expert_model_parallel_size");
+  const int64_t world = a.integer("world_size");
+  const int64_t cp = a.integer("context_parallel_size");
+  if (cp != 1) a.refuse("context_parallel_size", std::to_string(cp), "remat models no context parallelism");
+  t.dp = t.tp * t.pp > 0 ? world / (t.tp * t.pp) : 0;
+  t.mbs = a.integer("micro_batch_size");
+  t.gbs = a.integer("global_batch_size");
+  t.seq = a.integer("seq_length");
+  t.sequence_parallel = a.flag("sequence_parallel");
+  if (!a.flag("bf16")) a.refuse("bf16", "False", "remat models bf16 mixed precision runs");
+  const std::string optimizer = a.text("optimizer");
+  if (optimizer == "adam")
+    t.optimizer = Optimizer::adam;
+  else if (optimizer == "sgd")
+    t.optimizer = Optimizer::sgd;
+  else
+    a.refuse("optimizer", optimizer, "remat models adam and sgd");
+  const std::string impl = a.text("transformer_impl");
+  if (impl != "local") a.refuse("transformer_impl", impl, "remat has a profile for --transformer-impl local only");
+  if (!a.is_none("num_layers_per_virtual_pipeline_stage"))
+    a.refuse("num_layers_per_virtual_pipeline_stage", a.text("num_layers_per_virtual_pipeline_stage"),
+             "interleaved pipelines are not compared here");
+  t = apply_framework(t, Framework::megatron_local);
+  t.sequence_parallel = a.flag("sequence_parallel");
+  t.zero_stage = a.flag("use_distributed_optimizer") ? 1 : 0;
+  if (!a.is_none("decoder_first_pipeline_num_layers") || !a.is_none("decoder_last_pipeline_num_layers"))
+    a.refuse("decoder_first_pipeline_num_layers", a.text("decoder_first_pipeline_num_layers"),
+             "uneven pipeline stages are not compared here");
+  return t;
+}
+
+Plan plan_from(ArgReader& a, std::string& words) {
+  Plan p;
+  const std::string granularity = a.text("recompute_granularity");
+  if (granularity == "None") {
+    words = "none";
+    return p;
+  }
+  if (granularity == "full") {
+    const std::string method = a.text("recompute_method");
+    const int64_t n = a.integer("recompute_num_layers");
+    words = "full " + method + " " + std::to_string(n);
+    p.strategy = Strategy::full;
+    if (method == "block")
+      p.recompute_layers = {n};
+    else if (method != "uniform" || n != 1)
+      a.refuse("recompute_num_layers", std::to_string(n), "full uniform recompute is modeled for 1 layer per group");
+    return p;
+  }
+  const auto modules = a.list("recompute_modules");
+  words = "selective";
+  for (const auto& m : modules) words += " " + m;
+  p.strategy = Strategy::selective;
+  if (modules != std::vector<std::string>{"core_attn"})
+    a.refuse("recompute_modules", a.text("recompute_modules"), "remat models selective core_attn here");
+  return p;
+}
+
+}  // namespace
+
+MegatronSetup megatron_setup(const MegatronLog& log) {
+  ArgReader a{log, {}};
+  MegatronSetup s;
+  s.training = training_from(a);
+  s.model = model_from(a, std::max<int64_t>(1, s.training.tp));
+  s.plan = plan_from(a, s.recompute);
+  if (!a.problems.empty()) throw InputError(a.problems);
+  auto checks = validate_model(s.model, log.file);
+  auto layout = validate_training(s.training, s.model);
+  checks.insert(checks.end(), layout.begin(), layout.end());
+  if (!checks.empty()) throw InputError(checks);
+  return s;
+}
+
+double steady_iteration_ms(const MegatronLog& log, int64_t* count) {
+  std::vector<double> ms;
+  for (const auto& [iteration, t] : log.iteration_ms)
+    if (iteration > 2) ms.push_back(t);
+  if (count) *count = int64_t(ms.size());
+  if (ms.empty()) return 0;
+  std::sort(ms.begin(), ms.end());
+  const size_t n = ms.size();
+  return n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+}
+
+MegatronComparison compare_megatron(const MegatronLog& log, const HardwareSpec& hw) {
+  MegatronComparison c;
+  c.setup = megatron_setup(log);
+  const TrainingSpec& t = c.setup.training;
+  c.estimate = estimate(c.setup.model, hw, t, c.setup.plan, hw.hbm_bytes);
+  constexpr double kMiB = 1024.0 * 1024.0;
+  for (const auto& r : log.ranks) {
+    MegatronRankRow row;
+    row.rank = r.rank;
+    row.stage = r.rank / (t.tp * t.dp);  // Megatron's rank order: tp fastest, pp slowest
+    if (row.stage >= int64_t(c.estimate.stages.size()))
+      throw InputError({{log.file, "[Rank " + std::to_string(r.rank) + "]", std::to_string(r.rank),
+                         "is beyond the run's world size"}});
+    const StageMemory& mem = c.estimate.stages.at(size_t(row.stage)).memory_bytes;
+    row.predicted_peak_MiB = mem.peak / kMiB;
+    row.predicted_outside_allocator_MiB = mem.outside_allocator / kMiB;
+    row.measured_max_allocated_MiB = r.max_allocated_MiB;
+    row.measured_max_reserved_MiB = r.max_reserved_MiB;
+    row.measured_device_used_MiB = r.device_used_MiB;
+    c.ranks.push_back(row);
+  }
+  c.predicted_iteration_ms = c.estimate.iteration.time_s * 1000;
+  c.measured_iteration_ms = steady_iteration_ms(log, &c.timed_iterations);
+  return c;
+}
+
+}  // namespace remat
