@@ -7,6 +7,9 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
+#include "remat/spec/problems.hpp"
 #include "remat/spec/validate.hpp"
 
 namespace remat {
@@ -82,6 +85,26 @@ std::vector<std::string> layout_flags(const TrainingSpec& t, const MegatronSplit
   return f;
 }
 
+[[noreturn]] void refuse(const std::string& key, const std::string& value, const std::string& message) {
+  throw InputError({{"command line", key, value, message}});
+}
+
+ModuleSet parse_modules(const std::vector<std::string>& names, const ModelSpec& m) {
+  ModuleSet s = 0;
+  for (const auto& n : names) {
+    MegatronModule mod;
+    if (!parse_megatron_module(n, mod))
+      refuse("--recompute-modules", n,
+             "unknown module (core_attn, mlp, layernorm, moe_act, moe, shared_experts, mla_up_proj)");
+    if (mod == MegatronModule::mla_up_proj && m.attention() != AttentionKind::mla)
+      refuse("--recompute-modules", n, "mla_up_proj needs multi-latent attention; this model uses GQA");
+    if (mod == MegatronModule::moe_act && !m.is_moe())
+      refuse("--recompute-modules", n, "moe_act needs a mixture-of-experts model");
+    s |= module_bit(mod);
+  }
+  return s == 0 ? kCoreAttn : s;
+}
+
 std::string split_text(const std::vector<int64_t>& v) {
   std::string s;
   for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
@@ -123,6 +146,36 @@ MegatronArgs megatron_args(const ModelSpec& m, const TrainingSpec& t, const Mega
     a.notes.push_back(fmt::format("uniform {}: each stage's layers in chunks of {}, one input kept per chunk",
                                   r.num_layers, r.num_layers));
   return a;
+}
+
+MegatronRecompute parse_megatron_recompute(const MegatronRecomputeText& t, const ModelSpec& m) {
+  MegatronRecompute r;
+  if (t.granularity.empty()) {
+    if (!t.method.empty() || !t.num_layers.empty())
+      refuse(t.method.empty() ? "--recompute-num-layers" : "--recompute-method",
+             t.method.empty() ? t.num_layers : t.method, "needs --recompute-granularity full");
+    return r;
+  }
+  if (t.granularity == "selective") {
+    if (!t.method.empty())
+      refuse("--recompute-method", t.method, "Megatron-LM takes no recompute method with selective granularity");
+    if (!t.num_layers.empty())
+      refuse("--recompute-num-layers", t.num_layers, "must be absent with selective granularity");
+    r.granularity = MegatronGranularity::selective;
+    r.modules = parse_modules(t.modules, m);
+    return r;
+  }
+  if (t.granularity != "full") refuse("--recompute-granularity", t.granularity, "must be full or selective");
+  r.granularity = MegatronGranularity::full;
+  if (t.method != "uniform" && t.method != "block")
+    refuse("--recompute-method", t.method, "full granularity needs --recompute-method uniform or block");
+  r.method = t.method == "block" ? MegatronMethod::block : MegatronMethod::uniform;
+  const char* end = t.num_layers.data() + t.num_layers.size();
+  const auto [at, ec] = std::from_chars(t.num_layers.data(), end, r.num_layers);
+  if (t.num_layers.empty() || ec != std::errc() || at != end || r.num_layers < 1)
+    refuse("--recompute-num-layers", t.num_layers,
+           "full granularity needs one integer >= 1 (Megatron-LM takes one value for every stage)");
+  return r;
 }
 
 std::string paste_safe(const std::vector<std::string>& flags, const std::string& indent) {

@@ -75,18 +75,6 @@ MegatronSplit megatron_split(const ModelSpec& m, const TrainingSpec& t) {
   return split_flags(std::move(even), false);
 }
 
-std::string describe(const MegatronRecompute& r) {
-  switch (r.granularity) {
-    case MegatronGranularity::none:
-      return "none";
-    case MegatronGranularity::selective:
-      return "selective " + module_list(r.modules, "+");
-    case MegatronGranularity::full:
-      break;
-  }
-  return fmt::format("full {} {}", r.method == MegatronMethod::block ? "block" : "uniform", r.num_layers);
-}
-
 std::vector<MegatronRecompute> megatron_settings(const ModelSpec& m, const TrainingSpec& t, bool te) {
   std::vector<MegatronRecompute> out = {MegatronRecompute{}};
   const std::vector<MegatronModule> mods = available_modules(m, t, te);

@@ -83,6 +83,19 @@ std::string module_list(ModuleSet s, const char* separator) {
   return out;
 }
 
+std::string describe(const MegatronRecompute& r) {
+  switch (r.granularity) {
+    case MegatronGranularity::none:
+      return "none";
+    case MegatronGranularity::selective:
+      return "selective " + module_list(r.modules, "+");
+    case MegatronGranularity::full:
+      break;
+  }
+  return std::string("full ") + (r.method == MegatronMethod::block ? "block " : "uniform ") +
+         std::to_string(r.num_layers);
+}
+
 // Megatron-LM's TransformerBlock._checkpointed_forward (megatron/core/recompute.py):
 // uniform checkpoints chunks of num_layers layers of the stage (the last chunk
 // may be shorter), block checkpoints the first num_layers layers one by one.

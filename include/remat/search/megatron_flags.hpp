@@ -23,6 +23,15 @@ MegatronArgs megatron_args(const ModelSpec& m, const TrainingSpec& t, const Mega
 // Only the recompute flags (what `remat estimate` takes back).
 std::vector<std::string> recompute_flags(const MegatronRecompute& r);
 
+// Megatron-LM's recompute flags as given on a command line, checked as Megatron
+// checks them (transformer_config.py, arguments.py); throws InputError naming
+// the flag and value. `num_layers` is text so that a per-stage list is refused.
+struct MegatronRecomputeText {
+  std::string granularity, method, num_layers;
+  std::vector<std::string> modules;
+};
+MegatronRecompute parse_megatron_recompute(const MegatronRecomputeText& text, const ModelSpec& m);
+
 // One flag per line, each line ending in " \": safe to paste anywhere inside a launch command.
 std::string paste_safe(const std::vector<std::string>& flags, const std::string& indent = "  ");
 std::string one_line(const std::vector<std::string>& flags);

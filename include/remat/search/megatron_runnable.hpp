@@ -52,7 +52,4 @@ std::vector<MegatronRecompute> megatron_settings(const ModelSpec& m, const Train
 RunnablePlan runnable_megatron_plan(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t,
                                     const RunnableOptions& o);
 
-// "selective core_attn+mlp", "full uniform 2", "full block 5", "none".
-std::string describe(const MegatronRecompute& r);
-
 }  // namespace remat

@@ -68,5 +68,7 @@ const char* to_string(MegatronModule m);
 bool parse_megatron_module(const std::string& text, MegatronModule& out);
 // "core_attn mlp" (Megatron's order), or "" for the empty set.
 std::string module_list(ModuleSet s, const char* separator = " ");
+// "selective core_attn+mlp", "full uniform 2", "full block 5", "none".
+std::string describe(const MegatronRecompute& r);
 
 }  // namespace remat
