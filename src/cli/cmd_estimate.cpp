@@ -9,6 +9,7 @@
 #include "remat/cost/estimate.hpp"
 #include "remat/report/tables.hpp"
 #include "remat/search/layer_plan_text.hpp"
+#include "remat/search/megatron_flags.hpp"
 #include "remat/spec/validate.hpp"
 
 namespace remat::cli {
@@ -19,7 +20,8 @@ struct EstimateOptions {
   CommonOptions common;
   StrategyOptions plan;
   std::string layer_plan;
-  double budget_GiB = -1;  // < 0: the GPU's capacity less its reserve
+  MegatronRecomputeText megatron;  // Megatron-LM's --recompute-* flags, as pasted
+  double budget_GiB = -1;          // < 0: the GPU's capacity less its reserve
   bool budget_given = false;
 };
 
@@ -34,10 +36,22 @@ Runner add_estimate_command(CLI::App& app) {
                   "per-layer choices, e.g. '0-9:eagle;10:gqa=eagle,mlp=offload;11-19:full' (wins over R)");
   sub->add_option("--memory-budget-GiB", opts->budget_GiB, "per-GPU budget; default capacity less reserve")
       ->each([opts](const std::string&) { opts->budget_given = true; });
+  sub->add_option("--recompute-granularity", opts->megatron.granularity, "Megatron-LM's: full or selective");
+  sub->add_option("--recompute-method", opts->megatron.method, "Megatron-LM's: uniform or block (full only)");
+  sub->add_option("--recompute-num-layers", opts->megatron.num_layers, "Megatron-LM's N (full only)");
+  sub->add_option("--recompute-modules", opts->megatron.modules, "Megatron-LM's modules (selective only)")
+      ->expected(1, -1);
   return [opts]() {
-    const Inputs in = load_inputs(opts->common, "estimate");
+    Inputs in = load_inputs(opts->common, "estimate");
     Plan plan = plan_from(opts->plan);
     if (!opts->layer_plan.empty()) plan.layer_overrides = parse_layer_plan(opts->layer_plan, in.model, in.training);
+    const auto& mt = opts->megatron;
+    if (!mt.granularity.empty() || !mt.method.empty() || !mt.num_layers.empty()) {
+      plan.megatron = parse_megatron_recompute(mt, in.model);
+      // as Megatron-LM splits the layers, unless --layers-per-stage says otherwise
+      if (in.training.layers_per_stage.empty())
+        in.training.layers_per_stage = megatron_split(in.model, in.training).layers_per_stage;
+    }
     auto problems = validate_plan(plan, in.training, in.model);
     if (!problems.empty()) throw InputError(std::move(problems));
     const Estimate e = estimate(in.model, in.hardware, in.training, plan,

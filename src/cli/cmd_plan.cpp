@@ -10,6 +10,7 @@
 #include "remat/cost/streambp.hpp"
 #include "remat/report/plan_report.hpp"
 #include "remat/report/tables.hpp"
+#include "remat/search/megatron_flags.hpp"
 #include "remat/spec/problems.hpp"
 #include "remat/spec/validate.hpp"
 
@@ -26,6 +27,8 @@ struct PlanOptions {
   std::string maximize;                       // "", "seq" or "mbs"
   std::string layer_partitions = "500,2000";  // StreamBP tokens per layer chunk to try
   int64_t head_partition = 100;               // StreamBP tokens per LM-head chunk
+  bool megatron_te = false;                   // Megatron-LM runs with Transformer Engine
+  bool emit_megatron_args = false;            // print only "<gpus> <flags>" of the Megatron-runnable plan
 };
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -135,6 +138,17 @@ std::vector<Strategy> parse_strategies(const std::string& text) {
   return out;
 }
 
+// "<gpus> <flags>" for examples/megatron/check_flags.py.
+int emit_megatron_line(const Inputs& in, const RunnablePlan& rp, bool te) {
+  if (!rp.best) {
+    fmt::print(stderr, "{}\n", rp.reason);
+    return kExitNoFit;
+  }
+  const MegatronArgs a = megatron_args(in.model, rp.training, rp.split, rp.best->setting, te);
+  fmt::print("{} {}\n", rp.training.gpus(), one_line(a.all()));
+  return kExitOk;
+}
+
 }  // namespace
 
 SearchOptions search_options(const PlanOptions& o, const HardwareSpec& hw) {
@@ -165,16 +179,25 @@ Runner add_plan_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--lm-head-partition-tokens", opts->head_partition, "with --maximize: StreamBP LM-head chunk size")
       ->capture_default_str();
+  sub->add_flag("--megatron-transformer-engine", opts->megatron_te,
+                "Megatron-LM runs --transformer-impl transformer_engine (default: local)");
+  sub->add_flag("--emit-megatron-args", opts->emit_megatron_args,
+                "print only '<gpus> <flags>' of the best plan Megatron-LM runs as-is (exit 1 when none fits)");
   return [opts]() {
     const Inputs in = load_inputs(opts->common, "plan");
     if (!opts->maximize.empty()) return run_maximize(in, *opts);
     const SearchOptions so = search_options(*opts, in.hardware);
+    const RunnablePlan runnable =
+        runnable_megatron_plan(in.model, in.hardware, in.training, {so.budget_bytes, opts->megatron_te});
+    if (opts->emit_megatron_args) return emit_megatron_line(in, runnable, opts->megatron_te);
     const SearchSpace space = build_search_space(in.model, in.hardware, in.training, so);
     const PlanSearchResult res = plan_search(space, so);
     std::optional<Estimate> est;
     if (res.best) est = estimate(in.model, in.hardware, in.training, res.best_plan, so.budget_bytes);
     const Estimate* e = est ? &*est : nullptr;
-    emit(opts->common, plan_search_table(space, so, res, e), plan_search_report(in.meta, space, so, res, e));
+    const bool te = opts->megatron_te;
+    emit(opts->common, plan_search_table(space, so, res, e, &runnable, te),
+         plan_search_report(in.meta, space, so, res, e, &runnable, te));
     return res.best ? kExitOk : kExitNoFit;
   };
 }

@@ -25,6 +25,15 @@ double Block::tensor_bytes(const std::string& tensor) const {
   return 0;
 }
 
+void Block::tag(ModuleTags modules, const std::vector<std::string>& names) {
+  for (const auto& n : names) {
+    for (auto& t : tensors)
+      if (t.name == n) t.freed_by |= modules;
+    for (auto& op : ops)
+      if (op.name == n) op.replayed_by |= modules;
+  }
+}
+
 namespace {
 
 std::set<std::string> saved_names(const Block& block) {
@@ -64,6 +73,14 @@ std::vector<const OpDef*> eagle_ops(const Block& block) {
 }  // namespace
 
 double saved_bytes(const Block& block) { return sum_bytes(block, saved_names(block)); }
+
+double module_freed_bytes(const Block& block, ModuleTags modules) {
+  double total = 0;
+  for (const auto& n : saved_names(block))
+    for (const auto& t : block.tensors)
+      if (t.name == n && (t.freed_by & modules)) total += t.bytes;
+  return total;
+}
 
 double grad_working_bytes(const Block& block) {
   double largest = 0;

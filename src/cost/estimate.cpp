@@ -17,8 +17,10 @@ int64_t per_stage_value(const std::vector<int64_t>& v, size_t stage, int64_t fal
   return v.size() == 1 ? v[0] : v[stage];
 }
 
-LayerChoice choose(const Plan& plan, const LayerDef& layer, int64_t global, int64_t local, int64_t r, int64_t o) {
+LayerChoice choose(const Plan& plan, const LayerDef& layer, int64_t global, int64_t local, int64_t r, int64_t o,
+                   int64_t n_layers) {
   if (auto it = plan.layer_overrides.find(global); it != plan.layer_overrides.end()) return it->second;
+  if (plan.megatron) return megatron_layer_choice(*plan.megatron, local, n_layers);
   if (local < r) return choice_for(plan.strategy, layer);
   if (local < r + o) return offload_choice(layer);
   return choice_for(Strategy::none, layer);
@@ -49,12 +51,16 @@ StageEstimate stage_estimate(const ModelSpec& m, const HardwareSpec& hw, const T
   const bool early_stop = t.replay == RecomputeReplay::early_stop;
   for (int64_t g = range.first; g < range.second; ++g) {
     const LayerDef& layer = shapes.at(m, g);
-    st.per_layer.push_back(choose(plan, layer, g, g - range.first, st.recompute_layers, st.offload_layers));
+    st.per_layer.push_back(choose(plan, layer, g, g - range.first, st.recompute_layers, st.offload_layers, n_layers));
     LayerChoice& ch = st.per_layer.back();
     if (ch.stream_chunks > 0) ch.stream_chunks = t.streambp_chunks;
     LayerCost lc = layer_cost(layer, ch, early_stop, hw);
     if (ch.stream_chunks > 1) lc.recompute_s += streambp_layer_weight_s(m, hw, t, g);
     sums.add(lc);
+  }
+  if (plan.megatron) {  // the layers Megatron's flags recompute on this stage
+    st.recompute_layers = 0, st.offload_layers = 0;
+    for (const LayerChoice& c : st.per_layer) st.recompute_layers += c.mode != LayerMode::keep ? 1 : 0;
   }
   const StageTotals tot = stage_totals(base, sums);
   const StaticBytes& sb = base.static_bytes;

@@ -57,6 +57,7 @@ void add_input_norm(Block& b, const RankShape& r, double hidden, bool gather) {
   b.tensors.push_back({"rstd", rows * kFp32});             // 1/rms per row
   b.tensors.push_back({"x_norm", rows * hidden * kBf16});  // saved shard of the GEMM input
   b.ops.push_back(ops::rmsnorm("rmsnorm", rows, hidden, "x", "rstd"));
+  b.tag(kLayernormTag, {"rstd", "x_norm", "rmsnorm"});
   if (gather && r.tp > 1) b.ops.push_back(input_gather(r, hidden));
 }
 
@@ -99,6 +100,9 @@ Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn) {
   b.ops.push_back(ops::gemm("gate_up", rows, h, 2 * f, {"x_norm"}));
   parts::add_swiglu(b, rows, f, "", r.swiglu_fused, r.glu_linear_copy);
   b.ops.push_back(ops::gemm("down", rows, f, h, {"act"}));
+  // Megatron's `mlp` checkpoint: fc1 (with its tp gather) to fc2; its input, the normed hidden, stays
+  b.tag(parts::kMlpTag,
+        {"gather_input", "allreduce_dinput", "gate_up", "gate", "up", "silu", "act", "swiglu", "mul", "down"});
   return b;
 }
 
@@ -146,6 +150,9 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
     b.attention_stats = {"probs"};
   }
   b.kept_outside = {"o"};
+  // Megatron's `core_attn` checkpoint: the attention core (GQA's key/value
+  // repeat included); its inputs q, k, v and its output o stay
+  b.tag(parts::kCoreAttnTag, {"k_expanded", "v_expanded", "expand_kv", "lse", "probs", "flash_attention", "attention"});
   return b;
 }
 
@@ -168,6 +175,7 @@ Block mlp_out_glue(const RankShape& r, int64_t hidden) {
   b.name = "mlp.out";
   if (r.tp > 1) b.ops.push_back(parts::output_reduce(r, double(hidden)));
   b.ops.push_back(parts::residual_add(r, double(hidden)));
+  b.tag(parts::kMlpTag, {"reduce_scatter_output", "allreduce_output"});  // fc2's reduction is inside the MLP
   return b;
 }
 

@@ -68,6 +68,9 @@ Block mla_up_attn_block(const RankShape& r, const ModelSpec& m) {
   b.ops.push_back(ops::attention("flash_attention", fwd, r.s, {"q", "k", "v", "o", "lse"}));
   b.attention_stats = {"lse"};
   b.kept_outside = {"o"};
+  // Megatron's `mla_up_proj` discards q, k, v (up projections and rope) and reruns them
+  b.tag(parts::kMlaUpProjTag, {"q_up", "kv_up", "rope_concat", "q", "k", "v"});
+  b.tag(parts::kCoreAttnTag, {"lse", "flash_attention"});
   return b;
 }
 
@@ -87,6 +90,11 @@ Block moe_shared_block(const RankShape& r, const ModelSpec& m) {
     parts::add_swiglu(b, r.tokens(), f, "shared_", r.swiglu_fused, r.glu_linear_copy);
     b.ops.push_back(ops::gemm("shared_down", r.tokens(), f, h, {"shared_act"}));
   }
+  // `moe` checkpoints the whole MoE layer from the router on (its input, the normed hidden, stays)
+  b.tag(parts::kMoeTag, {"router_scores", "router", "topk"});
+  b.tag(parts::kMoeTag | parts::kSharedExpertsTag,
+        {"gather_input", "allreduce_dinput", "shared_gate_up", "shared_gate", "shared_up", "shared_silu", "shared_act",
+         "shared_swiglu", "shared_mul", "shared_down"});
   return b;
 }
 
@@ -100,6 +108,7 @@ Block moe_dispatch_glue(const RankShape& r, const ModelSpec& m) {
     const double wire = double(r.ep - 1) / double(r.ep) * rows * k * h * kBf16;
     b.ops.push_back(ops::collective("all_to_all_dispatch", wire, wire, r.ep));
   }
+  b.tag(parts::kMoeTag, {"routing_map", "permute", "all_to_all_dispatch"});
   return b;
 }
 
@@ -114,6 +123,9 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
   b.ops.push_back(ops::gemm("experts_gate_up", rows, h, 2 * f, {"x_permuted"}, local_experts));
   parts::add_swiglu(b, rows, f, "experts_", r.swiglu_fused, r.glu_linear_copy);
   b.ops.push_back(ops::gemm("experts_down", rows, f, h, {"experts_act"}, local_experts));
+  b.tag(parts::kMoeTag, {"x_permuted", "experts_gate_up", "experts_gate", "experts_up", "experts_down"});
+  // `moe_act` discards the experts' activation output and reruns the activation
+  b.tag(parts::kMoeTag | parts::kMoeActTag, {"experts_silu", "experts_act", "experts_swiglu", "experts_mul"});
   return b;
 }
 
@@ -135,6 +147,7 @@ Block moe_combine_glue(const RankShape& r, const ModelSpec& m) {
   b.tensors.push_back({"probs", rows * k * kFp32});
   b.ops.push_back(ops::streaming("unpermute", (1 + k) * rows * h * kBf16, (1 + k) * rows * h * kBf16, {"probs"}));
   b.ops.push_back(parts::residual_add(r, h));
+  b.tag(parts::kMoeTag, {"all_to_all_combine", "probs", "unpermute"});
   return b;
 }
 

@@ -6,8 +6,18 @@
 
 #include "remat/cost/block.hpp"
 #include "remat/cost/exact_blocks.hpp"
+#include "remat/spec/plan.hpp"
 
 namespace remat::parts {
+
+// Megatron-LM recompute modules, as tags on the exact blocks' tensors and ops.
+constexpr ModuleTags kCoreAttnTag = module_bit(MegatronModule::core_attn);
+constexpr ModuleTags kMlpTag = module_bit(MegatronModule::mlp);
+constexpr ModuleTags kLayernormTag = module_bit(MegatronModule::layernorm);
+constexpr ModuleTags kMoeActTag = module_bit(MegatronModule::moe_act);
+constexpr ModuleTags kMoeTag = module_bit(MegatronModule::moe);
+constexpr ModuleTags kSharedExpertsTag = module_bit(MegatronModule::shared_experts);
+constexpr ModuleTags kMlaUpProjTag = module_bit(MegatronModule::mla_up_proj);
 
 // The sequence-parallel all-gather of the normed input before the first
 // column-parallel GEMM (with sp), or the backward all-reduce of its gradient
@@ -20,7 +30,9 @@ OpDef output_reduce(const RankShape& r, double hidden);
 // backward passes the gradient through (one read, one write).
 OpDef residual_add(const RankShape& r, double hidden);
 // Norm of the block input (x, rstd, x_norm saved), then, when `gather` and
-// tp > 1, the tp gather: the common head of most blocks.
+// tp > 1, the tp gather: the common head of most blocks. The norm's saved
+// tensors are tagged `layernorm` (Megatron discards the norm output and reruns
+// the norm before the backward that reads it).
 void add_input_norm(Block& b, const RankShape& r, double hidden, bool gather = true);
 // SwiGLU on rows x width, tensors named with prefix `p`: fused saves gate and
 // up; unfused also saves silu(gate); with `linear_copy` the product reads a

@@ -41,7 +41,11 @@ double largest_working_set(const LayerDef& layer, const std::vector<double>& wor
 }
 
 // Full recompute: keep the layer input, replay the whole layer in backward.
-void full_layer(LayerCost& c, const LayerDef& layer, bool early_stop, const HardwareSpec& hw) {
+// In a chunk of several layers (Megatron's uniform method) only the chunk's
+// first layer keeps its input; the chunk's replay brings back every layer's
+// saved tensors at once, which the stage adds up (LayerSums::add).
+void full_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, bool early_stop,
+                const HardwareSpec& hw) {
   double all_saved = 0;
   std::vector<double> grads, saved;
   for (const auto& b : layer.blocks) {
@@ -50,24 +54,38 @@ void full_layer(LayerCost& c, const LayerDef& layer, bool early_stop, const Hard
     grads.push_back(grad_working_bytes(b));
   }
   for (const auto& [block, op] : replay_ops(layer, early_stop)) add_recompute(c, *op, hw);
-  c.kept_bytes = layer.input_bytes;
-  c.transient_bytes = all_saved - layer.input_bytes + largest_working_set(layer, grads, saved);
+  const bool head = choice.chunk_position == 0;
+  c.kept_bytes = head ? layer.input_bytes : 0;
+  c.transient_bytes = all_saved - c.kept_bytes + largest_working_set(layer, grads, saved);
+  if (choice.chunk_layers > 1) {
+    c.chunk_replay_bytes = all_saved - c.kept_bytes;
+    c.chunk_start = head;
+  }
 }
 
-// Selective (Korthikanti): drop what only the attention core saves and
-// replay the attention core in backward.
-void selective_layer(LayerCost& c, const LayerDef& layer, const HardwareSpec& hw) {
-  double stats = 0, grads = 0;
-  for (size_t i = 0; i < layer.blocks.size(); ++i) {
-    const Block& b = layer.blocks[i];
-    c.kept_bytes += saved_bytes(b);
-    grads = std::max(grads, grad_working_bytes(b));
-    for (const auto& n : b.attention_stats) stats += b.tensor_bytes(n);
+// Selective (Megatron's --recompute-modules): drop the saved tensors tagged
+// with one of the modules and replay the ops tagged with them in backward.
+// The attention half and the MLP/MoE half of a layer run their backward one
+// after the other: the larger half's dropped tensors are alive at once.
+// Under ordered backward the attention half's working set sits on what the
+// MLP half no longer holds.
+void selective_layer(LayerCost& c, const LayerDef& layer, ModuleTags modules, const HardwareSpec& hw) {
+  double freed[2] = {0, 0}, grads[2] = {0, 0}, kept[2] = {0, 0};
+  int half = 0;
+  for (const Block& b : layer.blocks) {
+    const double saved = saved_bytes(b), dropped = module_freed_bytes(b, modules);
+    kept[half] += saved - dropped;
+    grads[half] = std::max(grads[half], grad_working_bytes(b));
+    freed[half] += dropped;
     for (const auto& op : b.ops)
-      if (op.kind == OpKind::attention) add_recompute(c, op, hw);
+      if (op.replayed_by & modules) add_recompute(c, op, hw);
+    if (b.name == "attn.out") half = 1;
   }
-  c.kept_bytes -= stats;
-  c.transient_bytes = stats + grads;
+  c.kept_bytes = kept[0] + kept[1];
+  if (layer.ordered_backward)
+    c.transient_bytes = std::max(freed[1] + grads[1], freed[0] + grads[0] - kept[1]);
+  else
+    c.transient_bytes = std::max(freed[0], freed[1]) + std::max(grads[0], grads[1]);
 }
 
 void per_block_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, bool early_stop,
@@ -109,10 +127,10 @@ LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool earl
       if (choice.stream_chunks > 1)  // StreamBP with D = 1 is layer checkpointing
         streambp_layer(c, layer, choice.stream_chunks, early_stop, hw);
       else
-        full_layer(c, layer, early_stop, hw);
+        full_layer(c, layer, choice, early_stop, hw);
       break;
     case LayerMode::selective:
-      selective_layer(c, layer, hw);
+      selective_layer(c, layer, choice.modules, hw);
       break;
     case LayerMode::keep:
     case LayerMode::blocks:

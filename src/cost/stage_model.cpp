@@ -118,8 +118,13 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
 
 void LayerSums::add(const LayerCost& c) {
   kept_bytes += c.kept_bytes;
-  transient_bytes = std::max(transient_bytes, c.transient_bytes);
-  ordered_transient_bytes = std::max(ordered_transient_bytes - c.kept_bytes, c.transient_bytes);
+  if (c.chunk_start) open_chunk_bytes = 0;
+  // a chunk's backward starts with every layer of the chunk replayed: the last layer's working set
+  // sits on top of the earlier layers' replayed tensors
+  const double working = (c.chunk_replay_bytes > 0 ? open_chunk_bytes : 0) + c.transient_bytes;
+  transient_bytes = std::max(transient_bytes, working);
+  ordered_transient_bytes = std::max(ordered_transient_bytes - c.kept_bytes, working);
+  open_chunk_bytes = c.chunk_replay_bytes > 0 ? open_chunk_bytes + c.chunk_replay_bytes : 0;
   offload_staging_bytes = std::max(offload_staging_bytes, c.offload_bytes);
   offloaded_layers += c.offload_bytes > 0 ? 1 : 0;
   offload_bytes += c.offload_bytes;

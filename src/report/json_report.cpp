@@ -145,9 +145,11 @@ Json training_core_json(const TrainingSpec& t) {
 }
 
 Json plan_json(const Plan& p) {
-  return {{"strategy", to_string(p.strategy)},
-          {"recompute_layers", p.recompute_layers},
-          {"offload_layers", p.offload_layers}};
+  Json j = {{"strategy", to_string(p.strategy)},
+            {"recompute_layers", p.recompute_layers},
+            {"offload_layers", p.offload_layers}};
+  if (p.megatron) j["megatron_recompute"] = describe(*p.megatron);
+  return j;
 }
 
 Json estimate_report(const ReportMeta& meta, const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t,

@@ -36,6 +36,49 @@ std::vector<std::string> candidate_row(const Candidate& c) {
 
 const std::vector<std::string> kCandidateHeaders = {"mode", "strategy", "R per stage", "peak GiB", "fits", "iter s"};
 
+MegatronArgs runnable_args(const SearchSpace& sp, const RunnablePlan& rp, bool te) {
+  return megatron_args(sp.model, rp.training, rp.split, rp.best->setting, te);
+}
+
+Json runnable_json(const SearchSpace& sp, const PlanSearchResult& res, const RunnablePlan& rp, bool te) {
+  if (!rp.best) return {{"fits", false}, {"reason", rp.reason}};
+  const RunnableCandidate& b = *rp.best;
+  const MegatronArgs a = runnable_args(sp, rp, te);
+  Json j = {{"setting", describe(b.setting)},
+            {"time_s", b.time_s},
+            {"peak_bytes", int64_t(std::llround(b.peak_bytes))},
+            {"fits", b.fits},
+            {"layers_per_stage", rp.split.layers_per_stage},
+            {"flags", a.all()},
+            {"command_line", one_line(a.all())},
+            {"recompute_flags", a.recompute},
+            {"notes", a.notes},
+            {"torchtitan", torchtitan_text(b.setting, rp.split)},
+            {"pytorch", pytorch_text(b.setting, rp.split)},
+            {"candidates", int64_t(rp.candidates.size())}};
+  if (res.best)
+    j["restriction_cost"] = {{"time_s", b.time_s - res.best->time_s},
+                             {"peak_bytes", int64_t(std::llround(b.peak_bytes - res.best->peak_bytes))}};
+  return j;
+}
+
+std::string runnable_table(const SearchSpace& sp, const PlanSearchResult& res, const RunnablePlan& rp, bool te) {
+  if (!rp.best) return "\nMegatron-LM: " + rp.reason + "\n";
+  const RunnableCandidate& b = *rp.best;
+  std::string out = fmt::format("\nbest plan Megatron-LM runs as-is ({}): {:.3f} s per iteration, peak {:.2f} GiB",
+                                describe(b.setting), b.time_s, b.peak_bytes / kGiB);
+  if (res.best)
+    out += fmt::format(" ({:+.3f} s, {:+.2f} GiB against the exact plan)", b.time_s - res.best->time_s,
+                       (b.peak_bytes - res.best->peak_bytes) / kGiB);
+  const MegatronArgs a = runnable_args(sp, rp, te);
+  out += "\nMegatron-LM flags (one setting for every stage; paste anywhere in the launch command):\n";
+  out += paste_safe(a.all());
+  for (const auto& note : a.notes) out += "# " + note + "\n";
+  out += "torchtitan: " + torchtitan_text(b.setting, rp.split) + "\n";
+  out += "PyTorch: " + pytorch_text(b.setting, rp.split) + "\n";
+  return out;
+}
+
 }  // namespace
 
 Json candidate_json(const Candidate& c, const SearchSpace& sp) {
@@ -51,7 +94,7 @@ Json candidate_json(const Candidate& c, const SearchSpace& sp) {
 }
 
 Json plan_search_report(const ReportMeta& meta, const SearchSpace& sp, const SearchOptions& o,
-                        const PlanSearchResult& res, const Estimate* est) {
+                        const PlanSearchResult& res, const Estimate* est, const RunnablePlan* runnable, bool te) {
   Json strategies = Json::array();
   for (Strategy s : o.strategies) strategies.push_back(to_string(s));
   Json j = {{"meta", meta_json(meta)},
@@ -71,11 +114,10 @@ Json plan_search_report(const ReportMeta& meta, const SearchSpace& sp, const Sea
             {"fits", res.best.has_value()}};
   if (res.best) {
     j["best"] = candidate_json(*res.best, sp);
-    const MegatronFlags f = megatron_flags(*res.best, sp);
-    j["megatron"] = {{"flags", f.flags}, {"notes", f.notes}};
   } else {
     j["reason"] = res.reason;
   }
+  if (runnable) j["megatron"] = runnable_json(sp, res, *runnable, te);
   if (est) {
     const Json full = estimate_report(meta, sp.model, sp.hardware, sp.training, res.best_plan, *est);
     j["stages"] = full["stages"];
@@ -100,19 +142,16 @@ Json plan_search_report(const ReportMeta& meta, const SearchSpace& sp, const Sea
 }
 
 std::string plan_search_table(const SearchSpace& sp, const SearchOptions& o, const PlanSearchResult& res,
-                              const Estimate* est) {
+                              const Estimate* est, const RunnablePlan* runnable, bool te) {
   std::string out;
-  if (!res.best) return res.reason + "\n";
+  if (!res.best) return res.reason + "\n" + (runnable ? runnable_table(sp, res, *runnable, te) : "");
   out += fmt::format("best plan ({}, {}): {:.3f} s per iteration, peak {:.2f} GiB of {:.2f} GiB\n",
                      to_string(res.best->mode),
                      res.best->mode == SearchMode::per_layer ? "mixed" : to_string(res.best->strategy),
                      res.best->time_s, res.best->peak_bytes / kGiB, o.budget_bytes / kGiB);
   if (est) out += estimate_table(sp.model, sp.hardware, sp.training, res.best_plan, *est);
   if (res.best->mode == SearchMode::per_layer) out += "--layer-plan '" + layer_plan_text(*res.best, sp) + "'\n";
-  const MegatronFlags f = megatron_flags(*res.best, sp);
-  out += "\nMegatron-LM flags:\n";
-  for (const auto& flag : f.flags) out += "  " + flag + " \\\n";
-  for (const auto& note : f.notes) out += "  # " + note + "\n";
+  if (runnable) out += runnable_table(sp, res, *runnable, te);
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : res.best_by_strategy) rows.push_back(candidate_row(c));
   out += "\nfastest fitting plan per strategy:\n" + render_table(kCandidateHeaders, rows);

@@ -84,7 +84,9 @@ std::string estimate_table(const ModelSpec& m, const HardwareSpec& hw, const Tra
   std::string out =
       fmt::format("{} on {}  tp {} pp {} dp {} ep {}  mbs {} gbs {} ({} microbatches) seq {}  strategy {}\n", m.name,
                   hw.name, t.tp, t.pp, t.dp, t.ep, t.mbs, t.gbs, e.microbatches, t.seq,
-                  p.layer_overrides.empty() ? to_string(p.strategy) : "per layer");
+                  p.megatron                  ? "Megatron " + describe(*p.megatron)
+                  : p.layer_overrides.empty() ? std::string(to_string(p.strategy))
+                                              : std::string("per layer"));
   out += render(cols, e.stages);
   const auto& it = e.iteration;
   out += fmt::format(

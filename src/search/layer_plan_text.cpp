@@ -46,10 +46,26 @@ bool alias_matches(const std::string& alias, const std::string& block) {
   return false;
 }
 
+// "selective(core_attn+mlp)": Megatron's --recompute-modules joined by '+'.
+LayerChoice parse_selective(const std::string& spec, const std::string& entry) {
+  const std::string inner = spec.substr(10, spec.size() - 11);
+  LayerChoice c{LayerMode::selective, {}};
+  c.modules = 0;
+  for (const std::string& name : split(inner, '+')) {
+    MegatronModule m;
+    if (!parse_megatron_module(name, m))
+      bad(entry, "unknown recompute module '" + name + "' (core_attn, mlp, layernorm, moe_act, moe, shared_experts, " +
+                     "mla_up_proj)");
+    c.modules |= module_bit(m);
+  }
+  return c;
+}
+
 LayerChoice parse_choice(const std::string& spec, const LayerDef& layer, const std::string& entry) {
   if (spec == "keep" || spec == "none") return {LayerMode::keep, {}};
   if (spec == "full") return {LayerMode::full, {}};
   if (spec == "selective") return {LayerMode::selective, {}};
+  if (spec.rfind("selective(", 0) == 0 && spec.back() == ')') return parse_selective(spec, entry);
   const auto names = recompute_block_names(layer);
   BlockMode all;
   if (parse_block_mode(spec, all)) return {LayerMode::blocks, std::vector<BlockMode>(names.size(), all)};
@@ -58,7 +74,7 @@ LayerChoice parse_choice(const std::string& spec, const LayerDef& layer, const s
     const size_t eq = pair.find('=');
     BlockMode mode;
     if (eq == std::string::npos || !parse_block_mode(pair.substr(eq + 1), mode))
-      bad(entry, "expected keep, full, selective, standard, eagle, offload or BLOCK=MODE pairs");
+      bad(entry, "expected keep, full, selective, selective(MODULE+...), standard, eagle, offload or BLOCK=MODE pairs");
     bool matched = false;
     for (size_t i = 0; i < names.size(); ++i)
       if (alias_matches(pair.substr(0, eq), names[i])) c.blocks[i] = mode, matched = true;
@@ -99,6 +115,7 @@ std::map<int64_t, LayerChoice> parse_layer_plan(const std::string& text, const M
 }
 
 std::string format_choice(const LayerChoice& c, const LayerDef& layer) {
+  if (c.mode == LayerMode::selective && c.modules != kCoreAttn) return "selective(" + module_list(c.modules, "+") + ")";
   if (c.mode != LayerMode::blocks) return to_string(c.mode);
   const auto names = recompute_block_names(layer);
   bool same = !c.blocks.empty();

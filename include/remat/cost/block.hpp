@@ -7,9 +7,13 @@
 
 namespace remat {
 
+// Megatron-LM's --recompute-modules as a bit set (remat/spec/plan.hpp's ModuleSet).
+using ModuleTags = uint32_t;
+
 struct TensorDef {
   std::string name;
-  double bytes = 0;  // per rank, per microbatch
+  double bytes = 0;         // per rank, per microbatch
+  ModuleTags freed_by = 0;  // Megatron modules whose selective recompute drops this tensor
 };
 
 enum class OpKind { gemm, attention, memory_bound, collective, host_copy };
@@ -31,6 +35,7 @@ struct OpDef {
   // their gradients)
   bool materialized_scores = false;
   std::vector<std::string> saves;  // tensors its backward reads
+  ModuleTags replayed_by = 0;      // Megatron modules whose selective recompute reruns this op
 };
 
 struct Block {
@@ -42,6 +47,8 @@ struct Block {
   std::vector<OpDef> ops;
 
   double tensor_bytes(const std::string& name) const;
+  // Adds `modules` to the tags of the named tensors and ops (unknown names are ignored).
+  void tag(ModuleTags modules, const std::vector<std::string>& names);
   bool ends_with_gemm() const { return !ops.empty() && ops.back().kind == OpKind::gemm; }
 };
 
@@ -63,6 +70,8 @@ BlockCost block_cost(const Block& block, BlockMode mode, bool early_stop);
 size_t replayed_op_count(const std::vector<const OpDef*>& ops, bool early_stop);
 // Bytes every saved tensor takes: the `none` footprint.
 double saved_bytes(const Block& block);
+// Saved bytes that selective recompute of `modules` drops (tensors tagged with one of them).
+double module_freed_bytes(const Block& block, ModuleTags modules);
 // Gradient buffers alive while the block's backward runs: the largest op's
 // output gradient and input gradients, bounded by three of its largest tensor.
 double grad_working_bytes(const Block& block);

@@ -17,6 +17,10 @@ struct LayerCost {
   double fwd_s = 0, bwd_s = 0, recompute_s = 0;
   double comm_s = 0;                      // part of fwd_s + bwd_s + recompute_s spent in collectives
   double fwd_comm_s = 0, bwd_comm_s = 0;  // collectives in fwd_s and bwd_s that cross the PCIe link
+  // Full recompute in a chunk of layers replayed together: the bytes this
+  // layer's replay brings back, and whether it starts the chunk.
+  double chunk_replay_bytes = 0;
+  bool chunk_start = false;
 };
 
 LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool early_stop, const HardwareSpec& hw);

@@ -51,6 +51,7 @@ struct LayerSums {
   double fwd_s = 0, bwd_s = 0, recompute_s = 0, comm_s = 0;
   double fwd_comm_s = 0, bwd_comm_s = 0;  // forward and backward collectives over PCIe (not recompute)
   double fwd_flops = 0, bwd_flops = 0, recompute_flops = 0;
+  double open_chunk_bytes = 0;  // replayed bytes of the chunk's earlier layers (full recompute in chunks)
   void add(const LayerCost& c);
 };
 

@@ -3,7 +3,8 @@
 // found plan so that it can be pasted back:
 //   "0-9:eagle;10:gqa=eagle,mlp=offload;11-19:full;20-79:keep"
 // A range (inclusive) or one layer index, ':', then a layer mode (keep, full,
-// selective), one block mode for every recompute block (standard, eagle,
+// selective, or selective(core_attn+mlp) with Megatron's --recompute-modules
+// joined by '+'; plain selective is core_attn), one block mode for every recompute block (standard, eagle,
 // offload), or block=mode pairs (blocks not named keep). Block names are the
 // recompute blocks of the layer (gqa, mlp, mla.down, mla.up_attn,
 // moe.shared, moe.routed) or the aliases attn and ffn.

@@ -2,6 +2,7 @@
 // What each layer does with its activations between forward and backward.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,10 +18,35 @@ enum class BlockMode { keep, standard, eagle, offload };
 // per recompute block (Appendix C granularity).
 enum class LayerMode { keep, full, selective, blocks };
 
+// Megatron-LM's --recompute-modules (selective granularity). Each names a
+// checkpoint region; the exact blocks tag their tensors and ops with the
+// modules whose recompute frees and replays them.
+enum class MegatronModule { core_attn, mlp, layernorm, moe_act, moe, shared_experts, mla_up_proj };
+using ModuleSet = uint32_t;  // bit i: MegatronModule i
+constexpr ModuleSet module_bit(MegatronModule m) { return ModuleSet(1) << unsigned(m); }
+constexpr ModuleSet kCoreAttn = module_bit(MegatronModule::core_attn);
+constexpr int kMegatronModuleCount = 7;
+
 struct LayerChoice {
   LayerMode mode = LayerMode::keep;
   std::vector<BlockMode> blocks;  // one per recompute block of the layer when mode == blocks
   int64_t stream_chunks = 0;      // mode == full only: > 0 reruns the layer in this many sequence chunks (StreamBP)
+  ModuleSet modules = kCoreAttn;  // mode == selective: the modules recomputed (Megatron's default: core_attn)
+  // mode == full: the layer sits at `chunk_position` of a chunk of `chunk_layers`
+  // layers replayed together (Megatron's uniform method); only position 0 keeps its input.
+  int64_t chunk_layers = 1, chunk_position = 0;
+  bool operator==(const LayerChoice&) const = default;
+};
+
+// Megatron-LM's recompute flags as they apply to every (pipeline) stage.
+enum class MegatronGranularity { none, full, selective };
+enum class MegatronMethod { uniform, block };
+struct MegatronRecompute {
+  MegatronGranularity granularity = MegatronGranularity::none;
+  MegatronMethod method = MegatronMethod::uniform;  // full only
+  int64_t num_layers = 0;                           // full only: chunk size (uniform) or layers (block)
+  ModuleSet modules = kCoreAttn;                    // selective only
+  bool operator==(const MegatronRecompute&) const = default;
 };
 
 struct Plan {
@@ -28,11 +54,21 @@ struct Plan {
   std::vector<int64_t> recompute_layers;           // R per stage; one value applies to all stages; empty: all layers
   std::vector<int64_t> offload_layers;             // per stage, layers after the recomputed ones; empty: none
   std::map<int64_t, LayerChoice> layer_overrides;  // global layer index -> choice, wins over the above
+  std::optional<MegatronRecompute> megatron;       // set: every stage as Megatron-LM applies these flags
 };
+
+// The choice of the layer at `local` of a stage of `layers` layers under `r`.
+LayerChoice megatron_layer_choice(const MegatronRecompute& r, int64_t local, int64_t layers);
 
 const char* to_string(Strategy s);
 const char* to_string(BlockMode m);
 const char* to_string(LayerMode m);
 bool parse_strategy(const std::string& text, Strategy& out);
+const char* to_string(MegatronModule m);
+bool parse_megatron_module(const std::string& text, MegatronModule& out);
+// "core_attn mlp" (Megatron's order), or "" for the empty set.
+std::string module_list(ModuleSet s, const char* separator = " ");
+// "selective core_attn+mlp", "full uniform 2", "full block 5", "none".
+std::string describe(const MegatronRecompute& r);
 
 }  // namespace remat

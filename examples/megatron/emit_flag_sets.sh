@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Writes examples/megatron/remat_flag_sets.txt: every Megatron-LM flag set
+# `remat plan` prints (its best plan Megatron-LM runs as-is) for the README's
+# plan examples and the harness grid's layouts (grid.json), at the default
+# budget and at tighter ones, one per line as check_flags.py reads them:
+# "<gpus> <flags...>". Run Megatron's own parse_args, validate_args and
+# TransformerConfig on it (needs PyTorch):
+#   PYTHONPATH=.megatron python3 examples/megatron/check_flags.py examples/megatron/remat_flag_sets.txt
+# Usage: examples/megatron/emit_flag_sets.sh [path/to/remat]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+REMAT=${1:-./build/src/remat}
+OUT=examples/megatron/remat_flag_sets.txt
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+# grid.json's common flags that remat does not print itself (training loop, data, logging)
+COMMON="--mock-data --tokenizer-type NullTokenizer --vocab-size 128255 --no-gradient-accumulation-fusion \
+--no-masked-softmax-fusion --no-bias-swiglu-fusion --no-rope-fusion --no-persist-layer-norm --optimizer adam \
+--lr 1e-5 --min-lr 1e-6 --weight-decay 0.1 --clip-grad 1.0 --train-iters 6 --eval-iters 0 --eval-interval 1000 \
+--log-interval 1 --attention-dropout 0 --hidden-dropout 0 --init-method-std 0.02 --seed 1234 \
+--distributed-backend nccl --rotary-base 500000"
+
+# the grid's MoE and MLA models (make_grid.py) as remat model files
+cat > "$TMP/grid-moe.yaml" <<'YAML'
+name: grid-moe
+source: "examples/megatron/make_grid.py MOE"
+hidden_size: 2048
+intermediate_size: 8192
+num_attention_heads: 16
+num_key_value_heads: 4
+head_dim: 128
+vocab_size: 128256
+num_hidden_layers: 4
+n_routed_experts: 8
+num_experts_per_tok: 2
+moe_intermediate_size: 2048
+YAML
+cat > "$TMP/grid-mla.yaml" <<'YAML'
+name: grid-mla
+source: "examples/megatron/make_grid.py MLA"
+hidden_size: 2048
+intermediate_size: 8192
+num_attention_heads: 16
+num_key_value_heads: 16
+vocab_size: 128256
+num_hidden_layers: 4
+q_lora_rank: 768
+kv_lora_rank: 512
+qk_rope_head_dim: 64
+qk_nope_head_dim: 128
+v_head_dim: 128
+YAML
+
+DENSE="--model llama3-8b --num-layers 8"
+CASES=(
+  ""  # README: the default job, LLaMA3-70B tp 8 pp 4 mbs 4
+  "--model deepseek-v3 --num-layers 63 --tp 1 --pp 16 --dp 128 --ep 64 --mbs 1"
+  "--model deepseek-v2 --num-layers 63 --tp 1 --pp 16 --dp 128 --ep 32 --mbs 1"
+  "--model qwen3-8b --hardware a800-80gb --tp 1 --pp 1 --mbs 1 --precision bf16"
+  "$DENSE --hardware h200 --tp 1 --pp 2 --seq 4096 --mbs 1 --gbs 4"
+  "$DENSE --hardware h200 --tp 1 --pp 2 --seq 8192 --mbs 1 --gbs 4"
+  "$DENSE --hardware h200 --tp 1 --pp 2 --seq 4096 --mbs 2 --gbs 8"
+  "$DENSE --hardware h200 --tp 1 --pp 2 --seq 4096 --mbs 2 --gbs 16"
+  "$DENSE --hardware h200 --tp 2 --pp 1 --seq 4096 --mbs 1 --gbs 2"
+  "$DENSE --hardware h200 --tp 2 --pp 1 --seq 8192 --mbs 2 --gbs 4"
+  "--model $TMP/grid-moe.yaml --hardware h200 --tp 1 --pp 1 --dp 2 --ep 2 --seq 4096 --mbs 1 --gbs 4"
+  "--model $TMP/grid-moe.yaml --hardware h200 --tp 1 --pp 2 --seq 4096 --mbs 1 --gbs 4"
+  "--model $TMP/grid-mla.yaml --hardware h200 --tp 1 --pp 2 --seq 4096 --mbs 1 --gbs 4"
+  "--model $TMP/grid-mla.yaml --hardware h200 --tp 2 --pp 1 --seq 4096 --mbs 2 --gbs 4"
+)
+# the default budget, then tighter ones so that other settings get printed too
+BUDGETS=("" 70 50 40 30 20 10 5)
+
+{
+  echo "# remat plan --emit-megatron-args for the README examples and the harness grid; regenerate with"
+  echo "# examples/megatron/emit_flag_sets.sh (one line per distinct flag set; gpus = tp * pp * dp)"
+  for c in "${CASES[@]}"; do
+    for b in "${BUDGETS[@]}"; do
+      # shellcheck disable=SC2086
+      line=$($REMAT plan $c ${b:+--memory-budget-GiB $b} --emit-megatron-args 2>/dev/null) || continue
+      echo "$line $COMMON"
+    done
+  done
+} | awk '!seen[$0]++' > "$OUT"
+echo "wrote $OUT ($(grep -vc '^#' "$OUT") flag sets)"
