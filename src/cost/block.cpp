@@ -76,9 +76,11 @@ double saved_bytes(const Block& block) { return sum_bytes(block, saved_names(blo
 
 double module_freed_bytes(const Block& block, ModuleTags modules) {
   double total = 0;
-  for (const auto& n : saved_names(block))
-    for (const auto& t : block.tensors)
-      if (t.name == n && (t.freed_by & modules)) total += t.bytes;
+  const std::set<std::string> saved = saved_names(block);
+  for (const auto& t : block.tensors) {
+    if (saved.count(t.name) && (t.freed_by & modules)) total += t.bytes;
+    if (!saved.count(t.name) && (t.checkpoint_input_of & modules)) total -= t.bytes;
+  }
   return total;
 }
 

@@ -22,6 +22,7 @@ RankShape rank_shape(const TrainingSpec& t) {
   r.gqa_expand_kv = t.gqa_expand_kv;
   r.flash_attention = t.flash_attention;
   r.glu_linear_copy = t.glu_linear_copy;
+  r.v_views_qkv = t.v_views_qkv;
   r.ordered_backward = t.ordered_backward;
   return r;
 }
@@ -101,8 +102,8 @@ Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn) {
   parts::add_swiglu(b, rows, f, "", r.swiglu_fused, r.glu_linear_copy);
   b.ops.push_back(ops::gemm("down", rows, f, h, {"act"}));
   // Megatron's `mlp` checkpoint: fc1 (with its tp gather) to fc2; its input, the normed hidden, stays
-  b.tag(parts::kMlpTag,
-        {"gather_input", "allreduce_dinput", "gate_up", "gate", "up", "silu", "act", "swiglu", "mul", "down"});
+  b.tag(parts::kMlpTag, {"gather_input", "allreduce_dinput", "gate_up", "gate", "up", "silu", "up_copy", "act",
+                         "swiglu", "mul", "down"});
   return b;
 }
 
@@ -116,7 +117,9 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
   b.ops.push_back(ops::gemm("qkv", rows, h, (nh + 2 * g) * hd, {"x_norm"}));
   b.tensors.push_back({"q", rows * nh * hd * kBf16});
   b.tensors.push_back({"k", rows * g * hd * kBf16});
-  b.tensors.push_back({"v", rows * g * hd * kBf16});
+  // Megatron local slices v out of the fused qkv output: a checkpoint that
+  // takes v as input keeps the whole projection alive
+  b.tensors.push_back({"v", rows * (r.v_views_qkv ? nh + 2 * g : g) * hd * kBf16});
   b.tensors.push_back({"o", rows * nh * hd * kBf16});  // attention output, saved by Wo
   b.ops.push_back(ops::streaming("rope", 2 * rows * (nh + g) * hd * kBf16, 2 * rows * (nh + g) * hd * kBf16, {}));
   std::string k = "k", v = "v";
@@ -153,6 +156,8 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
   // Megatron's `core_attn` checkpoint: the attention core (GQA's key/value
   // repeat included); its inputs q, k, v and its output o stay
   b.tag(parts::kCoreAttnTag, {"k_expanded", "v_expanded", "expand_kv", "lse", "probs", "flash_attention", "attention"});
+  for (auto& t : b.tensors)
+    if (t.name == "q" || t.name == "k" || t.name == "v") t.checkpoint_input_of = parts::kCoreAttnTag;
   return b;
 }
 

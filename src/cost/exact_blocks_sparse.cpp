@@ -93,8 +93,8 @@ Block moe_shared_block(const RankShape& r, const ModelSpec& m) {
   // `moe` checkpoints the whole MoE layer from the router on (its input, the normed hidden, stays)
   b.tag(parts::kMoeTag, {"router_scores", "router", "topk"});
   b.tag(parts::kMoeTag | parts::kSharedExpertsTag,
-        {"gather_input", "allreduce_dinput", "shared_gate_up", "shared_gate", "shared_up", "shared_silu", "shared_act",
-         "shared_swiglu", "shared_mul", "shared_down"});
+        {"gather_input", "allreduce_dinput", "shared_gate_up", "shared_gate", "shared_up", "shared_silu",
+         "shared_up_copy", "shared_act", "shared_swiglu", "shared_mul", "shared_down"});
   return b;
 }
 
@@ -125,7 +125,8 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
   b.ops.push_back(ops::gemm("experts_down", rows, f, h, {"experts_act"}, local_experts));
   b.tag(parts::kMoeTag, {"x_permuted", "experts_gate_up", "experts_gate", "experts_up", "experts_down"});
   // `moe_act` discards the experts' activation output and reruns the activation
-  b.tag(parts::kMoeTag | parts::kMoeActTag, {"experts_silu", "experts_act", "experts_swiglu", "experts_mul"});
+  b.tag(parts::kMoeTag | parts::kMoeActTag,
+        {"experts_silu", "experts_up_copy", "experts_act", "experts_swiglu", "experts_mul"});
   return b;
 }
 

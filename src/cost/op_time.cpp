@@ -56,7 +56,8 @@ OpTime op_time(const OpDef& op, const HardwareSpec& hw) {
     case OpKind::attention: {
       if (op.materialized_scores) {  // gemm_flops_each: QK^T and PV over the whole square
         const double rate = hw.peak_bf16_flops * gemm_efficiency(e, op.gemm_flops_each / 2);
-        return {op.gemm_flops_each / rate + op.fwd_bytes / mem_bw, 2 * op.gemm_flops_each / rate + op.bwd_bytes / mem_bw};
+        return {op.gemm_flops_each / rate + op.fwd_bytes / mem_bw,
+                2 * op.gemm_flops_each / rate + op.bwd_bytes / mem_bw};
       }
       const AttentionPoint a = attention_efficiency(e, op.attention_seq);
       return {op.fwd_flops / (hw.peak_bf16_flops * a.fwd), op.bwd_exec_flops / (hw.peak_bf16_flops * a.bwd)};

@@ -49,7 +49,8 @@ MegatronLog parse_megatron_log(const std::string& text, const std::string& file)
         continue;
       }
       std::smatch m;
-      if (!std::regex_match(line, m, kArgument)) fail("is not an argument line ('  name .... value') of the argument block");
+      if (!std::regex_match(line, m, kArgument))
+        fail("is not an argument line ('  name .... value') of the argument block");
       log.args[m[1]] = m[2];
       continue;
     }
@@ -76,10 +77,11 @@ MegatronLog parse_megatron_log(const std::string& text, const std::string& file)
     throw InputError({{file, "arguments", "", "is not a Megatron-LM log: no '-- arguments --' block"}});
   if (state == inside) fail("the log ends inside the argument block (truncated)");
   if (ranks.empty())
-    throw InputError({{file, "memory (MB)", "",
-                       "has no per-rank memory report: run Megatron-LM with --log-memory-interval 1"}});
+    throw InputError(
+        {{file, "memory (MB)", "", "has no per-rank memory report: run Megatron-LM with --log-memory-interval 1"}});
   if (log.iteration_ms.empty())
-    throw InputError({{file, "elapsed time per iteration (ms)", "", "has no iteration line: run with --log-interval 1"}});
+    throw InputError(
+        {{file, "elapsed time per iteration (ms)", "", "has no iteration line: run with --log-interval 1"}});
   if (int64_t(log.iteration_ms.size()) < log.train_iters)
     fail("the log ends after " + std::to_string(log.iteration_ms.size()) + " of " + std::to_string(log.train_iters) +
          " iterations (truncated)");

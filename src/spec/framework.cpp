@@ -40,6 +40,7 @@ TrainingSpec apply_framework(TrainingSpec t, Framework f) {
   t.gqa_expand_kv = true;
   t.swiglu_fused = false;
   t.glu_linear_copy = true;
+  t.v_views_qkv = true;
   t.loss_fp32_logits = true;
   t.loss_grad_in_place = true;
   t.sequence_parallel = false;  // torch norms refuse --sequence-parallel

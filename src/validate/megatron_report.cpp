@@ -24,7 +24,8 @@ struct Extremes {
 Extremes extremes(const std::vector<MegatronRun>& runs, const std::vector<RecomputeRatio>& ratios) {
   Extremes e;
   for (size_t i = 0; i < runs.size(); ++i) {
-    for (const auto& r : runs[i].comparison.ranks) e.peak_abs = std::max(e.peak_abs, std::fabs(r.error_pct())), ++e.ranks;
+    for (const auto& r : runs[i].comparison.ranks)
+      e.peak_abs = std::max(e.peak_abs, std::fabs(r.error_pct())), ++e.ranks;
     e.time_abs = std::max(e.time_abs, std::fabs(runs[i].comparison.time_error_pct()));
     if (ratios[i].has_baseline && runs[i].comparison.setup.recompute != "none")
       e.ratio_abs = std::max(e.ratio_abs, std::fabs(ratios[i].error_pct())), ++e.ratios;
@@ -106,9 +107,8 @@ Json megatron_report(const ReportMeta& meta, const std::vector<MegatronRun>& run
                 {"timed_iterations", c.timed_iterations},
                 {"time_error_pct", c.time_error_pct()}};
     if (ratios[i].has_baseline)
-      run["time_over_none"] = {{"predicted", ratios[i].predicted},
-                               {"measured", ratios[i].measured},
-                               {"error_pct", ratios[i].error_pct()}};
+      run["time_over_none"] = {
+          {"predicted", ratios[i].predicted}, {"measured", ratios[i].measured}, {"error_pct", ratios[i].error_pct()}};
     list.push_back(run);
   }
   const Extremes e = extremes(runs, ratios);

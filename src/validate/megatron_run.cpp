@@ -140,28 +140,33 @@ TrainingSpec training_from(ArgReader& a) {
 
 Plan plan_from(ArgReader& a, std::string& words) {
   Plan p;
+  MegatronRecompute r;
   const std::string granularity = a.text("recompute_granularity");
-  if (granularity == "None") {
-    words = "none";
-    return p;
-  }
   if (granularity == "full") {
+    r.granularity = MegatronGranularity::full;
     const std::string method = a.text("recompute_method");
-    const int64_t n = a.integer("recompute_num_layers");
-    words = "full " + method + " " + std::to_string(n);
-    p.strategy = Strategy::full;
+    r.num_layers = a.integer("recompute_num_layers");
     if (method == "block")
-      p.recompute_layers = {n};
-    else if (method != "uniform" || n != 1)
-      a.refuse("recompute_num_layers", std::to_string(n), "full uniform recompute is modeled for 1 layer per group");
-    return p;
+      r.method = MegatronMethod::block;
+    else if (method != "uniform")
+      a.refuse("recompute_method", method, "must be uniform or block with full granularity");
+    p.strategy = Strategy::full;
+  } else if (granularity == "selective") {
+    r.granularity = MegatronGranularity::selective;
+    r.modules = 0;
+    for (const auto& name : a.list("recompute_modules")) {
+      MegatronModule m;
+      if (parse_megatron_module(name, m))
+        r.modules |= module_bit(m);
+      else
+        a.refuse("recompute_modules", a.text("recompute_modules"), "names a module remat does not know: " + name);
+    }
+    p.strategy = Strategy::selective;
+  } else if (granularity != "None") {
+    a.refuse("recompute_granularity", granularity, "must be full, selective or None");
   }
-  const auto modules = a.list("recompute_modules");
-  words = "selective";
-  for (const auto& m : modules) words += " " + m;
-  p.strategy = Strategy::selective;
-  if (modules != std::vector<std::string>{"core_attn"})
-    a.refuse("recompute_modules", a.text("recompute_modules"), "remat models selective core_attn here");
+  words = describe(r);
+  p.megatron = r;
   return p;
 }
 

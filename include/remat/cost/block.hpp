@@ -14,6 +14,9 @@ struct TensorDef {
   std::string name;
   double bytes = 0;         // per rank, per microbatch
   ModuleTags freed_by = 0;  // Megatron modules whose selective recompute drops this tensor
+  // Megatron modules whose checkpoint takes this tensor as an input: saved
+  // while one of them is recomputed (when nothing else saves it already)
+  ModuleTags checkpoint_input_of = 0;
 };
 
 enum class OpKind { gemm, attention, memory_bound, collective, host_copy };
@@ -26,9 +29,9 @@ struct OpDef {
   double bwd_exec_flops = 0;  // FLOPs the backward kernel executes (flash backward recomputes scores)
   double fwd_bytes = 0;       // HBM traffic (memory-bound ops) or bytes on the wire (collectives)
   double bwd_bytes = 0;
-  double gemm_flops_each = 0;      // FLOPs of one GEMM call, for size-dependent efficiency
-  double attention_seq = 0;        // attention: the sequence length, for length-dependent efficiency
-  int64_t link_ranks = 1;          // collectives: ranks in the group
+  double gemm_flops_each = 0;  // FLOPs of one GEMM call, for size-dependent efficiency
+  double attention_seq = 0;    // attention: the sequence length, for length-dependent efficiency
+  int64_t link_ranks = 1;      // collectives: ranks in the group
   // attention without flash: QK^T and PV as batched GEMMs over the whole
   // s x s square (gemm_flops_each: both, forward; the mask is applied after),
   // plus fwd_bytes/bwd_bytes of score traffic (scores, mask, softmax and

@@ -22,6 +22,7 @@ struct RankShape {
   bool gqa_expand_kv = false;
   bool flash_attention = true;
   bool glu_linear_copy = false;   // unfused GLU saves a copy of its linear half
+  bool v_views_qkv = false;       // v is a view of the fused qkv projection's output
   bool ordered_backward = false;  // see LayerDef::ordered_backward
 
   double tokens() const { return b * s; }                                // full sequence

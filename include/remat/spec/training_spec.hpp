@@ -56,16 +56,17 @@ struct TrainingSpec {
 
   // What a framework keeps beyond the blocks' tensors (set by apply_framework).
   Framework framework = Framework::generic;
-  bool glu_linear_copy = false;         // unfused GLU multiplies a copy of its linear half (Megatron's offset add)
-  bool attention_score_buffer = false;  // one persistent [b*heads, s, s] bf16 buffer for QK^T (Megatron local)
-  bool keeps_stage_outputs = false;     // the pipeline holds each in-flight microbatch's stage output
-  bool ordered_backward = false;        // a block's backward starts after the layer's later blocks freed theirs
-  bool loss_grad_in_place = false;      // the loss writes the logits' gradient into its saved fp32 softmax
-  bool optimizer_fp32_temp = false;     // the optimizer step allocates one fp32 tensor per parameter
-  bool grad_accumulation_pass = false;  // each microbatch adds bf16 weight gradients into fp32 main grads
-  double optimizer_bytes_per_param = 0; // HBM traffic of the step; 0: weights, grads and state read and written once
-  double runtime_bytes = 0;             // allocated besides weights and activations (library workspaces)
-  double outside_allocator_bytes = 0;   // CUDA context and NCCL buffers: device memory the allocator never sees
+  bool glu_linear_copy = false;          // unfused GLU multiplies a copy of its linear half (Megatron's offset add)
+  bool v_views_qkv = false;              // v is a view of the fused qkv output (kept whole by core_attn's checkpoint)
+  bool attention_score_buffer = false;   // one persistent [b*heads, s, s] bf16 buffer for QK^T (Megatron local)
+  bool keeps_stage_outputs = false;      // the pipeline holds each in-flight microbatch's stage output
+  bool ordered_backward = false;         // a block's backward starts after the layer's later blocks freed theirs
+  bool loss_grad_in_place = false;       // the loss writes the logits' gradient into its saved fp32 softmax
+  bool optimizer_fp32_temp = false;      // the optimizer step allocates one fp32 tensor per parameter
+  bool grad_accumulation_pass = false;   // each microbatch adds bf16 weight gradients into fp32 main grads
+  double optimizer_bytes_per_param = 0;  // HBM traffic of the step; 0: weights, grads and state read and written once
+  double runtime_bytes = 0;              // allocated besides weights and activations (library workspaces)
+  double outside_allocator_bytes = 0;    // CUDA context and NCCL buffers: device memory the allocator never sees
 
   int64_t microbatches() const { return gbs / (mbs * dp); }
   int64_t gpus() const { return tp * pp * dp; }

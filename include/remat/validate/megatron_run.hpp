@@ -24,9 +24,9 @@ struct MegatronRankMemory {
 
 struct MegatronLog {
   std::string file;
-  std::string device;                       // "# device:" line the harness writes, "" when absent
-  std::map<std::string, std::string> args;  // as printed: "None", "True", "8", "['core_attn', 'mlp']"
-  std::vector<MegatronRankMemory> ranks;    // the last report of each rank, by rank
+  std::string device;                                    // "# device:" line the harness writes, "" when absent
+  std::map<std::string, std::string> args;               // as printed: "None", "True", "8", "['core_attn', 'mlp']"
+  std::vector<MegatronRankMemory> ranks;                 // the last report of each rank, by rank
   std::vector<std::pair<int64_t, double>> iteration_ms;  // (iteration, elapsed ms)
   int64_t train_iters = 0;
 };
