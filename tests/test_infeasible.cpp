@@ -234,4 +234,22 @@ TEST(Infeasible, NothingToSearchIsBadInput) {
   EXPECT_EQ(r.err, "error: command line: --no-uniform-r --no-per-stage-r --no-per-layer: leave nothing to search\n");
 }
 
+// The RTX 3090 file has no network (network_GBps 0): 16 GPUs in pipeline
+// would send between nodes over a zero-bandwidth link (an infinite time before).
+TEST(Infeasible, LayoutNeedingANetworkTheHardwareLacksIsBadInput) {
+  const CliRun r = run({"estimate", "--model", "llama3-8b", "--tp", "8", "--pp", "2", "--hardware", "rtx-3090"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "error: hardware/rtx-3090.yaml (built-in): network_GBps: none, but pipeline sends among tp x pp x dp = 16 "
+            "GPUs would cross nodes of 8 GPUs (got 0)\n");
+  // sweep counts such layouts among the infeasible: tp 1, 2, 4, 8 over 16 GPUs with pp > 1
+  const CliRun s = expect_result({"sweep", "--model", "llama3-8b", "--gpus", "16", "--hardware", "rtx-3090", "--mbss",
+                                  "1", "--strategies", "full"},
+                                 0);
+  // pp divisors of 16/tp up to 32 layers, pp > 1: tp 1: 4, tp 2: 3, tp 4: 2, tp 8: 1
+  EXPECT_EQ(s.report["infeasible_by_reason"]
+                    ["network_GBps none, but pipeline sends among tp x pp x dp = 16 GPUs would cross nodes of 8 GPUs"],
+            10);
+}
+
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "remat/cost/estimate.hpp"
+#include "remat/cost/op_time.hpp"
 #include "remat/spec/validate.hpp"
 
 namespace remat {
@@ -60,7 +61,8 @@ SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec
   for (size_t i = 0; i < layouts.size(); ++i) {
     if (progress && i % 256 == 0) progress(int64_t(i), res.evaluated);
     const Layout& l = layouts[i];
-    const auto problems = validate_training(l.t, m);
+    auto problems = validate_training(l.t, m);
+    if (problems.empty()) problems = network_problems(l.t, hw, hw.name);
     if (!problems.empty()) {
       ++res.infeasible_by_reason[category(problems.front())];
       continue;
