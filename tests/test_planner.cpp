@@ -96,6 +96,13 @@ void expect_planner_matches(const ModelSpec& m, const TrainingSpec& t, SearchOpt
   const PlanSearchResult none = plan_search(m, hw, t, o);
   EXPECT_FALSE(none.best);
   EXPECT_NE(none.reason.find("no plan fits"), std::string::npos);
+  // the smallest footprint reported is the least peak of every assignment
+  ASSERT_TRUE(none.shortfall);
+  EXPECT_NEAR(none.shortfall->peak_bytes, lo, 1e-9 * lo) << m.name;
+  EXPECT_NEAR(none.shortfall->smallest.peak_bytes, lo, 1e-9 * lo) << m.name;
+  EXPECT_NEAR(estimate(m, hw, t, to_plan(none.shortfall->smallest, build_search_space(m, hw, t, o)), o.budget_bytes)
+                  .peak_memory_bytes,
+              lo, 1e-9 * lo);
 }
 
 SearchOptions with(std::vector<Strategy> s, bool offload) {

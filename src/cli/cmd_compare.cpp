@@ -60,6 +60,7 @@ Runner add_compare_command(CLI::App& app) {
                    {"training", training_json(in.training)}};
     Json list = Json::array();
     std::vector<std::vector<std::string>> rows;
+    bool any_fits = false;
     for (Strategy s : {Strategy::none, Strategy::selective, Strategy::full, Strategy::standard, Strategy::eagle,
                        Strategy::offload, Strategy::streambp}) {
       Plan plan;
@@ -69,6 +70,7 @@ Runner add_compare_command(CLI::App& app) {
       const TrainingSpec t = s == Strategy::streambp ? streambp_defaults(in.training) : in.training;
       const Estimate e = estimate(in.model, in.hardware, t, plan, default_budget_bytes(in.hardware));
       rows.push_back(summary_row(s, e));
+      any_fits = any_fits || e.fits;
       if (s == Strategy::streambp)
         rows.back()[0] = fmt::format("streambp D={} C={}", t.streambp_chunks, t.lm_head_chunks);
       list.push_back(estimate_report(in.meta, in.model, in.hardware, t, plan, e));
@@ -79,8 +81,9 @@ Runner add_compare_command(CLI::App& app) {
                                     in.model.name, in.hardware.name, t.tp, t.pp, t.dp, t.ep, t.mbs, t.gbs, t.seq,
                                     default_budget_bytes(in.hardware) / kGiB);
     table += render_table({"strategy", "peak GiB per stage", "max GiB", "fits", "iter s", "MFU %", "tokens/s"}, rows);
+    if (!any_fits) table += "no strategy fits: each one's max GiB is over the budget\n";
     emit(opts->common, table, report);
-    return kExitOk;
+    return any_fits ? kExitOk : kExitNoFit;  // the layout fits under no strategy
   };
 }
 

@@ -187,13 +187,18 @@ Runner add_plan_command(CLI::App& app) {
     const Inputs in = load_inputs(opts->common, "plan");
     if (!opts->maximize.empty()) return run_maximize(in, *opts);
     const SearchOptions so = search_options(*opts, in.hardware);
+    if (!so.uniform_r && !so.per_stage_r && !so.per_layer)
+      throw InputError(
+          {{"command line", "--no-uniform-r --no-per-stage-r --no-per-layer", "", "leave nothing to search"}});
     const RunnablePlan runnable =
         runnable_megatron_plan(in.model, in.hardware, in.training, {so.budget_bytes, opts->megatron_te});
     if (opts->emit_megatron_args) return emit_megatron_line(in, runnable, opts->megatron_te);
     const SearchSpace space = build_search_space(in.model, in.hardware, in.training, so);
     const PlanSearchResult res = plan_search(space, so);
+    // the best plan, or when nothing fits the smallest footprint searched
     std::optional<Estimate> est;
-    if (res.best) est = estimate(in.model, in.hardware, in.training, res.best_plan, so.budget_bytes);
+    if (const auto plan = reported_plan(res, space))
+      est = estimate(in.model, in.hardware, in.training, *plan, so.budget_bytes);
     const Estimate* e = est ? &*est : nullptr;
     const bool te = opts->megatron_te;
     emit(opts->common, plan_search_table(space, so, res, e, &runnable, te),

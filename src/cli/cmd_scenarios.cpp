@@ -2,6 +2,7 @@
 // scenarios, predicted for one model and layout.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "commands.hpp"
@@ -17,7 +18,7 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 Json scenario_json(const ScenarioResult& s) {
   Json rows = Json::array();
-  for (const auto& r : s.rows)
+  for (const auto& r : s.rows) {
     rows.push_back({{"strategy", to_string(r.strategy)},
                     {"recompute_layers", r.r},
                     {"first_stage_peak_bytes", int64_t(std::llround(r.first_peak_bytes))},
@@ -27,6 +28,8 @@ Json scenario_json(const ScenarioResult& s) {
                     {"mfu", r.mfu},
                     {"tokens_per_s", r.tokens_per_s},
                     {"fits", r.fits}});
+    if (!r.reason.empty()) rows.back()["reason"] = r.reason;
+  }
   return {{"scenario", s.scenario}, {"rows", rows}, {"eagle_vs_full_mfu_gain", s.eagle_vs_full_mfu_gain}};
 }
 
@@ -36,9 +39,12 @@ std::string scenario_table(const ScenarioResult& s) {
     rows.push_back({to_string(r.strategy), std::to_string(r.r), fmt::format("{:.1f}", r.first_peak_bytes / kGiB),
                     fmt::format("{:.1f}", r.middle_peak_bytes / kGiB), fmt::format("{:.1f}", r.last_peak_bytes / kGiB),
                     r.fits ? "yes" : "NO", fmt::format("{:.2f}", r.time_s), fmt::format("{:.1f}", 100 * r.mfu)});
+  std::string why;
+  for (const auto& r : s.rows)
+    if (!r.reason.empty()) why += fmt::format("{}: {}\n", to_string(r.strategy), r.reason);
   return fmt::format("{}:\n",
                      s.scenario == "fixed-r" ? "fixed R (Table 3 scenario)" : "best R per method (Table 4 scenario)") +
-         render_table({"method", "R", "first GiB", "middle GiB", "last GiB", "fits", "iter s", "MFU %"}, rows) +
+         render_table({"method", "R", "first GiB", "middle GiB", "last GiB", "fits", "iter s", "MFU %"}, rows) + why +
          fmt::format("EAGLE vs full recompute MFU: {:+.1f}%\n", 100 * s.eagle_vs_full_mfu_gain);
 }
 
@@ -72,7 +78,9 @@ Runner add_scenarios_command(CLI::App& app) {
                          {"budget_bytes", int64_t(std::llround(budget))},
                          {"scenarios", {scenario_json(fixed), scenario_json(best)}}};
     emit(o->common, head + scenario_table(fixed) + "\n" + scenario_table(best), report);
-    return kExitOk;
+    // the layout does not fit when no method fits at any R
+    const bool any_fits = std::any_of(best.rows.begin(), best.rows.end(), [](const ScenarioRow& r) { return r.fits; });
+    return any_fits ? kExitOk : kExitNoFit;
   };
 }
 

@@ -45,6 +45,11 @@ std::string summary_table(const Simulation& sim, int64_t only_stage) {
     for (const auto& b : st.peak.top) out += fmt::format(" {} {:.2f} GiB;", b.name, b.bytes / kGiB);
     out += "\n";
   }
+  for (const auto& st : sim.stages)
+    if (st.peak.bytes > sim.estimate.budget_bytes)
+      out += fmt::format("stage {} does not fit: peak {:.2f} GiB, {:.2f} GiB over the budget of {:.2f} GiB\n", st.index,
+                         st.peak.bytes / kGiB, (st.peak.bytes - sim.estimate.budget_bytes) / kGiB,
+                         sim.estimate.budget_bytes / kGiB);
   return out;
 }
 
@@ -101,7 +106,7 @@ Runner add_simulate_command(CLI::App& app) {
     write_plots(o, in, plan, sim);
     emit(o.common, summary_table(sim, o.stage),
          simulate_report(in.meta, in.model, in.hardware, in.training, plan, sim, o.stage));
-    return kExitOk;
+    return fits_budget(sim) ? kExitOk : kExitNoFit;
   };
 }
 

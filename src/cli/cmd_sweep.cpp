@@ -144,13 +144,21 @@ Runner add_sweep_command(CLI::App& app) {
       reasons[why] = n;
       reason_text += fmt::format("  {:>6}  {}\n", n, why);
     }
-    const Json report = {
-        {"meta", meta_json(in.meta)},  {"model", model_json(in.model)},   {"hardware", hardware_json(in.hardware)},
-        {"gbs", in.training.gbs},      {"seq", in.training.seq},          {"evaluated", res.evaluated},
-        {"feasible", res.rows.size()}, {"infeasible_by_reason", reasons}, {"rows", rows}};
+    const Json report = {{"meta", meta_json(in.meta)},
+                         {"model", model_json(in.model)},
+                         {"hardware", hardware_json(in.hardware)},
+                         {"gbs", in.training.gbs},
+                         {"seq", in.training.seq},
+                         {"evaluated", res.evaluated},
+                         {"feasible", res.rows.size()},
+                         {"infeasible_by_reason", reasons},
+                         {"gpus_without_layout", res.gpus_without_layout},
+                         {"rows", rows}};
     std::string table = fmt::format("{} on {}: {} layouts, {} feasible, gbs {} seq {}\n", in.model.name,
                                     in.hardware.name, res.evaluated, res.rows.size(), in.training.gbs, in.training.seq);
     table += render_table(headers, table_rows) + "infeasible:\n" + reason_text;
+    for (int64_t g : res.gpus_without_layout)
+      table += fmt::format("  --gpus {}: no layout of the swept tp, pp and ep sizes\n", g);
     if (!o->csv_path.empty()) write_csv(o->csv_path, res);
     emit(common, table, report);
     return res.rows.empty() ? kExitNoFit : kExitOk;

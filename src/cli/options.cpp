@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "remat/cost/op_time.hpp"
 #include "remat/io/sha256.hpp"
 #include "remat/spec/framework.hpp"
 #include "remat/spec/validate.hpp"
@@ -192,6 +193,7 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
   }
   in.training = training_from(o);
   auto problems = validate_training(in.training, in.model);
+  if (problems.empty()) problems = network_problems(in.training, in.hardware, hw_src.label);
   if (!problems.empty()) throw InputError(std::move(problems));
   in.training = with_defaults(in.training);
   in.meta = {

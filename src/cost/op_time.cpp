@@ -43,6 +43,21 @@ bool over_nvlink(const HardwareSpec& hw, int64_t ranks) {
   return hw.nvlink_bytes_per_s > 0 && ranks <= hw.nvlink_domain_gpus;
 }
 
+std::vector<Problem> network_problems(const TrainingSpec& t, const HardwareSpec& hw, const std::string& hw_file) {
+  std::vector<Problem> out;
+  if (hw.network_bytes_per_s > 0) return out;
+  const auto crosses = [&](int64_t ranks) { return !over_nvlink(hw, ranks) && ranks > kGpusPerNode; };
+  const auto add = [&](const std::string& what) {
+    out.push_back({hw_file, "network_GBps", "0",
+                   "none, but " + what + " would cross nodes of " + std::to_string(kGpusPerNode) + " GPUs"});
+  };
+  if (crosses(t.tp)) add("tensor parallelism over --tp " + std::to_string(t.tp) + " GPUs");
+  if (crosses(t.ep)) add("the expert all-to-all over --ep " + std::to_string(t.ep) + " GPUs");
+  if (t.pp > 1 && t.gpus() > kGpusPerNode)
+    add("pipeline sends among tp x pp x dp = " + std::to_string(t.gpus()) + " GPUs");
+  return out;
+}
+
 double host_copy_bytes_per_s(const HardwareSpec& hw) { return hw.host_link_bytes_per_s * hw.efficiency.host_link; }
 
 OpTime op_time(const OpDef& op, const HardwareSpec& hw) {

@@ -79,6 +79,23 @@ std::string runnable_table(const SearchSpace& sp, const PlanSearchResult& res, c
   return out;
 }
 
+// The frontier, the checkpoint-interval rows and the candidate counts.
+std::string frontier_and_intervals(const PlanSearchResult& res) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& c : res.frontier) rows.push_back(candidate_row(c));
+  std::string out = "\nfrontier (no other plan is both faster and smaller):\n" + render_table(kCandidateHeaders, rows);
+  rows.clear();
+  for (const auto& r : res.intervals)
+    rows.push_back({std::to_string(r.stage), std::to_string(r.layers), std::to_string(r.chen_k),
+                    fmt::format("{:.2f}", r.chen_peak_bytes / kGiB), std::to_string(r.best_k),
+                    fmt::format("{:.2f}", r.best_peak_bytes / kGiB)});
+  out += "\ncheckpoint every k layers (full replay of each segment):\n" +
+         render_table({"stage", "layers", "sqrt rule k", "peak GiB", "best k", "peak GiB"}, rows);
+  out += fmt::format("\n{} candidates: {} over budget, {} slower than the best\n", res.evaluated, res.over_budget,
+                     res.slower);
+  return out;
+}
+
 }  // namespace
 
 Json candidate_json(const Candidate& c, const SearchSpace& sp) {
@@ -91,6 +108,30 @@ Json candidate_json(const Candidate& c, const SearchSpace& sp) {
   if (c.mode == SearchMode::per_layer) j["layer_plan"] = layer_plan_text(c, sp);
   if (!c.reason.empty()) j["reason"] = c.reason;
   return j;
+}
+
+Json shortfall_json(const Shortfall& s, const SearchSpace& sp) {
+  return {{"candidate", candidate_json(s.smallest, sp)},
+          {"stage", s.stage},
+          {"in_flight_microbatches", s.in_flight_microbatches},
+          {"memory_bytes",
+           {{"weights", int64_t(std::llround(s.weights_bytes))},
+            {"gradients", int64_t(std::llround(s.gradients_bytes))},
+            {"optimizer", int64_t(std::llround(s.optimizer_bytes))},
+            {"activations", int64_t(std::llround(s.activations_bytes))},
+            {"transient_peak", int64_t(std::llround(s.transient_bytes))},
+            {"peak", int64_t(std::llround(s.peak_bytes))}}},
+          {"budget_bytes", int64_t(std::llround(s.budget_bytes))},
+          {"over_budget_bytes", int64_t(std::llround(s.peak_bytes - s.budget_bytes))},
+          {"transient", s.transient_is_head ? "lm_head_and_loss" : "layer_backward"},
+          {"cause", to_string(s.cause)},
+          {"why", s.why()}};
+}
+
+std::optional<Plan> reported_plan(const PlanSearchResult& res, const SearchSpace& sp) {
+  if (res.best) return res.best_plan;
+  if (res.shortfall) return to_plan(res.shortfall->smallest, sp);
+  return std::nullopt;
 }
 
 Json plan_search_report(const ReportMeta& meta, const SearchSpace& sp, const SearchOptions& o,
@@ -116,10 +157,12 @@ Json plan_search_report(const ReportMeta& meta, const SearchSpace& sp, const Sea
     j["best"] = candidate_json(*res.best, sp);
   } else {
     j["reason"] = res.reason;
+    if (res.shortfall) j["smallest_footprint"] = shortfall_json(*res.shortfall, sp);
   }
   if (runnable) j["megatron"] = runnable_json(sp, res, *runnable, te);
-  if (est) {
-    const Json full = estimate_report(meta, sp.model, sp.hardware, sp.training, res.best_plan, *est);
+  const std::optional<Plan> plan = reported_plan(res, sp);
+  if (est && plan) {
+    const Json full = estimate_report(meta, sp.model, sp.hardware, sp.training, *plan, *est);
     j["stages"] = full["stages"];
     j["iteration"] = full["iteration"];
     j["peak_memory_bytes"] = full["peak_memory_bytes"];
@@ -141,33 +184,40 @@ Json plan_search_report(const ReportMeta& meta, const SearchSpace& sp, const Sea
   return j;
 }
 
+namespace {
+
+// Nothing fits: the reason, then the smallest footprint's stages and layer plan.
+std::string no_fit_table(const SearchSpace& sp, const PlanSearchResult& res, const Estimate* est) {
+  std::string out = res.reason + "\n";
+  if (!res.shortfall) return out;
+  const Shortfall& s = *res.shortfall;
+  out += fmt::format(
+      "\nsmallest footprint ({}, {}): stage {} peaks at {:.2f} GiB, {:.2f} GiB over the budget of "
+      "{:.2f} GiB\n",
+      to_string(s.smallest.mode), s.smallest.mode == SearchMode::per_layer ? "mixed" : to_string(s.smallest.strategy),
+      s.stage, s.peak_bytes / kGiB, (s.peak_bytes - s.budget_bytes) / kGiB, s.budget_bytes / kGiB);
+  const std::optional<Plan> plan = reported_plan(res, sp);
+  if (est && plan) out += estimate_table(sp.model, sp.hardware, sp.training, *plan, *est);
+  if (s.smallest.mode == SearchMode::per_layer) out += "--layer-plan '" + layer_plan_text(s.smallest, sp) + "'\n";
+  return out + frontier_and_intervals(res);
+}
+
+}  // namespace
+
 std::string plan_search_table(const SearchSpace& sp, const SearchOptions& o, const PlanSearchResult& res,
                               const Estimate* est, const RunnablePlan* runnable, bool te) {
-  std::string out;
-  if (!res.best) return res.reason + "\n" + (runnable ? runnable_table(sp, res, *runnable, te) : "");
-  out += fmt::format("best plan ({}, {}): {:.3f} s per iteration, peak {:.2f} GiB of {:.2f} GiB\n",
-                     to_string(res.best->mode),
-                     res.best->mode == SearchMode::per_layer ? "mixed" : to_string(res.best->strategy),
-                     res.best->time_s, res.best->peak_bytes / kGiB, o.budget_bytes / kGiB);
+  if (!res.best) return no_fit_table(sp, res, est) + (runnable ? runnable_table(sp, res, *runnable, te) : "");
+  std::string out = fmt::format("best plan ({}, {}): {:.3f} s per iteration, peak {:.2f} GiB of {:.2f} GiB\n",
+                                to_string(res.best->mode),
+                                res.best->mode == SearchMode::per_layer ? "mixed" : to_string(res.best->strategy),
+                                res.best->time_s, res.best->peak_bytes / kGiB, o.budget_bytes / kGiB);
   if (est) out += estimate_table(sp.model, sp.hardware, sp.training, res.best_plan, *est);
   if (res.best->mode == SearchMode::per_layer) out += "--layer-plan '" + layer_plan_text(*res.best, sp) + "'\n";
   if (runnable) out += runnable_table(sp, res, *runnable, te);
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : res.best_by_strategy) rows.push_back(candidate_row(c));
   out += "\nfastest fitting plan per strategy:\n" + render_table(kCandidateHeaders, rows);
-  rows.clear();
-  for (const auto& c : res.frontier) rows.push_back(candidate_row(c));
-  out += "\nfrontier (no other plan is both faster and smaller):\n" + render_table(kCandidateHeaders, rows);
-  rows.clear();
-  for (const auto& r : res.intervals)
-    rows.push_back({std::to_string(r.stage), std::to_string(r.layers), std::to_string(r.chen_k),
-                    fmt::format("{:.2f}", r.chen_peak_bytes / kGiB), std::to_string(r.best_k),
-                    fmt::format("{:.2f}", r.best_peak_bytes / kGiB)});
-  out += "\ncheckpoint every k layers (full replay of each segment):\n" +
-         render_table({"stage", "layers", "sqrt rule k", "peak GiB", "best k", "peak GiB"}, rows);
-  out += fmt::format("\n{} candidates: {} over budget, {} slower than the best\n", res.evaluated, res.over_budget,
-                     res.slower);
-  return out;
+  return out + frontier_and_intervals(res);
 }
 
 }  // namespace remat

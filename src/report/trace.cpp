@@ -102,6 +102,8 @@ Json simulate_report(const ReportMeta& meta, const ModelSpec& m, const HardwareS
             {"microbatches", sim.microbatches},
             {"iteration_time_s", sim.iteration_s},
             {"estimate_iteration_time_s", sim.estimate.iteration.time_s},
+            {"budget_bytes", bytes_int(sim.estimate.budget_bytes)},
+            {"fits", fits_budget(sim)},
             {"events", int64_t(sim.events.size())},
             {"buffers", int64_t(sim.buffers.size())},
             {"stages", stages}};

@@ -201,4 +201,48 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
   return best;
 }
 
+StagePlan smallest_stage_plan(const SearchSpace& space, size_t stage) {
+  const StageSpace& st = space.stages[stage];
+  std::set<double> caps, stagings;
+  for (int kind : st.kinds)
+    for (const auto& o : space.options[kind])
+      caps.insert(o.cost.transient_bytes), stagings.insert(o.cost.offload_bytes);
+  // fewer kept bytes first, then less recompute and copy traffic
+  const auto better = [](const LayerCost& a, const LayerCost& b) {
+    if (a.kept_bytes != b.kept_bytes) return a.kept_bytes < b.kept_bytes;
+    return a.recompute_s + a.offload_bytes < b.recompute_s + b.offload_bytes;
+  };
+  std::optional<StagePlan> best;
+  for (double cap : caps)
+    for (double staging : stagings) {
+      StagePlan plan;
+      LayerSums sums;
+      bool complete = true;
+      for (int kind : st.kinds) {
+        const LayerOption* pick = nullptr;
+        for (const auto& o : space.options[kind])
+          if (o.cost.transient_bytes <= cap && o.cost.offload_bytes <= staging && (!pick || better(o.cost, pick->cost)))
+            pick = &o;
+        if (!pick) {
+          complete = false;
+          break;
+        }
+        plan.per_layer.push_back(pick->choice);
+        sums.add(pick->cost);
+      }
+      if (!complete) continue;
+      plan.totals = stage_totals(st.base, sums);
+      if (!best || plan.totals.peak_bytes < best->totals.peak_bytes ||
+          (plan.totals.peak_bytes == best->totals.peak_bytes && plan.totals.microbatch_s < best->totals.microbatch_s))
+        best = std::move(plan);
+    }
+  if (best) return *best;
+  // no options (per-layer search off): every layer keeps everything
+  StagePlan keep;
+  LayerSums sums;
+  for (int kind : st.kinds) keep.per_layer.push_back(LayerChoice{LayerMode::keep, {}}), sums.add(space.keep_cost[kind]);
+  keep.totals = stage_totals(st.base, sums);
+  return keep;
+}
+
 }  // namespace remat

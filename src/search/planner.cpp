@@ -119,22 +119,20 @@ double known_stage_time(const SearchSpace& sp, const SearchOptions& o, size_t st
   return best;
 }
 
+// Per stage the fastest assignment that fits; a stage that none fits takes
+// its smallest-footprint assignment, so the candidate still says how far over
+// the budget the best the search could do is.
 void per_layer_candidate(const SearchSpace& sp, const SearchOptions& o, std::vector<Candidate>& out) {
   Candidate c{SearchMode::per_layer, Strategy::none, {}, {}, 0, 0, 0, false, ""};
   std::vector<StageTotals> stages;
   for (size_t i = 0; i < sp.stages.size(); ++i) {
-    const auto plan = best_stage_plan(sp, i, o.budget_bytes, known_stage_time(sp, o, i));
-    if (!plan) {
-      c.reason = fmt::format("stage {}: no per-layer assignment fits {:.2f} GiB", i, o.budget_bytes / kGiB);
-      c.peak_bytes = std::numeric_limits<double>::infinity();  // not evaluated past this stage
-      c.time_s = std::numeric_limits<double>::infinity();
-      out.push_back(std::move(c));
-      return;
-    }
+    auto plan = best_stage_plan(sp, i, o.budget_bytes, known_stage_time(sp, o, i));
+    if (!plan) plan = smallest_stage_plan(sp, i);
     c.per_layer.push_back(canonical_order(sp, i, plan->per_layer));
     stages.push_back(plan->totals);
   }
   finish(c, sp, stages, o.budget_bytes);
+  if (!c.fits) c.reason += " with its smallest per-layer assignment";
   out.push_back(std::move(c));
 }
 
@@ -225,15 +223,17 @@ PlanSearchResult plan_search(const SearchSpace& sp, const SearchOptions& o) {
   res.intervals = interval_rows(sp);
   if (res.best) {
     res.best_plan = to_plan(*res.best, sp);
+  } else if (all.empty()) {
+    res.reason = "no candidate was searched";
   } else {
     const auto lowest = std::min_element(
         all.begin(), all.end(), [](const Candidate& a, const Candidate& b) { return a.peak_bytes < b.peak_bytes; });
-    res.reason = lowest == all.end() ? "no candidate was searched"
-                                     : fmt::format(
-                                           "no plan fits: the smallest footprint searched ({} {}) peaks at "
-                                           "{:.2f} GiB on stage {}, over the budget of {:.2f} GiB",
-                                           to_string(lowest->mode), to_string(lowest->strategy),
-                                           lowest->peak_bytes / kGiB, lowest->worst_stage, o.budget_bytes / kGiB);
+    res.shortfall = shortfall_of(sp, *lowest, o.budget_bytes);
+    res.reason = fmt::format(
+        "no plan fits: the smallest footprint searched ({} {}) peaks at {:.2f} GiB on stage {}, over the budget of "
+        "{:.2f} GiB: {}",
+        to_string(lowest->mode), lowest->mode == SearchMode::per_layer ? "mixed" : to_string(lowest->strategy),
+        lowest->peak_bytes / kGiB, lowest->worst_stage, o.budget_bytes / kGiB, res.shortfall->why());
   }
   return res;
 }

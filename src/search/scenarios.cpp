@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "remat/spec/validate.hpp"
 
 namespace remat {
@@ -10,6 +12,8 @@ namespace {
 
 const Strategy kMethods[] = {Strategy::none, Strategy::full, Strategy::standard, Strategy::eagle};
 
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
 ScenarioRow row_for(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, double budget, Strategy s,
                     int64_t r) {
   Plan p;
@@ -17,16 +21,27 @@ ScenarioRow row_for(const ModelSpec& m, const HardwareSpec& hw, const TrainingSp
   p.recompute_layers = {s == Strategy::none ? 0 : r};
   const Estimate e = estimate(m, hw, t, p, budget);
   const auto& st = e.stages;
-  return {s,
-          p.recompute_layers[0],
-          st.front().memory_bytes.peak,
-          st[st.size() / 2].memory_bytes.peak,
-          st.back().memory_bytes.peak,
-          e.iteration.time_s,
-          e.iteration.mfu,
-          e.iteration.tokens_per_s,
-          e.fits};
+  ScenarioRow row{s,
+                  p.recompute_layers[0],
+                  st.front().memory_bytes.peak,
+                  st[st.size() / 2].memory_bytes.peak,
+                  st.back().memory_bytes.peak,
+                  e.iteration.time_s,
+                  e.iteration.mfu,
+                  e.iteration.tokens_per_s,
+                  e.fits,
+                  ""};
+  if (!e.fits) {
+    const auto worst = std::max_element(st.begin(), st.end(), [](const StageEstimate& a, const StageEstimate& b) {
+      return a.memory_bytes.peak < b.memory_bytes.peak;
+    });
+    row.reason = fmt::format("at R = {}: stage {} peaks at {:.2f} GiB, over the budget of {:.2f} GiB", row.r,
+                             worst->index, worst->memory_bytes.peak / kGiB, budget / kGiB);
+  }
+  return row;
 }
+
+double max_peak(const ScenarioRow& r) { return std::max({r.first_peak_bytes, r.middle_peak_bytes, r.last_peak_bytes}); }
 
 int64_t max_stage_layers(const ModelSpec& m, const TrainingSpec& t) {
   int64_t n = 0;
@@ -72,8 +87,9 @@ ScenarioResult best_r_scenario(const ModelSpec& m, const HardwareSpec& hw, const
     ScenarioRow best = row_for(m, hw, t, budget, s, s == Strategy::none ? 0 : n);
     for (int64_t r = 0; r <= (s == Strategy::none ? 0 : n); ++r) {
       const ScenarioRow row = row_for(m, hw, t, budget, s, r);
-      if (row.fits && (!best.fits || row.time_s < best.time_s)) best = row;
+      if (row.fits ? !best.fits || row.time_s < best.time_s : !best.fits && max_peak(row) < max_peak(best)) best = row;
     }
+    if (!best.fits) best.reason = "no R fits; lowest peak " + best.reason;
     res.rows.push_back(best);
   }
   finish(res);

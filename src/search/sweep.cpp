@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "remat/cost/estimate.hpp"
+#include "remat/cost/op_time.hpp"
 #include "remat/spec/validate.hpp"
 
 namespace remat {
@@ -54,10 +55,14 @@ SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec
   const std::vector<Layout> layouts = enumerate(m, base, space);
   SweepResult res;
   res.evaluated = int64_t(layouts.size());
+  for (int64_t gpus : space.gpus)
+    if (std::none_of(layouts.begin(), layouts.end(), [&](const Layout& l) { return l.t.gpus() == gpus; }))
+      res.gpus_without_layout.push_back(gpus);
   for (size_t i = 0; i < layouts.size(); ++i) {
     if (progress && i % 256 == 0) progress(int64_t(i), res.evaluated);
     const Layout& l = layouts[i];
-    const auto problems = validate_training(l.t, m);
+    auto problems = validate_training(l.t, m);
+    if (problems.empty()) problems = network_problems(l.t, hw, hw.name);
     if (!problems.empty()) {
       ++res.infeasible_by_reason[category(problems.front())];
       continue;
@@ -70,7 +75,9 @@ SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec
     const SearchSpace ss = build_search_space(m, hw, l.t, o);
     const PlanSearchResult pr = plan_search(ss, o);
     if (!pr.best) {
-      ++res.infeasible_by_reason["does not fit the memory budget"];
+      std::string why = "does not fit the memory budget";
+      if (pr.shortfall) why += std::string(": ") + describe(pr.shortfall->cause);
+      ++res.infeasible_by_reason[why];
       continue;
     }
     SweepRow row{ss.training, l.s, true, "", *pr.best, 0, 0};

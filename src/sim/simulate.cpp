@@ -258,4 +258,9 @@ Simulation simulate(const ModelSpec& m, const HardwareSpec& hw, const TrainingSp
   return sim;
 }
 
+bool fits_budget(const Simulation& sim) {
+  return std::all_of(sim.stages.begin(), sim.stages.end(),
+                     [&](const StageTimeline& st) { return st.peak.bytes <= sim.estimate.budget_bytes; });
+}
+
 }  // namespace remat

@@ -1,8 +1,13 @@
 #pragma once
 // Predicted time of one op: FLOPs over (peak x efficiency) or bytes over
 // (bandwidth x efficiency), whichever applies to its kind.
+#include <string>
+#include <vector>
+
 #include "remat/cost/block.hpp"
 #include "remat/spec/hardware_spec.hpp"
+#include "remat/spec/problems.hpp"
+#include "remat/spec/training_spec.hpp"
 
 namespace remat {
 
@@ -22,6 +27,12 @@ double host_copy_bytes_per_s(const HardwareSpec& hw);
 // Whether a collective over `ranks` GPUs stays on NVLink (else it crosses
 // each GPU's PCIe link, to a switch or to the network card).
 bool over_nvlink(const HardwareSpec& hw, int64_t ranks);
+
+// A layout whose collectives leave a node (tp or ep groups beyond NVLink and
+// the node, pipeline sends between nodes) needs the network: on hardware
+// without one (network_GBps 0) it cannot run. One problem naming `hw_file`
+// and the key per collective that would cross it.
+std::vector<Problem> network_problems(const TrainingSpec& t, const HardwareSpec& hw, const std::string& hw_file);
 
 struct OpTime {
   double fwd_s = 0;

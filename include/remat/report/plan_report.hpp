@@ -1,5 +1,6 @@
 #pragma once
 // remat plan's JSON report and tables.
+#include <optional>
 #include <string>
 
 #include "remat/report/json_report.hpp"
@@ -9,12 +10,20 @@
 namespace remat {
 
 Json candidate_json(const Candidate& c, const SearchSpace& space);
-// `runnable`: the best plan Megatron-LM runs as-is, printed with its flags beside the exact plan.
+Json shortfall_json(const Shortfall& s, const SearchSpace& space);
+
+// The plan the report describes: the best, or when nothing fits the
+// smallest footprint searched (empty when not even that exists).
+std::optional<Plan> reported_plan(const PlanSearchResult& result, const SearchSpace& space);
+
+// `estimate`: of reported_plan (nullptr when there is none); its stages,
+// iteration and peak go into the report. `runnable`: the best plan
+// Megatron-LM runs as-is, printed with its flags beside the exact plan.
 Json plan_search_report(const ReportMeta& meta, const SearchSpace& space, const SearchOptions& opts,
-                        const PlanSearchResult& result, const Estimate* best_estimate,
+                        const PlanSearchResult& result, const Estimate* estimate,
                         const RunnablePlan* runnable = nullptr, bool transformer_engine = false);
 std::string plan_search_table(const SearchSpace& space, const SearchOptions& opts, const PlanSearchResult& result,
-                              const Estimate* best_estimate, const RunnablePlan* runnable = nullptr,
+                              const Estimate* estimate, const RunnablePlan* runnable = nullptr,
                               bool transformer_engine = false);
 
 }  // namespace remat

@@ -24,4 +24,10 @@ struct StagePlan {
 std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage, double budget_bytes,
                                          double known_microbatch_s = std::numeric_limits<double>::infinity());
 
+// The assignment with the lowest peak whatever the budget (ties: the faster):
+// for every bound on the transient and the staging buffer, each layer takes
+// the admitted choice that keeps the fewest bytes. What the planner reports
+// for a stage that no assignment fits.
+StagePlan smallest_stage_plan(const SearchSpace& space, size_t stage);
+
 }  // namespace remat

@@ -33,6 +33,29 @@ struct IntervalRow {
   double time_s = 0;  // every layer replayed once, whatever k
 };
 
+// What pushes a plan's worst stage over the budget, judged in this order:
+// the stage's weights, gradients and optimizer state alone; those plus the
+// transient working set (a layer's backward or the LM head and loss); or the
+// kept activations of the microbatches in flight on top.
+enum class ShortfallCause { static_state, transient, activations };
+const char* to_string(ShortfallCause c);  // static_state, transient, activations
+const char* describe(ShortfallCause c);   // a phrase: what exceeds the budget
+
+// The smallest footprint searched when nothing fits: its worst stage's
+// memory, part by part, and why it is over the budget.
+struct Shortfall {
+  Candidate smallest;  // the candidate with the lowest peak
+  int64_t stage = 0;   // its stage with the highest peak
+  int64_t in_flight_microbatches = 0;
+  double weights_bytes = 0, gradients_bytes = 0, optimizer_bytes = 0;
+  double activations_bytes = 0, transient_bytes = 0, peak_bytes = 0;
+  double budget_bytes = 0;
+  bool transient_is_head = false;  // the LM head and loss, not a layer's backward, set the transient
+  ShortfallCause cause = ShortfallCause::activations;
+  double static_bytes() const { return weights_bytes + gradients_bytes + optimizer_bytes; }
+  std::string why() const;  // one sentence naming the parts and the budget
+};
+
 struct PlanSearchResult {
   std::optional<Candidate> best;
   Plan best_plan;
@@ -41,12 +64,16 @@ struct PlanSearchResult {
   std::vector<Candidate> rejected;          // up to 30 examples
   int64_t evaluated = 0, over_budget = 0, slower = 0;
   std::vector<IntervalRow> intervals;
-  std::string reason;  // when nothing fits
+  std::string reason;                  // when nothing fits
+  std::optional<Shortfall> shortfall;  // when nothing fits and a candidate was searched
 };
 
 PlanSearchResult plan_search(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t,
                              const SearchOptions& opts);
 PlanSearchResult plan_search(const SearchSpace& space, const SearchOptions& opts);
+
+// The breakdown of candidate `c`'s worst stage against `budget_bytes`.
+Shortfall shortfall_of(const SearchSpace& space, const Candidate& c, double budget_bytes);
 
 // The candidate as a plan `estimate` takes (per-layer choices as overrides).
 Plan to_plan(const Candidate& c, const SearchSpace& space);

@@ -15,6 +15,7 @@ struct ScenarioRow {
   double first_peak_bytes = 0, middle_peak_bytes = 0, last_peak_bytes = 0;
   double time_s = 0, mfu = 0, tokens_per_s = 0;
   bool fits = false;
+  std::string reason;  // why not, when it does not fit
 };
 
 struct ScenarioResult {
@@ -25,7 +26,8 @@ struct ScenarioResult {
 
 // Fixed R: the smallest R at which full, standard and eagle all fit (none at R = 0).
 ScenarioResult fixed_r_scenario(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, double budget_bytes);
-// Best R: each method's fastest fitting R.
+// Best R: each method's fastest fitting R; a method that no R fits shows the
+// R with its lowest peak and why.
 ScenarioResult best_r_scenario(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, double budget_bytes);
 
 }  // namespace remat

@@ -33,6 +33,7 @@ struct SweepResult {
   std::vector<SweepRow> rows;  // feasible ones, best first
   int64_t evaluated = 0;
   std::map<std::string, int64_t> infeasible_by_reason;
+  std::vector<int64_t> gpus_without_layout;  // GPU counts no swept tp x pp x ep divides
 };
 
 // `base` supplies gbs, seq and the implementation options. `progress` is

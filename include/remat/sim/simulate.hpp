@@ -92,4 +92,8 @@ struct Simulation {
 Simulation simulate(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,
                     const SimOptions& opts = {});
 
+// Whether every stage's simulated peak is within the budget the simulation's
+// estimate used (the GPU's capacity less the hardware file's reserve).
+bool fits_budget(const Simulation& sim);
+
 }  // namespace remat
