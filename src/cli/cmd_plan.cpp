@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "remat/spec/framework.hpp"
 #include "options.hpp"
 #include "remat/cost/estimate.hpp"
 #include "remat/cost/streambp.hpp"
@@ -27,7 +28,6 @@ struct PlanOptions {
   std::string maximize;                       // "", "seq" or "mbs"
   std::string layer_partitions = "500,2000";  // StreamBP tokens per layer chunk to try
   int64_t head_partition = 100;               // StreamBP tokens per LM-head chunk
-  bool megatron_te = false;                   // Megatron-LM runs with Transformer Engine
   bool emit_megatron_args = false;            // print only "<gpus> <flags>" of the Megatron-runnable plan
 };
 
@@ -179,8 +179,6 @@ Runner add_plan_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--lm-head-partition-tokens", opts->head_partition, "with --maximize: StreamBP LM-head chunk size")
       ->capture_default_str();
-  sub->add_flag("--megatron-transformer-engine", opts->megatron_te,
-                "Megatron-LM runs --transformer-impl transformer_engine (default: local)");
   sub->add_flag("--emit-megatron-args", opts->emit_megatron_args,
                 "print only '<gpus> <flags>' of the best plan Megatron-LM runs as-is (exit 1 when none fits)");
   return [opts]() {
@@ -190,9 +188,11 @@ Runner add_plan_command(CLI::App& app) {
     if (!so.uniform_r && !so.per_stage_r && !so.per_layer)
       throw InputError(
           {{"command line", "--no-uniform-r --no-per-stage-r --no-per-layer", "", "leave nothing to search"}});
+    // generic costs are those of fused kernels and flash attention: Megatron with Transformer Engine
+    const bool te = in.training.framework != Framework::megatron_local;
     const RunnablePlan runnable =
-        runnable_megatron_plan(in.model, in.hardware, in.training, {so.budget_bytes, opts->megatron_te});
-    if (opts->emit_megatron_args) return emit_megatron_line(in, runnable, opts->megatron_te);
+        runnable_megatron_plan(in.model, in.hardware, in.training, {so.budget_bytes, te});
+    if (opts->emit_megatron_args) return emit_megatron_line(in, runnable, te);
     const SearchSpace space = build_search_space(in.model, in.hardware, in.training, so);
     const PlanSearchResult res = plan_search(space, so);
     // the best plan, or when nothing fits the smallest footprint searched
@@ -200,7 +200,6 @@ Runner add_plan_command(CLI::App& app) {
     if (const auto plan = reported_plan(res, space))
       est = estimate(in.model, in.hardware, in.training, *plan, so.budget_bytes);
     const Estimate* e = est ? &*est : nullptr;
-    const bool te = opts->megatron_te;
     emit(opts->common, plan_search_table(space, so, res, e, &runnable, te),
          plan_search_report(in.meta, space, so, res, e, &runnable, te));
     return res.best ? kExitOk : kExitNoFit;

@@ -67,7 +67,15 @@ std::vector<std::string> model_flags(const ModelSpec& m, const TrainingSpec& t, 
        {"--swiglu", "--normalization RMSNorm", "--disable-bias-linear", "--position-embedding-type rope", "--bf16"})
     f.push_back(arch);
   if (!m.tie_word_embeddings) f.push_back("--untie-embeddings-and-output-weights");
-  f.push_back(te ? "--transformer-impl transformer_engine" : "--transformer-impl local");
+  if (te) {
+    f.push_back("--transformer-impl transformer_engine");
+    return f;
+  }
+  // the local implementation without Apex or Transformer Engine, unfused as
+  // --framework megatron-local models it
+  for (const char* local : {"--transformer-impl local", "--no-gradient-accumulation-fusion", "--no-masked-softmax-fusion",
+                            "--no-bias-swiglu-fusion", "--no-rope-fusion", "--no-persist-layer-norm"})
+    f.push_back(local);
   return f;
 }
 
