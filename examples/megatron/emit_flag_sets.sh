@@ -71,16 +71,19 @@ CASES=(
 )
 # the default budget, then tighter ones so that other settings get printed too
 BUDGETS=("" 70 50 40 30 20 10 5)
+FRAMEWORKS=("" "--framework megatron-local")
 
 {
   echo "# remat plan --emit-megatron-args for the README examples and the harness grid; regenerate with"
   echo "# examples/megatron/emit_flag_sets.sh (one line per distinct flag set; gpus = tp * pp * dp)"
+  for fw in "${FRAMEWORKS[@]}"; do
   for c in "${CASES[@]}"; do
     for b in "${BUDGETS[@]}"; do
       # shellcheck disable=SC2086
-      line=$($REMAT plan $c ${b:+--memory-budget-GiB $b} --emit-megatron-args 2>/dev/null) || continue
+      line=$($REMAT plan $c $fw ${b:+--memory-budget-GiB $b} --emit-megatron-args 2>/dev/null) || continue
       echo "$line $COMMON"
     done
+  done
   done
 } | awk '!seen[$0]++' > "$OUT"
 echo "wrote $OUT ($(grep -vc '^#' "$OUT") flag sets)"

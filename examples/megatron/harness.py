@@ -100,7 +100,8 @@ def main():
             rc = "timeout"
         wall_s = time.time() - t0
         with open(os.path.join(args.out, "logs", setting["name"] + ".log"), "w") as f:
-            f.write(" ".join(cmd) + "\n" + log)
+            device = summary["device"][0] if summary["device"] else "unknown"
+            f.write(f"# device: {device} ({len(summary['device'])} GPUs)\n" + " ".join(cmd) + "\n" + log)
         ranks, times = parse_log(log)
         steady = [t for it, t in times if it >= 3]
         run = {"name": setting["name"], "gpus": setting["gpus"], "flags": setting["flags"], "rc": rc,

@@ -44,8 +44,10 @@ bool has_dense_layer(const ModelSpec& m, int64_t layers) {
 
 std::vector<MegatronModule> available_modules(const ModelSpec& m, const TrainingSpec& t, bool te) {
   std::vector<MegatronModule> out = {MegatronModule::core_attn};
-  // under Transformer Engine the norms are fused into the next linear (IdentityOp): nothing to recompute
-  if (!te) out.push_back(MegatronModule::layernorm);
+  // never layernorm: under Transformer Engine the norms are fused into the next linear (IdentityOp),
+  // nothing to recompute; without it Megatron's layernorm recompute fails at run time (seen on the
+  // lent H200s with --transformer-impl local, issue 12)
+  (void)te;
   if (has_dense_layer(m, effective_layers(m, t))) out.push_back(MegatronModule::mlp);
   if (m.is_moe()) {
     out.push_back(MegatronModule::moe);
