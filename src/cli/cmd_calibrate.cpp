@@ -1,11 +1,17 @@
 // remat calibrate: the hardware file's efficiency entries fitted to remat-bench's
 // per-kernel measurements, written back with the measurement they came from.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iostream>
 #include <memory>
 #include <set>
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "remat/io/megatron_log.hpp"
 #include "remat/spec/problems.hpp"
+#include "remat/validate/megatron_run.hpp"
 #include "remat/validate/validate_report.hpp"
 #include "validate_inputs.hpp"
 
@@ -22,7 +28,55 @@ struct CalibrateOptions {
   bool in_place = false;
   std::string json_path;
   std::string format = "table";
+  std::vector<std::string> megatron_logs;
 };
+
+// The hardware YAML with its `frameworks:` block (the file's last block, if
+// any) replaced by the fitted megatron-local entry.
+std::string with_framework_block(std::string yaml, const FrameworkEfficiency& e, size_t runs) {
+  const size_t at = yaml.find("\nframeworks:");
+  if (at != std::string::npos) yaml.resize(at + 1);
+  if (!yaml.empty() && yaml.back() != '\n') yaml += '\n';
+  return yaml + fmt::format(
+                    "frameworks:\n"
+                    "  megatron-local:   # remat calibrate --megatron-log: fitted to {} Megatron-LM runs\n"
+                    "    gemm_scale: {:.3f}\n"
+                    "    memory_bound_scale: {:.3f}\n"
+                    "    layer_overhead_us: {:.0f}\n"
+                    "    moe_layer_overhead_us: {:.0f}\n"
+                    "    calibrated_from: \"{}\"\n",
+                    runs, e.gemm_scale, e.memory_bound_scale, e.layer_overhead_s * 1e6, e.moe_layer_overhead_s * 1e6,
+                    e.calibrated_from);
+}
+
+int calibrate_megatron(const CalibrateOptions& o) {
+  if (o.hardware.empty())
+    throw InputError({{"command line", "--hardware", "", "is required with --megatron-log (the file to fit)"}});
+  std::vector<MegatronLog> logs;
+  std::string names;
+  for (const auto& path : o.megatron_logs) {
+    logs.push_back(parse_megatron_log(read_file_text(path, "--megatron-log"), path));
+    names += (names.empty() ? "" : " ") + path.substr(path.find_last_of('/') + 1);
+  }
+  const SpecSource src = read_spec_source(o.hardware, "hardware");
+  double rms = 0;
+  FrameworkEfficiency e = fit_megatron_local(logs, load_hardware(src), &rms);
+  e.calibrated_from = names;
+  const std::string yaml = with_framework_block(src.text, e, logs.size());
+  parse_hardware_yaml(yaml, "calibrated hardware YAML");  // what we write must load
+  if (!o.out_path.empty()) write_file_text(o.out_path, "--out", yaml);
+  if (o.in_place) {
+    if (src.label.find("(built-in)") != std::string::npos)
+      throw InputError({{"command line", "--in-place", src.label, "needs --hardware FILE, not a built-in spec"}});
+    write_file_text(src.label, "--in-place", yaml);
+  }
+  std::cout << fmt::format(
+      "megatron-local on {}: gemm_scale {:.3f}, memory_bound_scale {:.3f}, layer_overhead {:.0f} us, "
+      "moe_layer_overhead {:.0f} us; fit over {} runs: rms log error {:.3f} ({:.1f}%)\n",
+      src.label, e.gemm_scale, e.memory_bound_scale, e.layer_overhead_s * 1e6, e.moe_layer_overhead_s * 1e6,
+      logs.size(), rms, 100 * (std::exp(rms) - 1));
+  return kExitOk;
+}
 
 std::set<int64_t> lengths(const std::string& flag, const std::string& text) {
   std::set<int64_t> out;
@@ -57,7 +111,11 @@ Runner add_calibrate_command(CLI::App& app) {
   sub->add_option("--format", o->format, "stdout format")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
+  sub->add_option("--megatron-log", o->megatron_logs,
+                  "fit the hardware file's frameworks.megatron-local entry to these Megatron-LM logs' iteration "
+                  "times instead (with --hardware FILE; --out or --in-place write it)");
   return [o]() {
+    if (!o->megatron_logs.empty()) return calibrate_megatron(*o);
     const std::set<int64_t> fit = lengths("--fit-s", o->fit_s), check = lengths("--check-s", o->check_s);
     const ValidateInputs in = load_validate_inputs(o->measurements, o->hardware, "calibrate");
     const Calibration cal = calibrate(in.measurements, in.hardware, fit, check, in.measurements_path);

@@ -196,6 +196,7 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
   if (problems.empty()) problems = network_problems(in.training, in.hardware, hw_src.label);
   if (!problems.empty()) throw InputError(std::move(problems));
   in.training = with_defaults(in.training);
+  in.hardware = apply_framework(in.hardware, in.training.framework);
   in.meta = {
       REMAT_VERSION,
       REMAT_GIT_COMMIT,

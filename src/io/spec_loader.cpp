@@ -113,6 +113,28 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& file) {
   return m;
 }
 
+// Optional `frameworks: {megatron-local: {gemm_scale, memory_bound_scale, layer_overhead_us, calibrated_from}}`.
+void read_frameworks(YamlFields& parent, HardwareSpec& h, const std::string& file, std::vector<Problem>& problems) {
+  YAML::Node node = parent.child("frameworks");
+  if (!node) return;
+  if (!node.IsMap()) return parent.fail("frameworks", "", "must be a mapping of framework names");
+  YamlFields frameworks(node, file, "frameworks.", problems);
+  YAML::Node local = frameworks.child("megatron-local");
+  if (local) {
+    if (!local.IsMap()) return frameworks.fail("megatron-local", "", "must be a mapping");
+    YamlFields f(local, file, "frameworks.megatron-local.", problems);
+    FrameworkEfficiency& e = h.megatron_local;
+    f.number("gemm_scale", e.gemm_scale, true);
+    f.number("memory_bound_scale", e.memory_bound_scale, true);
+    f.number("layer_overhead_us", e.layer_overhead_s, true, 1e-6);
+    f.number("moe_layer_overhead_us", e.moe_layer_overhead_s, false, 1e-6);
+    f.text("calibrated_from", e.calibrated_from, false);
+    f.reject_unknown();
+    h.has_megatron_local = true;
+  }
+  frameworks.reject_unknown();
+}
+
 HardwareSpec parse_hardware_yaml(const std::string& text, const std::string& file) {
   std::vector<Problem> problems;
   YAML::Node root = parse_yaml_map(text, file, problems);
@@ -135,6 +157,7 @@ HardwareSpec parse_hardware_yaml(const std::string& text, const std::string& fil
   f.number("memory_reserve_GiB", h.memory_reserve_bytes, false, kGiB);
   f.text("calibrated_from", h.calibrated_from, false);
   read_efficiency(f, h.efficiency, file, problems);
+  read_frameworks(f, h, file, problems);
   f.reject_unknown();
   throw_if(problems);
   auto checks = validate_hardware(h, file);

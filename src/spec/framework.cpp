@@ -1,5 +1,7 @@
 #include "remat/spec/framework.hpp"
 
+#include <algorithm>
+
 namespace remat {
 
 namespace {
@@ -58,6 +60,16 @@ TrainingSpec apply_framework(TrainingSpec t, Framework f) {
   t.runtime_bytes = 66 * kMiB;
   t.outside_allocator_bytes = 4.0 * 1024 * kMiB;
   return t;
+}
+
+HardwareSpec apply_framework(HardwareSpec hw, Framework f) {
+  if (f != Framework::megatron_local || !hw.has_megatron_local) return hw;
+  const FrameworkEfficiency& e = hw.megatron_local;
+  for (auto& p : hw.efficiency.gemm_by_flops) p.fraction = std::min(1.0, p.fraction * e.gemm_scale);
+  hw.efficiency.memory_bound = std::min(1.0, hw.efficiency.memory_bound * e.memory_bound_scale);
+  hw.layer_overhead_s = e.layer_overhead_s;
+  hw.moe_layer_overhead_s = e.moe_layer_overhead_s;
+  return hw;
 }
 
 }  // namespace remat

@@ -149,6 +149,15 @@ std::vector<Problem> validate_hardware(const HardwareSpec& h, const std::string&
     if (i > 0 && !(e.gemm_by_flops[i].flops > e.gemm_by_flops[i - 1].flops))
       c.fail(key + ".flops", fmt(e.gemm_by_flops[i].flops), "must be larger than the previous point's");
   }
+  if (h.has_megatron_local) {
+    const FrameworkEfficiency& f = h.megatron_local;
+    const std::string key = "frameworks.megatron-local.";
+    for (auto [name, v] : {std::pair{"gemm_scale", f.gemm_scale}, {"memory_bound_scale", f.memory_bound_scale}})
+      if (!std::isfinite(v) || v <= 0 || v > 4) c.fail(key + name, fmt(v), "must be a finite number in (0, 4]");
+    for (auto [name, v] :
+         {std::pair{"layer_overhead_us", f.layer_overhead_s}, {"moe_layer_overhead_us", f.moe_layer_overhead_s}})
+      if (!std::isfinite(v) || v < 0 || v > 1) c.fail(key + name, fmt(v * 1e6), "must be a finite number in [0, 1e6]");
+  }
   for (size_t i = 0; i < e.attention_by_seq.size(); ++i) {
     const std::string key = "efficiency.attention_by_seq[" + std::to_string(i) + "]";
     c.positive(key + ".seq", e.attention_by_seq[i].seq, 1, kAttentionSeq);

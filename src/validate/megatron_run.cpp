@@ -201,7 +201,8 @@ MegatronComparison compare_megatron(const MegatronLog& log, const HardwareSpec& 
   MegatronComparison c;
   c.setup = megatron_setup(log);
   const TrainingSpec& t = c.setup.training;
-  c.estimate = estimate(c.setup.model, hw, t, c.setup.plan, hw.hbm_bytes);
+  const HardwareSpec profiled = apply_framework(hw, Framework::megatron_local);
+  c.estimate = estimate(c.setup.model, profiled, t, c.setup.plan, hw.hbm_bytes);
   constexpr double kMiB = 1024.0 * 1024.0;
   for (const auto& r : log.ranks) {
     MegatronRankRow row;

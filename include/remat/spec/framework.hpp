@@ -3,6 +3,7 @@
 // framework, set together (--framework).
 #include <string>
 
+#include "remat/spec/hardware_spec.hpp"
 #include "remat/spec/training_spec.hpp"
 
 namespace remat {
@@ -16,5 +17,9 @@ bool parse_framework(const std::string& text, Framework& out);
 // SwiGLU and RoPE unfused, and keeps the buffers documented in
 // src/spec/framework.cpp. Layout, batch and recompute choices are untouched.
 TrainingSpec apply_framework(TrainingSpec t, Framework f);
+
+// `hw` with the framework's fitted efficiencies (frameworks.<name> in the
+// hardware file) in effect; unchanged when the file has none for `f`.
+HardwareSpec apply_framework(HardwareSpec hw, Framework f);
 
 }  // namespace remat

@@ -27,6 +27,18 @@ struct Efficiency {
   double network = 0.8;
 };
 
+// What one framework reaches on this GPU beside remat-bench's kernels
+// (remat calibrate --megatron-log): scales of the GEMM and memory-bound
+// efficiencies and a fixed cost per layer and microbatch (kernel launches,
+// Python), fitted to that framework's own runs.
+struct FrameworkEfficiency {
+  double gemm_scale = 1;
+  double memory_bound_scale = 1;
+  double layer_overhead_s = 0;      // per layer, microbatch and pass (forward or backward)
+  double moe_layer_overhead_s = 0;  // more per MoE layer (token dispatch, per-expert loops)
+  std::string calibrated_from;
+};
+
 struct HardwareSpec {
   std::string name;
   std::string source;
@@ -43,7 +55,11 @@ struct HardwareSpec {
   double network_bytes_per_s = 0;  // per GPU per direction
   double memory_reserve_bytes = 0;
   Efficiency efficiency;
-  std::string calibrated_from;  // measurement file the efficiencies were fitted to
+  std::string calibrated_from;      // measurement file the efficiencies were fitted to
+  double layer_overhead_s = 0;      // in effect: set by apply_framework from the framework's entry
+  double moe_layer_overhead_s = 0;  // likewise
+  bool has_megatron_local = false;
+  FrameworkEfficiency megatron_local;  // frameworks.megatron-local, when has_megatron_local
 };
 
 }  // namespace remat

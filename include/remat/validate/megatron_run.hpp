@@ -67,3 +67,14 @@ double steady_iteration_ms(const MegatronLog& log, int64_t* count = nullptr);
 MegatronComparison compare_megatron(const MegatronLog& log, const HardwareSpec& hw);
 
 }  // namespace remat
+
+namespace remat {
+
+// remat calibrate --megatron-log: the frameworks.megatron-local entry of the
+// hardware file that best predicts these runs' iteration times (least squares
+// of log(predicted / measured)); `hw` without such an entry, or with it
+// ignored. `rms_log_error` gets the fit's root-mean-square log error.
+FrameworkEfficiency fit_megatron_local(const std::vector<MegatronLog>& logs, HardwareSpec hw,
+                                       double* rms_log_error = nullptr);
+
+}  // namespace remat
