@@ -15,7 +15,8 @@ import shlex
 import sys
 
 def check(gpus, flags):
-    os.environ.update(WORLD_SIZE=str(gpus), RANK="0", LOCAL_RANK="0")
+    # every Megatron-LM launch sets CUDA_DEVICE_MAX_CONNECTIONS=1 (validate_args asserts it for tp > 1)
+    os.environ.update(WORLD_SIZE=str(gpus), RANK="0", LOCAL_RANK="0", CUDA_DEVICE_MAX_CONNECTIONS="1")
     sys.argv = ["pretrain_gpt.py"] + flags
     from megatron.training.arguments import parse_args, validate_args
     from megatron.training.argument_utils import gpt_config_from_args
