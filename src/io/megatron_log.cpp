@@ -56,16 +56,24 @@ MegatronLog parse_megatron_log(const std::string& text, const std::string& file)
     }
     std::smatch m;
     if (line.find("] (after ") != std::string::npos && line.find("memory (MB)") != std::string::npos) {
-      if (!std::regex_search(line, m, kMemory)) fail("is a malformed memory report");
-      MegatronRankMemory r;
-      r.rank = std::atoll(m[1].str().c_str());
-      r.after_iteration = std::atoll(m[2].str().c_str());
-      r.allocated_MiB = std::atof(m[3].str().c_str());
-      r.max_allocated_MiB = std::atof(m[4].str().c_str());
-      r.reserved_MiB = std::atof(m[5].str().c_str());
-      r.max_reserved_MiB = std::atof(m[6].str().c_str());
-      if (m[7].matched) r.device_used_MiB = std::atof(m[7].str().c_str());
-      if (ranks.count(r.rank) == 0 || ranks[r.rank].after_iteration <= r.after_iteration) ranks[r.rank] = r;
+      // ranks print at once: one line can hold several reports
+      size_t reports = 0;
+      for (size_t at = line.find("memory (MB)"); at != std::string::npos; at = line.find("memory (MB)", at + 1))
+        ++reports;
+      size_t read = 0;
+      for (std::sregex_iterator it(line.begin(), line.end(), kMemory), end; it != end; ++it, ++read) {
+        const std::smatch& mm = *it;
+        MegatronRankMemory r;
+        r.rank = std::atoll(mm[1].str().c_str());
+        r.after_iteration = std::atoll(mm[2].str().c_str());
+        r.allocated_MiB = std::atof(mm[3].str().c_str());
+        r.max_allocated_MiB = std::atof(mm[4].str().c_str());
+        r.reserved_MiB = std::atof(mm[5].str().c_str());
+        r.max_reserved_MiB = std::atof(mm[6].str().c_str());
+        if (mm[7].matched) r.device_used_MiB = std::atof(mm[7].str().c_str());
+        if (ranks.count(r.rank) == 0 || ranks[r.rank].after_iteration <= r.after_iteration) ranks[r.rank] = r;
+      }
+      if (read < reports) fail("is a malformed memory report");
     } else if (line.find("elapsed time per iteration (ms)") != std::string::npos) {
       if (!std::regex_search(line, m, kIteration)) fail("is a malformed iteration line");
       log.iteration_ms.push_back({std::atoll(m[1].str().c_str()), std::atof(m[3].str().c_str())});

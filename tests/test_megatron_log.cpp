@@ -1,0 +1,203 @@
+// remat validate --megatron-log: the log reader, the rebuilt setup, the
+// megatron-local profile's bytes by hand, and the committed Megatron-LM runs
+// (reports/megatron/) against the issue's bounds.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "remat/io/megatron_log.hpp"
+#include "remat/spec/framework.hpp"
+#include "remat/validate/megatron_report.hpp"
+#include "shell_run.hpp"
+#include "test_helpers.hpp"
+
+namespace remat {
+namespace {
+
+const std::string kReports = std::string(REMAT_TEST_DATA) + "/../reports/megatron";
+const std::string kNoneLog = kReports + "/logs/dense-tp1pp2-s4096-mbs1-gbs4-none.log";
+
+MegatronLog read_log(const std::string& path) { return parse_megatron_log(test::read_text(path), path); }
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_megatron_log(text, "run.log");
+  } catch (const InputError& e) {
+    return e.problems().front().line();
+  }
+  return "";
+}
+
+std::vector<std::string> committed_logs() {
+  std::vector<std::string> out;
+  for (const char* dir : {"/logs", "/plans"})
+    for (const auto& f : std::filesystem::directory_iterator(kReports + dir))
+      if (f.path().extension() == ".log") out.push_back(f.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(MegatronLog, ReadsArgumentsMemoryAndIterations) {
+  const MegatronLog log = read_log(kNoneLog);
+  EXPECT_EQ(log.args.at("num_layers"), "8");
+  EXPECT_EQ(log.args.at("recompute_granularity"), "None");
+  EXPECT_EQ(log.args.at("ddp_param_name_patterns_for_fp32_local_accumulation"), "[]");  // a name without dots
+  EXPECT_EQ(log.device.rfind("NVIDIA H200", 0), 0u);
+  ASSERT_EQ(log.ranks.size(), 2u);
+  EXPECT_DOUBLE_EQ(log.ranks[0].max_allocated_MiB, 42348.86);
+  EXPECT_DOUBLE_EQ(log.ranks[1].max_allocated_MiB, 35610.94);
+  EXPECT_EQ(log.ranks[1].after_iteration, 6);
+  ASSERT_EQ(log.iteration_ms.size(), 6u);
+  int64_t timed = 0;
+  // iterations 3-6: 601.9, 604.1, 601.3, 602.2 ms
+  EXPECT_DOUBLE_EQ(steady_iteration_ms(log, &timed), (601.9 + 602.2) / 2);
+  EXPECT_EQ(timed, 4);
+}
+
+TEST(MegatronLog, TruncatedOrMalformedLogsNameTheLine) {
+  const std::string text = test::read_text(kNoneLog);
+  const size_t in_args = text.find("  num_layers ....");
+  EXPECT_NE(error_of(text.substr(0, in_args)).find("the log ends inside the argument block (truncated)"),
+            std::string::npos);
+  const size_t third = text.find("iteration        4/");
+  const std::string cut = text.substr(0, text.rfind('\n', third) + 1);
+  EXPECT_NE(error_of(cut).find("the log ends after 3 of 6 iterations (truncated)"), std::string::npos);
+  std::string bad = text;
+  const size_t mem = bad.find("max allocated: 42348.86");
+  bad.replace(mem, 23, "max allocated: lots");
+  EXPECT_NE(error_of(bad).find("is a malformed memory report"), std::string::npos);
+  EXPECT_EQ(error_of("hello\n"), "run.log: arguments: is not a Megatron-LM log: no '-- arguments --' block");
+}
+
+TEST(MegatronLog, RebuildsModelLayoutAndRecompute) {
+  const MegatronSetup s = megatron_setup(read_log(kReports + "/logs/dense-tp1pp2-s4096-mbs1-gbs4-sel-attn-mlp.log"));
+  EXPECT_EQ(s.model.hidden_size, 4096);
+  EXPECT_EQ(s.model.num_key_value_heads, 8);
+  EXPECT_EQ(s.model.vocab_size, 128256);  // 128255 padded to a multiple of 128
+  EXPECT_FALSE(s.model.tie_word_embeddings);
+  EXPECT_EQ(s.training.pp, 2);
+  EXPECT_EQ(s.training.dp, 1);
+  EXPECT_EQ(s.training.gbs, 4);
+  EXPECT_EQ(s.training.zero_stage, 0);
+  EXPECT_EQ(s.training.framework, Framework::megatron_local);
+  ASSERT_TRUE(s.plan.megatron);
+  EXPECT_EQ(s.recompute, "selective core_attn+mlp");
+  const MegatronSetup moe = megatron_setup(read_log(kReports + "/logs/moe-tp1pp1ep2-s4096-mbs1-gbs4-none.log"));
+  EXPECT_EQ(moe.model.n_routed_experts, 8);
+  EXPECT_EQ(moe.model.num_experts_per_tok, 2);
+  EXPECT_EQ(moe.model.moe_intermediate_size, 2048);
+  EXPECT_EQ(moe.training.dp, 2);
+  EXPECT_EQ(moe.training.ep, 2);
+}
+
+TEST(MegatronLog, RefusesWhatRemaDoesNotModelByName) {
+  MegatronLog log = read_log(kNoneLog);
+  log.args["transformer_impl"] = "transformer_engine";
+  try {
+    megatron_setup(log);
+    FAIL() << "accepted transformer_engine";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.problems().front().line(), kNoneLog +
+                                               ": transformer_impl: remat has a profile for --transformer-impl local "
+                                               "only (got transformer_engine)");
+  }
+}
+
+// LLaMA3-8B cut to 8 layers, tp 1 pp 2, one sequence of 4096, 4 microbatches,
+// Megatron-LM local. U = s h 2 bytes = 32 MiB. Per layer (read from Megatron's
+// code, checked against its allocator): input, normed input, q, repeated k
+// and v, o (6U), the bf16 softmax (32 heads x s^2 x 2 = 32U), the MLP's
+// input and normed input (2U), fc1's output (7U), silu (3.5U), the copied
+// linear half (3.5U), the product (3.5U): 57.5U, plus two fp32 1/rms rows.
+TEST(MegatronLocalProfile, StageBytesByHand) {
+  const ModelSpec m = [] {
+    ModelSpec x = test::model("llama3-8b");
+    x.num_hidden_layers = 8;
+    return x;
+  }();
+  TrainingSpec t = test::layout(1, 2, 1, 1, 1, 4096);
+  t.gbs = 4;
+  t = apply_framework(t, Framework::megatron_local);
+  t.zero_stage = 0;
+  Plan none;
+  const Estimate e = estimate(m, test::hardware("h200"), t, none, 1e30);
+  const double U = 4096.0 * 4096 * 2, rstd = 4096.0 * 4, MiB = 1024.0 * 1024;
+  const StageMemory& s0 = e.stages[0].memory_bytes;
+  EXPECT_DOUBLE_EQ(s0.activations, 2 * (4 * (57.5 * U + 2 * rstd) + U));  // 2 in flight, + the stage output
+  EXPECT_DOUBLE_EQ(s0.transient_peak, 96 * U - (19.5 * U + rstd));        // 3 score tensors, MLP already freed
+  EXPECT_DOUBLE_EQ(s0.runtime, 32 * 4096.0 * 4096 * 2 + 66 * MiB);        // QK^T buffer, workspaces
+  const double params0 = 4 * 218112000.0 + 128256.0 * 4096;               // 4 layers + embedding
+  EXPECT_DOUBLE_EQ(s0.weights + s0.gradients + s0.optimizer, 18 * params0);
+  EXPECT_DOUBLE_EQ(s0.optimizer_step, 18 * params0 + s0.runtime + 4 * params0);
+  EXPECT_DOUBLE_EQ(s0.peak, 18 * params0 + s0.runtime + s0.activations + s0.transient_peak);
+  // measured on the H200: 42348.86 MiB max allocated
+  EXPECT_NEAR(s0.peak / MiB, 42348.86, 0.001 * 42348.86);
+  const StageMemory& s1 = e.stages[1].memory_bytes;
+  // the loss: fp32 softmax and a bf16 copy or gradient, 6 bytes per logit, on the kept head input
+  EXPECT_DOUBLE_EQ(s1.transient_peak, 6 * 4096.0 * 128256 + 3 * U + rstd);
+}
+
+TEST(MegatronRuns, CommittedRunsWithinTheIssueBounds) {
+  const HardwareSpec hw = test::hardware("hardware/h200.yaml");
+  ASSERT_TRUE(hw.has_megatron_local);
+  std::set<std::string> fitted;
+  std::istringstream names(hw.megatron_local.calibrated_from);
+  for (std::string n; names >> n;) fitted.insert(n);
+  EXPECT_EQ(fitted.size(), 6u);
+  std::vector<MegatronRun> runs;
+  for (const auto& path : committed_logs())
+    runs.push_back({std::filesystem::path(path).filename().string(), compare_megatron(read_log(path), hw)});
+  ASSERT_EQ(runs.size(), 22u);
+  const auto ratios = recompute_ratios(runs);
+  int held_out = 0, ratio_checks = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const MegatronComparison& c = runs[i].comparison;
+    for (const auto& r : c.ranks) EXPECT_LE(std::fabs(r.error_pct()), 3.0) << runs[i].name << " rank " << r.rank;
+    if (fitted.count(runs[i].name)) continue;
+    ++held_out;
+    EXPECT_LE(std::fabs(c.time_error_pct()), 15.0) << runs[i].name;
+    if (ratios[i].has_baseline && c.setup.recompute != "none") {
+      ++ratio_checks;
+      EXPECT_LE(std::fabs(ratios[i].error_pct()), 5.0) << runs[i].name;
+    }
+  }
+  EXPECT_EQ(held_out, 16);
+  EXPECT_GE(ratio_checks, 9);
+}
+
+TEST(MegatronRuns, CalibrateReproducesTheCommittedConstants) {
+  HardwareSpec hw = test::hardware("hardware/h200.yaml");
+  const FrameworkEfficiency committed = hw.megatron_local;
+  hw.has_megatron_local = false;
+  std::vector<MegatronLog> logs;
+  std::istringstream names(committed.calibrated_from);
+  for (std::string n; names >> n;) logs.push_back(read_log(kReports + "/logs/" + n));
+  double rms = 0;
+  const FrameworkEfficiency fit = fit_megatron_local(logs, hw, &rms);
+  EXPECT_NEAR(fit.gemm_scale, committed.gemm_scale, 0.0005);
+  EXPECT_NEAR(fit.memory_bound_scale, committed.memory_bound_scale, 0.0005);
+  EXPECT_NEAR(fit.layer_overhead_s * 1e6, committed.layer_overhead_s * 1e6, 0.5);
+  EXPECT_NEAR(fit.moe_layer_overhead_s * 1e6, committed.moe_layer_overhead_s * 1e6, 0.5);
+  EXPECT_LT(rms, 0.03);
+}
+
+// What CI runs: the committed logs through the CLI, and a truncated one.
+TEST(MegatronCliValidate, CommittedLogsAndATruncatedOne) {
+  std::vector<std::string> args = {"validate", "--hardware", std::string(REMAT_TEST_DATA) + "/../hardware/h200.yaml"};
+  for (const auto& log : committed_logs()) args.insert(args.end(), {"--megatron-log", log});
+  const test::ShellResult ok = test::run_shell(test::remat_command(args) + " 2>&1");
+  EXPECT_EQ(ok.exit_code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("22 runs, 42 ranks: peak (max allocated) within 1.05%"), std::string::npos) << ok.out;
+  const std::string cut = testing::TempDir() + "/truncated.log";
+  const std::string text = test::read_text(kNoneLog);
+  std::ofstream(cut) << text.substr(0, text.find("iteration        2/"));
+  const test::ShellResult bad = test::run_shell(
+      test::remat_command({"validate", "--hardware", "h200", "--megatron-log", cut}) + " 2>&1 >/dev/null");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.out.find("the log ends after 1 of 6 iterations (truncated)"), std::string::npos) << bad.out;
+}
+
+}  // namespace
+}  // namespace remat
