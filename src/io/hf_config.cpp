@@ -68,6 +68,7 @@ void read_qwen_experts(HfJsonReader& r, ModelSpec& m) {
   if (m.moe_layer_freq < 1)
     r.fail("decoder_sparse_step", std::to_string(m.moe_layer_freq), "must be a positive integer");
   r.integer_list("mlp_only_layers", m.dense_mlp_layers);
+  std::sort(m.dense_mlp_layers.begin(), m.dense_mlp_layers.end());
   int64_t shared = 0;
   r.integer("shared_expert_intermediate_size", shared, false);
   if (shared > 0 && m.moe_intermediate_size > 0) {
@@ -94,8 +95,9 @@ void read_llama4_experts(HfJsonReader& r, ModelSpec& m) {
   r.integer_list("moe_layers", moe_layers);
   if (!r.has("moe_layers")) return;
   m.moe_layer_freq = 1;
-  for (int64_t i = 0; i < m.num_hidden_layers; ++i)
-    if (std::find(moe_layers.begin(), moe_layers.end(), i) == moe_layers.end()) m.dense_mlp_layers.push_back(i);
+  std::sort(moe_layers.begin(), moe_layers.end());
+  for (int64_t i = 0; i < std::min(m.num_hidden_layers, limits::kLayers); ++i)
+    if (!std::binary_search(moe_layers.begin(), moe_layers.end(), i)) m.dense_mlp_layers.push_back(i);
 }
 
 void refuse_expert_keys(HfJsonReader& r, const std::string& type) {

@@ -40,7 +40,7 @@ struct ModelSpec {
   int64_t first_k_dense_replace = 0;
   int64_t moe_layer_freq = 1;
   MoeLayerRule moe_layer_rule = MoeLayerRule::dense_prefix;
-  std::vector<int64_t> dense_mlp_layers;  // every_step: layers kept dense (Qwen's mlp_only_layers)
+  std::vector<int64_t> dense_mlp_layers;  // every_step: layers kept dense (Qwen's mlp_only_layers), sorted
 
   // DeepSeek-V3 multi-token prediction modules (num_nextn_predict_layers): each one
   // MoE layer, eh_proj (2h x h) and three norms; embedding and head shared.
@@ -68,7 +68,7 @@ struct ModelSpec {
     if (!is_moe()) return false;
     if (moe_layer_rule == MoeLayerRule::dense_prefix)
       return index >= first_k_dense_replace && (index % moe_layer_freq) == 0;
-    const bool listed = std::find(dense_mlp_layers.begin(), dense_mlp_layers.end(), index) != dense_mlp_layers.end();
+    const bool listed = std::binary_search(dense_mlp_layers.begin(), dense_mlp_layers.end(), index);
     return (index + 1) % moe_layer_freq == 0 && !listed;
   }
   // Whether any of the first `layers` layers has the dense feed-forward.
