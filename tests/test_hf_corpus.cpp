@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "remat/cost/params.hpp"
+#include "remat/cost/stage_model.hpp"
 #include "test_helpers.hpp"
 
 namespace remat {
@@ -97,6 +98,32 @@ TEST(HfCorpus, FirstKDenseReplaceAndMtpOfDeepSeekV3) {
   no_mtp.num_nextn_predict_layers = 0;
   EXPECT_DOUBLE_EQ(model_params(m, 61) - model_params(no_mtp, 61), mla + moe_ffn + 2 * h * h + 3 * h);
   EXPECT_DOUBLE_EQ(model_params(no_mtp, 61), model_params(test::model("deepseek-v3"), 61));
+}
+
+// Stages get the layers the rule says: MTP weights on the last stage only; with
+// decoder_sparse_step 2 the stage of layers 0-2 holds one MoE layer (1), 3-5 two (3, 5).
+TEST(HfCorpus, StagesCarryTheirOwnLayersAndTheMtpModule) {
+  const HardwareSpec hw = test::hardware("h200");
+  TrainingSpec t = test::layout(1, 16, 128, 64, 1, 4096);
+  const ModelSpec hf = parse_hf_config(test::read_text(corpus_dir() + "deepseek-v3.json"), "v3.json");
+  const ModelSpec yaml = test::model("deepseek-v3");
+  const auto ranges = stage_layer_ranges(hf, t);
+  for (int64_t i : {0, 15}) {
+    const StageBase a = stage_base(hf, hw, t, rank_shape(t), i, ranges[size_t(i)]);
+    const StageBase b = stage_base(yaml, hw, t, rank_shape(t), i, ranges[size_t(i)]);
+    const ParamCount mtp = i == 15 ? mtp_params(hf, 1, 64) : ParamCount{};
+    EXPECT_DOUBLE_EQ(a.params.dense - b.params.dense, mtp.dense) << i;
+    EXPECT_DOUBLE_EQ(a.params.expert - b.params.expert, mtp.expert) << i;
+  }
+  const ModelSpec q = parse_hf_config(
+      R"({"model_type": "qwen3_moe", "hidden_size": 64, "intermediate_size": 256, "num_attention_heads": 4,
+          "vocab_size": 100, "num_hidden_layers": 6, "num_experts": 4, "num_experts_per_tok": 2,
+          "moe_intermediate_size": 32, "decoder_sparse_step": 2})",
+      "q.json");
+  t = test::layout(1, 2, 1, 1, 1, 128);
+  const double routed = 4 * 3 * 64 * 32.0;  // one MoE layer's experts
+  EXPECT_DOUBLE_EQ(stage_base(q, hw, t, rank_shape(t), 0, {0, 3}).params.expert, routed);
+  EXPECT_DOUBLE_EQ(stage_base(q, hw, t, rank_shape(t), 1, {3, 6}).params.expert, 2 * routed);
 }
 
 TEST(HfCorpus, GptOssExpertsAndSlidingWindowNote) {
