@@ -171,11 +171,11 @@ TEST(HfCorpus, RefusedByNameWithTheReason) {
             "c.json: model_type: is not a model remat can build: an encoder or encoder-decoder model (bidirectional "
             "attention); remat plans causal decoder LLMs (got bert)");
   EXPECT_EQ(line("starcoder2"),
-            "c.json: model_type: is not a model remat can build: its MLP is two matrices with a GELU (hidden_act), "
-            "not gated; remat's layer has a gated three-matrix MLP only (got starcoder2)");
+            "c.json: model_type: is not a model remat can build: its MLP is two matrices with a GELU, not gated; "
+            "remat's layer has a gated three-matrix MLP only (got starcoder2)");
   EXPECT_EQ(line("gpt2"),
-            "c.json: model_type: is not a model remat can build: its MLP is two matrices with a GELU "
-            "(hidden_act), not gated; remat's layer has a gated three-matrix MLP only (got gpt2)");
+            "c.json: model_type: is not a model remat can build: its MLP is two matrices with a GELU, not gated; "
+            "remat's layer has a gated three-matrix MLP only (got gpt2)");
   EXPECT_EQ(line("nemotron_h"),
             "c.json: model_type: is not a model remat can build: hybrid_override_pattern mixes Mamba-2, MLP or MoE "
             "and attention blocks layer by layer; remat models attention layers only (got nemotron_h)");

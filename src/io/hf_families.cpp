@@ -45,7 +45,7 @@ constexpr std::array kTextConfigWrappers = {"llava",     "llava_next",   "llava_
 
 const char* kEncoder = "an encoder or encoder-decoder model (bidirectional attention); remat plans causal decoder LLMs";
 const char* kTwoMatrixMlp =
-    "its MLP is two matrices with a GELU (hidden_act), not gated; remat's layer has a gated three-matrix MLP only";
+    "its MLP is two matrices with a GELU, not gated; remat's layer has a gated three-matrix MLP only";
 const char* kLinearAttention =
     "layer_types has linear_attention (Gated DeltaNet) layers beside attention; remat models attention layers only";
 const char* kMamba = "mixes Mamba (state-space) layers with attention; remat models attention layers only";
