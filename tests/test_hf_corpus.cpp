@@ -202,6 +202,7 @@ TEST(HfCorpus, NoSilentDefaultForKeysThatChangeTheModel) {
             "attention layers only (got mamba)");
   EXPECT_EQ(rejection(llama + R"(, "block_configs": [{}]})", "c.json"),
             "c.json: block_configs: is not a model remat can build: layers of different kinds (block_configs)");
+  EXPECT_EQ(rejection(llama + R"(, "num_nextn_predict_layers": 0})", "c.json"), "");
   EXPECT_EQ(rejection(llama + R"(, "num_nextn_predict_layers": 1})", "c.json"),
             "c.json: num_nextn_predict_layers: is not a model remat can build: multi-token prediction layers "
             "outside the DeepSeek family (got 1)");

@@ -178,6 +178,26 @@ void note_windowed_attention(HfJsonReader& r, ModelSpec& m, const std::vector<st
                       layers_of("chunked_attention") + cost);
 }
 
+// Only DeepSeek's MTP modules are modelled.
+void refuse_mtp(HfJsonReader& r) {
+  int64_t mtp = 0;
+  r.integer("num_nextn_predict_layers", mtp, false);
+  if (mtp > 0)
+    refuse(r.file, r.path("num_nextn_predict_layers"), std::to_string(mtp),
+           "multi-token prediction layers outside the DeepSeek family");
+}
+
+void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, bool nested) {
+  if (nested) {
+    m.name += " (language model: text_config)";
+    m.notes.push_back("text_config is the language model (" + type +
+                      "); the vision tower and projector are not counted");
+  } else if (family.vision_tower_beside) {
+    m.notes.push_back("the language model's keys are read (" + type +
+                      "); the vision tower (vision_config) is not counted");
+  }
+}
+
 void read_dimensions(HfJsonReader& r, ModelSpec& m) {
   r.integer("hidden_size", m.hidden_size, true);
   r.integer("intermediate_size", m.intermediate_size, true);
@@ -224,19 +244,9 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   top.boolean("tie_word_embeddings", m.tie_word_embeddings);
   if (nested) r.boolean("tie_word_embeddings", m.tie_word_embeddings);
   read_experts(r, m, family->experts, type);
-  if (family->experts != HfExperts::deepseek && r.has("num_nextn_predict_layers"))
-    refuse(file, r.path("num_nextn_predict_layers"), r.object["num_nextn_predict_layers"].dump(),
-           "multi-token prediction layers outside the DeepSeek family");
-  const std::vector<std::string> layer_types = r.text_list("layer_types");
-  note_windowed_attention(r, m, layer_types);
-  if (nested) {
-    m.name += " (language model: text_config)";
-    m.notes.push_back("text_config is the language model (" + type +
-                      "); the vision tower and projector are not counted");
-  } else if (family->vision_tower_beside) {
-    m.notes.push_back("the language model's keys are read (" + type +
-                      "); the vision tower (vision_config) is not counted");
-  }
+  if (family->experts != HfExperts::deepseek) refuse_mtp(r);
+  note_windowed_attention(r, m, r.text_list("layer_types"));
+  note_vision_tower(m, *family, type, nested);
   throw_if(problems);
   if (m.num_key_value_heads == 0) m.num_key_value_heads = m.num_attention_heads;
   auto checks = validate_model(m, file);
