@@ -178,6 +178,7 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
   const SpecSource hw_src = read_spec_source(o.hardware, "hardware");
   Inputs in;
   in.model = load_model(model_src);
+  for (const auto& note : in.model.notes) std::cerr << "note: " << model_src.label << ": " << note << "\n";
   in.hardware = load_hardware(hw_src);
   if (o.num_layers < 0)
     throw InputError({{"command line", "--num-layers", std::to_string(o.num_layers), "must not be negative"}});

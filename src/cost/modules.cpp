@@ -23,7 +23,7 @@ std::vector<ModuleDef> exact_modules(const ModelSpec& m, const RankShape& r) {
   const int64_t hd = gqa_head_dim(m);
   const int64_t proj = mla ? 0 : (m.num_attention_heads + 2 * m.num_key_value_heads) * hd;
   if (!mla) out.push_back({"rmsnorm_linear", {rmsnorm_linear_block(r, m.hidden_size, proj, "rmsnorm_linear")}, {true}});
-  if (!m.is_moe() || m.first_k_dense_replace > 0)
+  if (m.has_dense_mlp_layer(m.num_hidden_layers))
     out.push_back({"mlp", {mlp_block(r, m.hidden_size, m.intermediate_size)}, {true}});
   if (m.is_moe()) {
     const Block shared = moe_shared_block(r, m), routed = moe_routed_block(r, m);
@@ -101,7 +101,7 @@ std::map<std::string, double> dims_map(const paper::Dims& d) {
 // Table 1 rows. Time: F+B over the GPU's best GEMM rate (the table gives no split).
 void add_paper_rows(std::vector<ModuleRow>& rows, const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t) {
   std::vector<std::pair<std::string, paper::Module>> mods = {{"rmsnorm_linear", paper::Module::rmsnorm_linear}};
-  if (!m.is_moe() || m.first_k_dense_replace > 0) mods.push_back({"mlp", paper::Module::mlp});
+  if (m.has_dense_mlp_layer(m.num_hidden_layers)) mods.push_back({"mlp", paper::Module::mlp});
   if (m.is_moe()) mods.push_back({"moe", paper::Module::moe});
   mods.push_back(m.attention() == AttentionKind::mla ? std::pair{"mla", paper::Module::mla}
                                                      : std::pair{"gqa", paper::Module::gqa});

@@ -42,10 +42,22 @@ double embedding_params(const ModelSpec& m, int64_t tp) {
   return double(m.vocab_size) * double(m.hidden_size) / double(tp);
 }
 
+ParamCount mtp_params(const ModelSpec& m, int64_t tp, int64_t ep) {
+  ParamCount p;
+  if (m.num_nextn_predict_layers <= 0) return p;
+  const double h = double(m.hidden_size);
+  // the module's layer is built like the main model's last MoE layer (index past the last layer)
+  const ParamCount layer = layer_params(m, m.num_hidden_layers, tp, ep);
+  const double per_module_dense = layer.dense + 2 * h * h / double(tp) + 3 * h;
+  p.dense = per_module_dense * double(m.num_nextn_predict_layers);
+  p.expert = layer.expert * double(m.num_nextn_predict_layers);
+  return p;
+}
+
 double model_params(const ModelSpec& m, int64_t layers) {
   double total = embedding_params(m, 1) * (m.tie_word_embeddings ? 1 : 2) + double(m.hidden_size);
   for (int64_t i = 0; i < layers; ++i) total += layer_params(m, i, 1, 1).total();
-  return total;
+  return total + mtp_params(m, 1, 1).total();
 }
 
 StaticBytes bytes_per_param(const TrainingSpec& t, double shard) {

@@ -94,6 +94,8 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
   if (last) {
     s.params.dense += double(m.hidden_size);  // final norm
     if (!m.tie_word_embeddings || t.pp > 1) s.params.dense += embedding_params(m, t.tp);
+    const ParamCount mtp = mtp_params(m, t.tp, t.ep);  // weights only: MTP activations are not modelled
+    s.params.dense += mtp.dense, s.params.expert += mtp.expert;
     add_head(s, m, r, t, hw);
   }
   add_p2p(s, m, r, t, hw);

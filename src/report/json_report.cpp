@@ -92,6 +92,8 @@ Json model_json(const ModelSpec& m) {
     j["qk_nope_head_dim"] = m.qk_nope_head_dim;
     j["v_head_dim"] = m.v_head_dim;
   }
+  if (m.num_nextn_predict_layers > 0) j["num_nextn_predict_layers"] = m.num_nextn_predict_layers;
+  if (!m.notes.empty()) j["notes"] = m.notes;
   j["params"] = model_params(m, m.num_hidden_layers);
   return j;
 }

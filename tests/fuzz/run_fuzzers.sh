@@ -26,7 +26,7 @@ seed() {  # seed TARGET: copy the committed inputs into the working corpus
   case "$1" in
     fuzz_model_yaml) cp models/*.yaml tests/bad_inputs/*.yaml "$dir/" ;;
     fuzz_hardware_yaml) cp hardware/*.yaml tests/bad_inputs/*.yaml "$dir/" ;;
-    fuzz_hf_config) cp tests/data/*.json tests/bad_inputs/*.json "$dir/" ;;
+    fuzz_hf_config) cp tests/data/*.json tests/data/hf_configs/*.json tests/bad_inputs/*.json "$dir/" ;;
     fuzz_measurements) cp tests/fuzz/seeds/measurements/*.json "$dir/" ;;
     fuzz_cli) cp tests/fuzz/seeds/cli/*.txt "$dir/" ;;
   esac

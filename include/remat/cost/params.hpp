@@ -16,7 +16,11 @@ struct ParamCount {
 // One layer's parameters on one rank of tp x ep (tp = ep = 1: the whole layer).
 ParamCount layer_params(const ModelSpec& m, int64_t layer_index, int64_t tp, int64_t ep);
 double embedding_params(const ModelSpec& m, int64_t tp);  // V h / tp
-// Whole model, unsharded, with `layers` transformer layers.
+// DeepSeek-V3's multi-token prediction modules on one rank of tp x ep: per module
+// one MoE layer, eh_proj (2h x h, split over tp) and enorm, hnorm and the shared
+// head's norm; the embedding and the output head are the main model's.
+ParamCount mtp_params(const ModelSpec& m, int64_t tp, int64_t ep);
+// Whole model, unsharded, with `layers` transformer layers (and the MTP modules).
 double model_params(const ModelSpec& m, int64_t layers);
 
 struct StaticBytes {

@@ -1,0 +1,82 @@
+#include "hf_json_reader.hpp"
+
+#include <cmath>
+
+namespace remat {
+
+namespace {
+
+// The JSON value as an int64, or false (out of range, fractional, not a number).
+bool as_integer(const nlohmann::json& v, int64_t& out) {
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)) return false;
+  if (v.is_number_integer()) {
+    out = v.get<int64_t>();
+    return true;
+  }
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e18) {
+      out = int64_t(d);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void HfJsonReader::integer(const char* key, int64_t& out, bool required) {
+  if (!has(key)) {
+    if (required) fail(key, "", "required key is missing");
+    return;
+  }
+  const nlohmann::json& v = object[key];
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
+    return fail(key, v.dump(), "is out of range for an integer");
+  if (!as_integer(v, out)) fail(key, v.dump(), "must be an integer");
+}
+
+std::string HfJsonReader::text(const char* key) {
+  if (!has(key)) return "";
+  if (object[key].is_string()) return object[key].get<std::string>();
+  fail(key, object[key].dump(), "must be a string");
+  return "";
+}
+
+void HfJsonReader::boolean(const char* key, bool& out) {
+  if (!has(key)) return;
+  if (object[key].is_boolean())
+    out = object[key].get<bool>();
+  else
+    fail(key, object[key].dump(), "must be true or false");
+}
+
+void HfJsonReader::integer_list(const char* key, std::vector<int64_t>& out) {
+  if (!has(key)) return;
+  const nlohmann::json& v = object[key];
+  std::vector<int64_t> values;
+  int64_t x = 0;
+  for (size_t i = 0; v.is_array() && i < v.size(); ++i) {
+    if (!as_integer(v[i], x)) return fail(key, v.dump(), "must be a list of integers");
+    values.push_back(x);
+  }
+  if (!v.is_array()) return fail(key, v.dump(), "must be a list of integers");
+  out = values;
+}
+
+std::vector<std::string> HfJsonReader::text_list(const char* key) {
+  std::vector<std::string> values;
+  if (!has(key)) return values;
+  const nlohmann::json& v = object[key];
+  for (size_t i = 0; v.is_array() && i < v.size(); ++i) {
+    if (!v[i].is_string()) {
+      fail(key, v.dump(), "must be a list of strings");
+      return {};
+    }
+    values.push_back(v[i].get<std::string>());
+  }
+  if (!v.is_array()) fail(key, v.dump(), "must be a list of strings");
+  return values;
+}
+
+}  // namespace remat

@@ -1,0 +1,36 @@
+// Reading the keys of one JSON object (a config.json or its text_config) into
+// ModelSpec fields; every wrong type is a problem naming the key path.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "remat/spec/problems.hpp"
+
+namespace remat {
+
+struct HfJsonReader {
+  const nlohmann::json& object;
+  std::string file;
+  std::string prefix;  // "" or "text_config."
+  std::vector<Problem>& problems;
+
+  std::string path(const char* key) const { return prefix + key; }
+  bool has(const char* key) const { return object.contains(key) && !object[key].is_null(); }
+  void fail(const char* key, const std::string& value, const std::string& message) {
+    problems.push_back({file, path(key), value, message});
+  }
+  // An integer key; absent and required is a problem, absent and optional leaves `out`.
+  void integer(const char* key, int64_t& out, bool required);
+  // A string key, "" when absent.
+  std::string text(const char* key);
+  void boolean(const char* key, bool& out);
+  // A list of integers (mlp_only_layers, moe_layers); absent leaves `out`.
+  void integer_list(const char* key, std::vector<int64_t>& out);
+  // A list of strings (layer_types); absent gives an empty list.
+  std::vector<std::string> text_list(const char* key);
+};
+
+}  // namespace remat

@@ -1,0 +1,248 @@
+// Hugging Face config.json files as users have them: the committed corpus
+// (tests/data/hf_configs/manifest.json) either loads within 0.5% of the
+// published parameter count or is refused with its exact message; the
+// loader's MoE layer rules, text_config, tied-embedding defaults, MTP and
+// non-finite numbers on small configs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "remat/cost/params.hpp"
+#include "remat/cost/stage_model.hpp"
+#include "test_helpers.hpp"
+
+namespace remat {
+namespace {
+
+std::string corpus_dir() { return std::string(REMAT_TEST_DATA) + "/data/hf_configs/"; }
+
+// The one-line problems of a rejected config, "" when it loads.
+std::string rejection(const std::string& text, const std::string& label) {
+  try {
+    parse_hf_config(text, label);
+  } catch (const InputError& e) {
+    std::string lines;
+    for (const auto& p : e.problems()) lines += (lines.empty() ? "" : "\n") + p.line();
+    return lines;
+  }
+  return "";
+}
+
+std::vector<int64_t> moe_layers(const ModelSpec& m) {
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < m.num_hidden_layers; ++i)
+    if (m.layer_is_moe(i)) out.push_back(i);
+  return out;
+}
+
+TEST(HfCorpus, EveryFileLoadsWithinHalfAPercentOrIsRefusedByName) {
+  const auto manifest = nlohmann::json::parse(test::read_text(corpus_dir() + "manifest.json"));
+  ASSERT_GE(manifest.size(), 30u);
+  int loads = 0, refusals = 0;
+  for (const auto& entry : manifest) {
+    const std::string file = entry.at("file");
+    const std::string text = test::read_text(corpus_dir() + file);
+    ASSERT_FALSE(text.empty()) << file;
+    ASSERT_FALSE(entry.at("source").at("repository").get<std::string>().empty()) << file;
+    if (entry.at("expect") == "load") {
+      ++loads;
+      const std::string why = rejection(text, file);
+      ASSERT_EQ(why, "") << file;
+      const ModelSpec m = parse_hf_config(text, file);
+      const double published = entry.at("published_params").get<double>();
+      EXPECT_NEAR(model_params(m, m.num_hidden_layers) / published, 1.0, 0.005) << file;
+    } else {
+      ++refusals;
+      EXPECT_EQ(rejection(text, file), entry.at("message").get<std::string>()) << file;
+    }
+  }
+  EXPECT_GE(loads, 20);
+  EXPECT_GE(refusals, 7);
+}
+
+// transformers' Qwen2MoeDecoderLayer: MoE where (i + 1) % decoder_sparse_step == 0
+// and i is not in mlp_only_layers.
+TEST(HfCorpus, DecoderSparseStepTwoMakesOddLayersMoe) {
+  const std::string base =
+      R"({"model_type": "qwen2_moe", "hidden_size": 64, "intermediate_size": 256, "num_attention_heads": 4,
+          "vocab_size": 100, "num_hidden_layers": 6, "num_experts": 4, "num_experts_per_tok": 2,
+          "moe_intermediate_size": 32, "shared_expert_intermediate_size": 64, "decoder_sparse_step": 2)";
+  const ModelSpec m = parse_hf_config(base + "}", "q.json");
+  EXPECT_EQ(moe_layers(m), (std::vector<int64_t>{1, 3, 5}));
+  EXPECT_EQ(m.n_shared_experts, 2);  // 64 / 32
+  const ModelSpec only = parse_hf_config(base + R"(, "mlp_only_layers": [3]})", "q.json");
+  EXPECT_EQ(moe_layers(only), (std::vector<int64_t>{1, 5}));
+  // dense layer: 3 h ffn = 3*64*256; MoE layer: router 64*4 + shared 2*3*64*32 + routed 4*3*64*32
+  EXPECT_DOUBLE_EQ(layer_params(m, 0, 1, 1).total() - layer_params(m, 1, 1, 1).total(),
+                   3.0 * 64 * 256 - (64.0 * 4 + 2 * 3 * 64 * 32 + 4 * 3 * 64 * 32));
+  EXPECT_EQ(rejection(base + R"(, "shared_expert_intermediate_size": 48})", "q.json"),
+            "q.json: shared_expert_intermediate_size: must be a multiple of moe_intermediate_size = 32 (got 48)");
+}
+
+TEST(HfCorpus, FirstKDenseReplaceAndMtpOfDeepSeekV3) {
+  const ModelSpec m = parse_hf_config(test::read_text(corpus_dir() + "deepseek-v3.json"), "v3.json");
+  const auto moe = moe_layers(m);
+  ASSERT_EQ(moe.size(), 58u);  // 61 layers, the first 3 dense
+  EXPECT_EQ(moe.front(), 3);
+  EXPECT_EQ(moe.back(), 60);
+  EXPECT_EQ(m.num_nextn_predict_layers, 1);
+  // MTP module: MLA (q_a + norm + q_b, kv_a + norm + kv_b, o, input norm), router, shared and
+  // 256 routed experts, post-attention norm, eh_proj 2h x h, enorm, hnorm, the head's norm.
+  const double h = 7168;
+  const double mla =
+      h * 1536 + 1536 + 1536 * 128 * 192.0 + h * (512 + 64) + 512 + 512 * 128 * 256.0 + 128 * 128 * h + h;
+  const double moe_ffn = h * 256 + 3 * h * 2048 + 256 * 3 * h * 2048 + h;
+  EXPECT_DOUBLE_EQ(mtp_params(m, 1, 1).total(), mla + moe_ffn + 2 * h * h + 3 * h);
+  ModelSpec no_mtp = m;
+  no_mtp.num_nextn_predict_layers = 0;
+  EXPECT_DOUBLE_EQ(model_params(m, 61) - model_params(no_mtp, 61), mla + moe_ffn + 2 * h * h + 3 * h);
+  EXPECT_DOUBLE_EQ(model_params(no_mtp, 61), model_params(test::model("deepseek-v3"), 61));
+}
+
+// Stages get the layers the rule says: MTP weights on the last stage only; with
+// decoder_sparse_step 2 the stage of layers 0-2 holds one MoE layer (1), 3-5 two (3, 5).
+TEST(HfCorpus, StagesCarryTheirOwnLayersAndTheMtpModule) {
+  const HardwareSpec hw = test::hardware("h200");
+  TrainingSpec t = test::layout(1, 16, 128, 64, 1, 4096);
+  const ModelSpec hf = parse_hf_config(test::read_text(corpus_dir() + "deepseek-v3.json"), "v3.json");
+  const ModelSpec yaml = test::model("deepseek-v3");
+  const auto ranges = stage_layer_ranges(hf, t);
+  for (int64_t i : {0, 15}) {
+    const StageBase a = stage_base(hf, hw, t, rank_shape(t), i, ranges[size_t(i)]);
+    const StageBase b = stage_base(yaml, hw, t, rank_shape(t), i, ranges[size_t(i)]);
+    const ParamCount mtp = i == 15 ? mtp_params(hf, 1, 64) : ParamCount{};
+    EXPECT_DOUBLE_EQ(a.params.dense - b.params.dense, mtp.dense) << i;
+    EXPECT_DOUBLE_EQ(a.params.expert - b.params.expert, mtp.expert) << i;
+  }
+  const ModelSpec q = parse_hf_config(
+      R"({"model_type": "qwen3_moe", "hidden_size": 64, "intermediate_size": 256, "num_attention_heads": 4,
+          "vocab_size": 100, "num_hidden_layers": 6, "num_experts": 4, "num_experts_per_tok": 2,
+          "moe_intermediate_size": 32, "decoder_sparse_step": 2})",
+      "q.json");
+  t = test::layout(1, 2, 1, 1, 1, 128);
+  const double routed = 4 * 3 * 64 * 32.0;  // one MoE layer's experts
+  EXPECT_DOUBLE_EQ(stage_base(q, hw, t, rank_shape(t), 0, {0, 3}).params.expert, routed);
+  EXPECT_DOUBLE_EQ(stage_base(q, hw, t, rank_shape(t), 1, {3, 6}).params.expert, 2 * routed);
+}
+
+TEST(HfCorpus, GptOssExpertsAndSlidingWindowNote) {
+  const ModelSpec m = parse_hf_config(test::read_text(corpus_dir() + "gpt-oss-120b.json"), "oss.json");
+  EXPECT_EQ(m.n_routed_experts, 128);
+  EXPECT_EQ(m.num_experts_per_tok, 4);
+  EXPECT_EQ(m.moe_intermediate_size, 2880);
+  EXPECT_EQ(moe_layers(m).size(), 36u);
+  ASSERT_EQ(m.notes.size(), 1u);
+  EXPECT_EQ(m.notes[0],
+            "sliding_window = 128 on 18 of 36 layers: attention FLOPs and time are counted over the full causal "
+            "sequence (an overestimate when --seq is longer); memory is unchanged under flash attention");
+}
+
+TEST(HfCorpus, TextConfigIsTheLanguageModel) {
+  const ModelSpec m = parse_hf_config(test::read_text(corpus_dir() + "devstral-small-2-24b.json"), "d.json");
+  EXPECT_EQ(m.hidden_size, 5120);
+  EXPECT_EQ(m.name, "mistral3 (language model: text_config)");
+  EXPECT_FALSE(m.tie_word_embeddings);
+  EXPECT_EQ(rejection(R"({"model_type": "llava", "text_config": {"model_type": "llama", "hidden_size": 64,
+      "intermediate_size": 128, "num_attention_heads": 4, "num_hidden_layers": 2}})",
+                      "l.json"),
+            "l.json: text_config.vocab_size: required key is missing");
+  EXPECT_EQ(rejection(R"({"model_type": "llava"})", "l.json"),
+            "l.json: text_config: must be the language model's configuration (an object) for model_type llava");
+}
+
+const char* kDims = R"("hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "vocab_size": 100,
+    "num_hidden_layers": 2)";
+
+TEST(HfCorpus, TiedEmbeddingsDefaultPerFamily) {
+  const ModelSpec gemma = parse_hf_config(std::string(R"({"model_type": "gemma3_text", )") + kDims + "}", "g.json");
+  EXPECT_TRUE(gemma.tie_word_embeddings);  // Gemma3TextConfig's default
+  const ModelSpec llama = parse_hf_config(std::string(R"({"model_type": "llama", )") + kDims + "}", "l.json");
+  EXPECT_FALSE(llama.tie_word_embeddings);  // LlamaConfig's default
+  // embedding 100*64 once when tied, twice when not
+  EXPECT_DOUBLE_EQ(model_params(llama, 2) - model_params(gemma, 2), 100.0 * 64);
+}
+
+TEST(HfCorpus, RefusedByNameWithTheReason) {
+  const auto line = [](const std::string& type) {
+    return rejection(R"({"model_type": ")" + type + R"(", )" + kDims + "}", "c.json");
+  };
+  EXPECT_EQ(line("bert"),
+            "c.json: model_type: is not a model remat can build: an encoder or encoder-decoder model (bidirectional "
+            "attention); remat plans causal decoder LLMs (got bert)");
+  EXPECT_EQ(line("starcoder2"),
+            "c.json: model_type: is not a model remat can build: its MLP is two matrices with a GELU, not gated; "
+            "remat's layer has a gated three-matrix MLP only (got starcoder2)");
+  EXPECT_EQ(line("gpt2"),
+            "c.json: model_type: is not a model remat can build: its MLP is two matrices with a GELU, not gated; "
+            "remat's layer has a gated three-matrix MLP only (got gpt2)");
+  EXPECT_EQ(line("nemotron_h"),
+            "c.json: model_type: is not a model remat can build: hybrid_override_pattern mixes Mamba-2, MLP or MoE "
+            "and attention blocks layer by layer; remat models attention layers only (got nemotron_h)");
+  EXPECT_EQ(line("qwen3_next"),
+            "c.json: model_type: is not a model remat can build: layer_types has linear_attention (Gated DeltaNet) "
+            "layers beside attention; remat models attention layers only (got qwen3_next)");
+  EXPECT_EQ(line("nemotron-nas"),
+            "c.json: model_type: is not a model remat can build: block_configs give each layer its own attention and "
+            "FFN shape (some layers have no attention); remat models one layer shape (got nemotron-nas)");
+  EXPECT_EQ(line("cohere"),
+            "c.json: model_type: is not a model remat can build: model_type not in remat's table of families "
+            "(src/io/hf_families.cpp) (got cohere)");
+  EXPECT_EQ(rejection(std::string("{") + kDims + "}", "c.json"),
+            "c.json: model_type: required key is missing (remat picks the architecture by it)");
+}
+
+TEST(HfCorpus, NoSilentDefaultForKeysThatChangeTheModel) {
+  const std::string llama = std::string(R"({"model_type": "llama", )") + kDims;
+  EXPECT_EQ(rejection(llama + R"(, "num_local_experts": 8})", "c.json"),
+            "c.json: num_local_experts: is not a model remat can build: experts in a model_type (llama) that remat's "
+            "table maps as dense (got 8)");
+  EXPECT_EQ(rejection(llama + R"(, "layer_types": ["full_attention", "mamba"]})", "c.json"),
+            "c.json: layer_types: is not a model remat can build: layer_types has mamba layers; remat models "
+            "attention layers only (got mamba)");
+  EXPECT_EQ(rejection(llama + R"(, "block_configs": [{}]})", "c.json"),
+            "c.json: block_configs: is not a model remat can build: layers of different kinds (block_configs)");
+  EXPECT_EQ(rejection(llama + R"(, "num_nextn_predict_layers": 0})", "c.json"), "");
+  EXPECT_EQ(rejection(llama + R"(, "num_nextn_predict_layers": 1})", "c.json"),
+            "c.json: num_nextn_predict_layers: is not a model remat can build: multi-token prediction layers "
+            "outside the DeepSeek family (got 1)");
+}
+
+TEST(HfCorpus, Llama4InterleavedExpertsAndSharedExpert) {
+  const std::string text = std::string(R"({"model_type": "llama4_text", "intermediate_size_mlp": 256,
+      "num_local_experts": 4, "num_experts_per_tok": 1, "interleave_moe_layer_step": 2, "attention_chunk_size": 16,
+      "max_position_embeddings": 64, )") +
+                           R"("hidden_size": 64, "intermediate_size": 32, "num_attention_heads": 4,
+      "vocab_size": 100, "num_hidden_layers": 4})";
+  const ModelSpec m = parse_hf_config(text, "l4.json");
+  EXPECT_EQ(moe_layers(m), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(m.intermediate_size, 256);
+  EXPECT_EQ(m.moe_intermediate_size, 32);
+  EXPECT_EQ(m.n_shared_experts, 1);
+  // a MoE layer's feed-forward: router 64*4 + shared 3*64*32 + routed 4*3*64*32; dense: 3*64*256
+  EXPECT_DOUBLE_EQ(layer_params(m, 1, 1, 1).expert, 4 * 3 * 64 * 32.0);
+  EXPECT_DOUBLE_EQ(layer_params(m, 0, 1, 1).total() - layer_params(m, 1, 1, 1).total(),
+                   3 * 64 * 256.0 - (64 * 4 + 3 * 64 * 32.0 + 4 * 3 * 64 * 32.0));
+  ASSERT_EQ(m.notes.size(), 1u);
+  EXPECT_EQ(m.notes[0].rfind("attention_chunk_size = 16 on its windowed layers", 0), 0u) << m.notes[0];
+}
+
+// transformers writes float('inf') as Infinity (Nemotron-H's time_step_limit).
+TEST(HfCorpus, NonFiniteNumbersIgnoredOrRefusedByKey) {
+  const std::string llama = std::string(R"({"model_type": "llama", )") + kDims;
+  const ModelSpec m =
+      parse_hf_config(llama + R"(, "time_step_limit": [0.0, Infinity], "x": -Infinity, "y": NaN})", "c.json");
+  EXPECT_EQ(m.hidden_size, 64);
+  EXPECT_EQ(rejection(R"({"model_type": "llama", "intermediate_size": 128, "num_attention_heads": 4,
+      "vocab_size": 100, "num_hidden_layers": 2, "hidden_size": Infinity})",
+                      "c.json"),
+            "c.json: hidden_size: must be an integer (got \"Infinity\")");
+  // 67 characters, cut short: the parser stops one past the end, the file's offset (not the quoted copy's 69)
+  EXPECT_EQ(rejection(R"({"model_type": "llama", "name": "NaN Infinity", "hidden_size": NaN,)", "c.json"),
+            "c.json: byte 68: malformed JSON");
+  // Infinityx is no token: the parser stops at its first character, the 30th
+  EXPECT_EQ(rejection(R"({"model_type": "llama", "x": Infinityx})", "c.json"), "c.json: byte 30: malformed JSON");
+}
+
+}  // namespace
+}  // namespace remat
