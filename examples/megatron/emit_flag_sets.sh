@@ -70,7 +70,7 @@ CASES=(
   "--model $TMP/grid-mla.yaml --hardware h200 --tp 2 --pp 1 --seq 4096 --mbs 2 --gbs 4"
 )
 # the default budget, then tighter ones so that other settings get printed too
-BUDGETS=("" 70 50 40 30 20 10 5)
+BUDGETS=("" 70 60 55 50 45 40 30 20 10 5)
 FRAMEWORKS=("" "--framework megatron-local")
 
 {
