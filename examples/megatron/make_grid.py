@@ -28,6 +28,7 @@ RECOMPUTE = {
     "none": [],
     "full-uniform1": "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1".split(),
     "full-block2": "--recompute-granularity full --recompute-method block --recompute-num-layers 2".split(),
+    "full-block4": "--recompute-granularity full --recompute-method block --recompute-num-layers 4".split(),
     "sel-attn": "--recompute-granularity selective --recompute-modules core_attn".split(),
     "sel-mlp": "--recompute-granularity selective --recompute-modules mlp".split(),
     "sel-attn-mlp": "--recompute-granularity selective --recompute-modules core_attn mlp".split(),
@@ -63,6 +64,10 @@ def main():
     s.append(setting("moe", MOE, 1, 1, 2, 4096, 1, 4, "none"))
     s.append(setting("moe", MOE, 1, 1, 2, 4096, 1, 4, "sel-moe"))
     s.append(setting("moe", MOE, 1, 2, 1, 4096, 1, 4, "full-uniform1"))
+    # second run (session 4): more MoE layouts and tp 2 with block recompute
+    s.append(setting("moe", MOE, 1, 2, 1, 4096, 1, 4, "none"))
+    s.append(setting("moe", MOE, 1, 1, 2, 8192, 1, 4, "none", 60))
+    s.append(setting("dense", DENSE, 2, 1, 1, 4096, 2, 8, "full-block4", 60))
     s.append(setting("mla", MLA, 1, 2, 1, 4096, 1, 4, "none"))
     s.append(setting("mla", MLA, 1, 2, 1, 4096, 1, 4, "sel-mlaup"))
     s.append(setting("mla", MLA, 2, 1, 1, 4096, 2, 4, "full-block2"))
