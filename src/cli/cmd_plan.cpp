@@ -5,13 +5,13 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "remat/spec/framework.hpp"
 #include "options.hpp"
 #include "remat/cost/estimate.hpp"
 #include "remat/cost/streambp.hpp"
 #include "remat/report/plan_report.hpp"
 #include "remat/report/tables.hpp"
 #include "remat/search/megatron_flags.hpp"
+#include "remat/spec/framework.hpp"
 #include "remat/spec/problems.hpp"
 #include "remat/spec/validate.hpp"
 
@@ -190,8 +190,7 @@ Runner add_plan_command(CLI::App& app) {
           {{"command line", "--no-uniform-r --no-per-stage-r --no-per-layer", "", "leave nothing to search"}});
     // generic costs are those of fused kernels and flash attention: Megatron with Transformer Engine
     const bool te = in.training.framework != Framework::megatron_local;
-    const RunnablePlan runnable =
-        runnable_megatron_plan(in.model, in.hardware, in.training, {so.budget_bytes, te});
+    const RunnablePlan runnable = runnable_megatron_plan(in.model, in.hardware, in.training, {so.budget_bytes, te});
     if (opts->emit_megatron_args) return emit_megatron_line(in, runnable, te);
     const SearchSpace space = build_search_space(in.model, in.hardware, in.training, so);
     const PlanSearchResult res = plan_search(space, so);

@@ -1,6 +1,8 @@
 // MoE and MLA recompute blocks (EAGLE Appendix C: MoE as norm+router+shared
 // experts and routed experts; MLA as down projections and latent norms + up
 // projections + flash attention), and the layer assembly.
+#include <algorithm>
+
 #include "exact_ops.hpp"
 #include "exact_parts.hpp"
 #include "remat/cost/exact_blocks.hpp"
@@ -176,6 +178,7 @@ LayerDef build_layer(const ModelSpec& m, const RankShape& r, int64_t layer_index
   }
   layer.input_bytes = r.seq_tokens() * double(m.hidden_size) * kBf16;
   layer.ordered_backward = r.ordered_backward;
+  if (m.layer_is_moe(layer_index)) layer.local_experts = m.n_routed_experts / std::max<int64_t>(1, r.ep);
   return layer;
 }
 

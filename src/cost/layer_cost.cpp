@@ -138,12 +138,10 @@ LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool earl
       break;
   }
   // a framework's fixed cost per layer and pass (apply_framework)
-  bool moe = false;
-  for (const auto& b : layer.blocks) moe = moe || b.name.rfind("moe", 0) == 0;
-  const double overhead = hw.layer_overhead_s + (moe ? hw.moe_layer_overhead_s : 0);
+  const double overhead = hw.layer_overhead_s + (layer.local_experts > 0 ? hw.moe_layer_overhead_s : 0);
   c.fwd_s += overhead;
   c.bwd_s += overhead;
-  // a full-layer replay pays it again; a selective one only the dense part: Megatron's selective
+  // a full-layer replay pays it again; a selective one only the per-layer part: Megatron's selective
   // moe recompute measured within 0.4% of no recompute (reports/megatron)
   if (c.recompute_s > 0) c.recompute_s += choice.mode == LayerMode::full ? overhead : hw.layer_overhead_s;
   return c;

@@ -57,6 +57,7 @@ struct LayerDef {
   // A block's backward runs after the later blocks' backward freed what they
   // saved, so its working set sits on the earlier blocks' tensors only.
   bool ordered_backward = false;
+  int64_t local_experts = 0;  // routed experts on this rank (MoE layers)
   int recompute_block_count() const;
 };
 

@@ -35,7 +35,7 @@ struct FrameworkEfficiency {
   double gemm_scale = 1;
   double memory_bound_scale = 1;
   double layer_overhead_s = 0;      // per layer, microbatch and pass (forward or backward)
-  double moe_layer_overhead_s = 0;  // more per MoE layer (token dispatch, per-expert loops)
+  double moe_layer_overhead_s = 0;  // more per MoE layer (token dispatch, per-expert loop)
   std::string calibrated_from;
 };
 
