@@ -20,6 +20,15 @@ inline std::string read_text(const std::string& path) {
 inline ModelSpec model(const std::string& name) { return load_model(read_spec_source(name, "models")); }
 inline HardwareSpec hardware(const std::string& name) { return load_hardware(read_spec_source(name, "hardware")); }
 
+// A small dense model: h 1024, 8 heads of 128, 2 kv heads, SwiGLU 3584, vocab 32000.
+inline ModelSpec small_dense(int64_t layers) {
+  ModelSpec m;
+  m.name = "small-dense";
+  m.hidden_size = 1024, m.intermediate_size = 3584, m.num_attention_heads = 8, m.num_key_value_heads = 2;
+  m.head_dim = 128, m.vocab_size = 32000, m.num_hidden_layers = layers;
+  return m;
+}
+
 inline TrainingSpec layout(int64_t tp, int64_t pp, int64_t dp, int64_t ep, int64_t mbs, int64_t seq) {
   TrainingSpec t;
   t.tp = tp, t.pp = pp, t.dp = dp, t.ep = ep, t.mbs = mbs, t.seq = seq;

@@ -17,14 +17,7 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-// h 1024, 8 heads of 128, 2 kv heads, SwiGLU 3584; tp 1, b 1, s 2048, flash.
-ModelSpec small_dense(int64_t layers) {
-  ModelSpec m;
-  m.name = "small-dense";
-  m.hidden_size = 1024, m.intermediate_size = 3584, m.num_attention_heads = 8, m.num_key_value_heads = 2;
-  m.head_dim = 128, m.vocab_size = 32000, m.num_hidden_layers = layers;
-  return m;
-}
+using test::small_dense;  // h 1024, 8 heads of 128, 2 kv heads, SwiGLU 3584
 
 LayerDef small_layer() { return build_layer(small_dense(4), rank_shape(test::layout(1, 1, 1, 1, 1, 2048)), 0); }
 

@@ -14,13 +14,7 @@
 namespace remat {
 namespace {
 
-ModelSpec small_dense(int64_t layers) {
-  ModelSpec m;
-  m.name = "small-dense";
-  m.hidden_size = 1024, m.intermediate_size = 3584, m.num_attention_heads = 8, m.num_key_value_heads = 2;
-  m.head_dim = 128, m.vocab_size = 32000, m.num_hidden_layers = layers;
-  return m;
-}
+using test::small_dense;
 
 // Every choice a layer can take under `o`, enumerated here independently of the planner.
 std::vector<LayerChoice> universe(const LayerDef& layer, const SearchOptions& o) {
