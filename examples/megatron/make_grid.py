@@ -27,6 +27,7 @@ MLA = ("--num-layers 4 --hidden-size 2048 --ffn-hidden-size 8192 --num-attention
 RECOMPUTE = {
     "none": [],
     "full-uniform1": "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1".split(),
+    "full-block1": "--recompute-granularity full --recompute-method block --recompute-num-layers 1".split(),
     "full-block2": "--recompute-granularity full --recompute-method block --recompute-num-layers 2".split(),
     "full-block4": "--recompute-granularity full --recompute-method block --recompute-num-layers 4".split(),
     "sel-attn": "--recompute-granularity selective --recompute-modules core_attn".split(),
