@@ -68,6 +68,7 @@ def main():
     ap.add_argument("--budget-s", type=float, default=540)
     ap.add_argument("--timeout-s", type=float, default=180)
     ap.add_argument("--only", default="", help="comma-separated setting names")
+    ap.add_argument("--run-id", default=time.strftime("%Y-%m-%dT%H:%M:%S"), help="written into every log's device line")
     ap.add_argument("--stop-on-first-failure", action="store_true")
     args = ap.parse_args()
 
@@ -101,7 +102,8 @@ def main():
         wall_s = time.time() - t0
         with open(os.path.join(args.out, "logs", setting["name"] + ".log"), "w") as f:
             device = summary["device"][0] if summary["device"] else "unknown"
-            f.write(f"# device: {device} ({len(summary['device'])} GPUs)\n" + " ".join(cmd) + "\n" + log)
+            # the run id pairs a recompute setting with its no-recompute run of the same session
+            f.write(f"# device: {device} ({len(summary['device'])} GPUs; harness run {args.run_id})\n" + " ".join(cmd) + "\n" + log)
         ranks, times = parse_log(log)
         steady = [t for it, t in times if it >= 3]
         run = {"name": setting["name"], "gpus": setting["gpus"], "flags": setting["flags"], "rc": rc,

@@ -2,8 +2,10 @@
 """Writes grid-moe.json (session 5): the MoE model of make_grid.py under torch.profiler at pp 2 and ep 2
 (none and recompute, to see where the replayed MoE layer's time goes), then MoE runs not used for fitting:
 pp 2 with full block 1, selective moe, s 8192, 8 microbatches, and ep 2 with full uniform 1.
+With --second, writes grid-moe2.json: a Mixtral-8x7B-shaped MoE (see second_grid).
 Profiled runs are for analysis only: the profiler slows the iteration it records."""
 import json
+import sys
 
 from make_grid import COMMON, MOE, setting
 
@@ -17,7 +19,35 @@ def profiled(tp, pp, ep, recompute):
     return s
 
 
+MOE_8X7 = ("--num-layers 4 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 "
+           "--group-query-attention --num-query-groups 8 --num-experts 8 --moe-router-topk 2 "
+           "--moe-ffn-hidden-size 14336 --moe-token-dispatcher-type alltoall --moe-router-load-balancing-type aux_loss "
+           "--moe-aux-loss-coeff 1e-2").split()
+LONGER = ["--train-iters", "10"]  # argparse keeps the last: 10 iterations, the median over 3-10
+
+
+def second_grid():
+    """Mixtral-8x7B layer dims cut to 4 layers, where the experts' GEMMs outweigh the host's per-layer work,
+    then the small MoE's pp 2 none / full uniform 1 again, measured in the same session as the rest."""
+    s = []
+    for pp, ep, seq, r in [(2, 1, 4096, "none"), (2, 1, 4096, "full-uniform1"), (2, 1, 4096, "full-block1"),
+                           (2, 1, 4096, "sel-moe"), (1, 2, 4096, "none"), (1, 2, 4096, "full-uniform1"),
+                           (1, 2, 4096, "sel-moe"), (2, 1, 8192, "none"), (2, 1, 8192, "full-uniform1")]:
+        x = setting("moe8x7", MOE_8X7, 1, pp, ep, seq, 1, 4, r)
+        x["flags"] += LONGER
+        s.append(x)
+    for r in ["none", "full-uniform1"]:
+        x = setting("moe", MOE, 1, 2, 1, 4096, 1, 4, r)
+        x["name"] += "-rerun"
+        x["flags"] += LONGER
+        s.append(x)
+    return s
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--second":
+        print(json.dumps({"megatron_commit": "d98e8a64dd", "common_flags": COMMON, "settings": second_grid()}, indent=1))
+        return
     s = [profiled(1, 2, 1, "none"), profiled(1, 2, 1, "full-uniform1"),
          profiled(1, 1, 2, "none"), profiled(1, 1, 2, "sel-moe")]
     s.append(setting("moe", MOE, 1, 2, 1, 4096, 1, 4, "full-block1"))

@@ -107,6 +107,15 @@ void per_block_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& cho
   c.transient_bytes = largest_working_set(layer, transient, kept);
 }
 
+// A framework's host cost of one pass of a layer (apply_framework): a fixed cost per layer, and for an
+// MoE layer a floor of host time. Megatron's token dispatcher syncs with the host and its local
+// experts run one after another from Python: 2048-wide experts wait on the host, Mixtral-sized ones
+// keep the GPU busy (reports/megatron, MoE runs).
+double with_host_time(double gpu_s, const LayerDef& layer, const HardwareSpec& hw) {
+  const double t = gpu_s + hw.layer_overhead_s;
+  return layer.local_experts > 0 ? std::max(t, hw.moe_layer_host_s) : t;
+}
+
 }  // namespace
 
 std::vector<std::pair<const Block*, const OpDef*>> replay_ops(const LayerDef& layer, bool early_stop) {
@@ -137,13 +146,13 @@ LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool earl
       per_block_layer(c, layer, choice, early_stop, hw);
       break;
   }
-  // a framework's fixed cost per layer and pass (apply_framework)
-  const double overhead = hw.layer_overhead_s + (layer.local_experts > 0 ? hw.moe_layer_overhead_s : 0);
-  c.fwd_s += overhead;
-  c.bwd_s += overhead;
-  // a full-layer replay pays it again; a selective one only the per-layer part: Megatron's selective
-  // moe recompute measured within 0.4% of no recompute (reports/megatron)
-  if (c.recompute_s > 0) c.recompute_s += choice.mode == LayerMode::full ? overhead : hw.layer_overhead_s;
+  const bool replays_moe = choice.mode == LayerMode::full ||
+                           (choice.mode == LayerMode::selective && (choice.modules & module_bit(MegatronModule::moe)));
+  c.host_bound = layer.local_experts > 0 && c.fwd_s + hw.layer_overhead_s < hw.moe_layer_host_s;
+  c.fwd_s = with_host_time(c.fwd_s, layer, hw);
+  c.bwd_s = with_host_time(c.bwd_s, layer, hw);
+  if (c.recompute_s > 0)
+    c.recompute_s = replays_moe ? with_host_time(c.recompute_s, layer, hw) : c.recompute_s + hw.layer_overhead_s;
   return c;
 }
 

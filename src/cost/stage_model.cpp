@@ -111,8 +111,12 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
   }
   if (t.grad_accumulation_pass)  // read the bf16 gradient, read and write the fp32 main grad
     s.fixed_bwd_s += 10 * s.params.total() / (hw.hbm_bytes_per_s * hw.efficiency.memory_bound);
-  if (t.optimizer_fp32_temp && t.optimizer != Optimizer::none)
-    s.optimizer_step_bytes = 4 * (s.params.dense / (t.zero_stage >= 1 ? double(t.dp) : 1.0) + s.params.expert);
+  if (t.optimizer_fp32_temp && t.optimizer != Optimizer::none) {
+    // with ep > 1 Megatron steps the dense and the expert-parallel parameters in two optimizers, one
+    // after the other, so only the larger group's temporary is live (reports/megatron: MoE ep 2)
+    const double dense = s.params.dense / (t.zero_stage >= 1 ? double(t.dp) : 1.0);
+    s.optimizer_step_bytes = 4 * (t.ep > 1 ? std::max(dense, s.params.expert) : dense + s.params.expert);
+  }
   s.copy_bytes_per_s = host_copy_bytes_per_s(hw);
   s.link_shared = t.tp > hw.nvlink_domain_gpus || hw.nvlink_bytes_per_s <= 0;
   return s;

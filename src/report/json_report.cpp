@@ -33,6 +33,7 @@ Json stage_json(const StageEstimate& s, Strategy strategy) {
       {"layers", {s.first_layer, s.last_layer}},
       {"recompute", {{"strategy", to_string(strategy)}, {"layers", s.recompute_layers}, {"per_layer", per_layer}}},
       {"offload_layers", s.offload_layers},
+      {"host_bound_layers", s.host_bound_layers},
       {"in_flight_microbatches", s.in_flight_microbatches},
       {"memory_bytes",
        {{"weights", bytes(mem.weights)},

@@ -68,7 +68,7 @@ HardwareSpec apply_framework(HardwareSpec hw, Framework f) {
   for (auto& p : hw.efficiency.gemm_by_flops) p.fraction = std::min(1.0, p.fraction * e.gemm_scale);
   hw.efficiency.memory_bound = std::min(1.0, hw.efficiency.memory_bound * e.memory_bound_scale);
   hw.layer_overhead_s = e.layer_overhead_s;
-  hw.moe_layer_overhead_s = e.moe_layer_overhead_s;
+  hw.moe_layer_host_s = e.moe_layer_host_s;
   return hw;
 }
 

@@ -155,7 +155,7 @@ std::vector<Problem> validate_hardware(const HardwareSpec& h, const std::string&
     for (auto [name, v] : {std::pair{"gemm_scale", f.gemm_scale}, {"memory_bound_scale", f.memory_bound_scale}})
       if (!std::isfinite(v) || v <= 0 || v > 4) c.fail(key + name, fmt(v), "must be a finite number in (0, 4]");
     for (auto [name, v] :
-         {std::pair{"layer_overhead_us", f.layer_overhead_s}, {"moe_layer_overhead_us", f.moe_layer_overhead_s}})
+         {std::pair{"layer_overhead_us", f.layer_overhead_s}, {"moe_layer_host_us", f.moe_layer_host_s}})
       if (!std::isfinite(v) || v < 0 || v > 1) c.fail(key + name, fmt(v * 1e6), "must be a finite number in [0, 1e6]");
   }
   for (size_t i = 0; i < e.attention_by_seq.size(); ++i) {

@@ -21,7 +21,9 @@ double rms_error(const std::vector<MegatronLog>& logs, HardwareSpec hw, const Fr
 }  // namespace
 
 // Coordinate descent over the four constants, each on a shrinking bracket:
-// a handful of runs and four smooth parameters need nothing cleverer.
+// a handful of runs and four parameters need nothing cleverer. The MoE host
+// time is a floor (a max), flat wherever no layer sits below it, so each round
+// also scans it over 0-20 ms instead of only stepping from where it stands.
 FrameworkEfficiency fit_megatron_local(const std::vector<MegatronLog>& logs, HardwareSpec hw, double* rms_log_error) {
   FrameworkEfficiency best;
   double best_error = rms_error(logs, hw, best);
@@ -32,11 +34,17 @@ FrameworkEfficiency fit_megatron_local(const std::vector<MegatronLog>& logs, Har
       for (double direction : {-1.0, 1.0}) {
         FrameworkEfficiency trial = best;
         double* value[4] = {&trial.gemm_scale, &trial.memory_bound_scale, &trial.layer_overhead_s,
-                            &trial.moe_layer_overhead_s};
+                            &trial.moe_layer_host_s};
         *value[k] = std::min(upper[k], std::max(lower[k], *value[k] + direction * step[k]));
         const double error = rms_error(logs, hw, trial);
         if (error < best_error) best_error = error, best = trial;
       }
+    for (int i = 0; i <= 80; ++i) {
+      FrameworkEfficiency trial = best;
+      trial.moe_layer_host_s = i * 0.25e-3;
+      const double error = rms_error(logs, hw, trial);
+      if (error < best_error) best_error = error, best = trial;
+    }
     for (double& s : step) s *= 0.75;
   }
   if (rms_log_error) *rms_log_error = best_error;

@@ -18,12 +18,15 @@ std::string layout_key(const MegatronSetup& s) {
 
 struct Extremes {
   double peak_abs = 0, time_abs = 0, ratio_abs = 0;
-  int ranks = 0, ratios = 0;
+  int runs = 0, ranks = 0, ratios = 0;
 };
 
-Extremes extremes(const std::vector<MegatronRun>& runs, const std::vector<RecomputeRatio>& ratios) {
+// Over the runs whose host-bound state is `host_bound`; peak over every run.
+Extremes extremes(const std::vector<MegatronRun>& runs, const std::vector<RecomputeRatio>& ratios, bool host_bound) {
   Extremes e;
   for (size_t i = 0; i < runs.size(); ++i) {
+    if ((runs[i].host_bound_layers() > 0) != host_bound) continue;
+    ++e.runs;
     for (const auto& r : runs[i].comparison.ranks)
       e.peak_abs = std::max(e.peak_abs, std::fabs(r.error_pct())), ++e.ranks;
     e.time_abs = std::max(e.time_abs, std::fabs(runs[i].comparison.time_error_pct()));
@@ -33,14 +36,37 @@ Extremes extremes(const std::vector<MegatronRun>& runs, const std::vector<Recomp
   return e;
 }
 
+std::string extremes_line(const Extremes& e) {
+  return fmt::format("peak (max allocated) within {:.2f}% ({} ranks); iteration time within {:.1f}%; "
+                     "time of each recompute setting over none within {:.1f}% ({} runs)",
+                     e.peak_abs, e.ranks, e.time_abs, e.ratio_abs, e.ratios);
+}
+
+Json extremes_json(const Extremes& e) {
+  return {{"runs", e.runs},
+          {"ranks", e.ranks},
+          {"max_abs_peak_error_pct", e.peak_abs},
+          {"max_abs_time_error_pct", e.time_abs},
+          {"max_abs_ratio_error_pct", e.ratio_abs},
+          {"ratios", e.ratios}};
+}
+
 }  // namespace
+
+int64_t MegatronRun::host_bound_layers() const {
+  int64_t n = 0;
+  for (const auto& st : comparison.estimate.stages) n += st.host_bound_layers;
+  return n;
+}
 
 std::vector<RecomputeRatio> recompute_ratios(const std::vector<MegatronRun>& runs) {
   std::vector<RecomputeRatio> out(runs.size());
   for (size_t i = 0; i < runs.size(); ++i)
     for (const auto& base : runs) {
       const MegatronComparison &c = runs[i].comparison, &b = base.comparison;
-      if (b.setup.recompute != "none" || layout_key(b.setup) != layout_key(c.setup)) continue;
+      if (b.setup.recompute != "none" || layout_key(b.setup) != layout_key(c.setup) ||
+          base.session != runs[i].session)
+        continue;
       out[i] = {c.predicted_iteration_ms / b.predicted_iteration_ms, c.measured_iteration_ms / b.measured_iteration_ms,
                 true};
     }
@@ -50,9 +76,9 @@ std::vector<RecomputeRatio> recompute_ratios(const std::vector<MegatronRun>& run
 std::string megatron_table(const std::vector<MegatronRun>& runs, const std::string& hardware_name) {
   const auto ratios = recompute_ratios(runs);
   std::string out = fmt::format("Megatron-LM runs beside remat (--framework megatron-local, {})\n", hardware_name);
-  out += fmt::format("{:<46} {:>4} {:>5} {:>10} {:>10} {:>7} {:>9} {:>9} {:>7} {:>13}\n", "run (recompute)", "rank",
-                     "stage", "pred MiB", "meas MiB", "err %", "pred ms", "meas ms", "err %", "vs none err %");
-  out += std::string(130, '-') + "\n";
+  out += fmt::format("{:<46} {:>4} {:>5} {:>10} {:>10} {:>7} {:>9} {:>9} {:>7} {:>13} {:>4}\n", "run (recompute)", "rank",
+                     "stage", "pred MiB", "meas MiB", "err %", "pred ms", "meas ms", "err %", "vs none err %", "host");
+  out += std::string(135, '-') + "\n";
   for (size_t i = 0; i < runs.size(); ++i) {
     const MegatronComparison& c = runs[i].comparison;
     for (size_t k = 0; k < c.ranks.size(); ++k) {
@@ -64,15 +90,17 @@ std::string megatron_table(const std::vector<MegatronRun>& runs, const std::stri
                               ? fmt::format("{:>+13.1f}", ratios[i].error_pct())
                               : std::string(13, ' ');
       const std::string name = k == 0 ? runs[i].name : "  (" + c.setup.recompute + ")";
-      out += fmt::format("{:<46} {:>4} {:>5} {:>10.0f} {:>10.0f} {:>+7.2f} {} {}\n", name.substr(0, 46), r.rank,
-                         r.stage, r.predicted_peak_MiB, r.measured_max_allocated_MiB, r.error_pct(), time, ratio);
+      const std::string host = k == 0 && runs[i].host_bound_layers() > 0 ? "  yes" : "";
+      out += fmt::format("{:<46} {:>4} {:>5} {:>10.0f} {:>10.0f} {:>+7.2f} {} {}{}\n", name.substr(0, 46), r.rank,
+                         r.stage, r.predicted_peak_MiB, r.measured_max_allocated_MiB, r.error_pct(), time, ratio, host);
     }
   }
-  const Extremes e = extremes(runs, ratios);
-  out += fmt::format(
-      "\n{} runs, {} ranks: peak (max allocated) within {:.2f}%; iteration time within {:.1f}%; "
-      "time of each recompute setting over none within {:.1f}% ({} runs)\n",
-      runs.size(), e.ranks, e.peak_abs, e.time_abs, e.ratio_abs, e.ratios);
+  const Extremes gpu = extremes(runs, ratios, false), host = extremes(runs, ratios, true);
+  out += fmt::format("\n{} runs GPU-bound: {}\n", gpu.runs, extremes_line(gpu));
+  if (host.runs > 0)
+    out += fmt::format(
+        "{} runs host-bound (an MoE layer's forward below the framework's host time, \"host\" above): {}\n",
+        host.runs, extremes_line(host));
   return out;
 }
 
@@ -105,23 +133,20 @@ Json megatron_report(const ReportMeta& meta, const std::vector<MegatronRun>& run
                 {"predicted_iteration_ms", c.predicted_iteration_ms},
                 {"measured_iteration_ms", c.measured_iteration_ms},
                 {"timed_iterations", c.timed_iterations},
-                {"time_error_pct", c.time_error_pct()}};
+                {"time_error_pct", c.time_error_pct()},
+                {"host_bound_layers", runs[i].host_bound_layers()}};
     if (ratios[i].has_baseline)
       run["time_over_none"] = {
           {"predicted", ratios[i].predicted}, {"measured", ratios[i].measured}, {"error_pct", ratios[i].error_pct()}};
     list.push_back(run);
   }
-  const Extremes e = extremes(runs, ratios);
   return {{"meta", meta_json(meta)},
           {"hardware", hardware_name},
           {"framework", "megatron-local"},
           {"runs", list},
           {"summary",
-           {{"runs", runs.size()},
-            {"ranks", e.ranks},
-            {"max_abs_peak_error_pct", e.peak_abs},
-            {"max_abs_time_error_pct", e.time_abs},
-            {"max_abs_ratio_error_pct", e.ratio_abs}}}};
+           {{"gpu_bound", extremes_json(extremes(runs, ratios, false))},
+            {"host_bound", extremes_json(extremes(runs, ratios, true))}}}};
 }
 
 }  // namespace remat

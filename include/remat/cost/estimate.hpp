@@ -32,6 +32,7 @@ struct StageEstimate {
   int64_t index = 0;
   int64_t first_layer = 0, last_layer = 0;  // [first, last)
   int64_t recompute_layers = 0, offload_layers = 0;
+  int64_t host_bound_layers = 0;  // MoE layers whose forward waits on the framework's host time
   std::vector<LayerChoice> per_layer;
   int64_t in_flight_microbatches = 0;
   StageMemory memory_bytes;

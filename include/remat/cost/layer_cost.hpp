@@ -21,6 +21,9 @@ struct LayerCost {
   // layer's replay brings back, and whether it starts the chunk.
   double chunk_replay_bytes = 0;
   bool chunk_start = false;
+  // the forward takes the framework's MoE host time, not the GPU's: a host-bound layer, whose
+  // time (and the time of replaying it) is rougher than a GPU-bound one's (reports/megatron)
+  bool host_bound = false;
 };
 
 LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool early_stop, const HardwareSpec& hw);

@@ -29,13 +29,13 @@ struct Efficiency {
 
 // What one framework reaches on this GPU beside remat-bench's kernels
 // (remat calibrate --megatron-log): scales of the GEMM and memory-bound
-// efficiencies and a fixed cost per layer and microbatch (kernel launches,
-// Python), fitted to that framework's own runs.
+// efficiencies, a fixed cost per layer and microbatch (kernel launches,
+// Python) and the host time of an MoE layer, fitted to that framework's own runs.
 struct FrameworkEfficiency {
   double gemm_scale = 1;
   double memory_bound_scale = 1;
   double layer_overhead_s = 0;      // per layer, microbatch and pass (forward or backward)
-  double moe_layer_overhead_s = 0;  // more per MoE layer (token dispatch, per-expert loop)
+  double moe_layer_host_s = 0;      // host time of an MoE layer's pass (dispatch syncs, per-expert loop): its floor
   std::string calibrated_from;
 };
 
@@ -57,7 +57,7 @@ struct HardwareSpec {
   Efficiency efficiency;
   std::string calibrated_from;      // measurement file the efficiencies were fitted to
   double layer_overhead_s = 0;      // in effect: set by apply_framework from the framework's entry
-  double moe_layer_overhead_s = 0;  // likewise
+  double moe_layer_host_s = 0;      // likewise
   bool has_megatron_local = false;
   FrameworkEfficiency megatron_local;  // frameworks.megatron-local, when has_megatron_local
 };

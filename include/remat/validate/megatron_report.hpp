@@ -13,10 +13,14 @@ namespace remat {
 struct MegatronRun {
   std::string name;  // the log's file name
   MegatronComparison comparison;
+  std::string session;  // the log's "# device:" line: runs of one harness session share it
+  // MoE layers whose forward waits on the framework's host time (all stages)
+  int64_t host_bound_layers() const;
 };
 
 // Predicted / measured time of each run divided by the same ratio of the run
-// with the same model, layout and batch and no recompute; 0 when there is none.
+// with the same model, layout and batch and no recompute, measured in the same
+// session (host speed differs between machines); 0 when there is none.
 struct RecomputeRatio {
   double predicted = 0, measured = 0;
   bool has_baseline = false;
