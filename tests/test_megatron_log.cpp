@@ -188,9 +188,9 @@ TEST(MegatronRuns, CommittedRunsWithinTheIssueBounds) {
 TEST(MegatronRuns, RatiosPairRunsOfOneSession) {
   const HardwareSpec hw = test::hardware("hardware/h200.yaml");
   std::vector<MegatronRun> runs;
-  for (const std::string name : {"moe-tp1pp2-s4096-mbs1-gbs4-none", "moe-tp1pp2-s4096-mbs1-gbs4-full-uniform1",
-                                 "moe-tp1pp2-s4096-mbs1-gbs4-none-rerun",
-                                 "moe-tp1pp2-s4096-mbs1-gbs4-full-uniform1-rerun"}) {
+  for (const std::string name :
+       {"moe-tp1pp2-s4096-mbs1-gbs4-none", "moe-tp1pp2-s4096-mbs1-gbs4-full-uniform1",
+        "moe-tp1pp2-s4096-mbs1-gbs4-none-rerun", "moe-tp1pp2-s4096-mbs1-gbs4-full-uniform1-rerun"}) {
     const MegatronLog log = read_log(kReports + "/logs/" + name + ".log");
     runs.push_back({name, compare_megatron(log, hw), log.device});
   }

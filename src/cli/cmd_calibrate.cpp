@@ -73,8 +73,8 @@ int calibrate_megatron(const CalibrateOptions& o) {
   std::cout << fmt::format(
       "megatron-local on {}: gemm_scale {:.3f}, memory_bound_scale {:.3f}, layer_overhead {:.0f} us, "
       "moe_layer_host {:.0f} us; fit over {} runs: rms log error {:.3f} ({:.1f}%)\n",
-      src.label, e.gemm_scale, e.memory_bound_scale, e.layer_overhead_s * 1e6, e.moe_layer_host_s * 1e6,
-      logs.size(), rms, 100 * (std::exp(rms) - 1));
+      src.label, e.gemm_scale, e.memory_bound_scale, e.layer_overhead_s * 1e6, e.moe_layer_host_s * 1e6, logs.size(),
+      rms, 100 * (std::exp(rms) - 1));
   return kExitOk;
 }
 

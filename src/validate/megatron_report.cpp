@@ -37,9 +37,10 @@ Extremes extremes(const std::vector<MegatronRun>& runs, const std::vector<Recomp
 }
 
 std::string extremes_line(const Extremes& e) {
-  return fmt::format("peak (max allocated) within {:.2f}% ({} ranks); iteration time within {:.1f}%; "
-                     "time of each recompute setting over none within {:.1f}% ({} runs)",
-                     e.peak_abs, e.ranks, e.time_abs, e.ratio_abs, e.ratios);
+  return fmt::format(
+      "peak (max allocated) within {:.2f}% ({} ranks); iteration time within {:.1f}%; "
+      "time of each recompute setting over none within {:.1f}% ({} runs)",
+      e.peak_abs, e.ranks, e.time_abs, e.ratio_abs, e.ratios);
 }
 
 Json extremes_json(const Extremes& e) {
@@ -64,8 +65,7 @@ std::vector<RecomputeRatio> recompute_ratios(const std::vector<MegatronRun>& run
   for (size_t i = 0; i < runs.size(); ++i)
     for (const auto& base : runs) {
       const MegatronComparison &c = runs[i].comparison, &b = base.comparison;
-      if (b.setup.recompute != "none" || layout_key(b.setup) != layout_key(c.setup) ||
-          base.session != runs[i].session)
+      if (b.setup.recompute != "none" || layout_key(b.setup) != layout_key(c.setup) || base.session != runs[i].session)
         continue;
       out[i] = {c.predicted_iteration_ms / b.predicted_iteration_ms, c.measured_iteration_ms / b.measured_iteration_ms,
                 true};
@@ -76,8 +76,9 @@ std::vector<RecomputeRatio> recompute_ratios(const std::vector<MegatronRun>& run
 std::string megatron_table(const std::vector<MegatronRun>& runs, const std::string& hardware_name) {
   const auto ratios = recompute_ratios(runs);
   std::string out = fmt::format("Megatron-LM runs beside remat (--framework megatron-local, {})\n", hardware_name);
-  out += fmt::format("{:<46} {:>4} {:>5} {:>10} {:>10} {:>7} {:>9} {:>9} {:>7} {:>13} {:>4}\n", "run (recompute)", "rank",
-                     "stage", "pred MiB", "meas MiB", "err %", "pred ms", "meas ms", "err %", "vs none err %", "host");
+  out +=
+      fmt::format("{:<46} {:>4} {:>5} {:>10} {:>10} {:>7} {:>9} {:>9} {:>7} {:>13} {:>4}\n", "run (recompute)", "rank",
+                  "stage", "pred MiB", "meas MiB", "err %", "pred ms", "meas ms", "err %", "vs none err %", "host");
   out += std::string(135, '-') + "\n";
   for (size_t i = 0; i < runs.size(); ++i) {
     const MegatronComparison& c = runs[i].comparison;
@@ -98,9 +99,9 @@ std::string megatron_table(const std::vector<MegatronRun>& runs, const std::stri
   const Extremes gpu = extremes(runs, ratios, false), host = extremes(runs, ratios, true);
   out += fmt::format("\n{} runs GPU-bound: {}\n", gpu.runs, extremes_line(gpu));
   if (host.runs > 0)
-    out += fmt::format(
-        "{} runs host-bound (an MoE layer's forward below the framework's host time, \"host\" above): {}\n",
-        host.runs, extremes_line(host));
+    out +=
+        fmt::format("{} runs host-bound (an MoE layer's forward below the framework's host time, \"host\" above): {}\n",
+                    host.runs, extremes_line(host));
   return out;
 }
 

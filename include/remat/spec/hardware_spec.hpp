@@ -34,8 +34,8 @@ struct Efficiency {
 struct FrameworkEfficiency {
   double gemm_scale = 1;
   double memory_bound_scale = 1;
-  double layer_overhead_s = 0;      // per layer, microbatch and pass (forward or backward)
-  double moe_layer_host_s = 0;      // host time of an MoE layer's pass (dispatch syncs, per-expert loop): its floor
+  double layer_overhead_s = 0;  // per layer, microbatch and pass (forward or backward)
+  double moe_layer_host_s = 0;  // host time of an MoE layer's pass (dispatch syncs, per-expert loop): its floor
   std::string calibrated_from;
 };
 
@@ -55,9 +55,9 @@ struct HardwareSpec {
   double network_bytes_per_s = 0;  // per GPU per direction
   double memory_reserve_bytes = 0;
   Efficiency efficiency;
-  std::string calibrated_from;      // measurement file the efficiencies were fitted to
-  double layer_overhead_s = 0;      // in effect: set by apply_framework from the framework's entry
-  double moe_layer_host_s = 0;      // likewise
+  std::string calibrated_from;  // measurement file the efficiencies were fitted to
+  double layer_overhead_s = 0;  // in effect: set by apply_framework from the framework's entry
+  double moe_layer_host_s = 0;  // likewise
   bool has_megatron_local = false;
   FrameworkEfficiency megatron_local;  // frameworks.megatron-local, when has_megatron_local
 };
