@@ -48,17 +48,22 @@ def plan_setting(name, model, layout, budget, extra):
             "remat_plan": " ".join(cmd[1:]).replace(HERE + "/", "examples/megatron/")}
 
 
+def no_recompute(plan, name):
+    """The plan's flags without its --recompute-* arguments: the same layout with no recompute."""
+    flags, skip = [], False
+    for f in plan["flags"]:
+        if f.startswith("--"):
+            skip = f.startswith("--recompute-")
+        if not skip:
+            flags.append(f)
+    return {"name": name, "gpus": plan["gpus"], "flags": flags, "expected_s": 60}
+
+
 def main():
     if "--moe" in sys.argv:
-        sys.path.insert(0, HERE)
-        from make_moe_grid import LONGER, MOE_8X7
-        from make_grid import setting
-        settings = []
-        for pp, ep in [(2, 1), (1, 2)]:
-            base = setting("moe8x7", MOE_8X7, 1, pp, ep, 8192, 1, 4, "none")
-            base["flags"] += LONGER
-            settings.append(base)
-        settings += [plan_setting(n, MOE, layout, b, MOE_EXTRA) for n, layout, b in MOE_PLANS]
+        plans = [plan_setting(n, MOE, layout, b, MOE_EXTRA) for n, layout, b in MOE_PLANS]
+        settings = [no_recompute(plans[0], "moe8x7-tp1pp2-s8192-mbs1-gbs4-none-planflags"),
+                    no_recompute(plans[2], "moe8x7-tp1pp1ep2-s8192-mbs1-gbs4-none-planflags")] + plans
     else:
         settings = [plan_setting(n, DENSE, layout, b, []) for n, layout, b in PLANS]
     print(json.dumps({"megatron_commit": "d98e8a64dd", "common_flags": COMMON, "settings": settings}, indent=1))
