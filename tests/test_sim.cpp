@@ -7,6 +7,7 @@
 
 #include "remat/sim/schedule.hpp"
 #include "remat/sim/simulate.hpp"
+#include "remat/spec/framework.hpp"
 #include "remat/spec/problems.hpp"
 #include "test_helpers.hpp"
 
@@ -120,6 +121,33 @@ TEST(Simulate, PeakListsWhatIsAlive) {
   for (const auto& b : pk.top) working = working || b.name == "working mb0 L19";
   EXPECT_TRUE(working);
   EXPECT_NEAR(pk.by_category[size_t(MemCategory::activations)], sim.estimate.stages[0].memory_bytes.activations, 1);
+}
+
+// Under --framework megatron-local the simulator holds the profile's runtime buffers all iteration
+// and the optimizer step's temporary while the step runs, so it peaks where estimate does: in a
+// backward without recompute, at the optimizer step with full recompute.
+TEST(Simulate, MegatronLocalPeaksWhereEstimateDoes) {
+  ModelSpec m = test::model("llama3-8b");
+  m.num_hidden_layers = 8;
+  TrainingSpec t = test::layout(1, 2, 1, 1, 1, 4096);
+  t.gbs = 4;
+  t = apply_framework(t, Framework::megatron_local);
+  t.zero_stage = 0;
+  const HardwareSpec hw = apply_framework(test::hardware("h200"), Framework::megatron_local);
+  for (Strategy s : {Strategy::none, Strategy::full}) {
+    Plan p;
+    p.strategy = s;
+    const Simulation sim = simulate(m, hw, t, p);
+    for (size_t i = 0; i < sim.stages.size(); ++i) {
+      const StageMemory& est = sim.estimate.stages[i].memory_bytes;
+      const StagePeak& pk = sim.stages[i].peak;
+      EXPECT_NEAR(pk.bytes, est.peak, 0.002 * est.peak) << to_string(s) << " stage " << i;
+      EXPECT_DOUBLE_EQ(pk.by_category[size_t(MemCategory::runtime)], est.runtime);
+      bool step_temp = false;
+      for (const auto& b : pk.top) step_temp = step_temp || b.name == "optimizer step temporary";
+      EXPECT_EQ(step_temp, est.optimizer_step >= est.peak - 1) << to_string(s) << " stage " << i;
+    }
+  }
 }
 
 TEST(Simulate, DeepSeekV3Pp16With64MicrobatchesUnderOneSecond) {

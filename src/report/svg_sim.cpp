@@ -47,11 +47,12 @@ std::string stage_memory_bars_svg(const std::vector<StageBarsInput>& runs, const
     for (const auto& run : runs) {
       const CategoryBytes& b = run.sim->stages[size_t(index)].peak.by_category;
       const auto at = [&](MemCategory c) { return b[size_t(c)] / kGiB; };
-      bars.push_back({fmt::format("{} ({})", group, index),
-                      to_string(run.strategy),
-                      {at(MemCategory::weights) + at(MemCategory::gradients) + at(MemCategory::optimizer),
-                       at(MemCategory::activations), at(MemCategory::working),
-                       at(MemCategory::offload) + at(MemCategory::logits) + at(MemCategory::comm)}});
+      bars.push_back(
+          {fmt::format("{} ({})", group, index),
+           to_string(run.strategy),
+           {at(MemCategory::weights) + at(MemCategory::gradients) + at(MemCategory::optimizer),
+            at(MemCategory::activations), at(MemCategory::working),
+            at(MemCategory::offload) + at(MemCategory::logits) + at(MemCategory::comm) + at(MemCategory::runtime)}});
     }
   return stacked_bars_svg(
       title, "memory at the stage's peak (GiB)",

@@ -67,6 +67,8 @@ ChunkSet build_chunks(const ModelSpec& m, const HardwareSpec& hw, const Training
     c.stage = int64_t(vs) % t.pp;
     c.chunk = int64_t(vs) / t.pp;
     c.static_bytes = base.static_bytes;
+    c.runtime_bytes = base.runtime_bytes;
+    c.optimizer_step_bytes = base.optimizer_step_bytes;
     split_fixed(c, base, tv.pp);
     // p2p payload: the residual stream of one microbatch (stage_model's add_p2p)
     c.p2p_bytes = r.seq_tokens() * double(m.hidden_size) * 2;

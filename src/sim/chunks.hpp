@@ -20,6 +20,8 @@ struct Chunk {
   int64_t stage = 0, chunk = 0, virtual_index = 0;
   std::vector<ChunkLayer> layers;  // forward order
   StaticBytes static_bytes;
+  double runtime_bytes = 0;         // the framework's buffers alive all iteration (per GPU)
+  double optimizer_step_bytes = 0;  // the optimizer step's temporary for this chunk's parameters
   bool has_head = false;
   double head_bytes = 0, head_fwd_s = 0, head_bwd_s = 0;
   double send_fwd_s = 0, send_bwd_s = 0;  // 0 where there is no neighbour

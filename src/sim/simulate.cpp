@@ -212,16 +212,20 @@ void Engine::backward(const Chunk& c, int64_t mb) {
   ck.compute = t;
 }
 
-// Weights, gradients (Megatron's contiguous grad buffer) and optimizer state
-// live the whole iteration; the optimizer step runs on every stage after the
-// model-parallel gradient-norm reduction, i.e. once all backwards are done.
+// Weights, gradients (Megatron's contiguous grad buffer), optimizer state and
+// the framework's runtime buffers live the whole iteration; the optimizer step
+// runs on every stage after the model-parallel gradient-norm reduction, i.e.
+// once all backwards are done, with its temporary (--framework) alive while it runs.
 void finish(Simulation& sim, Engine& engine, const ChunkSet& set, const HardwareSpec& hw, double backward_end) {
   const int64_t p = set.training.pp;
   auto stage_static = std::vector<StaticBytes>(size_t(p));
+  std::vector<double> runtime(size_t(p), 0.0), step_temp(size_t(p), 0.0);
   for (const Chunk& c : set.chunks) {
     StaticBytes& s = stage_static[size_t(c.stage)];
     s.weights += c.static_bytes.weights, s.gradients += c.static_bytes.gradients;
     s.optimizer += c.static_bytes.optimizer;
+    runtime[size_t(c.stage)] = std::max(runtime[size_t(c.stage)], c.runtime_bytes);  // one set per GPU
+    step_temp[size_t(c.stage)] += c.optimizer_step_bytes;
   }
   double end = backward_end;
   for (int64_t i = 0; i < p; ++i) {
@@ -230,7 +234,12 @@ void finish(Simulation& sim, Engine& engine, const ChunkSet& set, const Hardware
     mem.weights = s.weights, mem.gradients = s.gradients, mem.optimizer = s.optimizer;
     const double opt_s = optimizer_step_s(mem, set.training, hw);
     const Chunk& c = set.chunks[size_t(i)];
-    end = std::max(end, engine.emit(c, SimStream::compute, SimOp::optimizer, -1, -1, backward_end, opt_s));
+    const double step_end = engine.emit(c, SimStream::compute, SimOp::optimizer, -1, -1, backward_end, opt_s);
+    if (step_temp[size_t(i)] > 0)
+      engine.release(
+          engine.alloc(i, "optimizer step temporary", MemCategory::optimizer, step_temp[size_t(i)], backward_end),
+          step_end);
+    end = std::max(end, step_end);
   }
   sim.iteration_s = end;
   for (int64_t i = 0; i < p; ++i) {
@@ -238,6 +247,8 @@ void finish(Simulation& sim, Engine& engine, const ChunkSet& set, const Hardware
     engine.release(engine.alloc(i, "weights", MemCategory::weights, s.weights, 0), end);
     engine.release(engine.alloc(i, "gradients", MemCategory::gradients, s.gradients, 0), end);
     engine.release(engine.alloc(i, "optimizer state", MemCategory::optimizer, s.optimizer, 0), end);
+    if (runtime[size_t(i)] > 0)
+      engine.release(engine.alloc(i, "runtime buffers", MemCategory::runtime, runtime[size_t(i)], 0), end);
   }
 }
 

@@ -28,6 +28,8 @@ const char* to_string(MemCategory c) {
       return "logits";
     case MemCategory::comm:
       return "comm";
+    case MemCategory::runtime:
+      return "runtime";
   }
   return "?";
 }

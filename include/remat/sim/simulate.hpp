@@ -20,8 +20,9 @@ namespace remat {
 
 // What a buffer holds. The first three are allocated once and live all the
 // iteration; the others come and go with the events.
-enum class MemCategory { weights, gradients, optimizer, activations, working, offload, logits, comm };
-inline constexpr int kMemCategories = 8;
+// runtime: a framework's buffers alive all iteration (--framework: score buffer, workspaces)
+enum class MemCategory { weights, gradients, optimizer, activations, working, offload, logits, comm, runtime };
+inline constexpr int kMemCategories = 9;
 const char* to_string(MemCategory c);
 
 // One stream of a stage: compute, the host link per direction, pipeline p2p.
