@@ -3,6 +3,7 @@
 // (reports/megatron/) against the bounds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -214,6 +215,35 @@ TEST(MegatronRuns, CalibrateReproducesTheCommittedConstants) {
   EXPECT_NEAR(fit.layer_overhead_s * 1e6, committed.layer_overhead_s * 1e6, 0.5);
   EXPECT_NEAR(fit.moe_layer_host_s * 1e6, committed.moe_layer_host_s * 1e6, 0.5);
   EXPECT_LT(rms, 0.06);
+}
+
+// The flag sets remat prints today for the README examples and the harness layouts are the ones
+// committed, and Megatron-LM's own parse_args / validate_args / TransformerConfig accepted every one
+// of them (reports/megatron/flags-remat.jsonl, written on the GPU machine by check_flags.py).
+TEST(MegatronFlags, EveryPrintedSetIsCommittedAndAccepted) {
+  const std::string root = std::string(REMAT_TEST_DATA) + "/..";
+  const std::string fresh = testing::TempDir() + "/remat_flag_sets.txt";
+  const test::ShellResult r = test::run_shell("bash " + root + "/examples/megatron/emit_flag_sets.sh " +
+                                              std::string(REMAT_BINARY) + " " + fresh + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string committed = test::read_text(root + "/examples/megatron/remat_flag_sets.txt");
+  EXPECT_EQ(test::read_text(fresh), committed) << "rerun examples/megatron/emit_flag_sets.sh and check_flags.py";
+  std::set<std::string> accepted;
+  std::istringstream record(test::read_text(kReports + "/flags-remat.jsonl"));
+  for (std::string line; std::getline(record, line);) {
+    const Json j = Json::parse(line);
+    if (j.at("accepted").get<bool>())
+      accepted.insert(std::to_string(j.at("gpus").get<int64_t>()) + " " + j.at("flags").get<std::string>());
+  }
+  int sets = 0;
+  std::istringstream lines(committed);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    ++sets;
+    line.erase(std::remove(line.begin(), line.end(), '\''), line.end());  // shell quoting of --moe-layer-freq
+    EXPECT_TRUE(accepted.count(line)) << line.substr(0, 200);
+  }
+  EXPECT_EQ(sets, 94);
 }
 
 // What CI runs: the committed logs through the CLI, and a truncated one.

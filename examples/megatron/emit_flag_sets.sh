@@ -6,11 +6,11 @@
 # "<gpus> <flags...>". Run Megatron's own parse_args, validate_args and
 # TransformerConfig on it (needs PyTorch):
 #   PYTHONPATH=.megatron python3 examples/megatron/check_flags.py examples/megatron/remat_flag_sets.txt
-# Usage: examples/megatron/emit_flag_sets.sh [path/to/remat]
+# Usage: examples/megatron/emit_flag_sets.sh [path/to/remat [output file]]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REMAT=${1:-./build/src/remat}
-OUT=examples/megatron/remat_flag_sets.txt
+OUT=${2:-examples/megatron/remat_flag_sets.txt}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
@@ -68,9 +68,15 @@ CASES=(
   "--model $TMP/grid-moe.yaml --hardware h200 --tp 1 --pp 2 --seq 4096 --mbs 1 --gbs 4"
   "--model $TMP/grid-mla.yaml --hardware h200 --tp 1 --pp 2 --seq 4096 --mbs 1 --gbs 4"
   "--model $TMP/grid-mla.yaml --hardware h200 --tp 2 --pp 1 --seq 4096 --mbs 2 --gbs 4"
+  "--model $TMP/grid-moe.yaml --hardware h200 --tp 1 --pp 2 --seq 8192 --mbs 1 --gbs 4"
+  "--model $TMP/grid-moe.yaml --hardware h200 --tp 1 --pp 2 --seq 4096 --mbs 1 --gbs 8"
+  "--model examples/megatron/moe-8x7-4l.yaml --hardware h200 --tp 1 --pp 2 --seq 4096 --mbs 1 --gbs 4"
+  "--model examples/megatron/moe-8x7-4l.yaml --hardware h200 --tp 1 --pp 2 --seq 8192 --mbs 1 --gbs 4"
+  "--model examples/megatron/moe-8x7-4l.yaml --hardware h200 --tp 1 --pp 1 --dp 2 --ep 2 --seq 4096 --mbs 1 --gbs 4"
+  "--model examples/megatron/moe-8x7-4l.yaml --hardware h200 --tp 1 --pp 1 --dp 2 --ep 2 --seq 8192 --mbs 1 --gbs 4"
 )
 # the default budget, then tighter ones so that other settings get printed too
-BUDGETS=("" 70 60 55 50 45 40 30 20 10 5)
+BUDGETS=("" 95 90 85 70 60 55 50 45 40 30 20 10 5)
 FRAMEWORKS=("" "--framework megatron-local")
 
 {

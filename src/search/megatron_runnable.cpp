@@ -47,7 +47,6 @@ std::vector<MegatronModule> available_modules(const ModelSpec& m, const Training
   // never layernorm: under Transformer Engine the norms are fused into the next linear (IdentityOp),
   // nothing to recompute; without it Megatron's layernorm recompute fails at run time (seen on the
   // lent H200s with --transformer-impl local, issue 12)
-  (void)te;
   if (has_dense_layer(m, effective_layers(m, t))) out.push_back(MegatronModule::mlp);
   if (m.is_moe()) {
     out.push_back(MegatronModule::moe);
