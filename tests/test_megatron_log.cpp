@@ -140,10 +140,10 @@ TEST(MegatronLocalProfile, StageBytesByHand) {
   EXPECT_DOUBLE_EQ(s1.transient_peak, 6 * 4096.0 * 128256 + 3 * U + rstd);
 }
 
-// The issue's bounds on every run not fitted whose layers keep the GPU busy: dense GQA and the
-// Mixtral-shaped MoE. The 2048-wide MoE's layers wait on the host (8 local experts run one after
-// another from Python, the dispatcher syncs): remat flags them, and they hold only looser bounds
-// (a known gap, reports/megatron/README.md).
+// The issue's bounds on every run not fitted of the dense model and the Mixtral-shaped MoE. The
+// small MoE's layers wait on the host (8 local 2048-wide experts run one after another from Python,
+// the dispatcher syncs): remat flags them and they hold only looser bounds (a known gap,
+// reports/megatron/README.md).
 TEST(MegatronRuns, CommittedRunsWithinTheIssueBounds) {
   const HardwareSpec hw = test::hardware("hardware/h200.yaml");
   ASSERT_TRUE(hw.has_megatron_local);
@@ -158,19 +158,20 @@ TEST(MegatronRuns, CommittedRunsWithinTheIssueBounds) {
   }
   ASSERT_EQ(runs.size(), 51u);
   const auto ratios = recompute_ratios(runs);
-  int held_out = 0, ratio_checks = 0, host_bound = 0;
+  int held_out = 0, ratio_checks = 0, small_moe_runs = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
     const MegatronComparison& c = runs[i].comparison;
     for (const auto& r : c.ranks) EXPECT_LE(std::fabs(r.error_pct()), 3.0) << runs[i].name << " rank " << r.rank;
     const bool small_moe = runs[i].name.rfind("moe-", 0) == 0;
-    EXPECT_EQ(runs[i].host_bound_layers() > 0, small_moe) << runs[i].name;
+    if (small_moe) EXPECT_GT(runs[i].host_bound_layers(), 0) << runs[i].name;
+    if (!c.setup.model.is_moe()) EXPECT_EQ(runs[i].host_bound_layers(), 0) << runs[i].name;
     if (fitted.count(runs[i].name)) continue;
     ++held_out;
     const bool ratio = ratios[i].has_baseline && c.setup.recompute != "none";
     if (small_moe) {
-      ++host_bound;
-      EXPECT_LE(std::fabs(c.time_error_pct()), 30.0) << runs[i].name;
-      if (ratio) EXPECT_LE(std::fabs(ratios[i].error_pct()), 35.0) << runs[i].name;
+      ++small_moe_runs;
+      EXPECT_LE(std::fabs(c.time_error_pct()), 20.0) << runs[i].name;
+      if (ratio) EXPECT_LE(std::fabs(ratios[i].error_pct()), 25.0) << runs[i].name;
       continue;
     }
     EXPECT_LE(std::fabs(c.time_error_pct()), 15.0) << runs[i].name;
@@ -179,7 +180,7 @@ TEST(MegatronRuns, CommittedRunsWithinTheIssueBounds) {
     EXPECT_LE(std::fabs(ratios[i].error_pct()), 5.0) << runs[i].name;
   }
   EXPECT_EQ(held_out, 42);
-  EXPECT_EQ(host_bound, 13);
+  EXPECT_EQ(small_moe_runs, 13);
   EXPECT_EQ(ratio_checks, 17);
 }
 
@@ -227,7 +228,19 @@ TEST(MegatronFlags, EveryPrintedSetIsCommittedAndAccepted) {
                                               std::string(REMAT_BINARY) + " " + fresh + " 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const std::string committed = test::read_text(root + "/examples/megatron/remat_flag_sets.txt");
-  EXPECT_EQ(test::read_text(fresh), committed) << "rerun examples/megatron/emit_flag_sets.sh and check_flags.py";
+  std::istringstream now(test::read_text(fresh)), then(committed);
+  for (int line = 1;; ++line) {
+    std::string printed, recorded;
+    const bool more_printed = bool(std::getline(now, printed)), more_recorded = bool(std::getline(then, recorded));
+    if (!more_printed && !more_recorded) break;
+    if (printed == recorded) continue;
+    size_t at = 0;
+    while (at < printed.size() && at < recorded.size() && printed[at] == recorded[at]) ++at;
+    const size_t from = at > 120 ? at - 120 : 0;
+    ADD_FAILURE() << "line " << line << " differs: rerun examples/megatron/emit_flag_sets.sh, then check_flags.py "
+                  << "on the GPU machine\n  printed:  ..." << printed.substr(from, 240) << "\n  recorded: ..."
+                  << recorded.substr(from, 240);
+  }
   std::set<std::string> accepted;
   std::istringstream record(test::read_text(kReports + "/flags-remat.jsonl"));
   for (std::string line; std::getline(record, line);) {
@@ -252,8 +265,8 @@ TEST(MegatronCliValidate, CommittedLogsAndATruncatedOne) {
   for (const auto& log : committed_logs()) args.insert(args.end(), {"--megatron-log", log});
   const test::ShellResult ok = test::run_shell(test::remat_command(args) + " 2>&1");
   EXPECT_EQ(ok.exit_code, 0) << ok.out;
-  EXPECT_NE(ok.out.find("37 runs GPU-bound: peak (max allocated) within 1.87% (68 ranks); iteration time within "
-                        "11.0%; time of each recompute setting over none within 4.7% (17 runs)"),
+  EXPECT_NE(ok.out.find("30 runs GPU-bound: peak (max allocated) within 1.87% (57 ranks); iteration time within "
+                        "11.1%; time of each recompute setting over none within 4.7% (12 runs)"),
             std::string::npos)
       << ok.out;
   const std::string cut = testing::TempDir() + "/truncated.log";

@@ -10,10 +10,18 @@ namespace remat {
 
 namespace {
 
-void add_op_times(LayerCost& c, const OpDef& op, const HardwareSpec& hw) {
+// The blocks from here on are the layer's MLP or MoE half.
+size_t mlp_half_start(const LayerDef& layer) {
+  for (size_t i = 0; i < layer.blocks.size(); ++i)
+    if (layer.blocks[i].name == "attn.out") return i + 1;
+  return layer.blocks.size();
+}
+
+void add_op_times(LayerCost& c, const OpDef& op, const HardwareSpec& hw, bool mlp_half) {
   const OpTime t = op_time(op, hw);
   c.fwd_s += t.fwd_s;
   c.bwd_s += t.bwd_s;
+  if (mlp_half) c.mlp_fwd_s += t.fwd_s, c.mlp_bwd_s += t.bwd_s;
   if (op.kind != OpKind::collective) return;
   c.comm_s += t.fwd_s + t.bwd_s;
   if (!over_nvlink(hw, op.link_ranks)) c.fwd_comm_s += t.fwd_s, c.bwd_comm_s += t.bwd_s;
@@ -22,9 +30,10 @@ void add_op_times(LayerCost& c, const OpDef& op, const HardwareSpec& hw) {
   c.bwd_exec_flops += op.bwd_exec_flops;
 }
 
-void add_recompute(LayerCost& c, const OpDef& op, const HardwareSpec& hw) {
+void add_recompute(LayerCost& c, const OpDef& op, const HardwareSpec& hw, bool mlp_half) {
   const double t = op_time(op, hw).fwd_s;
   c.recompute_s += t;
+  if (mlp_half) c.mlp_recompute_s += t;
   if (op.kind == OpKind::collective) c.comm_s += t;
   c.recompute_flops += op.fwd_flops;
 }
@@ -53,7 +62,9 @@ void full_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, 
     all_saved += saved.back();
     grads.push_back(grad_working_bytes(b));
   }
-  for (const auto& [block, op] : replay_ops(layer, early_stop)) add_recompute(c, *op, hw);
+  const size_t mlp_start = mlp_half_start(layer);
+  for (const auto& [block, op] : replay_ops(layer, early_stop))
+    add_recompute(c, *op, hw, size_t(block - layer.blocks.data()) >= mlp_start);
   const bool head = choice.chunk_position == 0;
   c.kept_bytes = head ? layer.input_bytes : 0;
   c.transient_bytes = all_saved - c.kept_bytes + largest_working_set(layer, grads, saved);
@@ -78,7 +89,7 @@ void selective_layer(LayerCost& c, const LayerDef& layer, ModuleTags modules, co
     grads[half] = std::max(grads[half], grad_working_bytes(b));
     freed[half] += dropped;
     for (const auto& op : b.ops)
-      if (op.replayed_by & modules) add_recompute(c, op, hw);
+      if (op.replayed_by & modules) add_recompute(c, op, hw, half == 1);
     if (b.name == "attn.out") half = 1;
   }
   c.kept_bytes = kept[0] + kept[1];
@@ -102,18 +113,19 @@ void per_block_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& cho
     c.offload_bytes += bc.offload_bytes;
     transient.push_back(bc.transient_bytes);
     kept.push_back(bc.kept_bytes);
-    for (const OpDef* op : bc.recompute_ops) add_recompute(c, *op, hw);
+    for (const OpDef* op : bc.recompute_ops) add_recompute(c, *op, hw, i >= mlp_half_start(layer));
   }
   c.transient_bytes = largest_working_set(layer, transient, kept);
 }
 
 // A framework's host cost of one pass of a layer (apply_framework): a fixed cost per layer, and for an
-// MoE layer a floor of host time. Megatron's token dispatcher syncs with the host and its local
-// experts run one after another from Python: 2048-wide experts wait on the host, Mixtral-sized ones
-// keep the GPU busy (reports/megatron, MoE runs).
-double with_host_time(double gpu_s, const LayerDef& layer, const HardwareSpec& hw) {
+// MoE layer a floor of host time under its MoE half. Megatron's token dispatcher waits for the GPU
+// to finish attention before the host routes the tokens, and its local experts run one after
+// another from Python: the MoE half takes the longer of its GPU and host times, attention adds to
+// it. 2048-wide experts wait on the host, Mixtral-sized ones keep the GPU busy (reports/megatron).
+double with_host_time(double gpu_s, double mlp_gpu_s, const LayerDef& layer, const HardwareSpec& hw) {
   const double t = gpu_s + hw.layer_overhead_s;
-  return layer.local_experts > 0 ? std::max(t, hw.moe_layer_host_s) : t;
+  return layer.local_experts > 0 ? t - mlp_gpu_s + std::max(mlp_gpu_s, hw.moe_layer_host_s) : t;
 }
 
 }  // namespace
@@ -129,8 +141,9 @@ std::vector<std::pair<const Block*, const OpDef*>> replay_ops(const LayerDef& la
 
 LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool early_stop, const HardwareSpec& hw) {
   LayerCost c;
-  for (const auto& b : layer.blocks)
-    for (const auto& op : b.ops) add_op_times(c, op, hw);
+  const size_t mlp_start = mlp_half_start(layer);
+  for (size_t i = 0; i < layer.blocks.size(); ++i)
+    for (const auto& op : layer.blocks[i].ops) add_op_times(c, op, hw, i >= mlp_start);
   switch (choice.mode) {
     case LayerMode::full:
       if (choice.stream_chunks > 1)  // StreamBP with D = 1 is layer checkpointing
@@ -148,11 +161,12 @@ LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool earl
   }
   const bool replays_moe = choice.mode == LayerMode::full ||
                            (choice.mode == LayerMode::selective && (choice.modules & module_bit(MegatronModule::moe)));
-  c.host_bound = layer.local_experts > 0 && c.fwd_s + hw.layer_overhead_s < hw.moe_layer_host_s;
-  c.fwd_s = with_host_time(c.fwd_s, layer, hw);
-  c.bwd_s = with_host_time(c.bwd_s, layer, hw);
+  c.host_bound = layer.local_experts > 0 && c.mlp_fwd_s < hw.moe_layer_host_s;
+  c.fwd_s = with_host_time(c.fwd_s, c.mlp_fwd_s, layer, hw);
+  c.bwd_s = with_host_time(c.bwd_s, c.mlp_bwd_s, layer, hw);
   if (c.recompute_s > 0)
-    c.recompute_s = replays_moe ? with_host_time(c.recompute_s, layer, hw) : c.recompute_s + hw.layer_overhead_s;
+    c.recompute_s =
+        replays_moe ? with_host_time(c.recompute_s, c.mlp_recompute_s, layer, hw) : c.recompute_s + hw.layer_overhead_s;
   return c;
 }
 

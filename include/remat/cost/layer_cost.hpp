@@ -15,7 +15,9 @@ struct LayerCost {
   double offload_bytes = 0;    // to host and back, each direction
   double fwd_flops = 0, bwd_flops = 0, bwd_exec_flops = 0, recompute_flops = 0;
   double fwd_s = 0, bwd_s = 0, recompute_s = 0;
-  double comm_s = 0;                      // part of fwd_s + bwd_s + recompute_s spent in collectives
+  double comm_s = 0;  // part of fwd_s + bwd_s + recompute_s spent in collectives
+  // the GPU time of the blocks after attention (the MLP or MoE half) inside fwd_s, bwd_s, recompute_s
+  double mlp_fwd_s = 0, mlp_bwd_s = 0, mlp_recompute_s = 0;
   double fwd_comm_s = 0, bwd_comm_s = 0;  // collectives in fwd_s and bwd_s that cross the PCIe link
   // Full recompute in a chunk of layers replayed together: the bytes this
   // layer's replay brings back, and whether it starts the chunk.
