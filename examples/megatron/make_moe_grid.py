@@ -61,7 +61,29 @@ def stacks_grid():
     return s
 
 
+def single_gpu_grid():
+    """The small MoE on one GPU (8 local experts, no pipeline, no expert parallelism): none, selective
+    moe and full uniform 1 in one session, then none and selective moe profiled with Python stacks."""
+    s = []
+    for r in ["none", "sel-moe", "full-uniform1"]:
+        x = setting("moe", MOE, 1, 1, 1, 4096, 1, 4, r)
+        x["gpus"] = 1
+        x["flags"] += LONGER
+        s.append(x)
+    for r in ["none", "sel-moe"]:
+        x = profiled(1, 1, 1, r)
+        x["gpus"] = 1
+        x["name"] = x["name"].replace("prof-", "stacks-")
+        x["flags"] = [f.replace("prof-", "stacks-") for f in x["flags"]] + ["--pytorch-profiler-collect-callstack"]
+        s.append(x)
+    return s
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--single":
+        print(json.dumps({"megatron_commit": "d98e8a64dd", "common_flags": COMMON, "settings": single_gpu_grid()},
+                         indent=1))
+        return
     if len(sys.argv) > 1 and sys.argv[1] == "--stacks":
         print(json.dumps({"megatron_commit": "d98e8a64dd", "common_flags": COMMON, "settings": stacks_grid()}, indent=1))
         return

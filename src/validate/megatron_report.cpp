@@ -97,7 +97,8 @@ std::string megatron_table(const std::vector<MegatronRun>& runs, const std::stri
     }
   }
   const Extremes gpu = extremes(runs, ratios, false), host = extremes(runs, ratios, true);
-  out += fmt::format("\n{} runs GPU-bound: {}\n", gpu.runs, extremes_line(gpu));
+  out += "\n";
+  if (gpu.runs > 0) out += fmt::format("{} runs GPU-bound: {}\n", gpu.runs, extremes_line(gpu));
   if (host.runs > 0)
     out +=
         fmt::format("{} runs host-bound (an MoE layer's forward below the framework's host time, \"host\" above): {}\n",
