@@ -79,7 +79,26 @@ def single_gpu_grid():
     return s
 
 
+def widths_grid():
+    """The small MoE's experts widened to 4096 and 8192 on one GPU, none and full uniform 1: between the
+    host-bound 2048-wide experts and the GPU-bound Mixtral-shaped ones."""
+    s = []
+    for width in [4096, 8192]:
+        model = [f if f != "2048" or i == 0 or MOE[i - 1] != "--moe-ffn-hidden-size" else str(width)
+                 for i, f in enumerate(MOE)]
+        for r in ["none", "full-uniform1"]:
+            x = setting(f"moe{width}", model, 1, 1, 1, 4096, 1, 4, r)
+            x["gpus"] = 1
+            x["flags"] += LONGER
+            s.append(x)
+    return s
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--widths":
+        print(json.dumps({"megatron_commit": "d98e8a64dd", "common_flags": COMMON, "settings": widths_grid()},
+                         indent=1))
+        return
     if len(sys.argv) > 1 and sys.argv[1] == "--single":
         print(json.dumps({"megatron_commit": "d98e8a64dd", "common_flags": COMMON, "settings": single_gpu_grid()},
                          indent=1))
