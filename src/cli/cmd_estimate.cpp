@@ -59,8 +59,7 @@ Runner add_estimate_command(CLI::App& app) {
                                 memory_budget_bytes(opts->budget_given, opts->budget_GiB, in.hardware));
     emit(opts->common, estimate_table(in.model, in.hardware, in.training, plan, e),
          estimate_report(in.meta, in.model, in.hardware, in.training, plan, e));
-    int64_t host_bound = 0;
-    for (const auto& st : e.stages) host_bound += st.host_bound_layers;
+    const int64_t host_bound = host_bound_layers(e);
     if (host_bound > 0)
       std::cerr << fmt::format(
           "note: {} MoE layers' forward waits on the framework's host ({:.1f} ms a pass, above their GPU time); "

@@ -124,6 +124,12 @@ IterationEstimate iteration_from_stages(const std::vector<double>& microbatch_s,
 }
 
 // Optimizer step: reads and writes weights, gradients and state once.
+int64_t host_bound_layers(const Estimate& e) {
+  int64_t n = 0;
+  for (const auto& st : e.stages) n += st.host_bound_layers;
+  return n;
+}
+
 double optimizer_step_s(const StageMemory& mem, const TrainingSpec& t, const HardwareSpec& hw) {
   if (t.optimizer == Optimizer::none) return 0;
   const double state = mem.weights + mem.gradients + mem.optimizer;

@@ -82,15 +82,16 @@ void full_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, 
 // MLP half no longer holds.
 void selective_layer(LayerCost& c, const LayerDef& layer, ModuleTags modules, const HardwareSpec& hw) {
   double freed[2] = {0, 0}, grads[2] = {0, 0}, kept[2] = {0, 0};
-  int half = 0;
-  for (const Block& b : layer.blocks) {
+  const size_t mlp_start = mlp_half_start(layer);
+  for (size_t i = 0; i < layer.blocks.size(); ++i) {
+    const Block& b = layer.blocks[i];
+    const int half = i >= mlp_start ? 1 : 0;
     const double saved = saved_bytes(b), dropped = module_freed_bytes(b, modules);
     kept[half] += saved - dropped;
     grads[half] = std::max(grads[half], grad_working_bytes(b));
     freed[half] += dropped;
     for (const auto& op : b.ops)
       if (op.replayed_by & modules) add_recompute(c, op, hw, half == 1);
-    if (b.name == "attn.out") half = 1;
   }
   c.kept_bytes = kept[0] + kept[1];
   if (layer.ordered_backward)
@@ -102,6 +103,7 @@ void selective_layer(LayerCost& c, const LayerDef& layer, ModuleTags modules, co
 void per_block_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, bool early_stop,
                      const HardwareSpec& hw) {
   size_t next = 0;
+  const size_t mlp_start = mlp_half_start(layer);
   std::vector<double> transient, kept;
   for (size_t i = 0; i < layer.blocks.size(); ++i) {
     BlockMode mode = BlockMode::keep;
@@ -113,7 +115,7 @@ void per_block_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& cho
     c.offload_bytes += bc.offload_bytes;
     transient.push_back(bc.transient_bytes);
     kept.push_back(bc.kept_bytes);
-    for (const OpDef* op : bc.recompute_ops) add_recompute(c, *op, hw, i >= mlp_half_start(layer));
+    for (const OpDef* op : bc.recompute_ops) add_recompute(c, *op, hw, i >= mlp_start);
   }
   c.transient_bytes = largest_working_set(layer, transient, kept);
 }

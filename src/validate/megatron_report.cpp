@@ -54,11 +54,7 @@ Json extremes_json(const Extremes& e) {
 
 }  // namespace
 
-int64_t MegatronRun::host_bound_layers() const {
-  int64_t n = 0;
-  for (const auto& st : comparison.estimate.stages) n += st.host_bound_layers;
-  return n;
-}
+int64_t MegatronRun::host_bound_layers() const { return remat::host_bound_layers(comparison.estimate); }
 
 std::vector<RecomputeRatio> recompute_ratios(const std::vector<MegatronRun>& runs) {
   std::vector<RecomputeRatio> out(runs.size());

@@ -59,6 +59,9 @@ struct Estimate {
   bool fits = true;
 };
 
+// MoE layers, over all stages, whose forward waits on the framework's host time.
+int64_t host_bound_layers(const Estimate& e);
+
 // Default memory budget: HBM less the hardware file's reserve.
 double default_budget_bytes(const HardwareSpec& hw);
 
