@@ -124,11 +124,20 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
   b.tensors.push_back({"x_permuted", rows * h * kBf16});
   b.ops.push_back(ops::gemm("experts_gate_up", rows, h, 2 * f, {"x_permuted"}, local_experts));
   parts::add_swiglu(b, rows, f, "experts_", r.swiglu_fused, r.glu_linear_copy);
-  b.ops.push_back(ops::gemm("experts_down", rows, f, h, {"experts_act"}, local_experts));
+  std::string down_input = "experts_act";
+  if (r.glu_linear_copy) {  // Megatron-LM's unfused MLP weights the activation by the router probability
+    // in fp32 and casts it back (mlp.py, per_token_scale): a new tensor, the down projection's input;
+    // the multiply keeps the activation for the probabilities' gradient
+    const double bytes = rows * f * kBf16;
+    b.tensors.push_back({"experts_weighted", bytes});
+    b.ops.push_back(ops::streaming("experts_probs_mul", 6 * bytes, 8 * bytes, {"experts_act"}));
+    down_input = "experts_weighted";
+  }
+  b.ops.push_back(ops::gemm("experts_down", rows, f, h, {down_input}, local_experts));
   b.tag(parts::kMoeTag, {"x_permuted", "experts_gate_up", "experts_gate", "experts_up", "experts_down"});
   // `moe_act` discards the experts' activation output and reruns the activation
-  b.tag(parts::kMoeTag | parts::kMoeActTag,
-        {"experts_silu", "experts_up_copy", "experts_act", "experts_swiglu", "experts_mul"});
+  b.tag(parts::kMoeTag | parts::kMoeActTag, {"experts_silu", "experts_up_copy", "experts_act", "experts_swiglu",
+                                             "experts_mul", "experts_weighted", "experts_probs_mul"});
   return b;
 }
 
