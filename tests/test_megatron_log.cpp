@@ -58,6 +58,28 @@ TEST(MegatronLog, ReadsArgumentsMemoryAndIterations) {
   EXPECT_EQ(timed, 4);
 }
 
+// The harness's second line, "# host: {...}" (host_probe.py), says how fast the machine's host drives
+// the GPU; it changes nothing remat reads and reaches validate's JSON as is.
+TEST(MegatronLog, HostProbeLineIsKeptAndChangesNothingElse) {
+  const std::string text = test::read_text(kNoneLog);
+  const std::string probe = R"({"cpu": "Some CPU", "launch_us": 6.1, "sync_us": 21.5, "python_loop_ns": 25.0})";
+  const size_t second_line = text.find('\n') + 1;
+  const MegatronLog plain = read_log(kNoneLog);
+  const MegatronLog log =
+      parse_megatron_log(text.substr(0, second_line) + "# host: " + probe + "\n" + text.substr(second_line), "x.log");
+  EXPECT_EQ(log.host, probe);
+  EXPECT_EQ(plain.host, "");
+  EXPECT_EQ(log.device, plain.device);
+  EXPECT_EQ(log.args, plain.args);
+  EXPECT_EQ(log.iteration_ms, plain.iteration_ms);
+  const HardwareSpec hw = test::hardware("hardware/h200.yaml");
+  const std::vector<MegatronRun> runs = {{"x.log", compare_megatron(log, hw), log.device, log.host},
+                                         {"bad.log", compare_megatron(log, hw), log.device, "not json"}};
+  const Json report = megatron_report(ReportMeta{}, runs, "h200");
+  EXPECT_DOUBLE_EQ(report.at("runs").at(0).at("host").at("sync_us").get<double>(), 21.5);
+  EXPECT_EQ(report.at("runs").at(1).at("host"), "not json");
+}
+
 TEST(MegatronLog, TruncatedOrMalformedLogsNameTheLine) {
   const std::string text = test::read_text(kNoneLog);
   const size_t in_args = text.find("  num_layers ....");

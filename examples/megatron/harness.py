@@ -60,6 +60,16 @@ def gpu_name():
         return []
 
 
+def host_probe(env):
+    """host_probe.py's measurements of this machine's host, or why there are none."""
+    probe = os.path.join(os.path.dirname(os.path.abspath(__file__)), "host_probe.py")
+    try:
+        out = subprocess.run([sys.executable, probe], capture_output=True, text=True, env=env, timeout=120)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as e:
+        return {"error": f"host probe failed: {type(e).__name__}"}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--grid", required=True)
@@ -77,8 +87,9 @@ def main():
     env = dict(os.environ, NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1",
                CUDA_DEVICE_MAX_CONNECTIONS="1", PYTHONPATH=os.path.abspath(args.megatron), PYTHONUNBUFFERED="1",
                OMP_NUM_THREADS="4")
-    summary = {"device": gpu_name(), "megatron_commit": grid.get("megatron_commit", ""),
+    summary = {"device": gpu_name(), "host": host_probe(env), "megatron_commit": grid.get("megatron_commit", ""),
                "common_flags": grid["common_flags"], "runs": []}
+    print(f"host: {json.dumps(summary['host'])}", flush=True)
     only = set(filter(None, args.only.split(",")))
     start = time.time()
     port = 29500
@@ -103,7 +114,8 @@ def main():
         with open(os.path.join(args.out, "logs", setting["name"] + ".log"), "w") as f:
             device = summary["device"][0] if summary["device"] else "unknown"
             # the run id pairs a recompute setting with its no-recompute run of the same session
-            f.write(f"# device: {device} ({len(summary['device'])} GPUs; harness run {args.run_id})\n" + " ".join(cmd) + "\n" + log)
+            f.write(f"# device: {device} ({len(summary['device'])} GPUs; harness run {args.run_id})\n"
+                    f"# host: {json.dumps(summary['host'])}\n" + " ".join(cmd) + "\n" + log)
         ranks, times = parse_log(log)
         steady = [t for it, t in times if it >= 3]
         run = {"name": setting["name"], "gpus": setting["gpus"], "flags": setting["flags"], "rc": rc,

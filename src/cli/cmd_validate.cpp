@@ -106,7 +106,8 @@ int validate_megatron_logs(const ValidateOptions& o) {
   std::vector<MegatronRun> runs;
   for (size_t i = 0; i < logs.size(); ++i) {
     const std::string& path = o.megatron_logs[i];
-    runs.push_back({path.substr(path.find_last_of('/') + 1), compare_megatron(logs[i], hw), logs[i].device});
+    runs.push_back(
+        {path.substr(path.find_last_of('/') + 1), compare_megatron(logs[i], hw), logs[i].device, logs[i].host});
   }
   const ReportMeta meta{REMAT_VERSION, REMAT_GIT_COMMIT, "validate --megatron-log", inputs};
   emit_report(o.format, o.json_path, megatron_table(runs, hw.name), megatron_report(meta, runs, hw.name));

@@ -39,6 +39,7 @@ MegatronLog parse_megatron_log(const std::string& text, const std::string& file)
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (!line.empty()) last_line = line;
     if (line.rfind("# device: ", 0) == 0) log.device = line.substr(10);
+    if (line.rfind("# host: ", 0) == 0) log.host = line.substr(8);
     if (state == before) {
       if (line.find("-- arguments --") != std::string::npos) state = inside;
       continue;

@@ -136,6 +136,10 @@ Json megatron_report(const ReportMeta& meta, const std::vector<MegatronRun>& run
     if (ratios[i].has_baseline)
       run["time_over_none"] = {
           {"predicted", ratios[i].predicted}, {"measured", ratios[i].measured}, {"error_pct", ratios[i].error_pct()}};
+    if (!runs[i].host.empty()) {  // host_probe.py's JSON; kept as text when a hand-edited line is not JSON
+      const Json host = Json::parse(runs[i].host, nullptr, /*allow_exceptions=*/false);
+      run["host"] = host.is_discarded() ? Json(runs[i].host) : host;
+    }
     list.push_back(run);
   }
   return {{"meta", meta_json(meta)},
