@@ -4,7 +4,7 @@
 # plan examples and the harness grid's layouts (grid.json), at the default
 # budget and at tighter ones, one per line as check_flags.py reads them:
 # "<gpus> <flags...>". Run Megatron's own parse_args, validate_args and
-# TransformerConfig on it (needs PyTorch):
+# TransformerConfig on it (needs PyTorch; on a machine without a GPU, see examples/megatron/cpu_checks/):
 #   PYTHONPATH=.megatron python3 examples/megatron/check_flags.py examples/megatron/remat_flag_sets.txt
 # Usage: examples/megatron/emit_flag_sets.sh [path/to/remat [output file]]
 set -euo pipefail
@@ -52,6 +52,12 @@ qk_nope_head_dim: 128
 v_head_dim: 128
 YAML
 
+# make_moe_grid.py --widths: the small MoE with wider experts
+for width in 4096 8192; do
+  sed "s/^name: grid-moe$/name: grid-moe$width/; s/^moe_intermediate_size: 2048$/moe_intermediate_size: $width/" \
+    "$TMP/grid-moe.yaml" > "$TMP/grid-moe$width.yaml"
+done
+
 DENSE="--model llama3-8b --num-layers 8"
 CASES=(
   ""  # README: the default job, LLaMA3-70B tp 8 pp 4 mbs 4
@@ -74,6 +80,10 @@ CASES=(
   "--model examples/megatron/moe-8x7-4l.yaml --hardware h200 --tp 1 --pp 2 --seq 8192 --mbs 1 --gbs 4"
   "--model examples/megatron/moe-8x7-4l.yaml --hardware h200 --tp 1 --pp 1 --dp 2 --ep 2 --seq 4096 --mbs 1 --gbs 4"
   "--model examples/megatron/moe-8x7-4l.yaml --hardware h200 --tp 1 --pp 1 --dp 2 --ep 2 --seq 8192 --mbs 1 --gbs 4"
+  # one GPU (make_moe_grid.py --single and --widths)
+  "--model $TMP/grid-moe.yaml --hardware h200 --tp 1 --pp 1 --seq 4096 --mbs 1 --gbs 4"
+  "--model $TMP/grid-moe4096.yaml --hardware h200 --tp 1 --pp 1 --seq 4096 --mbs 1 --gbs 4"
+  "--model $TMP/grid-moe8192.yaml --hardware h200 --tp 1 --pp 1 --seq 4096 --mbs 1 --gbs 4"
 )
 # the default budget, then tighter ones so that other settings get printed too
 BUDGETS=("" 95 90 85 70 60 55 50 45 40 30 20 10 5)
