@@ -194,5 +194,20 @@ TEST(LayerPlanText, RoundTrip) {
   EXPECT_EQ(format_layer_plan(v, 0, m, t), "0-2:full;3:mla.down=eagle,mla.up_attn=eagle,moe.routed=offload;4-5:eagle");
 }
 
+// A per-layer plan's stages report what its choices do: R counts the layers that recompute
+// anything, offl those that offload anything (one layer may do both).
+TEST(LayerPlanText, StagesCountRecomputedAndOffloadedLayers) {
+  const ModelSpec m = small_dense(8);
+  const TrainingSpec t = test::layout(1, 2, 1, 1, 1, 4096);
+  Plan p;
+  p.layer_overrides = parse_layer_plan("0:full;1:attn=eagle,mlp=offload;2:mlp=offload;3:keep;4-7:keep", m, t);
+  const Estimate e = estimate(m, test::hardware("h100-sxm"), t, p, 1e30);
+  ASSERT_EQ(e.stages.size(), 2u);
+  EXPECT_EQ(e.stages[0].recompute_layers, 2);  // layers 0 and 1
+  EXPECT_EQ(e.stages[0].offload_layers, 2);    // layers 1 and 2
+  EXPECT_EQ(e.stages[1].recompute_layers, 0);  // all kept, not R = all layers
+  EXPECT_EQ(e.stages[1].offload_layers, 0);
+}
+
 }  // namespace
 }  // namespace remat

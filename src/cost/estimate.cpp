@@ -26,6 +26,16 @@ LayerChoice choose(const Plan& plan, const LayerDef& layer, int64_t global, int6
   return choice_for(Strategy::none, layer);
 }
 
+bool recomputes(const LayerChoice& c) {
+  if (c.mode == LayerMode::full || c.mode == LayerMode::selective) return true;
+  return std::any_of(c.blocks.begin(), c.blocks.end(),
+                     [](BlockMode m) { return m == BlockMode::standard || m == BlockMode::eagle; });
+}
+
+bool offloads(const LayerChoice& c) {
+  return c.mode == LayerMode::blocks && std::count(c.blocks.begin(), c.blocks.end(), BlockMode::offload) > 0;
+}
+
 // StreamBP's extra weight traffic for layer g (bf16 weights; the gradient accumulator only where
 // the weights train).
 double streambp_layer_weight_s(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, int64_t g) {
@@ -59,9 +69,12 @@ StageEstimate stage_estimate(const ModelSpec& m, const HardwareSpec& hw, const T
     st.host_bound_layers += lc.host_bound ? 1 : 0;
     sums.add(lc);
   }
-  if (plan.megatron) {  // the layers Megatron's flags recompute on this stage
+  if (plan.megatron || !plan.layer_overrides.empty()) {  // count what the per-layer choices do on this stage
     st.recompute_layers = 0, st.offload_layers = 0;
-    for (const LayerChoice& c : st.per_layer) st.recompute_layers += c.mode != LayerMode::keep ? 1 : 0;
+    for (const LayerChoice& c : st.per_layer) {
+      st.recompute_layers += recomputes(c) ? 1 : 0;
+      st.offload_layers += offloads(c) ? 1 : 0;
+    }
   }
   const StageTotals tot = stage_totals(base, sums);
   const StaticBytes& sb = base.static_bytes;
