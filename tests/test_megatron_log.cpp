@@ -301,6 +301,33 @@ TEST(MegatronFlags, EveryPrintedSetIsCommittedAndAccepted) {
   EXPECT_EQ(sets, 100);
 }
 
+// Where Megatron-LM's source (.megatron, git-ignored) and a PyTorch are at hand (the GPU machine, or
+// Debian's python3-torch through examples/megatron/cpu_checks), every set remat prints goes through
+// Megatron's own checks here; elsewhere (CI) the committed record above stands in.
+TEST(MegatronFlags, PrintedSetsPassMegatronsOwnChecksWhereItsSourceIsHere) {
+  const std::string root = std::string(REMAT_TEST_DATA) + "/..";
+  const char* from_env = std::getenv("REMAT_MEGATRON_PYTHON");
+  const std::string python = from_env ? from_env : "/usr/bin/python3";
+  if (!std::filesystem::exists(root + "/.megatron/megatron/training/arguments.py"))
+    GTEST_SKIP() << "no Megatron-LM source in .megatron";
+  if (test::run_shell(python + " -c 'import torch' 2>/dev/null").exit_code != 0)
+    GTEST_SKIP() << python << " has no PyTorch (set REMAT_MEGATRON_PYTHON)";
+  const std::string sets = testing::TempDir() + "/printed_flag_sets.txt";
+  ASSERT_EQ(test::run_shell("bash " + root + "/examples/megatron/emit_flag_sets.sh " + std::string(REMAT_BINARY) + " " +
+                            sets + " >/dev/null 2>&1")
+                .exit_code,
+            0);
+  const test::ShellResult r =
+      test::run_shell("PYTHONPATH=" + root + "/examples/megatron/cpu_checks:" + root + "/.megatron " + python + " " +
+                      root + "/examples/megatron/check_flags.py " + sets + " 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  int checked = 0;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line); ++checked)
+    EXPECT_TRUE(Json::parse(line).at("accepted").get<bool>()) << line.substr(0, 400);
+  EXPECT_EQ(checked, 100);
+}
+
 // What CI runs: the committed logs through the CLI, and a truncated one.
 TEST(MegatronCliValidate, CommittedLogsAndATruncatedOne) {
   std::vector<std::string> args = {"validate", "--hardware", std::string(REMAT_TEST_DATA) + "/../hardware/h200.yaml"};

@@ -8,8 +8,9 @@ file, found by Python's `site` at start-up when its folder is on PYTHONPATH:
   - adds the few names Megatron imports from modules 1.13 does have;
   - poses as the machine the committed checks ran on: PyTorch 2.11.0+cu130 on an H200
     (compute capability 9.0), so Megatron's version and architecture branches go the same way.
-Nothing it stands in for is called by the checks. test_flags_on_cpu.sh checks that it gives the
-H200's verdict on every committed record, and still refuses the known-bad sets.
+Nothing it stands in for is called by the checks. verify.py checks that it gives the H200's
+verdict on every committed record and still refuses the known-bad sets. Under PyTorch 2.x it
+does nothing.
 
 Usage: PYTHONPATH=examples/megatron/cpu_checks:.megatron /usr/bin/python3 examples/megatron/check_flags.py FILE
 """
@@ -19,6 +20,8 @@ import importlib.machinery
 import sys
 import types
 from unittest import mock
+
+import torch
 
 H200_TORCH_VERSION = "2.11.0+cu130"
 
@@ -74,27 +77,36 @@ class StandInModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
-sys.meta_path.insert(0, StandInModules())
+def pose_as_the_h200_machine():
+    sys.meta_path.insert(0, StandInModules())
+    add_what_megatron_imports()
+    pose_as_h200()
 
-import torch  # noqa: E402  (after the finder, so that torch's own imports see it)
 
-for dtype in NEW_DTYPES:
-    if not hasattr(torch, dtype):
-        setattr(torch, dtype, torch.bfloat16)
-torch.jit.script = lambda fn=None, *args, **kwargs: fn  # Megatron scripts norms at import; 1.13 cannot
-if not hasattr(torch, "compile"):
-    torch.compile = lambda fn=None, *args, **kwargs: fn if fn is not None else (lambda inner: inner)
-for module_name, attr in MISSING_NAMES:
-    module = importlib.import_module(module_name)
-    if not hasattr(module, attr):
-        setattr(module, attr, mock.MagicMock(name=f"{module_name}.{attr}"))
+def add_what_megatron_imports():
+    for dtype in NEW_DTYPES:
+        if not hasattr(torch, dtype):
+            setattr(torch, dtype, torch.bfloat16)
+    torch.jit.script = lambda fn=None, *args, **kwargs: fn  # Megatron scripts norms at import; 1.13 cannot
+    if not hasattr(torch, "compile"):
+        torch.compile = lambda fn=None, *args, **kwargs: fn if fn is not None else (lambda inner: inner)
+    for module_name, attr in MISSING_NAMES:
+        module = importlib.import_module(module_name)
+        if not hasattr(module, attr):
+            setattr(module, attr, mock.MagicMock(name=f"{module_name}.{attr}"))
 
-torch.__version__ = H200_TORCH_VERSION
-torch.version.__version__ = H200_TORCH_VERSION
-H200 = types.SimpleNamespace(major=9, minor=0, name="NVIDIA H200", total_memory=150754820096,
-                             multi_processor_count=132)
-torch.cuda.get_device_properties = lambda *args, **kwargs: H200
-torch.cuda.get_device_capability = lambda *args, **kwargs: (9, 0)
-torch.cuda.get_device_name = lambda *args, **kwargs: H200.name
-torch.cuda.is_available = lambda: True
-torch.cuda.device_count = lambda: 8
+
+def pose_as_h200():
+    torch.__version__ = H200_TORCH_VERSION
+    torch.version.__version__ = H200_TORCH_VERSION
+    h200 = types.SimpleNamespace(major=9, minor=0, name="NVIDIA H200", total_memory=150754820096,
+                                 multi_processor_count=132)
+    torch.cuda.get_device_properties = lambda *args, **kwargs: h200
+    torch.cuda.get_device_capability = lambda *args, **kwargs: (9, 0)
+    torch.cuda.get_device_name = lambda *args, **kwargs: h200.name
+    torch.cuda.is_available = lambda: True
+    torch.cuda.device_count = lambda: 8
+
+
+if int(torch.__version__.split(".")[0]) < 2:  # a PyTorch 2.x (the GPU machine's) needs none of this
+    pose_as_the_h200_machine()
