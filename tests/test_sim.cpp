@@ -126,26 +126,31 @@ TEST(Simulate, PeakListsWhatIsAlive) {
 // Under --framework megatron-local the simulator holds the profile's runtime buffers all iteration
 // and the optimizer step's temporary while the step runs, so it peaks where estimate does: in a
 // backward without recompute, at the optimizer step with full recompute.
+// The dense model cut to 8 layers and the Mixtral-shaped MoE of the Megatron-LM runs (pp 2).
 TEST(Simulate, MegatronLocalPeaksWhereEstimateDoes) {
-  ModelSpec m = test::model("llama3-8b");
-  m.num_hidden_layers = 8;
-  TrainingSpec t = test::layout(1, 2, 1, 1, 1, 4096);
-  t.gbs = 4;
-  t = apply_framework(t, Framework::megatron_local);
-  t.zero_stage = 0;
+  ModelSpec dense = test::model("llama3-8b");
+  dense.num_hidden_layers = 8;
+  const ModelSpec moe = test::model(std::string(REMAT_TEST_DATA) + "/../examples/megatron/moe-8x7-4l.yaml");
   const HardwareSpec hw = apply_framework(test::hardware("h200"), Framework::megatron_local);
-  for (Strategy s : {Strategy::none, Strategy::full}) {
-    Plan p;
-    p.strategy = s;
-    const Simulation sim = simulate(m, hw, t, p);
-    for (size_t i = 0; i < sim.stages.size(); ++i) {
-      const StageMemory& est = sim.estimate.stages[i].memory_bytes;
-      const StagePeak& pk = sim.stages[i].peak;
-      EXPECT_NEAR(pk.bytes, est.peak, 0.002 * est.peak) << to_string(s) << " stage " << i;
-      EXPECT_DOUBLE_EQ(pk.by_category[size_t(MemCategory::runtime)], est.runtime);
-      bool step_temp = false;
-      for (const auto& b : pk.top) step_temp = step_temp || b.name == "optimizer step temporary";
-      EXPECT_EQ(step_temp, est.optimizer_step >= est.peak - 1) << to_string(s) << " stage " << i;
+  for (const auto& [m, seq] : {std::pair{dense, 4096}, std::pair{moe, 8192}}) {
+    TrainingSpec t = test::layout(1, 2, 1, 1, 1, seq);
+    t.gbs = 4;
+    t = apply_framework(t, Framework::megatron_local);
+    t.zero_stage = 0;
+    for (Strategy s : {Strategy::none, Strategy::full, Strategy::selective}) {
+      Plan p;
+      p.strategy = s;
+      const Simulation sim = simulate(m, hw, t, p);
+      for (size_t i = 0; i < sim.stages.size(); ++i) {
+        const std::string where = m.name + " " + to_string(s) + " stage " + std::to_string(i);
+        const StageMemory& est = sim.estimate.stages[i].memory_bytes;
+        const StagePeak& pk = sim.stages[i].peak;
+        EXPECT_NEAR(pk.bytes, est.peak, 0.002 * est.peak) << where;
+        EXPECT_DOUBLE_EQ(pk.by_category[size_t(MemCategory::runtime)], est.runtime);
+        bool step_temp = false;
+        for (const auto& b : pk.top) step_temp = step_temp || b.name == "optimizer step temporary";
+        EXPECT_EQ(step_temp, est.optimizer_step >= est.peak - 1) << where;
+      }
     }
   }
 }
