@@ -33,7 +33,7 @@ bool recomputes(const LayerChoice& c) {
 }
 
 bool offloads(const LayerChoice& c) {
-  return c.mode == LayerMode::blocks && std::count(c.blocks.begin(), c.blocks.end(), BlockMode::offload) > 0;
+  return std::find(c.blocks.begin(), c.blocks.end(), BlockMode::offload) != c.blocks.end();
 }
 
 // StreamBP's extra weight traffic for layer g (bf16 weights; the gradient accumulator only where
