@@ -244,6 +244,40 @@ TEST(MegatronRuns, RatiosPairRunsOfOneSession) {
   EXPECT_NEAR(ratios[3].measured, 404.45 / 301.4, 1e-3);
 }
 
+// validate --svg: one point per rank (peak), per run (time) and per recompute run beside a none run
+// of its session (time over none), coloured GPU-bound or host-bound, dashed at the bounds.
+TEST(MegatronRuns, PlotHasAPointPerRankRunAndRatio) {
+  const HardwareSpec hw = test::hardware("hardware/h200.yaml");
+  std::vector<MegatronRun> runs;
+  for (const auto& path : committed_logs()) {
+    const MegatronLog log = read_log(path);
+    runs.push_back({std::filesystem::path(path).filename().string(), compare_megatron(log, hw), log.device});
+  }
+  const auto ratios = recompute_ratios(runs);
+  size_t points = 0, host_bound_points = 0, ratio_points = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const bool ratio = ratios[i].has_baseline && runs[i].comparison.setup.recompute != "none";
+    const size_t n = runs[i].comparison.ranks.size() + 1 + (ratio ? 1 : 0);
+    points += n;
+    ratio_points += ratio ? 1 : 0;
+    host_bound_points += runs[i].host_bound_layers() > 0 ? n : 0;
+  }
+  EXPECT_EQ(points, 95u + 54u + 23u);  // ranks, runs, and 14 + 9 ratios (the CLI summary's counts)
+  EXPECT_EQ(ratio_points, 23u);
+  const std::string svg = megatron_svg(runs, hw.name);
+  const auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = svg.find(what); at != std::string::npos; at = svg.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("<circle"), points);
+  EXPECT_EQ(count("fill=\"#f28e2b\" fill-opacity"), host_bound_points);  // the second colour
+  EXPECT_GT(host_bound_points, 0u);
+  EXPECT_EQ(count("class=\"band\""), 6u);
+  for (const char* title : {"peak, max allocated (GiB)", "iteration time (ms)", "time over none, same session"})
+    EXPECT_NE(svg.find(title), std::string::npos) << title;
+}
+
 TEST(MegatronRuns, CalibrateReproducesTheCommittedConstants) {
   HardwareSpec hw = test::hardware("hardware/h200.yaml");
   const FrameworkEfficiency committed = hw.megatron_local;

@@ -75,6 +75,7 @@ struct ValidateOptions {
   std::string json_path;
   std::string format = "table";
   std::vector<std::string> megatron_logs;
+  std::string svg_path;
 };
 
 // The hardware file for a GPU name (H200 -> h200, H100 -> h100-sxm): the file
@@ -111,6 +112,7 @@ int validate_megatron_logs(const ValidateOptions& o) {
   }
   const ReportMeta meta{REMAT_VERSION, REMAT_GIT_COMMIT, "validate --megatron-log", inputs};
   emit_report(o.format, o.json_path, megatron_table(runs, hw.name), megatron_report(meta, runs, hw.name));
+  if (!o.svg_path.empty()) write_file_text(o.svg_path, "--svg", megatron_svg(runs, hw.name));
   return kExitOk;
 }
 }  // namespace
@@ -128,7 +130,11 @@ Runner add_validate_command(CLI::App& app) {
   sub->add_option("--megatron-log", o->megatron_logs,
                   "Megatron-LM training logs (--log-interval 1 --log-memory-interval 1): per rank predicted vs "
                   "measured peak and iteration time, instead of --measurements");
+  sub->add_option("--svg", o->svg_path,
+                  "with --megatron-log: predicted against measured peak, iteration time and time over none");
   return [o]() {
+    if (!o->svg_path.empty() && o->megatron_logs.empty())
+      throw InputError({{"command line", "--svg", o->svg_path, "needs --megatron-log"}});
     if (!o->megatron_logs.empty()) return validate_megatron_logs(*o);
     const ValidateInputs in = load_validate_inputs(o->measurements, o->hardware, "validate");
     const auto cases = validate_cases(in.measurements, in.hardware, in.measurements_path);

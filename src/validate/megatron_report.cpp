@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "remat/report/svg.hpp"
+
 namespace remat {
 
 namespace {
@@ -149,6 +151,25 @@ Json megatron_report(const ReportMeta& meta, const std::vector<MegatronRun>& run
           {"summary",
            {{"gpu_bound", extremes_json(extremes(runs, ratios, false))},
             {"host_bound", extremes_json(extremes(runs, ratios, true))}}}};
+}
+
+std::string megatron_svg(const std::vector<MegatronRun>& runs, const std::string& hardware_name) {
+  constexpr double kMiBPerGiB = 1024;
+  ScatterPanel peak{"peak, max allocated (GiB)", 3, {}}, time{"iteration time (ms)", 15, {}};
+  ScatterPanel ratio{"time over none, same session", 5, {}};
+  const auto ratios = recompute_ratios(runs);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const MegatronComparison& c = runs[i].comparison;
+    const size_t group = runs[i].host_bound_layers() > 0 ? 1 : 0;
+    for (const auto& r : c.ranks)
+      peak.points.push_back({r.predicted_peak_MiB / kMiBPerGiB, r.measured_max_allocated_MiB / kMiBPerGiB, group});
+    time.points.push_back({c.predicted_iteration_ms, c.measured_iteration_ms, group});
+    if (ratios[i].has_baseline && c.setup.recompute != "none")
+      ratio.points.push_back({ratios[i].predicted, ratios[i].measured, group});
+  }
+  return predicted_vs_measured_svg(
+      fmt::format("Megatron-LM runs beside remat (--framework megatron-local, {})", hardware_name),
+      {"GPU-bound", "host-bound MoE"}, {peak, time, ratio});
 }
 
 }  // namespace remat

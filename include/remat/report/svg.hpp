@@ -50,3 +50,21 @@ struct StageBarsInput {
 std::string stage_memory_bars_svg(const std::vector<StageBarsInput>& runs, const std::string& title);
 
 }  // namespace remat
+
+namespace remat {
+
+// Predicted against measured, one panel per quantity: the y = x line, a dashed band of
+// +-`band_pct` around it, and one colour per group.
+struct ScatterPoint {
+  double predicted = 0, measured = 0;
+  size_t group = 0;  // index into the plot's group names
+};
+struct ScatterPanel {
+  std::string title;  // "peak, max allocated (GiB)"
+  double band_pct = 0;
+  std::vector<ScatterPoint> points;
+};
+std::string predicted_vs_measured_svg(const std::string& title, const std::vector<std::string>& group_names,
+                                      const std::vector<ScatterPanel>& panels);
+
+}  // namespace remat

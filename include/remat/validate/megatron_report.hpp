@@ -31,5 +31,8 @@ std::vector<RecomputeRatio> recompute_ratios(const std::vector<MegatronRun>& run
 
 std::string megatron_table(const std::vector<MegatronRun>& runs, const std::string& hardware_name);
 Json megatron_report(const ReportMeta& meta, const std::vector<MegatronRun>& runs, const std::string& hardware_name);
+// Predicted against measured: peak per rank, iteration time per run, time over none per recompute run;
+// GPU-bound and host-bound runs in two colours, dashed at the bounds (3%, 15%, 5%).
+std::string megatron_svg(const std::vector<MegatronRun>& runs, const std::string& hardware_name);
 
 }  // namespace remat
