@@ -23,6 +23,11 @@ struct Extremes {
   int runs = 0, ranks = 0, ratios = 0;
 };
 
+// A recompute run set beside a no-recompute run of its own session (a none run is its own baseline).
+bool has_recompute_ratio(const MegatronRun& run, const RecomputeRatio& ratio) {
+  return ratio.has_baseline && run.comparison.setup.recompute != "none";
+}
+
 // Over the runs whose host-bound state is `host_bound`; peak over every run.
 Extremes extremes(const std::vector<MegatronRun>& runs, const std::vector<RecomputeRatio>& ratios, bool host_bound) {
   Extremes e;
@@ -32,7 +37,7 @@ Extremes extremes(const std::vector<MegatronRun>& runs, const std::vector<Recomp
     for (const auto& r : runs[i].comparison.ranks)
       e.peak_abs = std::max(e.peak_abs, std::fabs(r.error_pct())), ++e.ranks;
     e.time_abs = std::max(e.time_abs, std::fabs(runs[i].comparison.time_error_pct()));
-    if (ratios[i].has_baseline && runs[i].comparison.setup.recompute != "none")
+    if (has_recompute_ratio(runs[i], ratios[i]))
       e.ratio_abs = std::max(e.ratio_abs, std::fabs(ratios[i].error_pct())), ++e.ratios;
   }
   return e;
@@ -85,7 +90,7 @@ std::string megatron_table(const std::vector<MegatronRun>& runs, const std::stri
       std::string time = k == 0 ? fmt::format("{:>9.1f} {:>9.1f} {:>+7.1f}", c.predicted_iteration_ms,
                                               c.measured_iteration_ms, c.time_error_pct())
                                 : std::string(27, ' ');
-      std::string ratio = k == 0 && ratios[i].has_baseline && c.setup.recompute != "none"
+      std::string ratio = k == 0 && has_recompute_ratio(runs[i], ratios[i])
                               ? fmt::format("{:>+13.1f}", ratios[i].error_pct())
                               : std::string(13, ' ');
       const std::string name = k == 0 ? runs[i].name : "  (" + c.setup.recompute + ")";
@@ -164,7 +169,7 @@ std::string megatron_svg(const std::vector<MegatronRun>& runs, const std::string
     for (const auto& r : c.ranks)
       peak.points.push_back({r.predicted_peak_MiB / kMiBPerGiB, r.measured_max_allocated_MiB / kMiBPerGiB, group});
     time.points.push_back({c.predicted_iteration_ms, c.measured_iteration_ms, group});
-    if (ratios[i].has_baseline && c.setup.recompute != "none")
+    if (has_recompute_ratio(runs[i], ratios[i]))
       ratio.points.push_back({ratios[i].predicted, ratios[i].measured, group});
   }
   return predicted_vs_measured_svg(
