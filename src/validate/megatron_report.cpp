@@ -13,9 +13,20 @@ namespace {
 
 // Runs that differ only in their recompute settings share this key.
 std::string layout_key(const MegatronSetup& s) {
+  const ModelSpec& m = s.model;
   const TrainingSpec& t = s.training;
-  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", s.model.num_hidden_layers, s.model.hidden_size,
-                     s.model.n_routed_experts, t.tp, t.pp, t.dp, t.ep, t.mbs, t.gbs, t.seq, t.zero_stage);
+  std::string stages;
+  for (int64_t n : t.layers_per_stage) stages += fmt::format("{},", n);
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", m.num_hidden_layers, m.hidden_size,
+                     m.intermediate_size, m.num_attention_heads, m.num_key_value_heads, m.vocab_size,
+                     m.n_routed_experts, m.num_experts_per_tok, m.moe_intermediate_size, t.tp, t.pp, t.dp, t.ep, t.mbs,
+                     t.gbs, t.seq, t.zero_stage, t.num_layers_override, stages);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 struct Extremes {
@@ -50,6 +61,16 @@ std::string extremes_line(const Extremes& e) {
       e.peak_abs, e.ranks, e.time_abs, e.ratio_abs, e.ratios);
 }
 
+Json repeats_json(const std::vector<MegatronRun>& runs) {
+  Json list = Json::array();
+  for (const auto& g : session_repeats(runs)) {
+    Json logs = Json::array(), measured = Json::array();
+    for (size_t j : g.runs) logs.push_back(runs[j].name), measured.push_back(runs[j].comparison.measured_iteration_ms);
+    list.push_back({{"logs", logs}, {"measured_iteration_ms", measured}, {"spread_pct", g.spread_pct()}});
+  }
+  return list;
+}
+
 Json extremes_json(const Extremes& e) {
   return {{"runs", e.runs},
           {"ranks", e.ranks},
@@ -65,15 +86,43 @@ int64_t MegatronRun::host_bound_layers() const { return remat::host_bound_layers
 
 std::vector<RecomputeRatio> recompute_ratios(const std::vector<MegatronRun>& runs) {
   std::vector<RecomputeRatio> out(runs.size());
-  for (size_t i = 0; i < runs.size(); ++i)
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const MegatronComparison& c = runs[i].comparison;
+    std::vector<double> predicted_ms, measured_ms;
     for (const auto& base : runs) {
-      const MegatronComparison &c = runs[i].comparison, &b = base.comparison;
+      const MegatronComparison& b = base.comparison;
       if (b.setup.recompute != "none" || layout_key(b.setup) != layout_key(c.setup) || base.session != runs[i].session)
         continue;
-      out[i] = {c.predicted_iteration_ms / b.predicted_iteration_ms, c.measured_iteration_ms / b.measured_iteration_ms,
-                true};
+      predicted_ms.push_back(b.predicted_iteration_ms);
+      measured_ms.push_back(b.measured_iteration_ms);
     }
+    if (measured_ms.empty()) continue;
+    out[i] = {c.predicted_iteration_ms / median(predicted_ms), c.measured_iteration_ms / median(measured_ms), true,
+              int(measured_ms.size())};
+  }
   return out;
+}
+
+std::vector<RepeatGroup> session_repeats(const std::vector<MegatronRun>& runs) {
+  std::vector<RepeatGroup> groups;
+  std::vector<bool> grouped(runs.size(), false);
+  const auto key = [&](size_t i) {
+    return runs[i].session + "|" + layout_key(runs[i].comparison.setup) + "|" + runs[i].comparison.setup.recompute;
+  };
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (grouped[i]) continue;
+    RepeatGroup g;
+    for (size_t j = i; j < runs.size(); ++j)
+      if (!grouped[j] && key(j) == key(i)) g.runs.push_back(j), grouped[j] = true;
+    if (g.runs.size() < 2) continue;
+    g.fastest_ms = g.slowest_ms = runs[i].comparison.measured_iteration_ms;
+    for (size_t j : g.runs) {
+      g.fastest_ms = std::min(g.fastest_ms, runs[j].comparison.measured_iteration_ms);
+      g.slowest_ms = std::max(g.slowest_ms, runs[j].comparison.measured_iteration_ms);
+    }
+    groups.push_back(g);
+  }
+  return groups;
 }
 
 std::string megatron_table(const std::vector<MegatronRun>& runs, const std::string& hardware_name) {
@@ -106,6 +155,14 @@ std::string megatron_table(const std::vector<MegatronRun>& runs, const std::stri
     out +=
         fmt::format("{} runs host-bound (an MoE layer's forward below the framework's host time, \"host\" above): {}\n",
                     host.runs, extremes_line(host));
+  const auto repeats = session_repeats(runs);
+  if (!repeats.empty()) out += "Same flags run again in one session (the measurement's own spread):\n";
+  for (const auto& g : repeats) {
+    std::string names;
+    for (size_t j : g.runs) names += (names.empty() ? "" : ", ") + runs[j].name;
+    out +=
+        fmt::format("  {}: {:.1f} to {:.1f} ms ({:.1f}% apart)\n", names, g.fastest_ms, g.slowest_ms, g.spread_pct());
+  }
   return out;
 }
 
@@ -141,8 +198,10 @@ Json megatron_report(const ReportMeta& meta, const std::vector<MegatronRun>& run
                 {"time_error_pct", c.time_error_pct()},
                 {"host_bound_layers", runs[i].host_bound_layers()}};
     if (ratios[i].has_baseline)
-      run["time_over_none"] = {
-          {"predicted", ratios[i].predicted}, {"measured", ratios[i].measured}, {"error_pct", ratios[i].error_pct()}};
+      run["time_over_none"] = {{"predicted", ratios[i].predicted},
+                               {"measured", ratios[i].measured},
+                               {"error_pct", ratios[i].error_pct()},
+                               {"none_runs", ratios[i].baseline_runs}};
     if (!runs[i].host.empty()) {  // host_probe.py's JSON; kept as text when a hand-edited line is not JSON
       const Json host = Json::parse(runs[i].host, nullptr, /*allow_exceptions=*/false);
       run["host"] = host.is_discarded() ? Json(runs[i].host) : host;
@@ -155,7 +214,8 @@ Json megatron_report(const ReportMeta& meta, const std::vector<MegatronRun>& run
           {"runs", list},
           {"summary",
            {{"gpu_bound", extremes_json(extremes(runs, ratios, false))},
-            {"host_bound", extremes_json(extremes(runs, ratios, true))}}}};
+            {"host_bound", extremes_json(extremes(runs, ratios, true))},
+            {"repeats", repeats_json(runs)}}}};
 }
 
 std::string megatron_svg(const std::vector<MegatronRun>& runs, const std::string& hardware_name) {

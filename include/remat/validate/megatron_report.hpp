@@ -19,15 +19,28 @@ struct MegatronRun {
   int64_t host_bound_layers() const;
 };
 
-// Predicted / measured time of each run divided by the same ratio of the run
+// Predicted / measured time of each run divided by the same ratio of the runs
 // with the same model, layout and batch and no recompute, measured in the same
-// session (host speed differs between machines); 0 when there is none.
+// session (host speed differs between machines); 0 when there is none. Where
+// a session ran that no-recompute setting more than once, its measured time is
+// the median of those runs.
 struct RecomputeRatio {
   double predicted = 0, measured = 0;
   bool has_baseline = false;
+  int baseline_runs = 0;
   double error_pct() const { return 100 * (predicted / measured - 1); }
 };
 std::vector<RecomputeRatio> recompute_ratios(const std::vector<MegatronRun>& runs);
+
+// Runs of one session with the same model, layout, batch and recompute
+// settings: repeats of one set of flags. How far apart their measured
+// iteration times lie is the noise a prediction is held against.
+struct RepeatGroup {
+  std::vector<size_t> runs;  // indices into the runs, in their order
+  double fastest_ms = 0, slowest_ms = 0;
+  double spread_pct() const { return 100 * (slowest_ms / fastest_ms - 1); }
+};
+std::vector<RepeatGroup> session_repeats(const std::vector<MegatronRun>& runs);
 
 std::string megatron_table(const std::vector<MegatronRun>& runs, const std::string& hardware_name);
 Json megatron_report(const ReportMeta& meta, const std::vector<MegatronRun>& runs, const std::string& hardware_name);
