@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "remat/cost/exact_blocks.hpp"
@@ -410,6 +411,88 @@ TEST(MegatronCliValidate, CommittedLogsAndATruncatedOne) {
       test::remat_command({"validate", "--hardware", "h200", "--megatron-log", cut}) + " 2>&1 >/dev/null");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.out.find("the log ends after 1 of 6 iterations (truncated)"), std::string::npos) << bad.out;
+}
+
+// Harness run 10, one H100 (reports/megatron/h100): LLaMA3-8B's layer shape cut to 4 layers on one
+// GPU. megatron-local's time constants for the H100 were fitted on its 4 runs without recompute; the
+// 6 recompute runs are held out to the bounds. Memory has no fitted constant: every run.
+TEST(MegatronRuns, H100FitOnItsNoneRunsHoldsOnItsRecomputeRuns) {
+  const HardwareSpec hw = test::hardware("hardware/h100-sxm.yaml");
+  ASSERT_TRUE(hw.has_megatron_local);
+  EXPECT_FALSE(hw.megatron_local.has_moe_layer_host);  // no MoE run on the H100
+  std::set<std::string> fitted;
+  std::istringstream names(hw.megatron_local.calibrated_from);
+  for (std::string n; names >> n;) fitted.insert(n);
+  EXPECT_EQ(fitted.size(), 4u);
+  std::vector<MegatronRun> runs;
+  std::vector<MegatronLog> fit_logs;
+  for (const auto& f : std::filesystem::directory_iterator(kReports + "/h100/logs")) {
+    const MegatronLog log = read_log(f.path().string());
+    EXPECT_NE(log.device.find("H100"), std::string::npos);
+    const std::string name = f.path().filename().string();
+    runs.push_back({name, compare_megatron(log, hw), log.device});
+    if (fitted.count(name)) fit_logs.push_back(log);
+  }
+  ASSERT_EQ(runs.size(), 10u);
+  ASSERT_EQ(fit_logs.size(), 4u);
+  const auto ratios = recompute_ratios(runs);
+  int held_out = 0, ratio_checks = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const MegatronComparison& c = runs[i].comparison;
+    for (const auto& r : c.ranks) EXPECT_LE(std::fabs(r.error_pct()), 0.5) << runs[i].name;  // 0.37% worst
+    if (fitted.count(runs[i].name)) continue;
+    ++held_out;
+    EXPECT_LE(std::fabs(c.time_error_pct()), 15.0) << runs[i].name;  // 8.6% worst
+    ASSERT_TRUE(ratios[i].has_baseline) << runs[i].name;
+    ++ratio_checks;
+    EXPECT_LE(std::fabs(ratios[i].error_pct()), 5.0) << runs[i].name;  // 2.7% worst
+  }
+  EXPECT_EQ(held_out, 6);
+  EXPECT_EQ(ratio_checks, 6);
+  HardwareSpec bare = hw;
+  bare.has_megatron_local = false;
+  double rms = 0;
+  const FrameworkEfficiency fit = fit_megatron_local(fit_logs, bare, &rms);
+  EXPECT_FALSE(fit.has_moe_layer_host);
+  EXPECT_NEAR(fit.gemm_scale, hw.megatron_local.gemm_scale, 0.0005);
+  EXPECT_NEAR(fit.memory_bound_scale, hw.megatron_local.memory_bound_scale, 0.0005);
+  EXPECT_NEAR(fit.layer_overhead_s * 1e6, hw.megatron_local.layer_overhead_s * 1e6, 0.5);
+  EXPECT_LT(rms, 0.05);
+}
+
+// A hardware file without a megatron-local fit, or with one that saw no MoE run, says so for the
+// framework's times instead of pricing them silently.
+TEST(MegatronFramework, UnfittedTimesAreNamed) {
+  const ModelSpec dense = test::model("llama3-8b"), moe = test::model("deepseek-v2");
+  const auto a100 = framework_time_gaps(test::hardware("a100-80gb-sxm"), Framework::megatron_local, dense);
+  ASSERT_EQ(a100.size(), 1u);
+  EXPECT_NE(a100[0].find("no megatron-local time fit for A100 80GB SXM"), std::string::npos);
+  EXPECT_TRUE(framework_time_gaps(test::hardware("a100-80gb-sxm"), Framework::generic, dense).empty());
+  const HardwareSpec h100 = test::hardware("hardware/h100-sxm.yaml");
+  EXPECT_TRUE(framework_time_gaps(h100, Framework::megatron_local, dense).empty());
+  const auto h100_moe = framework_time_gaps(h100, Framework::megatron_local, moe);
+  ASSERT_EQ(h100_moe.size(), 1u);
+  EXPECT_NE(h100_moe[0].find("had no MoE run"), std::string::npos);
+  EXPECT_TRUE(framework_time_gaps(test::hardware("hardware/h200.yaml"), Framework::megatron_local, moe).empty());
+}
+
+// calibrate --megatron-log over dense runs only writes no MoE host time: the file keeps a comment in
+// its place, loads, and the CLI line says it was not fitted.
+TEST(MegatronFramework, CalibrateWithoutMoeRunsLeavesTheMoeHostTimeOut) {
+  const std::string out = ::testing::TempDir() + "h100-refit.yaml";
+  std::vector<std::string> args = {"calibrate", "--hardware", "h100-sxm", "--out", out, "--megatron-log"};
+  for (const char* n : {"s2048-mbs1-gbs8", "s4096-mbs1-gbs4", "s4096-mbs2-gbs4", "s8192-mbs1-gbs2"})
+    args.push_back(kReports + "/h100/logs/dense4-tp1pp1-" + n + "-none.log");
+  const test::ShellResult r = test::run_shell(test::remat_command(args) + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("gemm_scale 0.788, memory_bound_scale 0.700"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("moe_layer_host not fitted (no MoE run)"), std::string::npos) << r.out;
+  const HardwareSpec refit = test::hardware(out);
+  EXPECT_TRUE(refit.has_megatron_local);
+  EXPECT_FALSE(refit.megatron_local.has_moe_layer_host);
+  std::ifstream in(out);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("    # moe_layer_host_us: not fitted, no MoE run among these\n"), std::string::npos);
 }
 
 }  // namespace

@@ -37,16 +37,18 @@ std::string with_framework_block(std::string yaml, const FrameworkEfficiency& e,
   const size_t at = yaml.find("\nframeworks:");
   if (at != std::string::npos) yaml.resize(at + 1);
   if (!yaml.empty() && yaml.back() != '\n') yaml += '\n';
+  const std::string moe_line = e.has_moe_layer_host
+                                   ? fmt::format("    moe_layer_host_us: {:.0f}\n", e.moe_layer_host_s * 1e6)
+                                   : "    # moe_layer_host_us: not fitted, no MoE run among these\n";
   return yaml + fmt::format(
                     "frameworks:\n"
                     "  megatron-local:   # remat calibrate --megatron-log: fitted to {} Megatron-LM runs\n"
                     "    gemm_scale: {:.3f}\n"
                     "    memory_bound_scale: {:.3f}\n"
                     "    layer_overhead_us: {:.0f}\n"
-                    "    moe_layer_host_us: {:.0f}\n"
+                    "{}"
                     "    calibrated_from: \"{}\"\n",
-                    runs, e.gemm_scale, e.memory_bound_scale, e.layer_overhead_s * 1e6, e.moe_layer_host_s * 1e6,
-                    e.calibrated_from);
+                    runs, e.gemm_scale, e.memory_bound_scale, e.layer_overhead_s * 1e6, moe_line, e.calibrated_from);
 }
 
 int calibrate_megatron(const CalibrateOptions& o) {
@@ -70,11 +72,13 @@ int calibrate_megatron(const CalibrateOptions& o) {
       throw InputError({{"command line", "--in-place", src.label, "needs --hardware FILE, not a built-in spec"}});
     write_file_text(src.label, "--in-place", yaml);
   }
+  const std::string moe = e.has_moe_layer_host ? fmt::format("{:.0f} us", e.moe_layer_host_s * 1e6)
+                                               : std::string("not fitted (no MoE run)");
   std::cout << fmt::format(
       "megatron-local on {}: gemm_scale {:.3f}, memory_bound_scale {:.3f}, layer_overhead {:.0f} us, "
-      "moe_layer_host {:.0f} us; fit over {} runs: rms log error {:.3f} ({:.1f}%)\n",
-      src.label, e.gemm_scale, e.memory_bound_scale, e.layer_overhead_s * 1e6, e.moe_layer_host_s * 1e6, logs.size(),
-      rms, 100 * (std::exp(rms) - 1));
+      "moe_layer_host {}; fit over {} runs: rms log error {:.3f} ({:.1f}%)\n",
+      src.label, e.gemm_scale, e.memory_bound_scale, e.layer_overhead_s * 1e6, moe, logs.size(), rms,
+      100 * (std::exp(rms) - 1));
   return kExitOk;
 }
 

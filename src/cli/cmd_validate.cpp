@@ -3,6 +3,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "commands.hpp"
@@ -10,6 +11,7 @@
 #include "remat/io/measurements.hpp"
 #include "remat/io/megatron_log.hpp"
 #include "remat/io/sha256.hpp"
+#include "remat/spec/framework.hpp"
 #include "remat/spec/problems.hpp"
 #include "remat/validate/megatron_report.hpp"
 #include "remat/validate/validate_report.hpp"
@@ -104,6 +106,10 @@ int validate_megatron_logs(const ValidateOptions& o) {
   const SpecSource hw_src = read_spec_source(hw_name, "hardware");
   const HardwareSpec hw = load_hardware(hw_src);
   inputs.push_back({"hardware", hw_src.label, sha256_hex(hw_src.text)});
+  std::set<std::string> gaps;  // once each, not once per log
+  for (const auto& log : logs)
+    for (const auto& gap : framework_time_gaps(hw, Framework::megatron_local, megatron_setup(log).model))
+      if (gaps.insert(gap).second) std::cerr << "note: " << hw_src.label << ": " << gap << "\n";
   std::vector<MegatronRun> runs;
   for (size_t i = 0; i < logs.size(); ++i) {
     const std::string& path = o.megatron_logs[i];

@@ -197,6 +197,8 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
   if (problems.empty()) problems = network_problems(in.training, in.hardware, hw_src.label);
   if (!problems.empty()) throw InputError(std::move(problems));
   in.training = with_defaults(in.training);
+  for (const auto& gap : framework_time_gaps(in.hardware, in.training.framework, in.model))
+    std::cerr << "note: " << hw_src.label << ": " << gap << "\n";
   in.hardware = apply_framework(in.hardware, in.training.framework);
   in.meta = {
       REMAT_VERSION,

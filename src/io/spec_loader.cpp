@@ -128,6 +128,7 @@ void read_frameworks(YamlFields& parent, HardwareSpec& h, const std::string& fil
     f.number("memory_bound_scale", e.memory_bound_scale, true);
     f.number("layer_overhead_us", e.layer_overhead_s, true, 1e-6);
     f.number("moe_layer_host_us", e.moe_layer_host_s, false, 1e-6);
+    e.has_moe_layer_host = bool(local["moe_layer_host_us"]);
     f.text("calibrated_from", e.calibrated_from, false);
     f.reject_unknown();
     h.has_megatron_local = true;

@@ -72,4 +72,17 @@ HardwareSpec apply_framework(HardwareSpec hw, Framework f) {
   return hw;
 }
 
+std::vector<std::string> framework_time_gaps(const HardwareSpec& hw, Framework f, const ModelSpec& model) {
+  if (f != Framework::megatron_local) return {};
+  if (!hw.has_megatron_local)
+    return {"no megatron-local time fit for " + hw.name +
+            " (frameworks: in its file; remat calibrate --megatron-log): times use remat-bench's kernel "
+            "efficiencies, which ran 23-33% fast against Megatron-LM on the H100 before its fit"};
+  if (model.is_moe() && !hw.megatron_local.has_moe_layer_host)
+    return {"the megatron-local fit for " + hw.name +
+            " had no MoE run: MoE layers get no host-time floor, so small experts may wait on the host longer than "
+            "predicted"};
+  return {};
+}
+
 }  // namespace remat

@@ -34,8 +34,9 @@ struct Efficiency {
 struct FrameworkEfficiency {
   double gemm_scale = 1;
   double memory_bound_scale = 1;
-  double layer_overhead_s = 0;  // per layer, microbatch and pass (forward or backward)
-  double moe_layer_host_s = 0;  // host time of an MoE layer's pass (dispatch syncs, per-expert loop): its floor
+  double layer_overhead_s = 0;      // per layer, microbatch and pass (forward or backward)
+  double moe_layer_host_s = 0;      // host time of an MoE layer's pass (dispatch syncs, per-expert loop): its floor
+  bool has_moe_layer_host = false;  // fitted from MoE runs; without, MoE layers have no host floor
   std::string calibrated_from;
 };
 
