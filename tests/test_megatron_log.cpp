@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <tuple>
 
 #include "remat/cost/exact_blocks.hpp"
 #include "remat/io/megatron_log.hpp"
@@ -493,6 +494,20 @@ TEST(MegatronFramework, CalibrateWithoutMoeRunsLeavesTheMoeHostTimeOut) {
   std::ifstream in(out);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("    # moe_layer_host_us: not fitted, no MoE run among these\n"), std::string::npos);
+}
+
+// The committed validate tables (reports/megatron/validate-h200.txt, h100/validate-h100.txt) are what
+// `remat validate --megatron-log` prints from the committed logs today.
+TEST(MegatronRuns, CommittedTablesAreWhatValidatePrints) {
+  for (const auto& [dir, logs, table] : {std::tuple{kReports, "logs/*.log plans/*.log", "validate-h200.txt"},
+                                         std::tuple{kReports + "/h100", "logs/*.log", "validate-h100.txt"}}) {
+    const test::ShellResult r = test::run_shell("cd " + test::shell_quote(dir) + " && " +
+                                                test::shell_quote(REMAT_BINARY) + " validate --megatron-log " + logs);
+    ASSERT_EQ(r.exit_code, 0) << dir;
+    std::ifstream in(dir + "/" + table);
+    const std::string committed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(r.out, committed) << table;
+  }
 }
 
 }  // namespace
