@@ -128,7 +128,8 @@ IterationEstimate iteration_from_stages(const std::vector<double>& microbatch_s,
   const double n = double(t.microbatches());
   it.optimizer_step_s = optimizer_step_s;
   it.time_s = sum + (n - 1) * slowest + optimizer_step_s;
-  it.bubble_fraction = it.time_s > 0 ? (it.time_s - n * slowest - optimizer_step_s) / it.time_s : 0;
+  // at most rounding below zero when one stage is the whole pipeline; clamped so it prints 0.0, not -0.0
+  it.bubble_fraction = it.time_s > 0 ? std::max(0.0, (it.time_s - n * slowest - optimizer_step_s) / it.time_s) : 0;
   it.model_flops = model_flops;
   it.hardware_flops = hardware_flops;
   it.mfu = model_flops / (it.time_s * double(t.gpus()) * hw.peak_bf16_flops);
