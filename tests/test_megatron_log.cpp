@@ -414,50 +414,55 @@ TEST(MegatronCliValidate, CommittedLogsAndATruncatedOne) {
   EXPECT_NE(bad.out.find("the log ends after 1 of 6 iterations (truncated)"), std::string::npos) << bad.out;
 }
 
-// Harness run 10, one H100 (reports/megatron/h100): LLaMA3-8B's layer shape cut to 4 layers on one
-// GPU. megatron-local's time constants for the H100 were fitted on its 4 runs without recompute; the
-// 6 recompute runs are held out to the bounds. Memory has no fitted constant: every run.
+// Harness runs 10 and 11, one H100 each (reports/megatron/h100): LLaMA3-8B's layer shape cut to 4
+// layers, and the small MoE (8 experts of 2048, and of 4096), on one GPU. megatron-local's time
+// constants for the H100 were fitted on its 6 runs without recompute; the 9 recompute runs are held
+// out to the bounds. Memory has no fitted constant: every run.
 TEST(MegatronRuns, H100FitOnItsNoneRunsHoldsOnItsRecomputeRuns) {
   const HardwareSpec hw = test::hardware("hardware/h100-sxm.yaml");
   ASSERT_TRUE(hw.has_megatron_local);
-  EXPECT_FALSE(hw.megatron_local.has_moe_layer_host);  // no MoE run on the H100
+  EXPECT_TRUE(hw.megatron_local.has_moe_layer_host);
   std::set<std::string> fitted;
   std::istringstream names(hw.megatron_local.calibrated_from);
   for (std::string n; names >> n;) fitted.insert(n);
-  EXPECT_EQ(fitted.size(), 4u);
+  EXPECT_EQ(fitted.size(), 6u);
   std::vector<MegatronRun> runs;
   std::vector<MegatronLog> fit_logs;
-  for (const auto& f : std::filesystem::directory_iterator(kReports + "/h100/logs")) {
-    const MegatronLog log = read_log(f.path().string());
+  std::vector<std::filesystem::path> paths;
+  for (const auto& f : std::filesystem::directory_iterator(kReports + "/h100/logs")) paths.push_back(f.path());
+  std::sort(paths.begin(), paths.end());
+  for (const auto& path : paths) {
+    const MegatronLog log = read_log(path.string());
     EXPECT_NE(log.device.find("H100"), std::string::npos);
-    const std::string name = f.path().filename().string();
+    const std::string name = path.filename().string();
     runs.push_back({name, compare_megatron(log, hw), log.device});
     if (fitted.count(name)) fit_logs.push_back(log);
   }
-  ASSERT_EQ(runs.size(), 10u);
-  ASSERT_EQ(fit_logs.size(), 4u);
+  ASSERT_EQ(runs.size(), 15u);
+  ASSERT_EQ(fit_logs.size(), 6u);
   const auto ratios = recompute_ratios(runs);
-  int held_out = 0, ratio_checks = 0;
+  int held_out = 0, host_bound = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
     const MegatronComparison& c = runs[i].comparison;
-    for (const auto& r : c.ranks) EXPECT_LE(std::fabs(r.error_pct()), 0.5) << runs[i].name;  // 0.37% worst
+    for (const auto& r : c.ranks) EXPECT_LE(std::fabs(r.error_pct()), 0.7) << runs[i].name;  // 0.62% worst
+    if (runs[i].host_bound_layers() > 0) ++host_bound;
     if (fitted.count(runs[i].name)) continue;
     ++held_out;
-    EXPECT_LE(std::fabs(c.time_error_pct()), 15.0) << runs[i].name;  // 8.6% worst
+    EXPECT_LE(std::fabs(c.time_error_pct()), 15.0) << runs[i].name;  // 8.7% worst
     ASSERT_TRUE(ratios[i].has_baseline) << runs[i].name;
-    ++ratio_checks;
-    EXPECT_LE(std::fabs(ratios[i].error_pct()), 5.0) << runs[i].name;  // 2.7% worst
+    EXPECT_LE(std::fabs(ratios[i].error_pct()), 5.0) << runs[i].name;  // 2.8% worst
   }
-  EXPECT_EQ(held_out, 6);
-  EXPECT_EQ(ratio_checks, 6);
+  EXPECT_EQ(held_out, 9);
+  EXPECT_EQ(host_bound, 5);  // every small-MoE run
   HardwareSpec bare = hw;
   bare.has_megatron_local = false;
   double rms = 0;
   const FrameworkEfficiency fit = fit_megatron_local(fit_logs, bare, &rms);
-  EXPECT_FALSE(fit.has_moe_layer_host);
+  EXPECT_TRUE(fit.has_moe_layer_host);
   EXPECT_NEAR(fit.gemm_scale, hw.megatron_local.gemm_scale, 0.0005);
   EXPECT_NEAR(fit.memory_bound_scale, hw.megatron_local.memory_bound_scale, 0.0005);
   EXPECT_NEAR(fit.layer_overhead_s * 1e6, hw.megatron_local.layer_overhead_s * 1e6, 0.5);
+  EXPECT_NEAR(fit.moe_layer_host_s * 1e6, hw.megatron_local.moe_layer_host_s * 1e6, 0.5);
   EXPECT_LT(rms, 0.05);
 }
 
@@ -469,11 +474,13 @@ TEST(MegatronFramework, UnfittedTimesAreNamed) {
   ASSERT_EQ(a100.size(), 1u);
   EXPECT_NE(a100[0].find("no megatron-local time fit for A100 80GB SXM"), std::string::npos);
   EXPECT_TRUE(framework_time_gaps(test::hardware("a100-80gb-sxm"), Framework::generic, dense).empty());
-  const HardwareSpec h100 = test::hardware("hardware/h100-sxm.yaml");
-  EXPECT_TRUE(framework_time_gaps(h100, Framework::megatron_local, dense).empty());
-  const auto h100_moe = framework_time_gaps(h100, Framework::megatron_local, moe);
-  ASSERT_EQ(h100_moe.size(), 1u);
-  EXPECT_NE(h100_moe[0].find("had no MoE run"), std::string::npos);
+  HardwareSpec dense_fit = test::hardware("hardware/h100-sxm.yaml");
+  EXPECT_TRUE(framework_time_gaps(dense_fit, Framework::megatron_local, moe).empty());
+  dense_fit.megatron_local.has_moe_layer_host = false;  // as calibrate leaves it from dense runs only
+  EXPECT_TRUE(framework_time_gaps(dense_fit, Framework::megatron_local, dense).empty());
+  const auto dense_fit_moe = framework_time_gaps(dense_fit, Framework::megatron_local, moe);
+  ASSERT_EQ(dense_fit_moe.size(), 1u);
+  EXPECT_NE(dense_fit_moe[0].find("the megatron-local fit for H100 SXM had no MoE run"), std::string::npos);
   EXPECT_TRUE(framework_time_gaps(test::hardware("hardware/h200.yaml"), Framework::megatron_local, moe).empty());
 }
 
