@@ -412,6 +412,14 @@ TEST(MegatronCliValidate, CommittedLogsAndATruncatedOne) {
       test::remat_command({"validate", "--hardware", "h200", "--megatron-log", cut}) + " 2>&1 >/dev/null");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.out.find("the log ends after 1 of 6 iterations (truncated)"), std::string::npos) << bad.out;
+  // An H200 log and an H100 log with no --hardware: one file would price both, so exit 2 naming the second.
+  const std::string h100_log = kReports + "/h100/logs/moe-tp1pp1-s4096-mbs1-gbs4-none-a.log";
+  const test::ShellResult mixed = test::run_shell(
+      test::remat_command({"validate", "--megatron-log", kNoneLog, "--megatron-log", h100_log}) + " 2>&1 >/dev/null");
+  EXPECT_EQ(mixed.exit_code, 2);
+  EXPECT_NE(mixed.out.find(h100_log + ": # device: is another GPU than the first log's"), std::string::npos)
+      << mixed.out;
+  EXPECT_EQ(std::count(mixed.out.begin(), mixed.out.end(), '\n'), 1) << mixed.out;
 }
 
 // Harness runs 10 and 11, one H100 each (reports/megatron/h100): LLaMA3-8B's layer shape cut to 4

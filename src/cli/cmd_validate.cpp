@@ -101,8 +101,13 @@ int validate_megatron_logs(const ValidateOptions& o) {
   }
   std::string hw_name = o.hardware.empty() ? hardware_for_device(logs.front().device) : o.hardware;
   if (hw_name.empty())
-    throw InputError({{o.megatron_logs.front(), "# device:", logs.front().device,
+    throw InputError({{o.megatron_logs.front(), "# device", logs.front().device,
                        "names no GPU with a hardware file: pass --hardware"}});
+  for (size_t i = 1; i < logs.size() && o.hardware.empty(); ++i)
+    if (hardware_for_device(logs[i].device) != hw_name)  // one hardware file prices every log
+      throw InputError({{o.megatron_logs[i], "# device", logs[i].device,
+                         "is another GPU than the first log's (" + hw_name +
+                             "): validate each GPU's logs on their own, or pass --hardware"}});
   const SpecSource hw_src = read_spec_source(hw_name, "hardware");
   const HardwareSpec hw = load_hardware(hw_src);
   inputs.push_back({"hardware", hw_src.label, sha256_hex(hw_src.text)});
