@@ -23,12 +23,6 @@ std::string layout_key(const MegatronSetup& s) {
                      t.gbs, t.seq, t.zero_stage, t.num_layers_override, stages);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 struct Extremes {
   double peak_abs = 0, time_abs = 0, ratio_abs = 0;
   int runs = 0, ranks = 0, ratios = 0;

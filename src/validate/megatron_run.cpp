@@ -191,10 +191,14 @@ double steady_iteration_ms(const MegatronLog& log, int64_t* count) {
   for (const auto& [iteration, t] : log.iteration_ms)
     if (iteration > 2) ms.push_back(t);
   if (count) *count = int64_t(ms.size());
-  if (ms.empty()) return 0;
-  std::sort(ms.begin(), ms.end());
-  const size_t n = ms.size();
-  return n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+  return median(ms);
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 MegatronComparison compare_megatron(const MegatronLog& log, const HardwareSpec& hw) {

@@ -64,6 +64,8 @@ struct MegatronComparison {
 
 // Median elapsed time of the iterations after the first two; 0 when none.
 double steady_iteration_ms(const MegatronLog& log, int64_t* count = nullptr);
+// The middle value (the mean of the middle two for an even count); 0 when empty.
+double median(std::vector<double> values);
 
 MegatronComparison compare_megatron(const MegatronLog& log, const HardwareSpec& hw);
 
