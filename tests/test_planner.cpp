@@ -9,6 +9,7 @@
 #include "remat/cost/estimate.hpp"
 #include "remat/search/layer_plan_text.hpp"
 #include "remat/search/planner.hpp"
+#include "remat/spec/framework.hpp"
 #include "test_helpers.hpp"
 
 namespace remat {
@@ -70,9 +71,10 @@ double best_within(const std::vector<Point>& pts, double budget) {
   return best;
 }
 
+// `slower_at_most`: how much slower than the fastest fitting assignment the plan may be (0: exact).
 void expect_planner_matches(const ModelSpec& m, const TrainingSpec& t, SearchOptions o,
-                            const std::string& gpu = "h100-sxm") {
-  const HardwareSpec hw = test::hardware(gpu);
+                            const std::string& gpu = "h100-sxm", double slower_at_most = 0) {
+  const HardwareSpec hw = apply_framework(test::hardware(gpu), t.framework);
   const auto pts = exhaustive(m, hw, t, o);
   double lo = 1e300, hi = 0;
   for (const auto& p : pts) lo = std::min(lo, p.peak_bytes), hi = std::max(hi, p.peak_bytes);
@@ -80,10 +82,13 @@ void expect_planner_matches(const ModelSpec& m, const TrainingSpec& t, SearchOpt
     o.budget_bytes = lo + f * (hi - lo);
     const PlanSearchResult res = plan_search(m, hw, t, o);
     ASSERT_TRUE(res.best) << m.name << " budget fraction " << f;
-    EXPECT_NEAR(res.best->time_s, best_within(pts, o.budget_bytes), 1e-9 * res.best->time_s)
+    const double fastest_s = best_within(pts, o.budget_bytes);
+    EXPECT_GE(res.best->time_s, fastest_s * (1 - 1e-9));
+    EXPECT_LE(res.best->time_s, fastest_s * (1 + slower_at_most) + 1e-9 * fastest_s)
         << m.name << " budget fraction " << f << " (" << pts.size() << " assignments)";
     const Estimate e = estimate(m, hw, t, res.best_plan, o.budget_bytes);
     EXPECT_LE(e.peak_memory_bytes, o.budget_bytes);
+    EXPECT_NEAR(e.peak_memory_bytes, res.best->peak_bytes, 1e-9 * e.peak_memory_bytes);  // as the report prints
     EXPECT_NEAR(e.iteration.time_s, res.best->time_s, 1e-9 * res.best->time_s);
   }
   o.budget_bytes = lo * 0.999;  // below the smallest footprint
@@ -130,6 +135,18 @@ TEST(PlannerExhaustive, TensorParallelWithOffloadOverPcie) {
   // and offload copies share the host link
   expect_planner_matches(small_dense(4), test::layout(4, 2, 1, 1, 2, 2048),
                          with({Strategy::eagle, Strategy::full}, true), "a100-80gb-pcie");
+}
+
+// Megatron-LM's local implementation frees a stage's layers in backward order, so a layer's working
+// set sits on less than the whole stage's kept bytes. The planner prices its plan as estimate does
+// (it added the layers last to first and printed a peak up to 0.7 GiB above the table's for
+// LLaMA3-70B), every plan fits, and the search, which prunes without the layers' order, stays within
+// 1% of the fastest assignment (0.95% at a quarter of the budget range here).
+TEST(PlannerExhaustive, MegatronLocalOrderedBackward) {
+  TrainingSpec t = apply_framework(test::layout(1, 2, 1, 1, 2, 2048), Framework::megatron_local);
+  t.framework = Framework::megatron_local;
+  ASSERT_TRUE(t.ordered_backward);
+  expect_planner_matches(small_dense(4), t, with({Strategy::full, Strategy::eagle}, true), "h200", 0.01);
 }
 
 TEST(PlannerBudget, LoweringTheBudgetNeverYieldsAFasterPlan) {
