@@ -34,13 +34,41 @@ std::string error_of(const std::string& text) {
   return "";
 }
 
-std::vector<std::string> committed_logs() {
+// The .log files under `dirs` (below reports/megatron), sorted.
+std::vector<std::string> logs_in(std::initializer_list<const char*> dirs) {
   std::vector<std::string> out;
-  for (const char* dir : {"/logs", "/plans"})
+  for (const char* dir : dirs)
     for (const auto& f : std::filesystem::directory_iterator(kReports + dir))
       if (f.path().extension() == ".log") out.push_back(f.path().string());
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::vector<std::string> committed_logs() { return logs_in({"/logs", "/plans"}); }
+
+// Each log beside remat's prediction, named by its file name, as `validate --megatron-log` sets them.
+std::vector<MegatronRun> runs_of(const std::vector<std::string>& paths, const HardwareSpec& hw) {
+  std::vector<MegatronRun> runs;
+  for (const auto& path : paths) {
+    const MegatronLog log = read_log(path);
+    runs.push_back({std::filesystem::path(path).filename().string(), compare_megatron(log, hw), log.device});
+  }
+  return runs;
+}
+
+// The logs under reports/megatron/logs with these names (no extension).
+std::vector<std::string> named_logs(std::initializer_list<const char*> names) {
+  std::vector<std::string> out;
+  for (const char* name : names) out.push_back(kReports + "/logs/" + name + ".log");
+  return out;
+}
+
+// The log file names a hardware file's megatron-local constants were fitted on.
+std::set<std::string> fitted_logs(const FrameworkEfficiency& e) {
+  std::set<std::string> fitted;
+  std::istringstream names(e.calibrated_from);
+  for (std::string n; names >> n;) fitted.insert(n);
+  return fitted;
 }
 
 TEST(MegatronLog, ReadsArgumentsMemoryAndIterations) {
@@ -192,15 +220,9 @@ TEST(MegatronLocalMoe, ExpertsKeepTheProbabilityWeightedActivation) {
 TEST(MegatronRuns, CommittedRunsWithinTheIssueBounds) {
   const HardwareSpec hw = test::hardware("hardware/h200.yaml");
   ASSERT_TRUE(hw.has_megatron_local);
-  std::set<std::string> fitted;
-  std::istringstream names(hw.megatron_local.calibrated_from);
-  for (std::string n; names >> n;) fitted.insert(n);
+  const std::set<std::string> fitted = fitted_logs(hw.megatron_local);
   EXPECT_EQ(fitted.size(), 9u);
-  std::vector<MegatronRun> runs;
-  for (const auto& path : committed_logs()) {
-    const MegatronLog log = read_log(path);
-    runs.push_back({std::filesystem::path(path).filename().string(), compare_megatron(log, hw), log.device});
-  }
+  const std::vector<MegatronRun> runs = runs_of(committed_logs(), hw);
   ASSERT_EQ(runs.size(), 69u);
   const auto ratios = recompute_ratios(runs);
   int held_out = 0, ratio_checks = 0, small_moe_runs = 0;
@@ -235,13 +257,10 @@ TEST(MegatronRuns, CommittedRunsWithinTheIssueBounds) {
 // x1.34 over one of its own.
 TEST(MegatronRuns, RatiosPairRunsOfOneSession) {
   const HardwareSpec hw = test::hardware("hardware/h200.yaml");
-  std::vector<MegatronRun> runs;
-  for (const std::string name :
-       {"moe-tp1pp2-s4096-mbs1-gbs4-none", "moe-tp1pp2-s4096-mbs1-gbs4-full-uniform1",
-        "moe-tp1pp2-s4096-mbs1-gbs4-none-rerun", "moe-tp1pp2-s4096-mbs1-gbs4-full-uniform1-rerun"}) {
-    const MegatronLog log = read_log(kReports + "/logs/" + name + ".log");
-    runs.push_back({name, compare_megatron(log, hw), log.device});
-  }
+  const std::vector<MegatronRun> runs =
+      runs_of(named_logs({"moe-tp1pp2-s4096-mbs1-gbs4-none", "moe-tp1pp2-s4096-mbs1-gbs4-full-uniform1",
+                          "moe-tp1pp2-s4096-mbs1-gbs4-none-rerun", "moe-tp1pp2-s4096-mbs1-gbs4-full-uniform1-rerun"}),
+              hw);
   const auto ratios = recompute_ratios(runs);
   EXPECT_FALSE(ratios[1].has_baseline);  // its none run came from harness run 3, it from run 1
   ASSERT_TRUE(ratios[3].has_baseline);
@@ -253,14 +272,11 @@ TEST(MegatronRuns, RatiosPairRunsOfOneSession) {
 // model, and the 4096-wide experts' full recompute beside their own none run, not the 2048-wide one.
 TEST(MegatronRuns, RepeatsShareOneBaselineAndReportTheirSpread) {
   const HardwareSpec hw = test::hardware("hardware/h200.yaml");
-  std::vector<MegatronRun> runs;
-  for (const std::string name :
-       {"moe-tp1pp1-s4096-mbs1-gbs4-none-r2", "moe-tp1pp1-s4096-mbs1-gbs4-none-r3",
-        "moe-tp1pp1-s4096-mbs1-gbs4-sel-moe-r2", "moe-tp1pp1-s4096-mbs1-gbs4-sel-moe-r3",
-        "moe4096-tp1pp1-s4096-mbs1-gbs4-none", "moe4096-tp1pp1-s4096-mbs1-gbs4-full-uniform1"}) {
-    const MegatronLog log = read_log(kReports + "/logs/" + name + ".log");
-    runs.push_back({name, compare_megatron(log, hw), log.device});
-  }
+  const std::vector<MegatronRun> runs =
+      runs_of(named_logs({"moe-tp1pp1-s4096-mbs1-gbs4-none-r2", "moe-tp1pp1-s4096-mbs1-gbs4-none-r3",
+                          "moe-tp1pp1-s4096-mbs1-gbs4-sel-moe-r2", "moe-tp1pp1-s4096-mbs1-gbs4-sel-moe-r3",
+                          "moe4096-tp1pp1-s4096-mbs1-gbs4-none", "moe4096-tp1pp1-s4096-mbs1-gbs4-full-uniform1"}),
+              hw);
   const auto ratios = recompute_ratios(runs);
   ASSERT_TRUE(ratios[2].has_baseline);
   EXPECT_EQ(ratios[2].baseline_runs, 2);
@@ -282,11 +298,7 @@ TEST(MegatronRuns, RepeatsShareOneBaselineAndReportTheirSpread) {
 // of its session (time over none), coloured GPU-bound or host-bound, dashed at the issue's bounds.
 TEST(MegatronRuns, PlotHasAPointPerRankRunAndRatio) {
   const HardwareSpec hw = test::hardware("hardware/h200.yaml");
-  std::vector<MegatronRun> runs;
-  for (const auto& path : committed_logs()) {
-    const MegatronLog log = read_log(path);
-    runs.push_back({std::filesystem::path(path).filename().string(), compare_megatron(log, hw), log.device});
-  }
+  const std::vector<MegatronRun> runs = runs_of(committed_logs(), hw);
   const auto ratios = recompute_ratios(runs);
   size_t points = 0, host_bound_points = 0, ratio_points = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -317,8 +329,7 @@ TEST(MegatronRuns, CalibrateReproducesTheCommittedConstants) {
   const FrameworkEfficiency committed = hw.megatron_local;
   hw.has_megatron_local = false;
   std::vector<MegatronLog> logs;
-  std::istringstream names(committed.calibrated_from);
-  for (std::string n; names >> n;) logs.push_back(read_log(kReports + "/logs/" + n));
+  for (const auto& n : fitted_logs(committed)) logs.push_back(read_log(kReports + "/logs/" + n));
   double rms = 0;
   const FrameworkEfficiency fit = fit_megatron_local(logs, hw, &rms);
   EXPECT_NEAR(fit.gemm_scale, committed.gemm_scale, 0.0005);
@@ -431,22 +442,12 @@ TEST(MegatronRuns, H100FitOnItsNoneRunsHoldsOnItsRecomputeRuns) {
   const HardwareSpec hw = test::hardware("hardware/h100-sxm.yaml");
   ASSERT_TRUE(hw.has_megatron_local);
   EXPECT_TRUE(hw.megatron_local.has_moe_layer_host);
-  std::set<std::string> fitted;
-  std::istringstream names(hw.megatron_local.calibrated_from);
-  for (std::string n; names >> n;) fitted.insert(n);
+  const std::set<std::string> fitted = fitted_logs(hw.megatron_local);
   EXPECT_EQ(fitted.size(), 6u);
-  std::vector<MegatronRun> runs;
+  const std::vector<MegatronRun> runs = runs_of(logs_in({"/h100/logs"}), hw);
   std::vector<MegatronLog> fit_logs;
-  std::vector<std::filesystem::path> paths;
-  for (const auto& f : std::filesystem::directory_iterator(kReports + "/h100/logs")) paths.push_back(f.path());
-  std::sort(paths.begin(), paths.end());
-  for (const auto& path : paths) {
-    const MegatronLog log = read_log(path.string());
-    EXPECT_NE(log.device.find("H100"), std::string::npos);
-    const std::string name = path.filename().string();
-    runs.push_back({name, compare_megatron(log, hw), log.device});
-    if (fitted.count(name)) fit_logs.push_back(log);
-  }
+  for (const auto& n : fitted) fit_logs.push_back(read_log(kReports + "/h100/logs/" + n));
+  for (const auto& run : runs) EXPECT_NE(run.session.find("H100"), std::string::npos) << run.name;
   ASSERT_EQ(runs.size(), 15u);
   ASSERT_EQ(fit_logs.size(), 6u);
   const auto ratios = recompute_ratios(runs);

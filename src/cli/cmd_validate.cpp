@@ -111,16 +111,16 @@ int validate_megatron_logs(const ValidateOptions& o) {
   const SpecSource hw_src = read_spec_source(hw_name, "hardware");
   const HardwareSpec hw = load_hardware(hw_src);
   inputs.push_back({"hardware", hw_src.label, sha256_hex(hw_src.text)});
-  std::set<std::string> gaps;  // once each, not once per log
-  for (const auto& log : logs)
-    for (const auto& gap : framework_time_gaps(hw, Framework::megatron_local, megatron_setup(log).model))
-      if (gaps.insert(gap).second) std::cerr << "note: " << hw_src.label << ": " << gap << "\n";
   std::vector<MegatronRun> runs;
   for (size_t i = 0; i < logs.size(); ++i) {
     const std::string& path = o.megatron_logs[i];
     runs.push_back(
         {path.substr(path.find_last_of('/') + 1), compare_megatron(logs[i], hw), logs[i].device, logs[i].host});
   }
+  std::set<std::string> gaps;  // once each, not once per log
+  for (const auto& run : runs)
+    for (const auto& gap : framework_time_gaps(hw, Framework::megatron_local, run.comparison.setup.model))
+      if (gaps.insert(gap).second) std::cerr << "note: " << hw_src.label << ": " << gap << "\n";
   const ReportMeta meta{REMAT_VERSION, REMAT_GIT_COMMIT, "validate --megatron-log", inputs};
   emit_report(o.format, o.json_path, megatron_table(runs, hw.name), megatron_report(meta, runs, hw.name));
   if (!o.svg_path.empty()) write_file_text(o.svg_path, "--svg", megatron_svg(runs, hw.name));

@@ -23,6 +23,12 @@ std::string layout_key(const MegatronSetup& s) {
                      t.gbs, t.seq, t.zero_stage, t.num_layers_override, stages);
 }
 
+std::vector<std::string> layout_keys(const std::vector<MegatronRun>& runs) {
+  std::vector<std::string> keys;
+  for (const auto& run : runs) keys.push_back(layout_key(run.comparison.setup));
+  return keys;
+}
+
 struct Extremes {
   double peak_abs = 0, time_abs = 0, ratio_abs = 0;
   int runs = 0, ranks = 0, ratios = 0;
@@ -79,14 +85,14 @@ Json extremes_json(const Extremes& e) {
 int64_t MegatronRun::host_bound_layers() const { return remat::host_bound_layers(comparison.estimate); }
 
 std::vector<RecomputeRatio> recompute_ratios(const std::vector<MegatronRun>& runs) {
+  const std::vector<std::string> keys = layout_keys(runs);
   std::vector<RecomputeRatio> out(runs.size());
   for (size_t i = 0; i < runs.size(); ++i) {
     const MegatronComparison& c = runs[i].comparison;
     std::vector<double> predicted_ms, measured_ms;
-    for (const auto& base : runs) {
-      const MegatronComparison& b = base.comparison;
-      if (b.setup.recompute != "none" || layout_key(b.setup) != layout_key(c.setup) || base.session != runs[i].session)
-        continue;
+    for (size_t j = 0; j < runs.size(); ++j) {
+      const MegatronComparison& b = runs[j].comparison;
+      if (b.setup.recompute != "none" || keys[j] != keys[i] || runs[j].session != runs[i].session) continue;
       predicted_ms.push_back(b.predicted_iteration_ms);
       measured_ms.push_back(b.measured_iteration_ms);
     }
@@ -98,22 +104,20 @@ std::vector<RecomputeRatio> recompute_ratios(const std::vector<MegatronRun>& run
 }
 
 std::vector<RepeatGroup> session_repeats(const std::vector<MegatronRun>& runs) {
+  std::vector<std::string> keys = layout_keys(runs);
+  for (size_t i = 0; i < runs.size(); ++i) keys[i] += "|" + runs[i].session + "|" + runs[i].comparison.setup.recompute;
   std::vector<RepeatGroup> groups;
   std::vector<bool> grouped(runs.size(), false);
-  const auto key = [&](size_t i) {
-    return runs[i].session + "|" + layout_key(runs[i].comparison.setup) + "|" + runs[i].comparison.setup.recompute;
-  };
   for (size_t i = 0; i < runs.size(); ++i) {
     if (grouped[i]) continue;
     RepeatGroup g;
+    std::vector<double> measured_ms;
     for (size_t j = i; j < runs.size(); ++j)
-      if (!grouped[j] && key(j) == key(i)) g.runs.push_back(j), grouped[j] = true;
+      if (!grouped[j] && keys[j] == keys[i])
+        g.runs.push_back(j), grouped[j] = true, measured_ms.push_back(runs[j].comparison.measured_iteration_ms);
     if (g.runs.size() < 2) continue;
-    g.fastest_ms = g.slowest_ms = runs[i].comparison.measured_iteration_ms;
-    for (size_t j : g.runs) {
-      g.fastest_ms = std::min(g.fastest_ms, runs[j].comparison.measured_iteration_ms);
-      g.slowest_ms = std::max(g.slowest_ms, runs[j].comparison.measured_iteration_ms);
-    }
+    g.fastest_ms = *std::min_element(measured_ms.begin(), measured_ms.end());
+    g.slowest_ms = *std::max_element(measured_ms.begin(), measured_ms.end());
     groups.push_back(g);
   }
   return groups;
