@@ -94,7 +94,33 @@ def widths_grid():
     return s
 
 
+def seqs_grid():
+    """The small MoE on one GPU at s 2048 and s 8192, none / selective moe / full uniform 1 (20 iterations):
+    the host's work per layer stays, the GPU's grows with s, so what a replay costs as s grows tells
+    how much of its host time hides behind GPU work. Then s 4096 profiled without stacks, for the
+    host and GPU timelines of one iteration."""
+    s = []
+    for seq in [2048, 8192]:
+        for r in ["none", "sel-moe", "full-uniform1"]:
+            x = setting("moe", MOE, 1, 1, 1, seq, 1, 4, r)
+            x["gpus"] = 1
+            x["flags"] += ["--train-iters", "20"]
+            s.append(x)
+    for r in ["none", "sel-moe", "full-uniform1"]:
+        x = profiled(1, 1, 1, r)
+        x["gpus"] = 1
+        x["name"] = x["name"].replace("prof-", "timeline-")
+        x["flags"] = [f.replace("prof-", "timeline-") for f in x["flags"]]
+        x["flags"] += ["--profile-step-start", "10", "--profile-step-end", "11", "--train-iters", "12"]  # past the drift
+        s.append(x)
+    return s
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--seqs":
+        print(json.dumps({"megatron_commit": "d98e8a64dd", "common_flags": COMMON, "settings": seqs_grid()},
+                         indent=1))
+        return
     if len(sys.argv) > 1 and sys.argv[1] == "--widths":
         print(json.dumps({"megatron_commit": "d98e8a64dd", "common_flags": COMMON, "settings": widths_grid()},
                          indent=1))
