@@ -116,7 +116,25 @@ def seqs_grid():
     return s
 
 
+def gc_grid():
+    """The small MoE on one GPU at s 4096 with Python's garbage collector off (--manual-gc, as large
+    Megatron-LM jobs run): none / selective moe / full uniform 1, twice, interleaved, 20 iterations, to
+    see whether the drift within a run and the spread between repeats shrink."""
+    s = []
+    for rep in ["gc1", "gc2"]:
+        for r in ["none", "sel-moe", "full-uniform1"]:
+            x = setting("moe", MOE, 1, 1, 1, 4096, 1, 4, r)
+            x["gpus"] = 1
+            x["name"] += "-" + rep
+            x["flags"] += ["--train-iters", "20", "--manual-gc"]
+            s.append(x)
+    return s
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--gc":
+        print(json.dumps({"megatron_commit": "d98e8a64dd", "common_flags": COMMON, "settings": gc_grid()}, indent=1))
+        return
     if len(sys.argv) > 1 and sys.argv[1] == "--seqs":
         print(json.dumps({"megatron_commit": "d98e8a64dd", "common_flags": COMMON, "settings": seqs_grid()},
                          indent=1))
