@@ -1,6 +1,7 @@
 // remat validate --megatron-log: the log reader, the rebuilt setup, the
 // megatron-local profile's bytes by hand, and the committed Megatron-LM runs
 // (reports/megatron/) against the bounds.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -108,6 +109,36 @@ TEST(MegatronLog, HostProbeLineIsKeptAndChangesNothingElse) {
   const Json report = megatron_report(ReportMeta{}, runs, "h200");
   EXPECT_DOUBLE_EQ(report.at("runs").at(0).at("host").at("sync_us").get<double>(), 21.5);
   EXPECT_EQ(report.at("runs").at(1).at("host"), "not json");
+}
+
+// The harness probes the host again after each run ("# host after:"): validate reports how far the
+// kernel launch time moved, and the table lists runs whose host moved 10% or more.
+TEST(MegatronLog, HostProbedAfterTheRunShowsHowFarTheHostMoved) {
+  const std::string text = test::read_text(kNoneLog);
+  const size_t second_line = text.find('\n') + 1;
+  const auto with_probes = [&](double before_us, double after_us) {
+    const std::string lines = fmt::format("# host: {{\"launch_us\": {}}}\n# host after: {{\"launch_us\": {}}}\n",
+                                          before_us, after_us);
+    return parse_megatron_log(text.substr(0, second_line) + lines + text.substr(second_line), "x.log");
+  };
+  const MegatronLog slowed = with_probes(7.77, 9.23), steady = with_probes(8.0, 8.4);
+  EXPECT_EQ(slowed.host_after, "{\"launch_us\": 9.23}");
+  EXPECT_EQ(read_log(kNoneLog).host_after, "");
+  const HardwareSpec hw = test::hardware("hardware/h200.yaml");
+  const std::vector<MegatronRun> runs = {
+      {"slowed.log", compare_megatron(slowed, hw), slowed.device, slowed.host, slowed.host_after},
+      {"steady.log", compare_megatron(steady, hw), steady.device, steady.host, steady.host_after},
+      {"plain.log", compare_megatron(steady, hw), steady.device, steady.host}};
+  EXPECT_NEAR(host_drift(runs[0]).pct(), 100 * (9.23 / 7.77 - 1), 1e-9);
+  EXPECT_TRUE(host_drift(runs[1]).known);
+  EXPECT_FALSE(host_drift(runs[2]).known);
+  const std::string table = megatron_table(runs, hw.name);
+  EXPECT_NE(table.find("  slowed.log: 7.77 to 9.23 us (+18.8%)"), std::string::npos) << table;
+  EXPECT_EQ(table.find("steady.log: 8.00"), std::string::npos);  // +5%: under the 10% noted
+  const Json report = megatron_report(ReportMeta{}, runs, "h200");
+  EXPECT_DOUBLE_EQ(report.at("runs").at(0).at("host_after").at("launch_us").get<double>(), 9.23);
+  EXPECT_NEAR(report.at("runs").at(1).at("host_launch_change_pct").get<double>(), 5.0, 1e-9);
+  EXPECT_FALSE(report.at("runs").at(2).contains("host_launch_change_pct"));
 }
 
 TEST(MegatronLog, TruncatedOrMalformedLogsNameTheLine) {

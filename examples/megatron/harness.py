@@ -93,6 +93,7 @@ def main():
     only = set(filter(None, args.only.split(",")))
     start = time.time()
     port = 29500
+    host_after = summary["host"]
     for setting in grid["settings"]:
         if only and setting["name"] not in only:
             continue
@@ -101,6 +102,7 @@ def main():
             summary["runs"].append({"name": setting["name"], "status": "not run (time budget)"})
             continue
         port += 1
+        host_before = host_after
         cmd = command_for(setting, grid["common_flags"], args.megatron, port)
         t0 = time.time()
         try:
@@ -111,19 +113,25 @@ def main():
             log += (e.stderr or b"").decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
             rc = "timeout"
         wall_s = time.time() - t0
+        # the host's speed moves within a session (reports/megatron, runs 13-14): probe it again after
+        # each run, so each log says how fast its host was before and after
+        host_after = host_probe(env)
         with open(os.path.join(args.out, "logs", setting["name"] + ".log"), "w") as f:
             device = summary["device"][0] if summary["device"] else "unknown"
             # the run id pairs a recompute setting with its no-recompute run of the same session
             f.write(f"# device: {device} ({len(summary['device'])} GPUs; harness run {args.run_id})\n"
-                    f"# host: {json.dumps(summary['host'])}\n" + " ".join(cmd) + "\n" + log)
+                    f"# host: {json.dumps(host_before)}\n# host after: {json.dumps(host_after)}\n"
+                    + " ".join(cmd) + "\n" + log)
         ranks, times = parse_log(log)
         steady = [t for it, t in times if it >= 3]
         run = {"name": setting["name"], "gpus": setting["gpus"], "flags": setting["flags"], "rc": rc,
-               "wall_s": round(wall_s, 1), "ranks": ranks, "iteration_ms": times,
+               "wall_s": round(wall_s, 1), "host": host_before, "host_after": host_after,
+               "ranks": ranks, "iteration_ms": times,
                "median_iteration_ms": statistics.median(steady) if steady else None}
         summary["runs"].append(run)
         print(f"{setting['name']}: rc {rc}, {wall_s:.0f} s, median {run['median_iteration_ms']} ms, "
-              f"max alloc MB {[r['max_allocated_MB'] for _, r in sorted(ranks.items())]}", flush=True)
+              f"max alloc MB {[r['max_allocated_MB'] for _, r in sorted(ranks.items())]}, "
+              f"launch us {host_before.get('launch_us')} -> {host_after.get('launch_us')}", flush=True)
         if rc != 0:
             print("\n".join(log.splitlines()[-25:]), flush=True)
             if args.stop_on_first_failure and len(summary["runs"]) == 1:

@@ -131,7 +131,24 @@ def gc_grid():
     return s
 
 
+def probe_grid():
+    """The small MoE on one GPU at s 4096, none and selective moe alternating (none three times), with
+    the host probed before and after every run: does the probe follow the run's time?"""
+    s = []
+    for i, r in enumerate(["none", "sel-moe", "none", "sel-moe", "none"]):
+        x = setting("moe", MOE, 1, 1, 1, 4096, 1, 4, r)
+        x["gpus"] = 1
+        x["name"] += f"-p{i + 1}"
+        x["flags"] += ["--train-iters", "20"]
+        s.append(x)
+    return s
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--probe":
+        print(json.dumps({"megatron_commit": "d98e8a64dd", "common_flags": COMMON, "settings": probe_grid()},
+                         indent=1))
+        return
     if len(sys.argv) > 1 and sys.argv[1] == "--gc":
         print(json.dumps({"megatron_commit": "d98e8a64dd", "common_flags": COMMON, "settings": gc_grid()}, indent=1))
         return

@@ -40,6 +40,7 @@ MegatronLog parse_megatron_log(const std::string& text, const std::string& file)
     if (!line.empty()) last_line = line;
     if (line.rfind("# device: ", 0) == 0) log.device = line.substr(10);
     if (line.rfind("# host: ", 0) == 0) log.host = line.substr(8);
+    if (line.rfind("# host after: ", 0) == 0) log.host_after = line.substr(14);
     if (state == before) {
       if (line.find("-- arguments --") != std::string::npos) state = inside;
       continue;

@@ -161,7 +161,40 @@ std::string megatron_table(const std::vector<MegatronRun>& runs, const std::stri
     out +=
         fmt::format("  {}: {:.1f} to {:.1f} ms ({:.1f}% apart)\n", names, g.fastest_ms, g.slowest_ms, g.spread_pct());
   }
+  std::string drifted;
+  for (const auto& run : runs)
+    if (const HostDrift d = host_drift(run); d.known && std::fabs(d.pct()) >= kHostDriftNotedPct)
+      drifted += fmt::format("  {}: {:.2f} to {:.2f} us ({:+.1f}%)\n", run.name, d.launch_before_us,
+                             d.launch_after_us, d.pct());
+  if (!drifted.empty())
+    out += fmt::format("Host speed moved during the run (host_probe.py's kernel launch before / after, {:.0f}% or more):\n",
+                       kHostDriftNotedPct) +
+           drifted;
   return out;
+}
+
+namespace {
+
+// host_probe.py's JSON as a JSON value; a hand-edited line that is not JSON is kept as text
+Json probe_json(const std::string& line) {
+  const Json probe = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+  return probe.is_discarded() ? Json(line) : probe;
+}
+
+double launch_us(const std::string& line) {
+  const Json probe = probe_json(line);
+  const auto it = probe.is_object() ? probe.find("launch_us") : probe.end();
+  return it != probe.end() && it->is_number() ? it->get<double>() : 0;
+}
+
+}  // namespace
+
+HostDrift host_drift(const MegatronRun& run) {
+  HostDrift d;
+  d.launch_before_us = launch_us(run.host);
+  d.launch_after_us = launch_us(run.host_after);
+  d.known = d.launch_before_us > 0 && d.launch_after_us > 0;
+  return d;
 }
 
 Json megatron_report(const ReportMeta& meta, const std::vector<MegatronRun>& runs, const std::string& hardware_name) {
@@ -200,10 +233,9 @@ Json megatron_report(const ReportMeta& meta, const std::vector<MegatronRun>& run
                                {"measured", ratios[i].measured},
                                {"error_pct", ratios[i].error_pct()},
                                {"none_runs", ratios[i].baseline_runs}};
-    if (!runs[i].host.empty()) {  // host_probe.py's JSON; kept as text when a hand-edited line is not JSON
-      const Json host = Json::parse(runs[i].host, nullptr, /*allow_exceptions=*/false);
-      run["host"] = host.is_discarded() ? Json(runs[i].host) : host;
-    }
+    if (!runs[i].host.empty()) run["host"] = probe_json(runs[i].host);
+    if (!runs[i].host_after.empty()) run["host_after"] = probe_json(runs[i].host_after);
+    if (const HostDrift d = host_drift(runs[i]); d.known) run["host_launch_change_pct"] = d.pct();
     list.push_back(run);
   }
   return {{"meta", meta_json(meta)},

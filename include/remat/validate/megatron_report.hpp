@@ -15,6 +15,7 @@ struct MegatronRun {
   MegatronComparison comparison;
   std::string session;  // the log's "# device:" line: runs of one harness session share it
   std::string host;     // the log's "# host:" line (host_probe.py), "" when absent
+  std::string host_after;  // its "# host after:" line: the probe once the run had ended, "" when absent
   // MoE layers whose forward waits on the framework's host time (all stages)
   int64_t host_bound_layers() const;
 };
@@ -41,6 +42,17 @@ struct RepeatGroup {
   double spread_pct() const { return 100 * (slowest_ms / fastest_ms - 1); }
 };
 std::vector<RepeatGroup> session_repeats(const std::vector<MegatronRun>& runs);
+
+// How much the host slowed (+) or sped up (-) over one run: host_probe.py's kernel launch time after
+// the run against before it. A host-bound run's time follows its host; only logs with both probe
+// lines have one (harness.py writes the second since harness run 14).
+struct HostDrift {
+  bool known = false;
+  double launch_before_us = 0, launch_after_us = 0;
+  double pct() const { return 100 * (launch_after_us / launch_before_us - 1); }
+};
+HostDrift host_drift(const MegatronRun& run);
+constexpr double kHostDriftNotedPct = 10;  // the table lists runs whose host moved at least this much
 
 std::string megatron_table(const std::vector<MegatronRun>& runs, const std::string& hardware_name);
 Json megatron_report(const ReportMeta& meta, const std::vector<MegatronRun>& runs, const std::string& hardware_name);
