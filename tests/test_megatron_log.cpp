@@ -255,7 +255,7 @@ TEST(MegatronRuns, CommittedRunsWithinTheIssueBounds) {
   const std::set<std::string> fitted = fitted_logs(hw.megatron_local);
   EXPECT_EQ(fitted.size(), 9u);
   const std::vector<MegatronRun> runs = runs_of(committed_logs(), hw);
-  ASSERT_EQ(runs.size(), 81u);
+  ASSERT_EQ(runs.size(), 86u);
   const auto ratios = recompute_ratios(runs);
   int held_out = 0, ratio_checks = 0, small_moe_runs = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -278,8 +278,8 @@ TEST(MegatronRuns, CommittedRunsWithinTheIssueBounds) {
     ++ratio_checks;
     EXPECT_LE(std::fabs(ratios[i].error_pct()), 5.0) << runs[i].name;
   }
-  EXPECT_EQ(held_out, 72);
-  EXPECT_EQ(small_moe_runs, 34);
+  EXPECT_EQ(held_out, 77);
+  EXPECT_EQ(small_moe_runs, 39);
   EXPECT_EQ(ratio_checks,
             22);  // 17, the 4096- and 8192-wide experts' full recompute (run 9), dense on one GPU (run 12)
 }
@@ -340,8 +340,8 @@ TEST(MegatronRuns, PlotHasAPointPerRankRunAndRatio) {
     ratio_points += ratio ? 1 : 0;
     host_bound_points += runs[i].host_bound_layers() > 0 ? n : 0;
   }
-  EXPECT_EQ(points, 122u + 81u + 40u);  // ranks, runs, and 17 + 23 ratios (the CLI summary's counts)
-  EXPECT_EQ(ratio_points, 40u);
+  EXPECT_EQ(points, 127u + 86u + 42u);  // ranks, runs, and 17 + 25 ratios (the CLI summary's counts)
+  EXPECT_EQ(ratio_points, 42u);
   const std::string svg = megatron_svg(runs, hw.name);
   const auto count = [&](const std::string& what) {
     size_t n = 0;
