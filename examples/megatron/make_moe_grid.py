@@ -144,32 +144,19 @@ def probe_grid():
     return s
 
 
+GRIDS = {"--probe": probe_grid, "--gc": gc_grid, "--seqs": seqs_grid, "--widths": widths_grid,
+         "--single": single_gpu_grid, "--stacks": stacks_grid, "--second": second_grid}
+
+
 def main():
-    if len(sys.argv) > 1 and sys.argv[1] == "--probe":
-        print(json.dumps({"megatron_commit": "d98e8a64dd", "common_flags": COMMON, "settings": probe_grid()},
-                         indent=1))
-        return
-    if len(sys.argv) > 1 and sys.argv[1] == "--gc":
-        print(json.dumps({"megatron_commit": "d98e8a64dd", "common_flags": COMMON, "settings": gc_grid()}, indent=1))
-        return
-    if len(sys.argv) > 1 and sys.argv[1] == "--seqs":
-        print(json.dumps({"megatron_commit": "d98e8a64dd", "common_flags": COMMON, "settings": seqs_grid()},
-                         indent=1))
-        return
-    if len(sys.argv) > 1 and sys.argv[1] == "--widths":
-        print(json.dumps({"megatron_commit": "d98e8a64dd", "common_flags": COMMON, "settings": widths_grid()},
-                         indent=1))
-        return
-    if len(sys.argv) > 1 and sys.argv[1] == "--single":
-        print(json.dumps({"megatron_commit": "d98e8a64dd", "common_flags": COMMON, "settings": single_gpu_grid()},
-                         indent=1))
-        return
-    if len(sys.argv) > 1 and sys.argv[1] == "--stacks":
-        print(json.dumps({"megatron_commit": "d98e8a64dd", "common_flags": COMMON, "settings": stacks_grid()}, indent=1))
-        return
-    if len(sys.argv) > 1 and sys.argv[1] == "--second":
-        print(json.dumps({"megatron_commit": "d98e8a64dd", "common_flags": COMMON, "settings": second_grid()}, indent=1))
-        return
+    make = GRIDS.get(sys.argv[1]) if len(sys.argv) > 1 else first_grid
+    if make is None:
+        sys.exit(f"make_moe_grid.py: unknown grid {sys.argv[1]}; one of {', '.join(GRIDS)} or none")
+    print(json.dumps({"megatron_commit": "d98e8a64dd", "common_flags": COMMON, "settings": make()}, indent=1))
+
+
+def first_grid():
+    """grid-moe.json: the profiled pp 2 and ep 2 runs, then the MoE layouts held out from the fit."""
     s = [profiled(1, 2, 1, "none"), profiled(1, 2, 1, "full-uniform1"),
          profiled(1, 1, 2, "none"), profiled(1, 1, 2, "sel-moe")]
     s.append(setting("moe", MOE, 1, 2, 1, 4096, 1, 4, "full-block1"))
@@ -179,7 +166,7 @@ def main():
     s.append(setting("moe", MOE, 1, 2, 1, 8192, 1, 4, "full-uniform1"))
     s.append(setting("moe", MOE, 1, 2, 1, 4096, 1, 8, "none"))
     s.append(setting("moe", MOE, 1, 2, 1, 4096, 1, 8, "full-uniform1"))
-    print(json.dumps({"megatron_commit": "d98e8a64dd", "common_flags": COMMON, "settings": s}, indent=1))
+    return s
 
 
 if __name__ == "__main__":

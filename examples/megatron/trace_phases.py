@@ -34,13 +34,18 @@ def top(events, lo, hi, cats, n=25):
     return [[k, round(v, 2), count[k]] for k, v in total.most_common(n)]
 
 
-def summarise(path):
+def profiled_step(path):
+    """The complete events of a trace's (longest) profiled iteration, and its start and end (us)."""
     with gzip.open(path, "rt") as f:
         events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X" and "dur" in e]
     step = max((e for e in events if e["name"].startswith("ProfilerStep#")), key=lambda e: e["dur"])
     lo, hi = step["ts"], step["ts"] + step["dur"]
-    events = [e for e in events if lo <= e["ts"] <= hi]
-    out = {"iteration_ms": step["dur"] / 1e3, "phases": []}
+    return [e for e in events if lo <= e["ts"] <= hi], lo, hi
+
+
+def summarise(path):
+    events, lo, hi = profiled_step(path)
+    out = {"iteration_ms": (hi - lo) / 1e3, "phases": []}
     start = lo
     for a, b in phases(events):
         for kind, x, y in (("forward", start, a), ("backward", a, b)):

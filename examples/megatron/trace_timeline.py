@@ -6,12 +6,11 @@ and the median host cost of one cudaLaunchKernel. Phases as in trace_phases.py.
 
 Usage: trace_timeline.py NAME=TRACE.json.gz [NAME=TRACE.json.gz ...] > timeline.json
 """
-import gzip
 import json
 import statistics
 import sys
 
-from trace_phases import phases
+from trace_phases import phases, profiled_step
 
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpyAsync")
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -40,11 +39,7 @@ def phase_row(kind, events, gpu, waits, lo, hi):
 
 
 def summarise(path):
-    with gzip.open(path, "rt") as f:
-        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X" and "dur" in e]
-    step = max((e for e in events if e["name"].startswith("ProfilerStep#")), key=lambda e: e["dur"])
-    lo, hi = step["ts"], step["ts"] + step["dur"]
-    events = [e for e in events if lo <= e["ts"] <= hi]
+    events, lo, hi = profiled_step(path)
     gpu = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") in GPU_CATS]
     waits = [(e["ts"], e["ts"] + e["dur"]) for e in events
              if e.get("cat") == "cuda_runtime" and e["name"] in SYNC_CALLS]
@@ -54,7 +49,7 @@ def summarise(path):
         rows.append(phase_row("backward", events, gpu, waits, a, b))
         start = b
     rows.append(phase_row("rest (loss tail, optimizer)", events, gpu, waits, start, hi))
-    return {"iteration_ms": round(step["dur"] / 1e3, 2), "gpu_busy_ms": round(busy_us(gpu, lo, hi) / 1e3, 2),
+    return {"iteration_ms": round((hi - lo) / 1e3, 2), "gpu_busy_ms": round(busy_us(gpu, lo, hi) / 1e3, 2),
             "phases": rows}
 
 
