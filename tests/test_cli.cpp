@@ -121,3 +121,15 @@ TEST(Cli, HfConfigAsModel) {
 }
 
 }  // namespace
+
+// An MoE whose experts' forward is shorter than the framework's host time gets a note that its time
+// follows the host (reports/megatron, harness runs 13-15), on stderr, without changing the exit code.
+TEST(Cli, EstimateNotesHostBoundMoeLayers) {
+  const std::string model = std::string(REMAT_TEST_DATA) + "/../examples/megatron/moe-8x7-4l.yaml";
+  const Result r = run({"estimate", "--model", model, "--hardware", "h200", "--framework", "megatron-local", "--tp",
+                        "1", "--pp", "2", "--mbs", "1", "--gbs", "4", "--seq", "4096", "--strategy", "none"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("note: 4 MoE layers' forward waits on the framework's host (6.5 ms a pass"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("host-bound time follows the host's speed"), std::string::npos) << r.out;
+}

@@ -63,8 +63,9 @@ Runner add_estimate_command(CLI::App& app) {
     if (host_bound > 0)
       std::cerr << fmt::format(
           "note: {} MoE layers' forward waits on the framework's host ({:.1f} ms a pass, above their GPU time); "
-          "host-bound time is rougher than GPU-bound time and the host time belongs to the machine: fit it on a "
-          "no-recompute log of yours (remat calibrate --megatron-log; reports/megatron)\n",
+          "host-bound time follows the host's speed (15-20% apart between runs of one session on the hosts measured) "
+          "and the host time belongs to the machine: fit it on a no-recompute log of yours "
+          "(remat calibrate --megatron-log; reports/megatron)\n",
           host_bound, in.hardware.moe_layer_host_s * 1e3);
     return e.fits ? kExitOk : kExitNoFit;
   };
