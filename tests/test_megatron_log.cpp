@@ -117,8 +117,8 @@ TEST(MegatronLog, HostProbedAfterTheRunShowsHowFarTheHostMoved) {
   const std::string text = test::read_text(kNoneLog);
   const size_t second_line = text.find('\n') + 1;
   const auto with_probes = [&](double before_us, double after_us) {
-    const std::string lines = fmt::format("# host: {{\"launch_us\": {}}}\n# host after: {{\"launch_us\": {}}}\n",
-                                          before_us, after_us);
+    const std::string lines =
+        fmt::format("# host: {{\"launch_us\": {}}}\n# host after: {{\"launch_us\": {}}}\n", before_us, after_us);
     return parse_megatron_log(text.substr(0, second_line) + lines + text.substr(second_line), "x.log");
   };
   const MegatronLog slowed = with_probes(7.77, 9.23), steady = with_probes(8.0, 8.4);

@@ -114,8 +114,8 @@ int validate_megatron_logs(const ValidateOptions& o) {
   std::vector<MegatronRun> runs;
   for (size_t i = 0; i < logs.size(); ++i) {
     const std::string& path = o.megatron_logs[i];
-    runs.push_back(
-        {path.substr(path.find_last_of('/') + 1), compare_megatron(logs[i], hw), logs[i].device, logs[i].host, logs[i].host_after});
+    runs.push_back({path.substr(path.find_last_of('/') + 1), compare_megatron(logs[i], hw), logs[i].device,
+                    logs[i].host, logs[i].host_after});
   }
   std::set<std::string> gaps;  // once each, not once per log
   for (const auto& run : runs)

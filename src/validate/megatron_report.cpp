@@ -164,11 +164,12 @@ std::string megatron_table(const std::vector<MegatronRun>& runs, const std::stri
   std::string drifted;
   for (const auto& run : runs)
     if (const HostDrift d = host_drift(run); d.known && std::fabs(d.pct()) >= kHostDriftNotedPct)
-      drifted += fmt::format("  {}: {:.2f} to {:.2f} us ({:+.1f}%)\n", run.name, d.launch_before_us,
-                             d.launch_after_us, d.pct());
+      drifted += fmt::format("  {}: {:.2f} to {:.2f} us ({:+.1f}%)\n", run.name, d.launch_before_us, d.launch_after_us,
+                             d.pct());
   if (!drifted.empty())
-    out += fmt::format("Host speed moved during the run (host_probe.py's kernel launch before / after, {:.0f}% or more):\n",
-                       kHostDriftNotedPct) +
+    out += fmt::format(
+               "Host speed moved during the run (host_probe.py's kernel launch before / after, {:.0f}% or more):\n",
+               kHostDriftNotedPct) +
            drifted;
   return out;
 }

@@ -13,8 +13,8 @@ namespace remat {
 struct MegatronRun {
   std::string name;  // the log's file name
   MegatronComparison comparison;
-  std::string session;  // the log's "# device:" line: runs of one harness session share it
-  std::string host;     // the log's "# host:" line (host_probe.py), "" when absent
+  std::string session;     // the log's "# device:" line: runs of one harness session share it
+  std::string host;        // the log's "# host:" line (host_probe.py), "" when absent
   std::string host_after;  // its "# host after:" line: the probe once the run had ended, "" when absent
   // MoE layers whose forward waits on the framework's host time (all stages)
   int64_t host_bound_layers() const;

@@ -24,8 +24,8 @@ struct MegatronRankMemory {
 
 struct MegatronLog {
   std::string file;
-  std::string device;  // "# device:" line the harness writes, "" when absent
-  std::string host;    // "# host:" line: the harness's host_probe.py JSON (host speed), "" when absent
+  std::string device;      // "# device:" line the harness writes, "" when absent
+  std::string host;        // "# host:" line: the harness's host_probe.py JSON (host speed), "" when absent
   std::string host_after;  // "# host after:" line: the same probe once the run had ended, "" when absent
   std::map<std::string, std::string> args;               // as printed: "None", "True", "8", "['core_attn', 'mlp']"
   std::vector<MegatronRankMemory> ranks;                 // the last report of each rank, by rank
