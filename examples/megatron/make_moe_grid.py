@@ -61,22 +61,29 @@ def stacks_grid():
     return s
 
 
+def one_gpu(recompute, iterations, seq=4096, name="moe", model=MOE, suffix="", extra=()):
+    """A setting of `model` on one GPU (no pipeline, no expert parallelism), run `iterations` times."""
+    x = setting(name, model, 1, 1, 1, seq, 1, 4, recompute)
+    x["gpus"] = 1
+    x["name"] += suffix
+    x["flags"] += ["--train-iters", str(iterations), *extra]
+    return x
+
+
+def one_gpu_profiled(recompute, prefix, extra=()):
+    """The small MoE on one GPU at s 4096 with torch.profiler on, named `prefix`-... instead of prof-..."""
+    x = profiled(1, 1, 1, recompute)
+    x["gpus"] = 1
+    x["name"] = x["name"].replace("prof-", prefix)
+    x["flags"] = [f.replace("prof-", prefix) for f in x["flags"]] + list(extra)
+    return x
+
+
 def single_gpu_grid():
     """The small MoE on one GPU (8 local experts, no pipeline, no expert parallelism): none, selective
     moe and full uniform 1 in one session, then none and selective moe profiled with Python stacks."""
-    s = []
-    for r in ["none", "sel-moe", "full-uniform1"]:
-        x = setting("moe", MOE, 1, 1, 1, 4096, 1, 4, r)
-        x["gpus"] = 1
-        x["flags"] += LONGER
-        s.append(x)
-    for r in ["none", "sel-moe"]:
-        x = profiled(1, 1, 1, r)
-        x["gpus"] = 1
-        x["name"] = x["name"].replace("prof-", "stacks-")
-        x["flags"] = [f.replace("prof-", "stacks-") for f in x["flags"]] + ["--pytorch-profiler-collect-callstack"]
-        s.append(x)
-    return s
+    return ([one_gpu(r, 10) for r in ["none", "sel-moe", "full-uniform1"]] +
+            [one_gpu_profiled(r, "stacks-", ["--pytorch-profiler-collect-callstack"]) for r in ["none", "sel-moe"]])
 
 
 def widths_grid():
@@ -86,11 +93,7 @@ def widths_grid():
     for width in [4096, 8192]:
         model = [f if f != "2048" or i == 0 or MOE[i - 1] != "--moe-ffn-hidden-size" else str(width)
                  for i, f in enumerate(MOE)]
-        for r in ["none", "full-uniform1"]:
-            x = setting(f"moe{width}", model, 1, 1, 1, 4096, 1, 4, r)
-            x["gpus"] = 1
-            x["flags"] += LONGER
-            s.append(x)
+        s += [one_gpu(r, 10, name=f"moe{width}", model=model) for r in ["none", "full-uniform1"]]
     return s
 
 
@@ -99,49 +102,23 @@ def seqs_grid():
     the host's work per layer stays, the GPU's grows with s, so what a replay costs as s grows tells
     how much of its host time hides behind GPU work. Then s 4096 profiled without stacks, for the
     host and GPU timelines of one iteration."""
-    s = []
-    for seq in [2048, 8192]:
-        for r in ["none", "sel-moe", "full-uniform1"]:
-            x = setting("moe", MOE, 1, 1, 1, seq, 1, 4, r)
-            x["gpus"] = 1
-            x["flags"] += ["--train-iters", "20"]
-            s.append(x)
-    for r in ["none", "sel-moe", "full-uniform1"]:
-        x = profiled(1, 1, 1, r)
-        x["gpus"] = 1
-        x["name"] = x["name"].replace("prof-", "timeline-")
-        x["flags"] = [f.replace("prof-", "timeline-") for f in x["flags"]]
-        x["flags"] += ["--profile-step-start", "10", "--profile-step-end", "11", "--train-iters", "12"]  # past the drift
-        s.append(x)
-    return s
+    past_the_drift = ["--profile-step-start", "10", "--profile-step-end", "11", "--train-iters", "12"]
+    return ([one_gpu(r, 20, seq=seq) for seq in [2048, 8192] for r in ["none", "sel-moe", "full-uniform1"]] +
+            [one_gpu_profiled(r, "timeline-", past_the_drift) for r in ["none", "sel-moe", "full-uniform1"]])
 
 
 def gc_grid():
     """The small MoE on one GPU at s 4096 with Python's garbage collector off (--manual-gc, as large
     Megatron-LM jobs run): none / selective moe / full uniform 1, twice, interleaved, 20 iterations, to
     see whether the drift within a run and the spread between repeats shrink."""
-    s = []
-    for rep in ["gc1", "gc2"]:
-        for r in ["none", "sel-moe", "full-uniform1"]:
-            x = setting("moe", MOE, 1, 1, 1, 4096, 1, 4, r)
-            x["gpus"] = 1
-            x["name"] += "-" + rep
-            x["flags"] += ["--train-iters", "20", "--manual-gc"]
-            s.append(x)
-    return s
+    return [one_gpu(r, 20, suffix="-" + rep, extra=["--manual-gc"])
+            for rep in ["gc1", "gc2"] for r in ["none", "sel-moe", "full-uniform1"]]
 
 
 def probe_grid():
     """The small MoE on one GPU at s 4096, none and selective moe alternating (none three times), with
     the host probed before and after every run: does the probe follow the run's time?"""
-    s = []
-    for i, r in enumerate(["none", "sel-moe", "none", "sel-moe", "none"]):
-        x = setting("moe", MOE, 1, 1, 1, 4096, 1, 4, r)
-        x["gpus"] = 1
-        x["name"] += f"-p{i + 1}"
-        x["flags"] += ["--train-iters", "20"]
-        s.append(x)
-    return s
+    return [one_gpu(r, 20, suffix=f"-p{i + 1}") for i, r in enumerate(["none", "sel-moe", "none", "sel-moe", "none"])]
 
 
 GRIDS = {"--probe": probe_grid, "--gc": gc_grid, "--seqs": seqs_grid, "--widths": widths_grid,

@@ -27,13 +27,13 @@ def busy_us(intervals, lo, hi):
     return total
 
 
-def phase_row(kind, events, gpu, waits, lo, hi):
-    launches = [e["dur"] for e in events if e.get("cat") == "cuda_runtime" and e["name"] == "cudaLaunchKernel"
-                and lo <= e["ts"] < hi]
+def phase_row(kind, timeline, lo, hi):
+    gpu, waits, launch_events, cpu_op_starts = timeline
+    launches = [dur for ts, dur in launch_events if lo <= ts < hi]
     wait_us = busy_us(waits, lo, hi)
     return {"kind": kind, "wall_ms": round((hi - lo) / 1e3, 2), "gpu_busy_ms": round(busy_us(gpu, lo, hi) / 1e3, 2),
             "host_wait_ms": round(wait_us / 1e3, 2), "host_busy_ms": round((hi - lo - wait_us) / 1e3, 2),
-            "cpu_ops": sum(1 for e in events if e.get("cat") == "cpu_op" and lo <= e["ts"] < hi),
+            "cpu_ops": sum(1 for ts in cpu_op_starts if lo <= ts < hi),
             "kernel_launches": len(launches),
             "launch_median_us": round(statistics.median(launches), 2) if launches else None}
 
@@ -43,12 +43,15 @@ def summarise(path):
     gpu = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") in GPU_CATS]
     waits = [(e["ts"], e["ts"] + e["dur"]) for e in events
              if e.get("cat") == "cuda_runtime" and e["name"] in SYNC_CALLS]
+    launches = [(e["ts"], e["dur"]) for e in events if e.get("cat") == "cuda_runtime" and e["name"] == "cudaLaunchKernel"]
+    cpu_op_starts = [e["ts"] for e in events if e.get("cat") == "cpu_op"]
+    timeline = (gpu, waits, launches, cpu_op_starts)
     rows, start = [], lo
     for a, b in phases(events):
-        rows.append(phase_row("forward", events, gpu, waits, start, a))
-        rows.append(phase_row("backward", events, gpu, waits, a, b))
+        rows.append(phase_row("forward", timeline, start, a))
+        rows.append(phase_row("backward", timeline, a, b))
         start = b
-    rows.append(phase_row("rest (loss tail, optimizer)", events, gpu, waits, start, hi))
+    rows.append(phase_row("rest (loss tail, optimizer)", timeline, start, hi))
     return {"iteration_ms": round((hi - lo) / 1e3, 2), "gpu_busy_ms": round(busy_us(gpu, lo, hi) / 1e3, 2),
             "phases": rows}
 

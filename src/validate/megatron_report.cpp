@@ -111,14 +111,14 @@ std::vector<RepeatGroup> session_repeats(const std::vector<MegatronRun>& runs) {
   for (size_t i = 0; i < runs.size(); ++i) {
     if (grouped[i]) continue;
     RepeatGroup g;
-    std::vector<double> measured_ms;
-    for (size_t j = i; j < runs.size(); ++j)
-      if (!grouped[j] && keys[j] == keys[i])
-        g.runs.push_back(j), grouped[j] = true, measured_ms.push_back(runs[j].comparison.measured_iteration_ms);
-    if (g.runs.size() < 2) continue;
-    g.fastest_ms = *std::min_element(measured_ms.begin(), measured_ms.end());
-    g.slowest_ms = *std::max_element(measured_ms.begin(), measured_ms.end());
-    groups.push_back(g);
+    g.fastest_ms = g.slowest_ms = runs[i].comparison.measured_iteration_ms;
+    for (size_t j = i; j < runs.size(); ++j) {
+      if (grouped[j] || keys[j] != keys[i]) continue;
+      g.runs.push_back(j), grouped[j] = true;
+      g.fastest_ms = std::min(g.fastest_ms, runs[j].comparison.measured_iteration_ms);
+      g.slowest_ms = std::max(g.slowest_ms, runs[j].comparison.measured_iteration_ms);
+    }
+    if (g.runs.size() > 1) groups.push_back(g);
   }
   return groups;
 }
@@ -182,21 +182,22 @@ Json probe_json(const std::string& line) {
   return probe.is_discarded() ? Json(line) : probe;
 }
 
-double launch_us(const std::string& line) {
-  const Json probe = probe_json(line);
+double launch_us(const Json& probe) {
   const auto it = probe.is_object() ? probe.find("launch_us") : probe.end();
   return it != probe.end() && it->is_number() ? it->get<double>() : 0;
 }
 
-}  // namespace
-
-HostDrift host_drift(const MegatronRun& run) {
+HostDrift drift_between(const Json& before, const Json& after) {
   HostDrift d;
-  d.launch_before_us = launch_us(run.host);
-  d.launch_after_us = launch_us(run.host_after);
+  d.launch_before_us = launch_us(before);
+  d.launch_after_us = launch_us(after);
   d.known = d.launch_before_us > 0 && d.launch_after_us > 0;
   return d;
 }
+
+}  // namespace
+
+HostDrift host_drift(const MegatronRun& run) { return drift_between(probe_json(run.host), probe_json(run.host_after)); }
 
 Json megatron_report(const ReportMeta& meta, const std::vector<MegatronRun>& runs, const std::string& hardware_name) {
   const auto ratios = recompute_ratios(runs);
@@ -234,9 +235,10 @@ Json megatron_report(const ReportMeta& meta, const std::vector<MegatronRun>& run
                                {"measured", ratios[i].measured},
                                {"error_pct", ratios[i].error_pct()},
                                {"none_runs", ratios[i].baseline_runs}};
-    if (!runs[i].host.empty()) run["host"] = probe_json(runs[i].host);
-    if (!runs[i].host_after.empty()) run["host_after"] = probe_json(runs[i].host_after);
-    if (const HostDrift d = host_drift(runs[i]); d.known) run["host_launch_change_pct"] = d.pct();
+    const Json host = probe_json(runs[i].host), host_after = probe_json(runs[i].host_after);
+    if (!runs[i].host.empty()) run["host"] = host;
+    if (!runs[i].host_after.empty()) run["host_after"] = host_after;
+    if (const HostDrift d = drift_between(host, host_after); d.known) run["host_launch_change_pct"] = d.pct();
     list.push_back(run);
   }
   return {{"meta", meta_json(meta)},
