@@ -166,7 +166,7 @@ TEST(MegatronLog, RebuildsModelLayoutAndRecompute) {
   EXPECT_EQ(s.training.dp, 1);
   EXPECT_EQ(s.training.gbs, 4);
   EXPECT_EQ(s.training.zero_stage, 0);
-  EXPECT_EQ(s.training.framework, Framework::megatron_local);
+  EXPECT_EQ(s.training.framework, kMegatronLocalFramework);
   ASSERT_TRUE(s.plan.megatron);
   EXPECT_EQ(s.recompute, "selective core_attn+mlp");
   const MegatronSetup moe = megatron_setup(read_log(kReports + "/logs/moe-tp1pp1ep2-s4096-mbs1-gbs4-none.log"));
@@ -204,7 +204,7 @@ TEST(MegatronLocalProfile, StageBytesByHand) {
   }();
   TrainingSpec t = test::layout(1, 2, 1, 1, 1, 4096);
   t.gbs = 4;
-  t = apply_framework(t, Framework::megatron_local);
+  t = apply_framework(t, kMegatronLocalFramework);
   t.zero_stage = 0;
   Plan none;
   const Estimate e = estimate(m, test::hardware("h200"), t, none, 1e30);
@@ -512,18 +512,18 @@ TEST(MegatronRuns, H100FitOnItsNoneRunsHoldsOnItsRecomputeRuns) {
 // framework's times instead of pricing them silently.
 TEST(MegatronFramework, UnfittedTimesAreNamed) {
   const ModelSpec dense = test::model("llama3-8b"), moe = test::model("deepseek-v2");
-  const auto a100 = framework_time_gaps(test::hardware("a100-80gb-sxm"), Framework::megatron_local, dense);
+  const auto a100 = framework_time_gaps(test::hardware("a100-80gb-sxm"), kMegatronLocalFramework, dense);
   ASSERT_EQ(a100.size(), 1u);
   EXPECT_NE(a100[0].find("no megatron-local time fit for A100 80GB SXM"), std::string::npos);
-  EXPECT_TRUE(framework_time_gaps(test::hardware("a100-80gb-sxm"), Framework::generic, dense).empty());
+  EXPECT_TRUE(framework_time_gaps(test::hardware("a100-80gb-sxm"), kGenericFramework, dense).empty());
   HardwareSpec dense_fit = test::hardware("hardware/h100-sxm.yaml");
-  EXPECT_TRUE(framework_time_gaps(dense_fit, Framework::megatron_local, moe).empty());
+  EXPECT_TRUE(framework_time_gaps(dense_fit, kMegatronLocalFramework, moe).empty());
   dense_fit.megatron_local.has_moe_layer_host = false;  // as calibrate leaves it from dense runs only
-  EXPECT_TRUE(framework_time_gaps(dense_fit, Framework::megatron_local, dense).empty());
-  const auto dense_fit_moe = framework_time_gaps(dense_fit, Framework::megatron_local, moe);
+  EXPECT_TRUE(framework_time_gaps(dense_fit, kMegatronLocalFramework, dense).empty());
+  const auto dense_fit_moe = framework_time_gaps(dense_fit, kMegatronLocalFramework, moe);
   ASSERT_EQ(dense_fit_moe.size(), 1u);
   EXPECT_NE(dense_fit_moe[0].find("the megatron-local fit for H100 SXM had no MoE run"), std::string::npos);
-  EXPECT_TRUE(framework_time_gaps(test::hardware("hardware/h200.yaml"), Framework::megatron_local, moe).empty());
+  EXPECT_TRUE(framework_time_gaps(test::hardware("hardware/h200.yaml"), kMegatronLocalFramework, moe).empty());
 }
 
 // calibrate --megatron-log over dense runs only writes no MoE host time: the file keeps a comment in

@@ -143,8 +143,8 @@ TEST(PlannerExhaustive, TensorParallelWithOffloadOverPcie) {
 // LLaMA3-70B), every plan fits, and the search, which prunes without the layers' order, stays within
 // 1% of the fastest assignment (0.95% at a quarter of the budget range here).
 TEST(PlannerExhaustive, MegatronLocalOrderedBackward) {
-  TrainingSpec t = apply_framework(test::layout(1, 2, 1, 1, 2, 2048), Framework::megatron_local);
-  t.framework = Framework::megatron_local;
+  TrainingSpec t = apply_framework(test::layout(1, 2, 1, 1, 2, 2048), kMegatronLocalFramework);
+  t.framework = kMegatronLocalFramework;
   ASSERT_TRUE(t.ordered_backward);
   expect_planner_matches(small_dense(4), t, with({Strategy::full, Strategy::eagle}, true), "h200", 0.01);
 }

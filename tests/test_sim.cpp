@@ -131,11 +131,11 @@ TEST(Simulate, MegatronLocalPeaksWhereEstimateDoes) {
   ModelSpec dense = test::model("llama3-8b");
   dense.num_hidden_layers = 8;
   const ModelSpec moe = test::model(std::string(REMAT_TEST_DATA) + "/../examples/megatron/moe-8x7-4l.yaml");
-  const HardwareSpec hw = apply_framework(test::hardware("h200"), Framework::megatron_local);
+  const HardwareSpec hw = apply_framework(test::hardware("h200"), kMegatronLocalFramework);
   for (const auto& [m, seq] : {std::pair{dense, 4096}, std::pair{moe, 8192}}) {
     TrainingSpec t = test::layout(1, 2, 1, 1, 1, seq);
     t.gbs = 4;
-    t = apply_framework(t, Framework::megatron_local);
+    t = apply_framework(t, kMegatronLocalFramework);
     t.zero_stage = 0;
     for (Strategy s : {Strategy::none, Strategy::full, Strategy::selective}) {
       Plan p;

@@ -157,9 +157,9 @@ TEST(StreamBp, LoraStaticByHand) {
   TrainingSpec t = one_gpu(1024);
   t.lora_rank = 32;
   EXPECT_DOUBLE_EQ(lora_layer_params(m, t, 1), 589824 + 262144 + 1572864);
-  t.lora_targets = {true, false, false};
+  t.lora_targets = {true, true, true, false, false, false, false};
   EXPECT_DOUBLE_EQ(lora_layer_params(m, t, 1), 589824);
-  t.lora_targets = {};
+  t.lora_targets = LoraTargets{};
   const ParamCount p{1e9, 0};
   const StaticBytes s = streambp_static_bytes(p, 0, 1e6, t);  // bf16: adapters 2 + 2 + 4 bytes
   EXPECT_DOUBLE_EQ(s.weights, 2e9 + 2e6);

@@ -189,7 +189,7 @@ Runner add_plan_command(CLI::App& app) {
       throw InputError(
           {{"command line", "--no-uniform-r --no-per-stage-r --no-per-layer", "", "leave nothing to search"}});
     // generic costs are those of fused kernels and flash attention: Megatron with Transformer Engine
-    const bool te = in.training.framework != Framework::megatron_local;
+    const bool te = in.training.framework != kMegatronLocalFramework;
     const RunnablePlan runnable = runnable_megatron_plan(in.model, in.hardware, in.training, {so.budget_bytes, te});
     if (opts->emit_megatron_args) return emit_megatron_line(in, runnable, te);
     const SearchSpace space = build_search_space(in.model, in.hardware, in.training, so);

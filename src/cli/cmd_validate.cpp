@@ -119,7 +119,7 @@ int validate_megatron_logs(const ValidateOptions& o) {
   }
   std::set<std::string> gaps;  // once each, not once per log
   for (const auto& run : runs)
-    for (const auto& gap : framework_time_gaps(hw, Framework::megatron_local, run.comparison.setup.model))
+    for (const auto& gap : framework_time_gaps(hw, kMegatronLocalFramework, run.comparison.setup.model))
       if (gaps.insert(gap).second) std::cerr << "note: " << hw_src.label << ": " << gap << "\n";
   const ReportMeta meta{REMAT_VERSION, REMAT_GIT_COMMIT, "validate --megatron-log", inputs};
   emit_report(o.format, o.json_path, megatron_table(runs, hw.name), megatron_report(meta, runs, hw.name));

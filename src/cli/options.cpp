@@ -32,6 +32,13 @@ CLI::Validator integer_text() {
       "");
 }
 
+// One line per registered profile (src/spec/profiles/).
+std::string framework_help() {
+  std::string text = "implementation profile, one of:";
+  for (const FrameworkProfile* p : framework_profiles()) text += "\n  " + std::string(p->name) + ": " + p->summary;
+  return text;
+}
+
 }  // namespace
 
 void add_common_options(CLI::App& app, CommonOptions& o) {
@@ -61,10 +68,7 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
       ->capture_default_str()
       ->check(integer_text())
       ->each([&o](const std::string&) { o.zero_stage_given = true; });
-  app.add_option("--framework", o.framework,
-                 "implementation profile: generic, or megatron-local (Megatron-LM --transformer-impl local: "
-                 "unfused attention, SwiGLU, loss, its buffers; zero stage 0 unless given)")
-      ->capture_default_str();
+  app.add_option("--framework", o.framework, framework_help())->capture_default_str();
   app.add_flag("--swiglu-unfused", o.swiglu_unfused, "SwiGLU as separate ops (saves silu(gate) too)");
   app.add_flag("--gqa-expand-kv", o.gqa_expand_kv, "keys/values repeated to all heads before attention");
   app.add_flag("--no-fp32-logits", o.no_fp32_logits, "the loss keeps no fp32 copy of the logits");
@@ -80,7 +84,15 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
       ->capture_default_str();
   app.add_option("--grpo-group", o.grpo_group, "GRPO responses per prompt (G)")->capture_default_str();
   app.add_option("--lora-rank", o.lora_rank, "LoRA rank; 0 trains the full model")->capture_default_str();
-  app.add_option("--lora-targets", o.lora_targets, "matrices with adapters: any of qkv,o,mlp")->capture_default_str();
+  app.add_option("--lora-targets", o.lora_targets,
+                 "matrices with adapters: any of q,k,v,o,gate,up,down (PEFT's q_proj ... down_proj too; qkv and mlp "
+                 "name three each)")
+      ->capture_default_str();
+  app.add_option("--lora-dropout", o.lora_dropout, "LoRA dropout; > 0 saves a dropped copy of each adapted input")
+      ->capture_default_str();
+  app.add_option("--attention", o.attention,
+                 "sdpa (a fused kernel that keeps softmax statistics) or eager (materialized scores; as --no-flash)")
+      ->check(CLI::IsMember({"sdpa", "eager"}));
   app.add_option("--json", o.json_path, "write the JSON report to FILE ('-' for stdout)");
   app.add_option("--format", o.format, "stdout format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
 }
@@ -132,6 +144,35 @@ std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& 
 
 namespace {
 
+LoraTargets parse_lora_targets(const std::string& text) {
+  LoraTargets l{false, false, false, false, false, false, false};
+  for (std::string item : split_list(text)) {
+    if (item.size() > 5 && item.ends_with("_proj")) item.resize(item.size() - 5);  // PEFT's module names
+    if (item == "qkv")
+      l.q = l.k = l.v = true;
+    else if (item == "mlp")
+      l.gate = l.up = l.down = true;
+    else if (item == "q")
+      l.q = true;
+    else if (item == "k")
+      l.k = true;
+    else if (item == "v")
+      l.v = true;
+    else if (item == "o")
+      l.o = true;
+    else if (item == "gate")
+      l.gate = true;
+    else if (item == "up")
+      l.up = true;
+    else if (item == "down")
+      l.down = true;
+    else
+      throw InputError({{"command line", "--lora-targets", text,
+                         "takes a comma-separated list of q, k, v, o, gate, up, down (or qkv, mlp)"}});
+  }
+  return l;
+}
+
 TrainingSpec training_from(const CommonOptions& o) {
   TrainingSpec t;
   t.tp = o.tp, t.pp = o.pp, t.dp = o.dp, t.ep = o.ep, t.mbs = o.mbs, t.gbs = o.gbs, t.seq = o.seq;
@@ -143,31 +184,22 @@ TrainingSpec training_from(const CommonOptions& o) {
   t.swiglu_fused = !o.swiglu_unfused;
   t.gqa_expand_kv = o.gqa_expand_kv;
   t.loss_fp32_logits = !o.no_fp32_logits;
-  t.flash_attention = !o.no_flash;
+  t.flash_attention = o.attention.empty() ? !o.no_flash : o.attention == "sdpa";
+  if (o.no_flash && o.attention == "sdpa")
+    throw InputError({{"command line", "--attention", o.attention, "contradicts --no-flash"}});
   t.replay = o.replay == "early-stop" ? RecomputeReplay::early_stop : RecomputeReplay::full;
-  Framework framework = Framework::generic;
-  if (!parse_framework(o.framework, framework))
-    throw InputError({{"command line", "--framework", o.framework, "must be generic or megatron-local"}});
-  t = apply_framework(t, framework);
-  if (framework == Framework::megatron_local && !o.zero_stage_given) t.zero_stage = 0;
+  const FrameworkProfile* profile = find_framework(o.framework);
+  if (!profile) throw InputError({{"command line", "--framework", o.framework, "must be one of " + framework_names()}});
+  t = apply_framework(t, profile->name);
+  if (profile->default_zero_stage >= 0 && !o.zero_stage_given) t.zero_stage = profile->default_zero_stage;
   t.streambp_chunks = o.streambp_chunks, t.lm_head_chunks = o.lm_head_chunks;
   if (o.objective == "sft" || o.objective == "grpo" || o.objective == "dpo")
     t.objective = o.objective == "grpo" ? Objective::grpo : o.objective == "dpo" ? Objective::dpo : Objective::sft;
   else
     throw InputError({{"command line", "--objective", o.objective, "must be sft, grpo or dpo"}});
   t.grpo_group = o.grpo_group, t.lora_rank = o.lora_rank;
-  t.lora_targets = {false, false, false};
-  for (const std::string& item : split_list(o.lora_targets)) {
-    if (item == "qkv")
-      t.lora_targets.qkv = true;
-    else if (item == "o")
-      t.lora_targets.o = true;
-    else if (item == "mlp")
-      t.lora_targets.mlp = true;
-    else
-      throw InputError(
-          {{"command line", "--lora-targets", o.lora_targets, "takes a comma-separated list of qkv, o, mlp"}});
-  }
+  t.lora_targets = parse_lora_targets(o.lora_targets);
+  t.lora_dropout = o.lora_dropout;
   return t;
 }
 

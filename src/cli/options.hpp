@@ -31,6 +31,8 @@ struct CommonOptions {
   std::string objective = "sft";
   int64_t grpo_group = 8, lora_rank = 0;
   std::string lora_targets = "qkv,o,mlp";
+  double lora_dropout = 0;
+  std::string attention;  // sdpa | eager; empty: --no-flash decides
   std::string json_path;
   std::string format = "table";
 };

@@ -37,7 +37,8 @@ void Block::tag(ModuleTags modules, const std::vector<std::string>& names) {
 namespace {
 
 std::set<std::string> saved_names(const Block& block) {
-  std::set<std::string> names(block.inputs.begin(), block.inputs.end());
+  std::set<std::string> names;
+  if (block.inputs_saved) names.insert(block.inputs.begin(), block.inputs.end());
   names.insert(block.kept_outside.begin(), block.kept_outside.end());
   for (const auto& op : block.ops) names.insert(op.saves.begin(), op.saves.end());
   return names;

@@ -24,6 +24,12 @@ RankShape rank_shape(const TrainingSpec& t) {
   r.glu_linear_copy = t.glu_linear_copy;
   r.v_views_qkv = t.v_views_qkv;
   r.ordered_backward = t.ordered_backward;
+  r.norm_fp32_upcast = t.norm_fp32_upcast;
+  r.attention_out_copy = t.attention_out_copy;
+  r.softmax_fp32 = t.softmax_fp32;
+  r.autocast = t.params_fp32_autocast;
+  r.weights_train = t.lora_rank == 0;
+  if (t.lora_rank > 0) r.lora = t.lora_targets, r.lora_rank = double(t.lora_rank), r.lora_dropout = t.lora_dropout;
   return r;
 }
 
@@ -51,7 +57,62 @@ OpDef residual_add(const RankShape& r, double hidden) {
   return ops::streaming("residual_add", 3 * bytes, 2 * bytes, {});
 }
 
-void add_input_norm(Block& b, const RankShape& r, double hidden, bool gather) {
+// Transformers' RMSNorm (models/llama/modeling_llama.py, LlamaRMSNorm.forward, and every family
+// copied from it): x.to(float32), whose copy pow() saves; rsqrt's output, saved with it by the
+// multiply; then weight * normalized.to(bf16), which saves the bf16 normalized tensor when the
+// weight trains. The block input itself is saved by nothing. Under autocast the stream is already
+// fp32 (no copy), the product stays fp32, and each GEMM reading the output saves its own bf16 cast.
+void add_upcast_norm(Block& b, const RankShape& r, double hidden, int readers) {
+  const double rows = r.seq_tokens();
+  b.inputs = {"x"};
+  b.inputs_saved = false;
+  b.tensors.push_back({"x", rows * hidden * r.stream_bytes()});
+  std::vector<std::string> saves = {"x", "rstd"};
+  if (!r.autocast) {
+    b.tensors.push_back({"x32", rows * hidden * kFp32});
+    saves[0] = "x32";
+  }
+  b.tensors.push_back({"rstd", rows * kFp32});
+  b.tensors.push_back({"x_normed", rows * hidden * r.stream_bytes()});
+  if (r.weights_train) saves.push_back("x_normed");
+  b.tensors.push_back({"x_norm", rows * hidden * kBf16 * (r.autocast ? readers : 1)});
+  // fp32 upcast 2+4, square and mean 4, normalize 4+4, cast 4+2, weight 2+2; backward about twice
+  OpDef op = ops::streaming("rmsnorm", 28 * rows * hidden, 56 * rows * hidden, saves);
+  b.ops.push_back(op);
+}
+
+double adapted_count(const LoraTargets& l, const std::vector<bool LoraTargets::*>& matrices) {
+  double n = 0;
+  for (auto m : matrices) n += l.*m ? 1 : 0;
+  return n;
+}
+
+bool saves_input(const RankShape& r, bool adapted) {
+  return r.weights_train || (r.lora_rank > 0 && adapted && r.lora_dropout == 0);
+}
+
+OpDef linear(Block& b, const RankShape& r, const std::string& name, double rows, double in, double out,
+             const std::string& input, const std::vector<bool LoraTargets::*>& matrices, double count) {
+  const double adapted = r.lora_rank > 0 ? adapted_count(r.lora, matrices) : 0;
+  std::vector<std::string> saves;
+  if (saves_input(r, adapted > 0)) saves.push_back(input);
+  OpDef op = ops::gemm(name, rows, in, out, saves, count);
+  if (!r.weights_train) op.bwd_flops = op.bwd_exec_flops = op.fwd_flops;  // frozen: the input's gradient only
+  if (adapted == 0) return op;
+  // PEFT (tuners/lora/layer.py, Linear.forward): lora_B(lora_A(dropout(x))) * scaling; lora_B saves
+  // lora_A's rank-wide output; dropout > 0 gives each adapter its own dropped copy and bool mask
+  b.tensors.push_back({name + ".lora", adapted * rows * r.lora_rank * kBf16});
+  std::vector<std::string> lora_saves = {name + ".lora"};
+  if (r.lora_dropout > 0) {
+    b.tensors.push_back({name + ".dropped", adapted * rows * in * (kBf16 + 1)});
+    lora_saves.push_back(name + ".dropped");
+  }
+  b.ops.push_back(ops::streaming(name + ".lora", 0, 0, lora_saves));
+  return op;
+}
+
+void add_input_norm(Block& b, const RankShape& r, double hidden, bool gather, int readers) {
+  if (r.norm_fp32_upcast) return add_upcast_norm(b, r, hidden, readers);
   const double rows = r.seq_tokens();
   b.inputs = {"x"};
   b.tensors.push_back({"x", rows * hidden * kBf16});       // block input
@@ -89,7 +150,8 @@ Block rmsnorm_linear_block(const RankShape& r, int64_t hidden, int64_t out_featu
   Block b;
   b.name = name;
   parts::add_input_norm(b, r, double(hidden));
-  b.ops.push_back(ops::gemm("linear", r.tokens(), double(hidden), double(out_features) / double(r.tp), {"x_norm"}));
+  b.ops.push_back(
+      parts::linear(b, r, "linear", r.tokens(), double(hidden), double(out_features) / double(r.tp), "x_norm", {}));
   return b;
 }
 
@@ -97,10 +159,10 @@ Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn) {
   Block b;
   b.name = "mlp";
   const double h = double(hidden), f = double(ffn) / double(r.tp), rows = r.tokens();
-  parts::add_input_norm(b, r, h);
-  b.ops.push_back(ops::gemm("gate_up", rows, h, 2 * f, {"x_norm"}));
+  parts::add_input_norm(b, r, h, true, 2);
+  b.ops.push_back(parts::linear(b, r, "gate_up", rows, h, 2 * f, "x_norm", {&LoraTargets::gate, &LoraTargets::up}));
   parts::add_swiglu(b, rows, f, "", r.swiglu_fused, r.glu_linear_copy);
-  b.ops.push_back(ops::gemm("down", rows, f, h, {"act"}));
+  b.ops.push_back(parts::linear(b, r, "down", rows, f, h, "act", {&LoraTargets::down}));
   // Megatron's `mlp` checkpoint: fc1 (with its tp gather) to fc2; its input, the normed hidden, stays
   b.tag(parts::kMlpTag, {"gather_input", "allreduce_dinput", "gate_up", "gate", "up", "silu", "up_copy", "act",
                          "swiglu", "mul", "down"});
@@ -113,8 +175,9 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
   const double h = double(m.hidden_size), hd = double(gqa_head_dim(m));
   const double nh = double(m.num_attention_heads / r.tp), g = double(m.num_key_value_heads / r.tp);
   const double rows = r.tokens();
-  parts::add_input_norm(b, r, h);
-  b.ops.push_back(ops::gemm("qkv", rows, h, (nh + 2 * g) * hd, {"x_norm"}));
+  parts::add_input_norm(b, r, h, true, 3);
+  b.ops.push_back(parts::linear(b, r, "qkv", rows, h, (nh + 2 * g) * hd, "x_norm",
+                                {&LoraTargets::q, &LoraTargets::k, &LoraTargets::v}));
   b.tensors.push_back({"q", rows * nh * hd * kBf16});
   b.tensors.push_back({"k", rows * g * hd * kBf16});
   // Megatron local slices v out of the fused qkv output: a checkpoint that
@@ -134,11 +197,18 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
   const double fwd = 4 * rows * r.s * nh * hd * (r.causal ? 0.5 : 1.0);
   if (r.flash_attention) {
     b.tensors.push_back({"lse", r.b * nh * r.s * kFp32});  // softmax statistics
-    b.ops.push_back(ops::attention("flash_attention", fwd, r.s, {"q", k, v, "o", "lse"}));
+    // Transformers' sdpa path (integrations/sdpa_attention.py) saves the kernel's [b, heads, s, d]
+    // output and hands Wo a contiguous transposed copy
+    std::string out = "o";
+    if (r.attention_out_copy) b.tensors.push_back({"o_attn", rows * nh * hd * kBf16}), out = "o_attn";
+    b.ops.push_back(ops::attention("flash_attention", fwd, r.s, {"q", k, v, out, "lse"}));
     b.attention_stats = {"lse"};
   } else {
     b.tensors.push_back({"probs", r.b * nh * r.s * r.s * kBf16});  // materialized softmax
-    OpDef op = ops::attention("attention", fwd, r.s, {"q", k, v, "probs"});
+    std::vector<std::string> saves = {"q", k, v, "probs"};
+    // Transformers' eager path: softmax(dtype=float32), saved, then cast to bf16 for PV
+    if (r.softmax_fp32) b.tensors.push_back({"probs32", r.b * nh * r.s * r.s * kFp32}), saves.push_back("probs32");
+    OpDef op = ops::attention("attention", fwd, r.s, saves);
     // bytes per score: forward writes QK^T, masks it in place, reads it into the
     // softmax, PV reads the probabilities (2 + 4 + 4 + 2); backward writes and
     // reads the probabilities' gradient, the softmax gradient, autograd's clone
@@ -152,7 +222,7 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
     b.ops.push_back(op);
     b.attention_stats = {"probs"};
   }
-  b.kept_outside = {"o"};
+  if (parts::saves_input(r, r.lora.o)) b.kept_outside = {"o"};
   // Megatron's `core_attn` checkpoint: the attention core (GQA's key/value
   // repeat included); its inputs q, k, v and its output o stay
   b.tag(parts::kCoreAttnTag, {"k_expanded", "v_expanded", "expand_kv", "lse", "probs", "flash_attention", "attention"});
@@ -169,7 +239,9 @@ Block attention_out_glue(const RankShape& r, const ModelSpec& m) {
                            ? double(m.num_attention_heads / r.tp) * double(m.v_head_dim)
                            : double(m.num_attention_heads / r.tp) * double(gqa_head_dim(m));
   // Wo reads o, which the attention block accounts for (as Table 1 does)
-  b.ops.push_back(ops::gemm("wo", r.tokens(), width, h, {}));
+  OpDef wo = parts::linear(b, r, "wo", r.tokens(), width, h, "o", {&LoraTargets::o});
+  wo.saves.clear();
+  b.ops.push_back(wo);
   if (r.tp > 1) b.ops.push_back(parts::output_reduce(r, h));
   b.ops.push_back(parts::residual_add(r, h));
   return b;

@@ -185,7 +185,7 @@ LayerDef build_layer(const ModelSpec& m, const RankShape& r, int64_t layer_index
     add(mlp_block(r, m.hidden_size, m.intermediate_size), true);
     add(mlp_out_glue(r, m.hidden_size), false);
   }
-  layer.input_bytes = r.seq_tokens() * double(m.hidden_size) * kBf16;
+  layer.input_bytes = r.seq_tokens() * double(m.hidden_size) * r.stream_bytes();
   layer.ordered_backward = r.ordered_backward;
   if (m.layer_is_moe(layer_index)) layer.local_experts = m.n_routed_experts / std::max<int64_t>(1, r.ep);
   return layer;

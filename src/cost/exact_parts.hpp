@@ -33,7 +33,15 @@ OpDef residual_add(const RankShape& r, double hidden);
 // tp > 1, the tp gather: the common head of most blocks. The norm's saved
 // tensors are tagged `layernorm` (Megatron discards the norm output and reruns
 // the norm before the backward that reads it).
-void add_input_norm(Block& b, const RankShape& r, double hidden, bool gather = true);
+// `readers`: the GEMMs that read the norm's output (each saves its own bf16 cast under autocast).
+void add_input_norm(Block& b, const RankShape& r, double hidden, bool gather = true, int readers = 1);
+// Whether a linear saves its input: its weight trains, or a LoRA adapter without dropout reads it.
+bool saves_input(const RankShape& r, bool adapted);
+// A linear layer on rows x in -> out reading `input`: it saves its input when its weight trains or a
+// LoRA adapter without dropout reads it; under LoRA its backward computes the input's gradient only,
+// and each adapted matrix of `matrices` adds its adapter's saved tensors to `b`.
+OpDef linear(Block& b, const RankShape& r, const std::string& name, double rows, double in, double out,
+             const std::string& input, const std::vector<bool LoraTargets::*>& matrices, double count = 1);
 // SwiGLU on rows x width, tensors named with prefix `p`: fused saves gate and
 // up; unfused also saves silu(gate); with `linear_copy` the product reads a
 // copy of up (Megatron's offset add) while gate's view keeps fc1's output.

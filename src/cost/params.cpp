@@ -63,6 +63,13 @@ double model_params(const ModelSpec& m, int64_t layers) {
 StaticBytes bytes_per_param(const TrainingSpec& t, double shard) {
   const bool mixed = t.precision == Precision::mixed;
   StaticBytes b;
+  if (t.params_fp32_autocast) {  // fp32 parameters, gradients and moments: no separate master copy
+    b.weights = 4, b.gradients = 4;
+    b.optimizer = t.optimizer == Optimizer::adam ? 8 : t.optimizer == Optimizer::sgd ? 4 : 0;
+    if (t.zero_stage >= 1) b.optimizer /= shard;
+    if (t.zero_stage >= 2) b.gradients /= shard;
+    return b;
+  }
   b.weights = 2;                // bf16 weights
   b.gradients = mixed ? 4 : 2;  // fp32 main grads under mixed precision
   double opt = 0;

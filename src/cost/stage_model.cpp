@@ -101,21 +101,27 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
   add_p2p(s, m, r, t, hw);
   add_framework_bytes(s, m, r, t);
   s.static_bytes = static_bytes(s.params, t);
+  for (int64_t g = layers.first; g < layers.second; ++g) s.adapter_params += lora_layer_params(m, t, t.tp, g);
   if (t.lora_rank > 0 || t.objective != Objective::sft || t.zero_stage >= 3) {
-    double adapters = 0, largest_layer = 0;
-    for (int64_t g = layers.first; g < layers.second; ++g) {
-      adapters += lora_layer_params(m, t, t.tp);
+    double largest_layer = 0;
+    for (int64_t g = layers.first; g < layers.second; ++g)
       largest_layer = std::max(largest_layer, layer_params(m, g, t.tp, t.ep).total());
-    }
-    s.static_bytes = streambp_static_bytes(s.params, largest_layer, adapters, t);
+    s.static_bytes = streambp_static_bytes(s.params, largest_layer, s.adapter_params, t);
   }
+  if (t.grads_allocated_in_backward) s.grads_absent_bytes = s.static_bytes.gradients;
+  if (t.params_fp32_autocast)  // the bf16 copy of every GEMM weight, the LM head's included
+    s.autocast_cast_bytes = 2 * (s.params.total() - (first ? embedding_params(m, t.tp) : 0) +
+                                 (last && m.tie_word_embeddings && t.pp == 1 ? embedding_params(m, t.tp) : 0));
   if (t.grad_accumulation_pass)  // read the bf16 gradient, read and write the fp32 main grad
     s.fixed_bwd_s += 10 * s.params.total() / (hw.hbm_bytes_per_s * hw.efficiency.memory_bound);
-  if (t.optimizer_fp32_temp && t.optimizer != Optimizer::none) {
+  if (t.optimizer_temp_bytes_per_param > 0 && t.optimizer != Optimizer::none) {
     // with ep > 1 Megatron steps the dense and the expert-parallel parameters in two optimizers, one
     // after the other, so only the larger group's temporary is live (reports/megatron: MoE ep 2)
     const double dense = s.params.dense / (t.zero_stage >= 1 ? double(t.dp) : 1.0);
-    s.optimizer_step_bytes = 4 * (t.ep > 1 ? std::max(dense, s.params.expert) : dense + s.params.expert);
+    const double trained = t.lora_rank > 0 ? s.adapter_params
+                           : t.ep > 1      ? std::max(dense, s.params.expert)
+                                           : dense + s.params.expert;
+    s.optimizer_step_bytes = t.optimizer_temp_bytes_per_param * trained;
   }
   s.copy_bytes_per_s = host_copy_bytes_per_s(hw);
   s.link_shared = t.tp > hw.nvlink_domain_gpus || hw.nvlink_bytes_per_s <= 0;
@@ -153,7 +159,8 @@ StageTotals stage_totals(const StageBase& base, const LayerSums& layers) {
   t.transient_bytes = std::max(layer_transient + staging, head);
   const double fixed = base.static_bytes.total() + base.runtime_bytes;
   t.optimizer_step_peak_bytes = fixed + base.optimizer_step_bytes;
-  t.peak_bytes = std::max(fixed + t.activations_bytes + t.transient_bytes, t.optimizer_step_peak_bytes);
+  const double at_activation_peak = fixed - base.grads_absent_bytes + base.autocast_cast_bytes;
+  t.peak_bytes = std::max(at_activation_peak + t.activations_bytes + t.transient_bytes, t.optimizer_step_peak_bytes);
   t.fwd_s = layers.fwd_s + base.fixed_fwd_s;
   t.bwd_s = layers.bwd_s + base.fixed_bwd_s;
   t.recompute_s = layers.recompute_s;

@@ -156,6 +156,12 @@ TrainingSpec streambp_effective_training(const TrainingSpec& t, Strategy s) {
 }
 
 double head_logits_bytes_per_element(const TrainingSpec& t) {
+  if (t.loss_log_softmax_saved) {
+    // PyTorch's cross_entropy on the fp32 upcast: forward holds the bf16 logits, their fp32 copy and
+    // the saved fp32 log-softmax (10); backward, the bf16 logits dropped with the model's output,
+    // the saved log-softmax and the two fp32 gradients nll_loss and log_softmax write (12)
+    return 12;
+  }
   const double policy = 2;                              // bf16 logits of the trained policy
   const double fp32_copy = t.loss_fp32_logits ? 4 : 0;  // the loss's fp32 upcast
   // gradient of the logits; written into the saved fp32 softmax when in place, so
@@ -177,16 +183,20 @@ double head_peak_bytes(const Block& head, const TrainingSpec& t, double logits_e
   return saved_bytes(head) + head_logits_bytes(t, logits_elements) + head.tensor_bytes("x_norm");
 }
 
-double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp) {
+double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, int64_t layer) {
   if (t.lora_rank <= 0) return 0;
   const double r = double(t.lora_rank), h = double(m.hidden_size), tpd = double(tp);
   const double hd = double(gqa_head_dim(m));
   const double q = double(m.num_attention_heads) * hd, kv = double(m.num_key_value_heads) * hd;
-  const double f = double(m.intermediate_size > 0 ? m.intermediate_size : m.moe_intermediate_size);
-  double p = 0;
-  if (t.lora_targets.qkv) p += r * (h + q / tpd) + 2 * r * (h + kv / tpd);  // A: in x r, B: r x out
-  if (t.lora_targets.o) p += r * (q / tpd + h);
-  if (t.lora_targets.mlp) p += 2 * r * (h + f / tpd) + r * (f / tpd + h);  // gate, up; down
+  const LoraTargets& l = t.lora_targets;
+  // A: in x r, B: r x out; the output side is split over tp
+  double p = (l.q ? r * (h + q / tpd) : 0) + (l.k ? r * (h + kv / tpd) : 0) + (l.v ? r * (h + kv / tpd) : 0);
+  if (l.o) p += r * (q / tpd + h);
+  // MLP adapters sit on a dense layer's nn.Linear projections; routed experts are not nn.Linear
+  if (!m.layer_is_moe(layer)) {
+    const double f = double(m.intermediate_size);
+    p += (l.gate ? r * (h + f / tpd) : 0) + (l.up ? r * (h + f / tpd) : 0) + (l.down ? r * (f / tpd + h) : 0);
+  }
   return p;
 }
 

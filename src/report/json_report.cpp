@@ -122,7 +122,12 @@ Json training_json(const TrainingSpec& t) {
   if (t.lora_rank > 0) {
     j["lora_rank"] = t.lora_rank;
     const auto& l = t.lora_targets;
-    j["lora_targets"] = {{"qkv", l.qkv}, {"o", l.o}, {"mlp", l.mlp}};
+    Json targets = Json::array();
+    for (auto [on, name] :
+         {std::pair{l.q, "q"}, {l.k, "k"}, {l.v, "v"}, {l.o, "o"}, {l.gate, "gate"}, {l.up, "up"}, {l.down, "down"}})
+      if (on) targets.push_back(name);
+    j["lora_targets"] = targets;
+    if (t.lora_dropout > 0) j["lora_dropout"] = t.lora_dropout;
   }
   return j;
 }

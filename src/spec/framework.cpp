@@ -4,85 +4,58 @@
 
 namespace remat {
 
+// Defined by the build from the files in src/spec/profiles/ (src/CMakeLists.txt).
+std::vector<const FrameworkProfile*> registered_framework_profiles();
+
+const std::vector<const FrameworkProfile*>& framework_profiles() {
+  static const std::vector<const FrameworkProfile*> sorted = [] {
+    auto all = registered_framework_profiles();
+    std::sort(all.begin(), all.end(),
+              [](const FrameworkProfile* a, const FrameworkProfile* b) { return std::string_view(a->name) < b->name; });
+    return all;
+  }();
+  return sorted;
+}
+
+const FrameworkProfile* find_framework(std::string_view name) {
+  for (const FrameworkProfile* p : framework_profiles())
+    if (name == p->name) return p;
+  return nullptr;
+}
+
+std::string framework_names() {
+  std::string out;
+  for (const FrameworkProfile* p : framework_profiles()) out += (out.empty() ? "" : ", ") + std::string(p->name);
+  return out;
+}
+
+bool framework_runs(const FrameworkProfile& profile, Strategy s) {
+  return std::find(profile.strategies.begin(), profile.strategies.end(), s) != profile.strategies.end();
+}
+
 namespace {
 
-constexpr double kMiB = 1024.0 * 1024.0;
+const FrameworkProfile& profile_named(std::string_view name) {
+  const FrameworkProfile* p = find_framework(name);
+  return p ? *p : *find_framework(kGenericFramework);
+}
 
 }  // namespace
 
-const char* to_string(Framework f) { return f == Framework::megatron_local ? "megatron-local" : "generic"; }
-
-bool parse_framework(const std::string& text, Framework& out) {
-  if (text == "generic") return out = Framework::generic, true;
-  if (text == "megatron-local") return out = Framework::megatron_local, true;
-  return false;
+TrainingSpec apply_framework(TrainingSpec t, std::string_view name) {
+  const FrameworkProfile& p = profile_named(name);
+  t.framework = p.name;
+  return p.apply_training ? p.apply_training(std::move(t)) : t;
 }
 
-// Megatron-LM d98e8a64dd, --transformer-impl local, read from its source and
-// checked against the allocator of 18 runs on H200s (reports/megatron/):
-// - DotProductAttention: keys and values repeat_interleave'd to every head,
-//   QK^T through baddbmm into a global [b*np, s, s] buffer that stays
-//   allocated, a bf16 softmax saved for backward (attention_softmax_in_fp32 is
-//   off by default); the in-place mask makes autograd clone the score
-//   gradient (three score-sized tensors in backward: remat's 3x largest);
-// - MLP: F.silu(x_glu) * (x_linear + glu_linear_offset): the offset add
-//   copies the linear half, and the chunk view keeps all of fc1's output;
-// - vocab-parallel cross entropy: an fp32 copy of the logits becomes the
-//   saved softmax and, in backward, the gradient (bf16 logits before, a bf16
-//   gradient after: 6 bytes per logit at the peak);
-// - the pipeline keeps every in-flight microbatch's stage output;
-// - torch Adam's foreach step allocates one fp32 tensor of all parameters;
-// - 66 MiB of cuBLAS workspaces (two 32 MiB handles plus small buffers);
-//   CUDA context and NCCL: 3.5-4.1 GiB of device memory outside the caching
-//   allocator (device used minus reserved in the runs).
-TrainingSpec apply_framework(TrainingSpec t, Framework f) {
-  t.framework = f;
-  if (f == Framework::generic) return t;
-  t.flash_attention = false;
-  t.gqa_expand_kv = true;
-  t.swiglu_fused = false;
-  t.glu_linear_copy = true;
-  t.v_views_qkv = true;
-  t.loss_fp32_logits = true;
-  t.loss_grad_in_place = true;
-  t.sequence_parallel = false;  // torch norms refuse --sequence-parallel
-  t.replay = RecomputeReplay::full;
-  t.attention_score_buffer = true;
-  t.keeps_stage_outputs = true;
-  t.ordered_backward = true;
-  t.optimizer_fp32_temp = true;
-  t.grad_accumulation_pass = true;  // --no-gradient-accumulation-fusion (the fused path needs Apex/TE)
-  // torch AdamW (foreach) behind Megatron's fp32 master copy, bytes per
-  // parameter: main grad to master grad 4+4, grad norm 4, clip 4+4, two
-  // moments 8+8 and 12+4, sqrt and eps 4+4+4, update 12+4, weight decay 4+4,
-  // master to bf16 weights 4+2, zero the main grads 4
-  t.optimizer_bytes_per_param = 102;
-  t.runtime_bytes = 66 * kMiB;
-  t.outside_allocator_bytes = 4.0 * 1024 * kMiB;
-  return t;
+HardwareSpec apply_framework(HardwareSpec hw, std::string_view name) {
+  const FrameworkProfile& p = profile_named(name);
+  return p.apply_hardware ? p.apply_hardware(std::move(hw)) : hw;
 }
 
-HardwareSpec apply_framework(HardwareSpec hw, Framework f) {
-  if (f != Framework::megatron_local || !hw.has_megatron_local) return hw;
-  const FrameworkEfficiency& e = hw.megatron_local;
-  for (auto& p : hw.efficiency.gemm_by_flops) p.fraction = std::min(1.0, p.fraction * e.gemm_scale);
-  hw.efficiency.memory_bound = std::min(1.0, hw.efficiency.memory_bound * e.memory_bound_scale);
-  hw.layer_overhead_s = e.layer_overhead_s;
-  hw.moe_layer_host_s = e.moe_layer_host_s;
-  return hw;
-}
-
-std::vector<std::string> framework_time_gaps(const HardwareSpec& hw, Framework f, const ModelSpec& model) {
-  if (f != Framework::megatron_local) return {};
-  if (!hw.has_megatron_local)
-    return {"no megatron-local time fit for " + hw.name +
-            " (frameworks: in its file; remat calibrate --megatron-log): times use remat-bench's kernel "
-            "efficiencies, which ran 23-33% fast against Megatron-LM on the H100 before its fit"};
-  if (model.is_moe() && !hw.megatron_local.has_moe_layer_host)
-    return {"the megatron-local fit for " + hw.name +
-            " had no MoE run: MoE layers get no host-time floor, so small experts may wait on the host longer than "
-            "predicted"};
-  return {};
+std::vector<std::string> framework_time_gaps(const HardwareSpec& hw, std::string_view name, const ModelSpec& model) {
+  const FrameworkProfile& p = profile_named(name);
+  return p.time_gaps ? p.time_gaps(hw, model) : std::vector<std::string>{};
 }
 
 }  // namespace remat

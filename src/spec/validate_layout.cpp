@@ -86,8 +86,10 @@ void check_streambp(Flags& f, const TrainingSpec& t) {
   within("--lm-head-chunks", t.lm_head_chunks, 1, std::max<int64_t>(t.seq, 1));
   if (t.objective == Objective::grpo) within("--grpo-group", t.grpo_group, 1, 1024);
   within("--lora-rank", t.lora_rank, 0, 65536);
-  const auto& l = t.lora_targets;
-  if (t.lora_rank > 0 && !l.qkv && !l.o && !l.mlp) f.fail("--lora-targets", "", "needs at least one of qkv, o, mlp");
+  if (t.lora_rank > 0 && !t.lora_targets.any())
+    f.fail("--lora-targets", "", "needs at least one of q, k, v, o, gate, up, down");
+  if (!(t.lora_dropout >= 0 && t.lora_dropout < 1))
+    f.fail("--lora-dropout", std::to_string(t.lora_dropout), "must be in [0, 1)");
 }
 
 }  // namespace

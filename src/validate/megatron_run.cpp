@@ -129,7 +129,7 @@ TrainingSpec training_from(ArgReader& a) {
   if (!a.is_none("num_layers_per_virtual_pipeline_stage"))
     a.refuse("num_layers_per_virtual_pipeline_stage", a.text("num_layers_per_virtual_pipeline_stage"),
              "interleaved pipelines are not compared here");
-  t = apply_framework(t, Framework::megatron_local);
+  t = apply_framework(t, kMegatronLocalFramework);
   t.sequence_parallel = a.flag("sequence_parallel");
   t.zero_stage = a.flag("use_distributed_optimizer") ? 1 : 0;
   if (!a.is_none("decoder_first_pipeline_num_layers") || !a.is_none("decoder_last_pipeline_num_layers"))
@@ -205,7 +205,7 @@ MegatronComparison compare_megatron(const MegatronLog& log, const HardwareSpec& 
   MegatronComparison c;
   c.setup = megatron_setup(log);
   const TrainingSpec& t = c.setup.training;
-  const HardwareSpec profiled = apply_framework(hw, Framework::megatron_local);
+  const HardwareSpec profiled = apply_framework(hw, kMegatronLocalFramework);
   c.estimate = estimate(c.setup.model, profiled, t, c.setup.plan, hw.hbm_bytes);
   constexpr double kMiB = 1024.0 * 1024.0;
   for (const auto& r : log.ranks) {

@@ -44,6 +44,7 @@ struct OpDef {
 struct Block {
   std::string name;                          // "mlp", "gqa", "moe.routed", ...
   std::vector<std::string> inputs;           // tensors a recompute strategy keeps
+  bool inputs_saved = true;                  // false: no op of the block saves its inputs (an fp32 upcast does)
   std::vector<std::string> kept_outside;     // saved for ops after the block (o for Wo)
   std::vector<std::string> attention_stats;  // kept by eagle to skip the flash forward
   std::vector<TensorDef> tensors;

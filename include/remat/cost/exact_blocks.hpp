@@ -24,6 +24,17 @@ struct RankShape {
   bool glu_linear_copy = false;   // unfused GLU saves a copy of its linear half
   bool v_views_qkv = false;       // v is a view of the fused qkv projection's output
   bool ordered_backward = false;  // see LayerDef::ordered_backward
+  // PyTorch eager stacks (TrainingSpec's flags of the same names, src/spec/profiles/hf.cpp)
+  bool norm_fp32_upcast = false;
+  bool attention_out_copy = false;
+  bool softmax_fp32 = false;
+  bool autocast = false;  // fp32 parameters and residual stream, bf16 casts for each GEMM
+  // false under LoRA: a frozen matrix saves no input for its weight's gradient, and its
+  // backward computes the input's gradient only
+  bool weights_train = true;
+  LoraTargets lora{false, false, false, false, false, false, false};
+  double lora_rank = 0, lora_dropout = 0;
+  double stream_bytes() const { return autocast ? 4 : 2; }  // bytes per element of the residual stream
 
   double tokens() const { return b * s; }                                // full sequence
   double seq_tokens() const { return sp ? b * s / double(tp) : b * s; }  // residual-stream rows

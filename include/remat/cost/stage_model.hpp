@@ -25,6 +25,10 @@ struct StageBase {
   int64_t index = 0, first_layer = 0, last_layer = 0;
   int64_t in_flight = 0;  // microbatches whose activations the stage holds (1F1B)
   ParamCount params;
+  double adapter_params = 0;  // LoRA adapters on the stage's layers
+  // alive at the activation peak besides the static bytes: gradients are not there yet when
+  // they are allocated in backward (grads_allocated_in_backward); autocast's bf16 weight casts are
+  double grads_absent_bytes = 0, autocast_cast_bytes = 0;
   StaticBytes static_bytes;
   double head_transient_bytes = 0;  // LM head, logits and loss (last stage)
   double runtime_bytes = 0;         // framework buffers alive all iteration (score buffer, workspaces)

@@ -1,31 +1,56 @@
 #pragma once
-// Implementation profiles: the choices and extra memory of one training
-// framework, set together (--framework).
+// Framework profiles (--framework): what one training stack keeps per op, its
+// buffers and transients, its recompute vocabulary and replay, its defaults.
+// One source file per profile under src/spec/profiles/; the build registers
+// every file there (src/CMakeLists.txt), so a new profile is one file.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "remat/spec/hardware_spec.hpp"
 #include "remat/spec/model_spec.hpp"
+#include "remat/spec/plan.hpp"
 #include "remat/spec/training_spec.hpp"
 
 namespace remat {
 
-const char* to_string(Framework f);
-bool parse_framework(const std::string& text, Framework& out);
+inline constexpr const char* kGenericFramework = "generic";
+inline constexpr const char* kMegatronLocalFramework = "megatron-local";
+inline constexpr const char* kHfFramework = "hf";
 
-// `t` with every implementation choice of `f` set: Megatron-LM with
-// --transformer-impl local (no Transformer Engine, no Apex, no fused kernels)
-// materializes the softmax, repeats keys and values to every head, runs
-// SwiGLU and RoPE unfused, and keeps the buffers documented in
-// src/spec/framework.cpp. Layout, batch and recompute choices are untouched.
-TrainingSpec apply_framework(TrainingSpec t, Framework f);
+struct FrameworkProfile {
+  const char* name = "";       // the --framework value
+  const char* summary = "";    // one line for --help
+  const char* read_from = "";  // the framework source (and version) its terms were read from
+  // ZeRO stage when --zero-stage is not given; -1 keeps remat's default (1)
+  int64_t default_zero_stage = -1;
+  // the --strategy values this stack runs; a plan using another is refused
+  std::vector<Strategy> strategies;
+  // whether --replay picks the checkpoint's replay (PyTorch's use_reentrant) or the stack fixes it
+  bool replay_choosable = true;
+  // `t` with every implementation choice and buffer of the stack set; layout,
+  // batch, objective and recompute untouched
+  TrainingSpec (*apply_training)(TrainingSpec t) = nullptr;
+  // `hw` with the stack's fitted time constants in effect; nullptr: unchanged
+  HardwareSpec (*apply_hardware)(HardwareSpec hw) = nullptr;
+  // what the hardware file leaves unfitted for this stack, one sentence each
+  std::vector<std::string> (*time_gaps)(const HardwareSpec& hw, const ModelSpec& m) = nullptr;
+};
 
-// `hw` with the framework's fitted efficiencies (frameworks.<name> in the
-// hardware file) in effect; unchanged when the file has none for `f`.
-HardwareSpec apply_framework(HardwareSpec hw, Framework f);
+// Every registered profile, sorted by name.
+const std::vector<const FrameworkProfile*>& framework_profiles();
+// The profile named `name`, or nullptr.
+const FrameworkProfile* find_framework(std::string_view name);
+// The registered names, comma-separated ("generic, hf, megatron-local").
+std::string framework_names();
+// Whether `profile` runs `s`.
+bool framework_runs(const FrameworkProfile& profile, Strategy s);
 
-// What the hardware file leaves unfitted for `f` and `model`, one sentence each:
-// times then come from remat-bench's kernel efficiencies, not the framework's.
-std::vector<std::string> framework_time_gaps(const HardwareSpec& hw, Framework f, const ModelSpec& model);
+// `t` with `name`'s choices applied and t.framework set to it (name must be registered).
+TrainingSpec apply_framework(TrainingSpec t, std::string_view name);
+// `hw` with the named framework's fitted efficiencies in effect; unchanged when it has none.
+HardwareSpec apply_framework(HardwareSpec hw, std::string_view name);
+// What the hardware file leaves unfitted for the framework and `model`, one sentence each.
+std::vector<std::string> framework_time_gaps(const HardwareSpec& hw, std::string_view name, const ModelSpec& model);
 
 }  // namespace remat

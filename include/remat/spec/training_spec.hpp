@@ -2,6 +2,7 @@
 // Parallel layout, batch shape, precision and the implementation choices
 // that real training code differs on.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace remat {
@@ -10,13 +11,13 @@ enum class Precision { mixed, bf16 };             // mixed: bf16 weights, fp32 g
 enum class Optimizer { adam, sgd, none };         // none: backprop only, no optimizer state
 enum class RecomputeReplay { full, early_stop };  // Megatron / PyTorch non-reentrant checkpoint
 enum class Objective { sft, grpo, dpo };          // StreamBP paper sec. 3.2.1
-// A training framework's implementation, set at once by --framework
-// (src/spec/framework.cpp): generic is remat's reference implementation.
-enum class Framework { generic, megatron_local };
 
-// Matrices of each layer that carry a LoRA adapter.
+// Matrices of each layer that carry a LoRA adapter (PEFT's target_modules).
 struct LoraTargets {
-  bool qkv = true, o = true, mlp = true;
+  bool q = true, k = true, v = true, o = true, gate = true, up = true, down = true;
+  bool any_qkv() const { return q || k || v; }
+  bool any_gate_up() const { return gate || up; }
+  bool any() const { return any_qkv() || o || any_gate_up() || down; }
 };
 
 struct TrainingSpec {
@@ -46,6 +47,7 @@ struct TrainingSpec {
   // weights and trains adapters on `lora_targets`.
   int64_t lora_rank = 0;
   LoraTargets lora_targets;
+  double lora_dropout = 0;  // > 0: each adapted matrix saves its own dropped copy of the input and a mask
 
   // Implementation choices (the `exact` formulas follow them).
   bool swiglu_fused = true;      // fused kernel saves gate and up only, not silu(gate)
@@ -55,18 +57,31 @@ struct TrainingSpec {
   RecomputeReplay replay = RecomputeReplay::full;
 
   // What a framework keeps beyond the blocks' tensors (set by apply_framework).
-  Framework framework = Framework::generic;
-  bool glu_linear_copy = false;          // unfused GLU multiplies a copy of its linear half (Megatron's offset add)
-  bool v_views_qkv = false;              // v is a view of the fused qkv output (kept whole by core_attn's checkpoint)
-  bool attention_score_buffer = false;   // one persistent [b*heads, s, s] bf16 buffer for QK^T (Megatron local)
-  bool keeps_stage_outputs = false;      // the pipeline holds each in-flight microbatch's stage output
-  bool ordered_backward = false;         // a block's backward starts after the layer's later blocks freed theirs
-  bool loss_grad_in_place = false;       // the loss writes the logits' gradient into its saved fp32 softmax
-  bool optimizer_fp32_temp = false;      // the optimizer step allocates one fp32 tensor per parameter
+  // The registered profile that set these choices (src/spec/profiles/): generic
+  // is remat's reference implementation.
+  std::string framework = "generic";
+  bool glu_linear_copy = false;         // unfused GLU multiplies a copy of its linear half (Megatron's offset add)
+  bool v_views_qkv = false;             // v is a view of the fused qkv output (kept whole by core_attn's checkpoint)
+  bool attention_score_buffer = false;  // one persistent [b*heads, s, s] bf16 buffer for QK^T (Megatron local)
+  bool keeps_stage_outputs = false;     // the pipeline holds each in-flight microbatch's stage output
+  bool ordered_backward = false;        // a block's backward starts after the layer's later blocks freed theirs
+  bool loss_grad_in_place = false;      // the loss writes the logits' gradient into its saved fp32 softmax
+  // the optimizer step's temporary, bytes per trained parameter (torch's foreach Adam: one tensor of
+  // all parameters, fp32 behind Megatron's master copy, the parameter dtype in plain PyTorch)
+  double optimizer_temp_bytes_per_param = 0;
   bool grad_accumulation_pass = false;   // each microbatch adds bf16 weight gradients into fp32 main grads
   double optimizer_bytes_per_param = 0;  // HBM traffic of the step; 0: weights, grads and state read and written once
   double runtime_bytes = 0;              // allocated besides weights and activations (library workspaces)
   double outside_allocator_bytes = 0;    // CUDA context and NCCL buffers: device memory the allocator never sees
+  // PyTorch eager stacks (--framework hf):
+  bool norm_fp32_upcast = false;             // RMSNorm upcasts its input to fp32 and saves that copy, then its
+                                             // normalized tensor for the weight's gradient, before the output
+  bool attention_out_copy = false;           // the fused attention's output is saved, and a contiguous copy for Wo
+  bool softmax_fp32 = false;                 // unfused attention: fp32 softmax saved, its bf16 cast saved for PV
+  bool loss_log_softmax_saved = false;       // the loss upcasts the logits, saves an fp32 log-softmax, and its
+                                             // backward writes two fp32 gradients (cross_entropy as PyTorch runs it)
+  bool grads_allocated_in_backward = false;  // gradients are set to None after the step (zero_grad's default)
+  bool params_fp32_autocast = false;         // --precision mixed as autocast runs it: fp32 parameters, bf16 casts
 
   int64_t microbatches() const { return gbs / (mbs * dp); }
   int64_t gpus() const { return tp * pp * dp; }

@@ -1,0 +1,75 @@
+// Profile `hf`: a causal LM of Hugging Face Transformers 5.x trained in plain
+// PyTorch (2.11) eager mode, with PEFT 0.21 LoRA when --lora-rank is given, as
+// a Trainer-style loop runs one step: loss = model(ids, labels=ids).loss (the
+// output and its logits dropped before backward), backward, AdamW(foreach)
+// step, zero_grad(set_to_none=True). Each term is read from the source:
+// - transformers/models/llama/modeling_llama.py (and every family copied from
+//   it): LlamaRMSNorm upcasts to fp32 and multiplies the weight with the bf16
+//   cast (what autograd saves: src/cost/exact_blocks.cpp add_upcast_norm);
+//   LlamaMLP is down(act(gate(x)) * up(x)), three separate tensors saved by
+//   SiLU and the product; rotary embeddings save only cos and sin;
+// - transformers/integrations/sdpa_attention.py: scaled_dot_product_attention
+//   with enable_gqa (keys and values not repeated) when no mask is given, the
+//   output transposed and made contiguous for o_proj; eager_attention_forward
+//   repeats keys and values (repeat_kv), takes softmax(dtype=float32) and casts
+//   it back to bf16 for the product with V;
+// - transformers/loss/loss_utils.py ForCausalLMLoss: logits.float(), then
+//   cross_entropy (log_softmax saved in fp32; its backward and nll_loss's each
+//   write an fp32 gradient of the logits);
+// - transformers/modeling_layers.py GradientCheckpointingLayer: each decoder
+//   layer whole under torch.utils.checkpoint, use_reentrant False (early stop)
+//   or True (full replay): --strategy full --replay early-stop | full;
+// - peft/tuners/lora/layer.py Linear.forward: base(x) + lora_B(lora_A(dropout(x))) * scaling;
+// - torch/optim/adam.py _multi_tensor_adam (AdamW foreach): moments in the
+//   parameter dtype, one temporary of all trained parameters (the sqrt of the
+//   second moment) during the step;
+// - torch cuBLAS handles: a 32 MiB workspace on sm90 for each of the forward
+//   and the autograd thread (as measured under megatron-local: 66 MiB).
+#include "remat/spec/framework.hpp"
+
+namespace remat {
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+TrainingSpec hf_training(TrainingSpec t) {
+  // --attention sdpa (flash kernel) or eager; the CLI sets flash_attention
+  t.gqa_expand_kv = !t.flash_attention;
+  t.softmax_fp32 = !t.flash_attention;
+  t.attention_out_copy = t.flash_attention;
+  t.swiglu_fused = false;
+  t.glu_linear_copy = false;
+  t.norm_fp32_upcast = true;
+  t.loss_fp32_logits = true;
+  t.loss_log_softmax_saved = true;
+  t.sequence_parallel = false;
+  t.grads_allocated_in_backward = true;
+  // --precision mixed: fp32 parameters under torch.autocast(bf16), as Trainer's bf16=True runs them
+  t.params_fp32_autocast = t.precision == Precision::mixed;
+  t.optimizer_temp_bytes_per_param = t.params_fp32_autocast ? 4 : 2;
+  t.runtime_bytes = 66 * kMiB;
+  return t;
+}
+
+}  // namespace
+
+const FrameworkProfile& framework_profile_hf() {
+  static const FrameworkProfile p{
+      .name = kHfFramework,
+      .summary =
+          "Hugging Face Transformers 5 + PEFT in PyTorch eager: fp32 norm upcasts, full-vocabulary fp32 "
+          "loss; none or gradient checkpointing of every layer (--strategy full; --replay early-stop is "
+          "use_reentrant=False); zero stage 0 unless given",
+      .read_from = "transformers 5.17, peft 0.21, torch 2.11",
+      .default_zero_stage = 0,
+      .strategies = {Strategy::none, Strategy::full},
+      .replay_choosable = true,
+      .apply_training = hf_training,
+      .apply_hardware = nullptr,
+      .time_gaps = nullptr,
+  };
+  return p;
+}
+
+}  // namespace remat
