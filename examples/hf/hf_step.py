@@ -19,7 +19,9 @@ Objectives: "sft" (the model's own causal-LM loss, labels=input_ids), "grpo" and
 dpo_loss; TRL itself is not installed on the GPU machine).
 
 Usage: python3 hf_step.py --cases examples/hf/cases_a.json --out OUT.jsonl
-                          [--deadline 540] [--abort-first N] [--only NAME,...]
+                          [--deadline 540] [--abort-first N] [--only NAME,...] [--start I --t0 EPOCH]
+Exit code 3 (with OUT.jsonl.next holding the next index) when GPU memory stays allocated after a
+case: run it again with --start $(cat OUT.jsonl.next) and the same --t0 (see README).
 One JSON line per step (and one per case for step 0), flushed after each line.
 Plain Python: torch, transformers, peft. Nothing is downloaded.
 """
@@ -236,13 +238,16 @@ class SavedTensorProbe:
             ptr, nb = st.data_ptr(), st.nbytes()
         except Exception:
             return t
+        # Return a detached alias (same storage, so memory is unchanged): returning `t` itself
+        # makes a C++ reference cycle (saved output -> grad_fn -> saved output) that only
+        # backward() breaks, so an OOM in this pass would leak the whole graph.
         if ptr in self.param_ptrs:
             if ptr not in self.params_seen:
                 self.params_seen.add(ptr)
                 self.params += nb
-            return t
+            return t.detach()
         if ptr in self.seen:
-            return t
+            return t.detach()
         self.seen.add(ptr)
         if self.cur is None:
             self.outside += nb
@@ -250,7 +255,7 @@ class SavedTensorProbe:
             self.per_layer[self.cur] += nb
             if self.cur == 0 and len(self.layer0) < 60:
                 self.layer0.append([list(t.shape), str(t.dtype).replace("torch.", ""), nb])
-        return t
+        return t.detach()
 
     @staticmethod
     def unpack(t):
@@ -336,8 +341,15 @@ def run_case(c, versions, write, meta):
 
         lcfg = LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=dropout,
                           target_modules=targets, task_type="CAUSAL_LM")
-        model = get_peft_model(hf, lcfg)
+        # PEFT's default (autocast_adapter_dtype=True) keeps the adapter weights in fp32 on a bf16
+        # base and casts each adapter's input to fp32; "lora_adapter_dtype": "bf16" in a case
+        # turns that off (autocast_adapter_dtype=False) so the adapters stay bf16.
+        autocast_adapter = c.get("lora_adapter_dtype", "default") != "bf16"
+        model = get_peft_model(hf, lcfg, autocast_adapter_dtype=autocast_adapter)
         model.train()
+        base["lora_autocast_adapter_dtype"] = autocast_adapter
+        base["lora_param_dtype"] = next(str(p.dtype).replace("torch.", "") for n, p in model.named_parameters()
+                                        if "lora_A" in n)
         matched = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules() if hasattr(m, "lora_A")
                           and n.rsplit(".", 1)[-1] not in ("lora_A", "lora_B")})
         base["lora_modules_matched"] = matched
@@ -392,10 +404,16 @@ def run_case(c, versions, write, meta):
         lname, layers = find_layers(model, n_layers)
         probe = SavedTensorProbe(model, layers, n_layers)
         ids = new_ids()
+        loss = None
         try:
             with torch.autograd.graph.saved_tensors_hooks(probe.pack, probe.unpack):
                 loss = forward_loss(ids)
             loss.backward()
+        except torch.cuda.OutOfMemoryError:
+            raise
+        except Exception as e:  # noqa: BLE001 - lose the diagnostic, keep the steps
+            diag["diag_error"] = repr(e)[:500]
+            log(f"  diag error: {traceback.format_exc()}")
         finally:
             probe.remove()
         del loss, ids
@@ -477,6 +495,9 @@ def main():
     ap.add_argument("--abort-first", type=int, default=0,
                     help="exit if any of the first N cases fails with an error other than OOM")
     ap.add_argument("--only", default="")
+    ap.add_argument("--start", type=int, default=0, help="index of the first case to run")
+    ap.add_argument("--t0", type=float, default=0.0, help="epoch seconds the deadline counts from "
+                    "(default: this process's start); lets a restarted process keep one deadline")
     args = ap.parse_args()
 
     import transformers
@@ -489,6 +510,9 @@ def main():
     log(f"versions: {versions} cuda={torch.version.cuda} "
         f"total_mem={torch.cuda.get_device_properties(0).total_memory/2**30:.1f}GiB")
 
+    global T_START
+    if args.t0:
+        T_START = args.t0
     cases = []
     for p in args.cases:
         with open(p) as f:
@@ -505,6 +529,8 @@ def main():
 
     n_ok = n_oom = n_err = n_skip = 0
     for i, c in enumerate(cases):
+        if i < args.start:
+            continue
         elapsed = time.time() - T_START
         est = float(c.get("est_s", 15))
         if elapsed + est > args.deadline:
@@ -543,6 +569,13 @@ def main():
         if status == "error" and i < args.abort_first:
             log("ABORT: error in an early case")
             break
+        if torch.cuda.memory_allocated() > 2**30:
+            # something still holds the last case's tensors: let the caller start a fresh process
+            with open(args.out + ".next", "w") as f:
+                f.write(str(i + 1))
+            log(f"LEAK: {torch.cuda.memory_allocated()/2**20:.0f}MiB still allocated; exit 3, restart at {i+1}")
+            fout.close()
+            sys.exit(3)
     log(f"DONE ok={n_ok} oom={n_oom} error={n_err} skipped={n_skip}")
     fout.close()
 

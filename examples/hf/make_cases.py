@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Writes the case grid for hf_step.py: cases_a.json (first GPU call) and cases_b.json
-(second). Order inside a file = priority (a call's deadline skips the tail).
+"""Writes the case grid for hf_step.py: cases_a.json (first GPU call), cases_b.json and
+cases_c.json (second call, in that order). Order inside a file = priority (a call's
+deadline skips the tail).
 Run: python3 examples/hf/make_cases.py"""
 import json
 import os
@@ -19,7 +20,7 @@ CK = {"none": "none", "nr": "non_reentrant", "re": "reentrant"}
 
 
 def case(fam, mode, ck, seq, mbs=1, attn="sdpa", precision="bf16", objective="sft", group=None,
-         dropout=0.0, est=10):
+         dropout=0.0, est=10, rank=16, adapter=None):
     cfg, layers = FAM[fam]
     name = f"{fam}-{mode}-{ck}-s{seq}"
     if mbs != 1:
@@ -30,13 +31,19 @@ def case(fam, mode, ck, seq, mbs=1, attn="sdpa", precision="bf16", objective="sf
         name += f"-{precision}"
     if dropout:
         name += f"-do{dropout:g}"
+    if rank != 16:
+        name += f"-r{rank}"
+    if adapter:
+        name += f"-ad{adapter}"
     if objective != "sft":
         name += f"-{objective}" + (f"-g{group}" if group else "")
     c = {"case": name, "config": f"tests/data/hf_configs/{cfg}", "layers": layers, "seq": seq, "mbs": mbs,
          "mode": mode, "checkpointing": CK[ck], "attention": attn, "precision": precision,
          "objective": objective, "est_s": est}
     if mode == "lora":
-        c.update({"lora_rank": 16, "lora_dropout": dropout})
+        c.update({"lora_rank": rank, "lora_dropout": dropout})
+        if adapter:
+            c["lora_adapter_dtype"] = adapter
     if group:
         c["grpo_group"] = group
     return c
@@ -124,11 +131,62 @@ B = [
     case("llama1b", "full", "nr", 32768, est=25),
 ]
 
+# C: the wider sweep (second call, after B): PEFT options, longer sequences, batch, eager,
+# MoE, RL objectives, then every dense family x full/lora x none/nr x seq 2048..16384 not
+# already above. Large ones may OOM: that is recorded.
+C = [
+    case("llama1b", "lora", "none", 4096, adapter="bf16", est=5),
+    case("llama1b", "lora", "nr", 8192, adapter="bf16", est=5),
+    case("qwen3-4b", "lora", "none", 4096, adapter="bf16", est=5),
+    case("llama1b", "lora", "none", 4096, rank=64, est=5),
+    case("llama1b", "lora", "nr", 4096, rank=64, est=5),
+    case("llama1b", "full", "re", 32768, est=15),
+    case("llama1b", "lora", "none", 32768, est=15),
+    case("qwen3-4b", "lora", "nr", 32768, est=15),
+    case("mistral7b", "lora", "nr", 32768, est=15),
+    case("qwen25-3b", "lora", "nr", 32768, est=15),
+    case("llama1b", "lora", "none", 2048, mbs=2, est=5),
+    case("llama1b", "lora", "none", 2048, mbs=4, est=5),
+    case("llama1b", "full", "none", 2048, mbs=4, est=5),
+    case("qwen3-4b", "lora", "nr", 4096, mbs=4, est=8),
+    case("mistral7b", "lora", "none", 2048, attn="eager", est=5),
+    case("phi4", "lora", "none", 2048, attn="eager", est=5),
+    case("llama1b", "full", "none", 4096, attn="eager", est=5),
+    case("llama1b", "lora", "nr", 4096, attn="eager", est=5),
+    case("qwen3moe", "lora", "none", 8192, est=8),
+    case("qwen3moe", "full", "none", 4096, est=8),
+    case("qwen3moe", "lora", "nr", 8192, est=8),
+    case("qwen3moe", "lora", "re", 4096, est=8),
+    case("mixtral", "lora", "none", 4096, est=8),
+    case("mixtral", "full", "none", 4096, est=10),
+    case("mixtral", "lora", "nr", 8192, est=8),
+    case("mixtral", "lora", "re", 4096, est=8),
+    case("qwen3-4b", "full", "none", 2048, precision="mixed", est=5),
+    case("llama1b", "full", "re", 4096, precision="mixed", est=5),
+    case("llama1b", "lora", "none", 1024, objective="grpo", group=8, est=5),
+    case("llama1b", "full", "nr", 2048, objective="grpo", group=4, est=8),
+    case("qwen3-4b", "lora", "none", 2048, objective="grpo", group=4, est=8),
+    case("llama1b", "lora", "re", 2048, objective="grpo", group=4, est=5),
+    case("llama1b", "lora", "nr", 4096, objective="dpo", est=5),
+    case("llama1b", "full", "nr", 2048, objective="dpo", est=5),
+    case("qwen3-4b", "lora", "none", 2048, objective="dpo", est=8),
+    case("llama1b", "lora", "none", 2048, mbs=2, objective="dpo", est=5),
+]
+_have = {c["case"] for c in A + B + C}  # the sweep goes last: its big cases may OOM
+for fam in ("llama1b", "qwen3-4b", "mistral7b", "phi4", "qwen25-3b"):
+    for seq in (2048, 4096, 8192, 16384):
+        for mode in ("lora", "full"):
+            for ck in ("none", "nr"):
+                c = case(fam, mode, ck, seq, est=8 if seq >= 8192 else 5)
+                if c["case"] not in _have:
+                    C.append(c)
+                    _have.add(c["case"])
+
 if __name__ == "__main__":
-    names = [c["case"] for c in A + B]
+    names = [c["case"] for c in A + B + C]
     assert len(names) == len(set(names)), "duplicate case names"
-    for fn, cases in (("cases_a.json", A), ("cases_b.json", B)):
+    for fn, cases in (("cases_a.json", A), ("cases_b.json", B), ("cases_c.json", C)):
         with open(os.path.join(HERE, fn), "w") as f:
             json.dump(cases, f, indent=1)
             f.write("\n")
-    print(f"{len(A)} + {len(B)} cases")
+    print(f"{len(A)} + {len(B)} + {len(C)} cases")
