@@ -2,6 +2,7 @@
 // remat calibrate (cmd_calibrate.cpp) shares the loading below.
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -9,7 +10,9 @@
 #include "commands.hpp"
 #include "options.hpp"
 #include "remat/io/measurements.hpp"
+#include "remat/io/hf_run_log.hpp"
 #include "remat/io/megatron_log.hpp"
+#include "remat/io/spec_loader.hpp"
 #include "remat/io/sha256.hpp"
 #include "remat/spec/framework.hpp"
 #include "remat/spec/problems.hpp"
@@ -77,6 +80,7 @@ struct ValidateOptions {
   std::string json_path;
   std::string format = "table";
   std::vector<std::string> megatron_logs;
+  std::vector<std::string> hf_runs;
   std::string svg_path;
 };
 
@@ -128,6 +132,46 @@ int validate_megatron_logs(const ValidateOptions& o) {
 }
 }  // namespace
 
+// A record's config path as written (relative to the repository), else relative to the
+// directory above the run file's reports/ folder.
+std::string config_path(const std::string& config, const std::string& run_file) {
+  if (std::ifstream(config).good()) return config;
+  const size_t slash = run_file.rfind("reports/");
+  if (slash != std::string::npos) {
+    const std::string rooted = run_file.substr(0, slash) + config;
+    if (std::ifstream(rooted).good()) return rooted;
+  }
+  return config;
+}
+
+int validate_hf_runs(const ValidateOptions& o) {
+  std::vector<InputDigest> inputs;
+  std::vector<std::pair<HfStep, std::string>> steps;  // with the file each came from
+  for (const auto& path : o.hf_runs) {
+    const std::string text = read_file_text(path, "--hf-run");
+    for (HfStep& s : last_steps(parse_hf_run(text, path))) steps.emplace_back(std::move(s), path);
+    inputs.push_back({"hf_run", path, sha256_hex(text)});
+  }
+  const std::string hw_name = o.hardware.empty() ? hardware_for_device(steps.front().first.gpu) : o.hardware;
+  if (hw_name.empty())
+    throw InputError({{o.hf_runs.front(), "gpu", steps.front().first.gpu, "names no GPU with a hardware file: pass --hardware"}});
+  const SpecSource hw_src = read_spec_source(hw_name, "hardware");
+  const HardwareSpec hw = load_hardware(hw_src);
+  inputs.push_back({"hardware", hw_src.label, sha256_hex(hw_src.text)});
+  std::map<std::string, ModelSpec> models;
+  std::vector<HfComparison> cases;
+  for (const auto& [step, file] : steps) {
+    const std::string path = config_path(step.config, file);
+    if (!models.count(path)) models.emplace(path, load_model(read_spec_source(path, "models")));
+    ModelSpec m = models.at(path);
+    m.num_hidden_layers = step.num_layers;
+    cases.push_back(compare_hf(step, m, hw, file));
+  }
+  const ReportMeta meta{REMAT_VERSION, REMAT_GIT_COMMIT, "validate --hf-run", inputs};
+  emit_report(o.format, o.json_path, hf_table(cases, hw.name), hf_report(meta, cases, hw.name));
+  return kExitOk;
+}
+
 Runner add_validate_command(CLI::App& app) {
   auto o = std::make_shared<ValidateOptions>();
   CLI::App* sub = app.add_subcommand("validate", "remat-bench measurements beside the cost model's predictions");
@@ -141,11 +185,19 @@ Runner add_validate_command(CLI::App& app) {
   sub->add_option("--megatron-log", o->megatron_logs,
                   "Megatron-LM training logs (--log-interval 1 --log-memory-interval 1): per rank predicted vs "
                   "measured peak and iteration time, instead of --measurements");
+  sub->add_option("--hf-run", o->hf_runs,
+                  "JSON lines of examples/hf/hf_step.py: per case predicted vs measured step peak, bytes before the "
+                  "step and checkpointed time over none, under --framework hf");
   sub->add_option("--svg", o->svg_path,
                   "with --megatron-log: predicted against measured peak, iteration time and time over none");
   return [o]() {
     if (!o->svg_path.empty() && o->megatron_logs.empty())
       throw InputError({{"command line", "--svg", o->svg_path, "needs --megatron-log"}});
+    if (!o->megatron_logs.empty() && !o->hf_runs.empty())
+      throw InputError({{"command line", "--hf-run", o->hf_runs.front(), "cannot be combined with --megatron-log"}});
+    if (!o->svg_path.empty() && !o->hf_runs.empty())
+      throw InputError({{"command line", "--svg", o->svg_path, "is drawn for --megatron-log only"}});
+    if (!o->hf_runs.empty()) return validate_hf_runs(*o);
     if (!o->megatron_logs.empty()) return validate_megatron_logs(*o);
     const ValidateInputs in = load_validate_inputs(o->measurements, o->hardware, "validate");
     const auto cases = validate_cases(in.measurements, in.hardware, in.measurements_path);

@@ -65,6 +65,7 @@ StageEstimate stage_estimate(const ModelSpec& m, const HardwareSpec& hw, const T
     LayerChoice& ch = st.per_layer.back();
     if (ch.stream_chunks > 0) ch.stream_chunks = t.streambp_chunks;
     LayerCost lc = layer_cost(layer, ch, early_stop, hw);
+    if (g == 0 && ch.mode == LayerMode::keep) lc.kept_bytes -= frozen_input_saved_bytes(layer, t);
     if (ch.stream_chunks > 1) lc.recompute_s += streambp_layer_weight_s(m, hw, t, g);
     st.host_bound_layers += lc.host_bound ? 1 : 0;
     sums.add(lc);

@@ -30,6 +30,7 @@ RankShape rank_shape(const TrainingSpec& t) {
   r.autocast = t.params_fp32_autocast;
   r.weights_train = t.lora_rank == 0;
   if (t.lora_rank > 0) r.lora = t.lora_targets, r.lora_rank = double(t.lora_rank), r.lora_dropout = t.lora_dropout;
+  r.lora_bytes = t.lora_adapter_bytes > 0 ? double(t.lora_adapter_bytes) : 2;
   return r;
 }
 
@@ -88,24 +89,29 @@ double adapted_count(const LoraTargets& l, const std::vector<bool LoraTargets::*
 }
 
 bool saves_input(const RankShape& r, bool adapted) {
-  return r.weights_train || (r.lora_rank > 0 && adapted && r.lora_dropout == 0);
+  return r.weights_train || (r.lora_rank > 0 && adapted && r.lora_dropout == 0 && r.lora_bytes == kBf16);
 }
 
 OpDef linear(Block& b, const RankShape& r, const std::string& name, double rows, double in, double out,
              const std::string& input, const std::vector<bool LoraTargets::*>& matrices, double count) {
-  const double adapted = r.lora_rank > 0 ? adapted_count(r.lora, matrices) : 0;
+  double adapted = r.lora_rank > 0 ? adapted_count(r.lora, matrices) : 0;
+  const bool fused = matrices.size() == 3 ? r.lora.fused_qkv : matrices.size() == 2 && r.lora.fused_gate_up;
+  if (fused) adapted = std::min(adapted, 1.0);
   std::vector<std::string> saves;
   if (saves_input(r, adapted > 0)) saves.push_back(input);
   OpDef op = ops::gemm(name, rows, in, out, saves, count);
   if (!r.weights_train) op.bwd_flops = op.bwd_exec_flops = op.fwd_flops;  // frozen: the input's gradient only
   if (adapted == 0) return op;
   // PEFT (tuners/lora/layer.py, Linear.forward): lora_B(lora_A(dropout(x))) * scaling; lora_B saves
-  // lora_A's rank-wide output; dropout > 0 gives each adapter its own dropped copy and bool mask
-  b.tensors.push_back({name + ".lora", adapted * rows * r.lora_rank * kBf16});
+  // lora_A's rank-wide output; lora_A saves its input, which is each adapter's own tensor when
+  // dropout (a copy and its bool mask) or fp32 adapters (a cast to fp32) make one
+  b.tensors.push_back({name + ".lora", adapted * rows * r.lora_rank * r.lora_bytes});
   std::vector<std::string> lora_saves = {name + ".lora"};
-  if (r.lora_dropout > 0) {
-    b.tensors.push_back({name + ".dropped", adapted * rows * in * (kBf16 + 1)});
-    lora_saves.push_back(name + ".dropped");
+  const bool own_copy = r.lora_dropout > 0 || r.lora_bytes != kBf16;
+  if (own_copy) {
+    const double per_element = (r.lora_dropout > 0 ? 1 : 0) + (r.lora_bytes != kBf16 ? r.lora_bytes : kBf16);
+    b.tensors.push_back({name + ".input", adapted * rows * in * per_element});
+    lora_saves.push_back(name + ".input");
   }
   b.ops.push_back(ops::streaming(name + ".lora", 0, 0, lora_saves));
   return op;

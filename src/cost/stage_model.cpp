@@ -79,6 +79,12 @@ void add_framework_bytes(StageBase& s, const ModelSpec& m, const RankShape& r, c
 
 }  // namespace
 
+double frozen_input_saved_bytes(const LayerDef& first_layer, const TrainingSpec& t) {
+  if (t.lora_rank <= 0 || !t.norm_fp32_upcast || first_layer.blocks.empty()) return 0;
+  const Block& b = first_layer.blocks.front();
+  return b.tensor_bytes(t.params_fp32_autocast ? "x" : "x32") + b.tensor_bytes("rstd");
+}
+
 StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const RankShape& r,
                      int64_t index, std::pair<int64_t, int64_t> layers) {
   StageBase s;
@@ -121,7 +127,9 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
     const double trained = t.lora_rank > 0 ? s.adapter_params
                            : t.ep > 1      ? std::max(dense, s.params.expert)
                                            : dense + s.params.expert;
-    s.optimizer_step_bytes = t.optimizer_temp_bytes_per_param * trained;
+    const double temp_per_param =
+        t.lora_rank > 0 && t.lora_adapter_bytes > 0 ? double(t.lora_adapter_bytes) : t.optimizer_temp_bytes_per_param;
+    s.optimizer_step_bytes = temp_per_param * trained;
   }
   s.copy_bytes_per_s = host_copy_bytes_per_s(hw);
   s.link_shared = t.tp > hw.nvlink_domain_gpus || hw.nvlink_bytes_per_s <= 0;

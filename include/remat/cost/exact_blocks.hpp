@@ -34,6 +34,7 @@ struct RankShape {
   bool weights_train = true;
   LoraTargets lora{false, false, false, false, false, false, false};
   double lora_rank = 0, lora_dropout = 0;
+  double lora_bytes = 2;  // bytes per element of the adapters (and of their input's cast)
   double stream_bytes() const { return autocast ? 4 : 2; }  // bytes per element of the residual stream
 
   double tokens() const { return b * s; }                                // full sequence

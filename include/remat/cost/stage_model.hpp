@@ -41,6 +41,10 @@ struct StageBase {
   bool link_shared = false;     // tp collectives also cross the host link
 };
 
+// Under LoRA the embedding is frozen, so the first layer's input needs no gradient and its first
+// norm saves nothing for it (the fp32 upcast and 1/rms); 0 otherwise.
+double frozen_input_saved_bytes(const LayerDef& first_layer, const TrainingSpec& t);
+
 StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const RankShape& r,
                      int64_t index, std::pair<int64_t, int64_t> layers);
 

@@ -15,6 +15,8 @@ enum class Objective { sft, grpo, dpo };          // StreamBP paper sec. 3.2.1
 // Matrices of each layer that carry a LoRA adapter (PEFT's target_modules).
 struct LoraTargets {
   bool q = true, k = true, v = true, o = true, gate = true, up = true, down = true;
+  // the model fuses q, k, v (and gate, up) into one projection with one adapter (Phi-3's qkv_proj)
+  bool fused_qkv = false, fused_gate_up = false;
   bool any_qkv() const { return q || k || v; }
   bool any_gate_up() const { return gate || up; }
   bool any() const { return any_qkv() || o || any_gate_up() || down; }
@@ -48,6 +50,9 @@ struct TrainingSpec {
   int64_t lora_rank = 0;
   LoraTargets lora_targets;
   double lora_dropout = 0;  // > 0: each adapted matrix saves its own dropped copy of the input and a mask
+  // bytes per adapter parameter: 2 (bf16) or 4 (PEFT's default autocast_adapter_dtype: fp32 adapters
+  // on a bf16 base, each adapter casting its input to fp32); 0: the framework's default
+  int64_t lora_adapter_bytes = 0;
 
   // Implementation choices (the `exact` formulas follow them).
   bool swiglu_fused = true;      // fused kernel saves gate and up only, not silu(gate)

@@ -19,7 +19,8 @@
 // - transformers/modeling_layers.py GradientCheckpointingLayer: each decoder
 //   layer whole under torch.utils.checkpoint, use_reentrant False (early stop)
 //   or True (full replay): --strategy full --replay early-stop | full;
-// - peft/tuners/lora/layer.py Linear.forward: base(x) + lora_B(lora_A(dropout(x))) * scaling;
+// - peft/tuners/lora/layer.py Linear.forward: base(x) + lora_B(lora_A(dropout(x))) * scaling, the
+//   adapters in fp32 by default (autocast_adapter_dtype) and x cast to their dtype per adapter;
 // - torch/optim/adam.py _multi_tensor_adam (AdamW foreach): moments in the
 //   parameter dtype, one temporary of all trained parameters (the sqrt of the
 //   second moment) during the step;
@@ -37,7 +38,9 @@ TrainingSpec hf_training(TrainingSpec t) {
   // --attention sdpa (flash kernel) or eager; the CLI sets flash_attention
   t.gqa_expand_kv = !t.flash_attention;
   t.softmax_fp32 = !t.flash_attention;
-  t.attention_out_copy = t.flash_attention;
+  // the sdpa kernel's output is laid out [b, s, heads, d]: the transpose back is contiguous, no copy
+  t.attention_out_copy = false;
+  if (t.lora_adapter_bytes == 0) t.lora_adapter_bytes = 4;  // peft: autocast_adapter_dtype=True
   t.swiglu_fused = false;
   t.glu_linear_copy = false;
   t.norm_fp32_upcast = true;

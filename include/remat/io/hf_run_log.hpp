@@ -1,0 +1,17 @@
+#pragma once
+// Reads the JSON lines examples/hf/hf_step.py writes: one object per measured
+// step (step >= 1), diagnostics (step 0) and out-of-memory records.
+#include <string>
+#include <vector>
+
+#include "remat/validate/hf_run.hpp"
+
+namespace remat {
+
+// Every step >= 1 that ran (out-of-memory records are skipped). Throws
+// InputError naming the file, the line and the key of a malformed record.
+std::vector<HfStep> parse_hf_run(const std::string& text, const std::string& file);
+// The last step of each case, in the order the cases first appear.
+std::vector<HfStep> last_steps(const std::vector<HfStep>& steps);
+
+}  // namespace remat

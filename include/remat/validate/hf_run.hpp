@@ -1,0 +1,60 @@
+#pragma once
+// remat validate --hf-run: training steps of Hugging Face Transformers (+ PEFT)
+// measured by examples/hf/hf_step.py, each predicted under the `hf` profile:
+// step peak (torch.cuda.max_memory_allocated), bytes allocated before the step,
+// and a checkpointed step's time over the same step without checkpointing.
+#include <string>
+#include <vector>
+
+#include "remat/cost/estimate.hpp"
+#include "remat/report/json_report.hpp"
+#include "remat/spec/model_spec.hpp"
+#include "remat/spec/plan.hpp"
+#include "remat/spec/training_spec.hpp"
+
+namespace remat {
+
+// One measured step (one JSON line of hf_step.py), as the harness wrote it.
+struct HfStep {
+  std::string case_name, config, mode, checkpointing, attention, precision, objective, gpu;
+  int64_t num_layers = 0, seq = 0, mbs = 0, lora_rank = 0, grpo_group = 0, step = 0;
+  std::vector<std::string> lora_targets;
+  double lora_dropout = 0;
+  std::string lora_adapter_dtype = "float32";  // PEFT's default (autocast_adapter_dtype)
+  double peak_bytes = 0, before_bytes = 0, step_time_s = 0;
+  bool oom = false;
+};
+
+// The training layout and plan that reproduce the step under the `hf` profile.
+struct HfSetup {
+  TrainingSpec training;
+  Plan plan;
+};
+// Throws InputError naming `file` and the case when the step names a setting
+// the profile does not run.
+HfSetup hf_setup(const HfStep& step, const std::string& file);
+
+struct HfComparison {
+  HfStep measured;  // the last step of the case (AdamW's state allocated)
+  HfSetup setup;
+  ModelSpec model;
+  Estimate estimate;
+  double predicted_before_bytes = 0;  // weights and optimizer state, gradients freed
+  double peak_error_pct() const { return 100 * (estimate.peak_memory_bytes / measured.peak_bytes - 1); }
+  double before_error_pct() const { return 100 * (predicted_before_bytes / measured.before_bytes - 1); }
+};
+// `model` must already hold the case's layer count.
+HfComparison compare_hf(const HfStep& step, const ModelSpec& model, const HardwareSpec& hw, const std::string& file);
+
+// A checkpointed case's time over the same case without checkpointing.
+struct HfTimeRatio {
+  size_t checkpointed = 0, baseline = 0;  // indices into the comparisons
+  double predicted = 0, measured = 0;
+  double error_pct() const { return 100 * (predicted / measured - 1); }
+};
+std::vector<HfTimeRatio> hf_time_ratios(const std::vector<HfComparison>& cases);
+
+std::string hf_table(const std::vector<HfComparison>& cases, const std::string& hardware_name);
+Json hf_report(const ReportMeta& meta, const std::vector<HfComparison>& cases, const std::string& hardware_name);
+
+}  // namespace remat

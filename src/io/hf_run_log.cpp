@@ -1,0 +1,108 @@
+#include "remat/io/hf_run_log.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+
+#include "remat/spec/problems.hpp"
+
+namespace remat {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxLineBytes = 1 << 20;
+
+struct Line {
+  const json& j;
+  const std::string& file;
+  size_t line_number;
+  std::string where(const char* key) const { return "line " + std::to_string(line_number) + ": " + key; }
+  [[noreturn]] void fail(const char* key, const std::string& value, const std::string& why) const {
+    throw InputError({{file, where(key), value, why}});
+  }
+  const json& at(const char* key) const {
+    if (!j.contains(key)) fail(key, "", "is missing");
+    return j.at(key);
+  }
+  std::string text(const char* key) const {
+    const json& v = at(key);
+    if (!v.is_string()) fail(key, v.dump(), "must be a string");
+    return v.get<std::string>();
+  }
+  int64_t integer(const char* key, bool null_is_zero = false) const {
+    const json& v = at(key);
+    if (null_is_zero && v.is_null()) return 0;
+    if (!v.is_number_integer() || v.get<int64_t>() < 0) fail(key, v.dump(), "must be a non-negative integer");
+    return v.get<int64_t>();
+  }
+  double real(const char* key) const {
+    const json& v = at(key);
+    if (!v.is_number() || !(v.get<double>() >= 0)) fail(key, v.dump(), "must be a non-negative number");
+    return v.get<double>();
+  }
+};
+
+HfStep step_from(const Line& l) {
+  HfStep s;
+  s.case_name = l.text("case"), s.config = l.text("config"), s.mode = l.text("mode");
+  s.checkpointing = l.text("checkpointing"), s.attention = l.text("attention"), s.precision = l.text("precision");
+  s.objective = l.text("objective"), s.gpu = l.text("gpu");
+  s.num_layers = l.integer("num_hidden_layers"), s.seq = l.integer("seq"), s.mbs = l.integer("mbs");
+  s.lora_rank = l.integer("lora_rank"), s.grpo_group = l.integer("grpo_group", true), s.step = l.integer("step");
+  s.lora_dropout = l.real("lora_dropout");
+  const json& targets = l.at("lora_targets");
+  if (!targets.is_array()) l.fail("lora_targets", targets.dump(), "must be a list of module names");
+  for (const json& t : targets) {
+    if (!t.is_string()) l.fail("lora_targets", t.dump(), "must be a module name");
+    s.lora_targets.push_back(t.get<std::string>());
+  }
+  if (l.j.contains("lora_param_dtype") && l.j["lora_param_dtype"].is_string())
+    s.lora_adapter_dtype = l.j["lora_param_dtype"].get<std::string>();
+  s.peak_bytes = l.real("peak_allocated_bytes"), s.before_bytes = l.real("allocated_before_bytes");
+  s.step_time_s = l.real("step_time_s");
+  if (s.seq < 1 || s.mbs < 1 || s.num_layers < 1) l.fail("seq", std::to_string(s.seq), "seq, mbs and layers must be >= 1");
+  if (s.peak_bytes <= 0) l.fail("peak_allocated_bytes", "0", "must be positive");
+  return s;
+}
+
+}  // namespace
+
+std::vector<HfStep> parse_hf_run(const std::string& text, const std::string& file) {
+  std::vector<HfStep> steps;
+  size_t start = 0, number = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    const std::string line = text.substr(start, end - start);
+    start = end + 1, ++number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (line.size() > kMaxLineBytes)
+      throw InputError({{file, "line " + std::to_string(number), std::to_string(line.size()) + " bytes",
+                         "is longer than 1 MiB: not a step record"}});
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+      throw InputError({{file, "line " + std::to_string(number), line.substr(0, 60), "is not a JSON object"}});
+    const Line l{j, file, number};
+    if (j.value("oom", false) || j.contains("error")) continue;
+    if (!j.contains("step") || !j["step"].is_number_integer() || j["step"].get<int64_t>() < 1) continue;
+    steps.push_back(step_from(l));
+  }
+  if (steps.empty()) throw InputError({{file, "step", "", "holds no measured step (step >= 1)"}});
+  return steps;
+}
+
+std::vector<HfStep> last_steps(const std::vector<HfStep>& steps) {
+  std::vector<HfStep> out;
+  std::map<std::string, size_t> index;
+  for (const HfStep& s : steps) {
+    auto [it, fresh] = index.try_emplace(s.case_name, out.size());
+    if (fresh)
+      out.push_back(s);
+    else if (s.step >= out[it->second].step)
+      out[it->second] = s;
+  }
+  return out;
+}
+
+}  // namespace remat

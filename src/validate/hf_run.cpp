@@ -1,0 +1,217 @@
+#include "remat/validate/hf_run.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "remat/spec/framework.hpp"
+#include "remat/spec/problems.hpp"
+
+namespace remat {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+[[noreturn]] void refuse(const std::string& file, const HfStep& s, const std::string& key, const std::string& value,
+                         const std::string& why) {
+  throw InputError({{file, s.case_name + "." + key, value, why}});
+}
+
+LoraTargets lora_targets(const HfStep& s, const std::string& file) {
+  LoraTargets l{false, false, false, false, false, false, false};
+  for (std::string name : s.lora_targets) {
+    if (name.ends_with("_proj")) name.resize(name.size() - 5);
+    if (name == "qkv" || name == "gate_up") {  // fused projections (Phi-3): one adapter on both or all three
+      (name == "qkv" ? l.fused_qkv : l.fused_gate_up) = true;
+      (name == "qkv" ? l.q : l.gate) = true;
+      (name == "qkv" ? l.k : l.up) = true;
+      if (name == "qkv") l.v = true;
+      continue;
+    }
+    bool* slot = name == "q"      ? &l.q
+                 : name == "k"    ? &l.k
+                 : name == "v"    ? &l.v
+                 : name == "o"    ? &l.o
+                 : name == "gate" ? &l.gate
+                 : name == "up"   ? &l.up
+                 : name == "down" ? &l.down
+                                  : nullptr;
+    if (!slot) refuse(file, s, "lora_targets", name, "is not one of q_proj ... down_proj");
+    *slot = true;
+  }
+  return l;
+}
+
+Objective objective(const HfStep& s, const std::string& file) {
+  if (s.objective == "sft") return Objective::sft;
+  if (s.objective == "grpo") return Objective::grpo;
+  if (s.objective == "dpo") return Objective::dpo;
+  refuse(file, s, "objective", s.objective, "must be sft, grpo or dpo");
+}
+
+}  // namespace
+
+HfSetup hf_setup(const HfStep& s, const std::string& file) {
+  TrainingSpec t;
+  t.tp = t.pp = t.dp = t.ep = 1;
+  t.mbs = s.mbs, t.gbs = s.mbs, t.seq = s.seq;
+  if (s.precision != "bf16" && s.precision != "mixed") refuse(file, s, "precision", s.precision, "must be bf16 or mixed");
+  t.precision = s.precision == "bf16" ? Precision::bf16 : Precision::mixed;
+  if (s.attention != "sdpa" && s.attention != "eager") refuse(file, s, "attention", s.attention, "must be sdpa or eager");
+  t.flash_attention = s.attention == "sdpa";
+  t.objective = objective(s, file);
+  if (s.grpo_group > 0) t.grpo_group = s.grpo_group;
+  if (s.mode == "lora") {
+    t.lora_rank = s.lora_rank, t.lora_targets = lora_targets(s, file), t.lora_dropout = s.lora_dropout;
+    t.lora_adapter_bytes = s.lora_adapter_dtype == "bfloat16" ? 2 : 4;
+  } else if (s.mode != "full") {
+    refuse(file, s, "mode", s.mode, "must be full or lora");
+  }
+  t = apply_framework(t, kHfFramework);
+  t.zero_stage = 0;
+  HfSetup setup{t, {}};
+  if (s.checkpointing == "none") return setup;
+  if (s.checkpointing != "non_reentrant" && s.checkpointing != "reentrant")
+    refuse(file, s, "checkpointing", s.checkpointing, "must be none, non_reentrant or reentrant");
+  setup.plan.strategy = Strategy::full;  // gradient_checkpointing_enable: every decoder layer
+  setup.training.replay = s.checkpointing == "reentrant" ? RecomputeReplay::full : RecomputeReplay::early_stop;
+  return setup;
+}
+
+HfComparison compare_hf(const HfStep& step, const ModelSpec& model, const HardwareSpec& hw, const std::string& file) {
+  HfComparison c{step, hf_setup(step, file), model, {}, 0};
+  c.estimate = estimate(model, hw, c.setup.training, c.setup.plan, hw.hbm_bytes);
+  const StageMemory& mem = c.estimate.stages.front().memory_bytes;
+  c.predicted_before_bytes = mem.weights + mem.optimizer + mem.runtime;
+  return c;
+}
+
+namespace {
+
+// Same model, batch, sequence, mode, attention, precision and objective.
+std::string setting_key(const HfStep& s) {
+  std::string targets;
+  for (const auto& t : s.lora_targets) targets += t + ",";
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", s.config, s.num_layers, s.seq, s.mbs, s.mode, s.lora_rank,
+                     targets, s.lora_dropout, s.attention, s.precision, s.objective, s.grpo_group);
+}
+
+double time_s(const HfComparison& c) { return c.estimate.iteration.time_s; }
+
+}  // namespace
+
+std::vector<HfTimeRatio> hf_time_ratios(const std::vector<HfComparison>& cases) {
+  std::vector<HfTimeRatio> out;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (cases[i].measured.checkpointing == "none") continue;
+    for (size_t j = 0; j < cases.size(); ++j) {
+      if (cases[j].measured.checkpointing != "none" ||
+          setting_key(cases[j].measured) != setting_key(cases[i].measured))
+        continue;
+      out.push_back({i, j, time_s(cases[i]) / time_s(cases[j]),
+                     cases[i].measured.step_time_s / cases[j].measured.step_time_s});
+      break;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+struct Spread {
+  double mean_abs = 0, max_abs = 0;
+  size_t count = 0;
+  void add(double pct) {
+    mean_abs += std::abs(pct), max_abs = std::max(max_abs, std::abs(pct)), ++count;
+  }
+  double mean() const { return count ? mean_abs / double(count) : 0; }
+};
+
+std::string summary_line(const char* what, const Spread& s, double bound_pct) {
+  return fmt::format("{}: {} cases, mean |error| {:.2f}%, max {:.2f}% (bound {:.0f}%)\n", what, s.count, s.mean(),
+                     s.max_abs, bound_pct);
+}
+
+struct Summary {
+  Spread peak, before, ratio;
+};
+
+Summary summarize(const std::vector<HfComparison>& cases, const std::vector<HfTimeRatio>& ratios) {
+  Summary s;
+  for (const auto& c : cases) s.peak.add(c.peak_error_pct()), s.before.add(c.before_error_pct());
+  for (const auto& r : ratios) s.ratio.add(r.error_pct());
+  return s;
+}
+
+}  // namespace
+
+std::string hf_table(const std::vector<HfComparison>& cases, const std::string& hardware_name) {
+  std::string out = fmt::format("Hugging Face training steps on {} (profile hf), step peak and memory before it:\n",
+                                hardware_name);
+  out += fmt::format("{:<44} {:>9} {:>9} {:>7}  {:>9} {:>9} {:>7}  {:>8} {:>8}\n", "case", "peak GiB", "pred", "err %",
+                     "before", "pred", "err %", "step s", "pred s");
+  for (const auto& c : cases)
+    out += fmt::format("{:<44} {:>9.2f} {:>9.2f} {:>+7.2f}  {:>9.2f} {:>9.2f} {:>+7.2f}  {:>8.3f} {:>8.3f}\n",
+                       c.measured.case_name, c.measured.peak_bytes / kGiB, c.estimate.peak_memory_bytes / kGiB,
+                       c.peak_error_pct(), c.measured.before_bytes / kGiB, c.predicted_before_bytes / kGiB,
+                       c.before_error_pct(), c.measured.step_time_s, time_s(c));
+  const auto ratios = hf_time_ratios(cases);
+  if (!ratios.empty()) {
+    out += "\ncheckpointed step over the same step without checkpointing:\n";
+    out += fmt::format("{:<44} {:>9} {:>9} {:>7}\n", "case", "measured", "pred", "err %");
+    for (const auto& r : ratios)
+      out += fmt::format("{:<44} {:>9.3f} {:>9.3f} {:>+7.2f}\n", cases[r.checkpointed].measured.case_name, r.measured,
+                         r.predicted, r.error_pct());
+  }
+  const Summary s = summarize(cases, ratios);
+  out += "\n" + summary_line("step peak", s.peak, 3) + summary_line("allocated before the step", s.before, 3) +
+         summary_line("time over no checkpointing", s.ratio, 10);
+  return out;
+}
+
+namespace {
+
+Json case_json(const HfComparison& c) {
+  const HfStep& m = c.measured;
+  return {{"case", m.case_name},
+          {"config", m.config},
+          {"step", m.step},
+          {"training", training_json(c.setup.training)},
+          {"checkpointing", m.checkpointing},
+          {"measured", {{"peak_bytes", int64_t(m.peak_bytes)}, {"before_bytes", int64_t(m.before_bytes)},
+                        {"step_time_s", m.step_time_s}}},
+          {"predicted",
+           {{"peak_bytes", int64_t(std::llround(c.estimate.peak_memory_bytes))},
+            {"before_bytes", int64_t(std::llround(c.predicted_before_bytes))},
+            {"step_time_s", time_s(c)}}},
+          {"peak_error_pct", c.peak_error_pct()},
+          {"before_error_pct", c.before_error_pct()}};
+}
+
+Json spread_json(const Spread& s) { return {{"cases", s.count}, {"mean_abs_pct", s.mean()}, {"max_abs_pct", s.max_abs}}; }
+
+}  // namespace
+
+Json hf_report(const ReportMeta& meta, const std::vector<HfComparison>& cases, const std::string& hardware_name) {
+  Json j;
+  j["meta"] = meta_json(meta);
+  j["framework"] = kHfFramework;
+  j["hardware"] = hardware_name;
+  j["cases"] = Json::array();
+  for (const auto& c : cases) j["cases"].push_back(case_json(c));
+  const auto ratios = hf_time_ratios(cases);
+  j["time_ratios"] = Json::array();
+  for (const auto& r : ratios)
+    j["time_ratios"].push_back({{"case", cases[r.checkpointed].measured.case_name},
+                                {"baseline", cases[r.baseline].measured.case_name},
+                                {"measured", r.measured},
+                                {"predicted", r.predicted},
+                                {"error_pct", r.error_pct()}});
+  const Summary s = summarize(cases, ratios);
+  j["summary"] = {{"peak", spread_json(s.peak)}, {"before", spread_json(s.before)}, {"time_ratio", spread_json(s.ratio)}};
+  return j;
+}
+
+}  // namespace remat
