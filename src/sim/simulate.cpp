@@ -36,6 +36,7 @@ class Engine {
     fwd_ready_.assign(n, std::vector<double>(size_t(m_), kUnset));
     bwd_ready_ = fwd_ready_;
     head_.assign(n, std::vector<size_t>(size_t(m_), kNoBuffer));
+    output_ = head_;
     kept_.resize(n);
     for (size_t vs = 0; vs < n; ++vs)
       kept_[vs].assign(size_t(m_), std::vector<size_t>(set.chunks[vs].layers.size(), kNoBuffer));
@@ -114,6 +115,7 @@ class Engine {
   std::vector<Clock> clock_;
   std::vector<std::vector<double>> fwd_ready_, bwd_ready_;  // [virtual stage][microbatch]: output arrived
   std::vector<std::vector<size_t>> head_;                   // logits buffer per microbatch
+  std::vector<std::vector<size_t>> output_;                 // stage output held for the backward (--framework)
   std::vector<std::vector<std::vector<size_t>>> kept_;      // [virtual stage][microbatch][layer]
 };
 
@@ -151,6 +153,8 @@ void Engine::forward(const Chunk& c, int64_t mb) {
     head_[vs][size_t(mb)] = alloc(c.stage, buffer_name("logits+loss", mb, -1), MemCategory::logits, c.head_bytes, t);
     t = emit(c, SimStream::compute, SimOp::head_forward, mb, -1, t, c.head_fwd_s);
   }
+  output_[vs][size_t(mb)] =
+      alloc(c.stage, buffer_name("stage output", mb, -1), MemCategory::activations, c.stage_output_bytes, t);
   t = send(c, "send act", mb, t, c.send_fwd_s);
   fwd_ready_[vs][size_t(mb)] = t;
   ck.compute = t;
@@ -171,7 +175,10 @@ double Engine::prefetch(const Chunk& c, int64_t mb, size_t i, double at, size_t&
 // One backward step: the LM head's backward on the last stage, then per layer
 // from the last: wait for its offloaded activations (fetched one layer
 // ahead), allocate its working set (recomputed tensors and gradients,
-// layer_cost's transient), recompute, backward, free its kept activations.
+// layer_cost's transient), recompute, backward, free its kept activations
+// (under ordered backward; otherwise the step frees them all at its end, as
+// estimate puts the largest working set on top of every kept activation).
+// The stage output the framework holds goes at the end of the step.
 void Engine::backward(const Chunk& c, int64_t mb) {
   Clock& ck = clock_[size_t(c.stage)];
   const size_t vs = size_t(c.virtual_index);
@@ -204,9 +211,12 @@ void Engine::backward(const Chunk& c, int64_t mb) {
     if (lc.recompute_s > 0) t = emit(c, SimStream::compute, SimOp::recompute, mb, g, t, lc.recompute_s);
     t = emit(c, SimStream::compute, SimOp::backward, mb, g, t, lc.bwd_s);
     release(work, t);
-    release(kept_[vs][size_t(mb)][i], t);
+    if (c.ordered_backward) release(kept_[vs][size_t(mb)][i], t);
     release(in_buf[i], t);
   }
+  if (!c.ordered_backward)
+    for (size_t id : kept_[vs][size_t(mb)]) release(id, t);
+  release(output_[vs][size_t(mb)], t);
   t = send(c, "send grad", mb, t, c.send_bwd_s);
   bwd_ready_[vs][size_t(mb)] = t;
   ck.compute = t;
