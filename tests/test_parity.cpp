@@ -96,15 +96,26 @@ Plan make_plan(Strategy s, std::vector<int64_t> r = {}) {
   return p;
 }
 
+// Megatron-LM's --recompute-granularity full --recompute-method uniform --recompute-num-layers k.
+Plan megatron_uniform(int64_t k) {
+  Plan p;
+  p.megatron = MegatronRecompute{MegatronGranularity::full, MegatronMethod::uniform, k, kCoreAttn};
+  return p;
+}
+
 // none, full on half of each stage, selective, eagle with R falling stage by stage, offload of every
-// layer, StreamBP (D and C from the case).
+// layer, StreamBP (D and C from the case), Megatron's full recompute in chunks of 2 layers.
 std::vector<Plan> plans(const Case& c) {
   const int64_t n = stage_layers(c);
   std::vector<int64_t> eagle_r;
   for (int64_t i = 0; i < c.t.pp; ++i) eagle_r.push_back(std::max<int64_t>(0, n - 1 - i));
-  return {make_plan(Strategy::none),      make_plan(Strategy::full, {std::max<int64_t>(1, n / 2)}),
-          make_plan(Strategy::selective), make_plan(Strategy::eagle, eagle_r),
-          make_plan(Strategy::offload),   make_plan(Strategy::streambp)};
+  return {make_plan(Strategy::none),
+          make_plan(Strategy::full, {std::max<int64_t>(1, n / 2)}),
+          make_plan(Strategy::selective),
+          make_plan(Strategy::eagle, eagle_r),
+          make_plan(Strategy::offload),
+          make_plan(Strategy::streambp),
+          megatron_uniform(2)};
 }
 
 Estimate reference(const Case& c, const Plan& p, const TrainingSpec* t = nullptr) {
@@ -114,6 +125,7 @@ Estimate reference(const Case& c, const Plan& p, const TrainingSpec* t = nullptr
 std::string what(const Case& c, const Plan& p) {
   std::string r;
   for (int64_t v : p.recompute_layers) r += (r.empty() ? "" : ",") + std::to_string(v);
+  if (p.megatron) return c.label + " megatron " + describe(*p.megatron);
   return c.label + " " + to_string(p.strategy) + " R " + (r.empty() ? "all" : r);
 }
 
@@ -173,9 +185,7 @@ TEST(Parity, PlanIntervalRows) {
     ASSERT_EQ(res.intervals.size(), size_t(c.t.pp)) << c.label;
     for (const IntervalRow& row : res.intervals) {
       for (const auto& [k, peak] : {std::pair{row.chen_k, row.chen_peak_bytes}, {row.best_k, row.best_peak_bytes}}) {
-        Plan p;
-        p.megatron = MegatronRecompute{MegatronGranularity::full, MegatronMethod::uniform, k, kCoreAttn};
-        const Estimate e = reference(c, p);
+        const Estimate e = reference(c, megatron_uniform(k));
         const StageEstimate& st = e.stages[size_t(row.stage)];
         EXPECT_LE(rel(peak, st.memory_bytes.peak), kAnalytic) << c.label << " stage " << row.stage << " k " << k;
         EXPECT_LE(rel(row.time_s, st.microbatch_s), kAnalytic) << c.label << " stage " << row.stage << " k " << k;

@@ -108,6 +108,7 @@ class Engine {
   void forward(const Chunk& c, int64_t mb);
   void backward(const Chunk& c, int64_t mb);
   double prefetch(const Chunk& c, int64_t mb, size_t i, double at, size_t& buffer);
+  void replay_chunk(const Chunk& c, int64_t mb, size_t i, double t, std::vector<size_t>& replay);
 
   const ChunkSet& set_;
   int64_t p_, m_;
@@ -172,6 +173,21 @@ double Engine::prefetch(const Chunk& c, int64_t mb, size_t i, double at, size_t&
   return ck.in;
 }
 
+// Full recompute in chunks (Megatron's uniform method): when layer i ends a
+// chunk, its backward starts by replaying the whole chunk; the earlier
+// layers' replayed tensors wait for their own backward (LayerSums::add).
+void Engine::replay_chunk(const Chunk& c, int64_t mb, size_t i, double t, std::vector<size_t>& replay) {
+  const auto in_chunk = [&](size_t j) { return c.layers[j].cost.chunk_replay_bytes > 0; };
+  if (!in_chunk(i) || c.layers[i].cost.chunk_start) return;
+  if (i + 1 < c.layers.size() && in_chunk(i + 1) && !c.layers[i + 1].cost.chunk_start) return;  // not its last
+  for (size_t j = i; j-- > 0 && in_chunk(j);) {
+    const LayerCost& lc = c.layers[j].cost;
+    replay[j] =
+        alloc(c.stage, buffer_name("replayed", mb, c.layers[j].layer), MemCategory::working, lc.chunk_replay_bytes, t);
+    if (lc.chunk_start) break;
+  }
+}
+
 // One backward step: the LM head's backward on the last stage, then per layer
 // from the last: wait for its offloaded activations (fetched one layer
 // ahead), allocate its working set (recomputed tensors and gradients,
@@ -189,7 +205,7 @@ void Engine::backward(const Chunk& c, int64_t mb) {
     release(head_[vs][size_t(mb)], t);
   }
   const size_t n = c.layers.size();
-  std::vector<size_t> in_buf(n, kNoBuffer);
+  std::vector<size_t> in_buf(n, kNoBuffer), replay(n, kNoBuffer);
   std::vector<double> in_ready(n, 0);
   const auto next_offloaded = [&](size_t below) {  // highest offloaded layer index < below, or n
     for (size_t j = below; j-- > 0;)
@@ -206,6 +222,8 @@ void Engine::backward(const Chunk& c, int64_t mb) {
       next = next_offloaded(i);
       if (next < n) in_ready[next] = prefetch(c, mb, next, t, in_buf[next]);
     }
+    replay_chunk(c, mb, i, t, replay);
+    release(replay[i], t);  // now in the layer's working set
     const size_t work =
         alloc(c.stage, buffer_name("working", mb, g), MemCategory::working, lc.transient_bytes - lc.offload_bytes, t);
     if (lc.recompute_s > 0) t = emit(c, SimStream::compute, SimOp::recompute, mb, g, t, lc.recompute_s);
