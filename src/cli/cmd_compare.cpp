@@ -61,8 +61,7 @@ Runner add_compare_command(CLI::App& app) {
     Json list = Json::array();
     std::vector<std::vector<std::string>> rows;
     bool any_fits = false;
-    for (Strategy s : {Strategy::none, Strategy::selective, Strategy::full, Strategy::standard, Strategy::eagle,
-                       Strategy::offload, Strategy::streambp}) {
+    for (Strategy s : all_strategies()) {
       Plan plan;
       plan.strategy = s;
       if (!opts->recompute_layers.empty())

@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "refused.hpp"
 #include "remat/cost/estimate.hpp"
 #include "remat/cost/streambp.hpp"
 #include "remat/report/plan_report.hpp"
@@ -23,7 +24,7 @@ struct PlanOptions {
   CommonOptions common;
   double budget_GiB = -1;
   bool budget_given = false;
-  std::string strategies = "full,selective,standard,eagle";
+  std::string strategies = strategy_names(searched_strategies(), ",");
   bool no_uniform_r = false, no_per_stage_r = false, no_per_layer = false, no_offload = false;
   std::string maximize;                       // "", "seq" or "mbs"
   std::string layer_partitions = "500,2000";  // StreamBP tokens per layer chunk to try
@@ -129,9 +130,9 @@ std::vector<Strategy> parse_strategies(const std::string& text) {
     const size_t comma = std::min(text.find(',', start), text.size());
     Strategy s;
     const std::string item = text.substr(start, comma - start);
-    if (!parse_strategy(item, s) || s == Strategy::none || s == Strategy::offload || s == Strategy::streambp)
-      throw InputError(
-          {{"command line", "--strategies", text, "takes a comma-separated list of full, selective, standard, eagle"}});
+    if (!parse_strategy(item, s) || !kStrategies[size_t(s)].searched)
+      throw InputError({{"command line", "--strategies", text,
+                         "takes a comma-separated list of " + strategy_names(searched_strategies())}});
     out.push_back(s);
     start = comma + 1;
   }
@@ -182,6 +183,10 @@ Runner add_plan_command(CLI::App& app) {
   sub->add_flag("--emit-megatron-args", opts->emit_megatron_args,
                 "print only '<gpus> <flags>' of the best plan Megatron-LM runs as-is (exit 1 when none fits)");
   return [opts]() {
+    refuse_streambp_chunks(opts->common, opts->maximize.empty()
+                                             ? no_streambp("plan")
+                                             : "plan --maximize sets StreamBP's chunks from "
+                                               "--streambp-partition-tokens and --lm-head-partition-tokens");
     const Inputs in = load_inputs(opts->common, "plan");
     if (!opts->maximize.empty()) return run_maximize(in, *opts);
     const SearchOptions so = search_options(*opts, in.hardware);

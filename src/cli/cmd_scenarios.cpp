@@ -7,6 +7,7 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "refused.hpp"
 #include "remat/report/tables.hpp"
 #include "remat/search/scenarios.hpp"
 
@@ -63,6 +64,7 @@ Runner add_scenarios_command(CLI::App& app) {
   sub->add_option("--memory-budget-GiB", o->budget_GiB, "per-GPU budget; default capacity less reserve")
       ->each([o](const std::string&) { o->budget_given = true; });
   return [o]() {
+    refuse_streambp_chunks(o->common, no_streambp("scenarios"));
     const Inputs in = load_inputs(o->common, "scenarios");
     const double budget = memory_budget_bytes(o->budget_given, o->budget_GiB, in.hardware);
     const ScenarioResult fixed = fixed_r_scenario(in.model, in.hardware, in.training, budget);

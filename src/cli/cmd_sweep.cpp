@@ -1,13 +1,16 @@
 // remat sweep: layouts for a GPU count, each planned, ranked by tokens/s.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "refused.hpp"
 #include "remat/report/tables.hpp"
 #include "remat/search/sweep.hpp"
 #include "remat/spec/problems.hpp"
@@ -16,10 +19,17 @@ namespace remat::cli {
 
 namespace {
 
+// none and the strategies the planner searches.
+std::vector<Strategy> sweep_strategies() {
+  std::vector<Strategy> out = {Strategy::none};
+  for (Strategy s : searched_strategies()) out.push_back(s);
+  return out;
+}
+
 struct SweepOptions {
   CommonOptions common;
   std::string gpus = "32", tps = "1,2,4,8", pps, eps, mbss = "1,2,4,8";
-  std::string strategies = "none,full,selective,standard,eagle";
+  std::string strategies = strategy_names(sweep_strategies(), ",");
   bool per_layer = false;
   std::string csv_path;
   int64_t top = 20;
@@ -28,15 +38,27 @@ struct SweepOptions {
 };
 
 std::vector<Strategy> strategy_list(const std::string& text) {
+  const std::vector<Strategy> allowed = sweep_strategies();
   std::vector<Strategy> out;
   for (const auto& item : split_list(text)) {
     Strategy s;
-    if (!parse_strategy(item, s) || s == Strategy::offload || s == Strategy::streambp)
-      throw InputError({{"command line", "--strategies", text,
-                         "takes a comma-separated list of none, full, selective, standard, eagle"}});
+    if (!parse_strategy(item, s) || std::find(allowed.begin(), allowed.end(), s) == allowed.end())
+      throw InputError(
+          {{"command line", "--strategies", text, "takes a comma-separated list of " + strategy_names(allowed)}});
     out.push_back(s);
   }
   return out;
+}
+
+// The layout flags every subcommand shares: sweep takes its lists instead.
+void refuse_layout_flags(const CLI::App& sub, const CommonOptions& o) {
+  const std::pair<const char*, const char*> flags[] = {
+      {"--tp", "--tps"}, {"--pp", "--pps"}, {"--ep", "--eps"}, {"--mbs", "--mbss"}, {"--dp", "--gpus"}};
+  const int64_t values[] = {o.tp, o.pp, o.ep, o.mbs, o.dp};
+  for (size_t i = 0; i < std::size(flags); ++i)
+    if (sub.count(flags[i].first) > 0)
+      throw InputError({{"command line", flags[i].first, std::to_string(values[i]),
+                         std::string("sweep takes the sizes to try from ") + flags[i].second + " instead"}});
 }
 
 // One ordered list of columns feeds the CSV, the JSON rows and the table.
@@ -94,7 +116,9 @@ Runner add_sweep_command(CLI::App& app) {
   sub->add_option("--top", o->top, "rows in the table")->capture_default_str();
   sub->add_option("--memory-budget-GiB", o->budget_GiB, "per-GPU budget; default capacity less reserve")
       ->each([o](const std::string&) { o->budget_given = true; });
-  return [o]() {
+  return [o, sub]() {
+    refuse_layout_flags(*sub, o->common);
+    refuse_streambp_chunks(o->common, no_streambp("sweep"));
     CommonOptions common = o->common;
     if (common.gbs == 0) common.gbs = 512;  // one global batch for every layout, so tokens/s compare
     const std::vector<int64_t> gpus = parse_int_list("--gpus", o->gpus);

@@ -9,11 +9,11 @@
 
 #include "commands.hpp"
 #include "options.hpp"
-#include "remat/io/measurements.hpp"
 #include "remat/io/hf_run_log.hpp"
+#include "remat/io/measurements.hpp"
 #include "remat/io/megatron_log.hpp"
-#include "remat/io/spec_loader.hpp"
 #include "remat/io/sha256.hpp"
+#include "remat/io/spec_loader.hpp"
 #include "remat/spec/framework.hpp"
 #include "remat/spec/problems.hpp"
 #include "remat/validate/megatron_report.hpp"
@@ -154,7 +154,8 @@ int validate_hf_runs(const ValidateOptions& o) {
   }
   const std::string hw_name = o.hardware.empty() ? hardware_for_device(steps.front().first.gpu) : o.hardware;
   if (hw_name.empty())
-    throw InputError({{o.hf_runs.front(), "gpu", steps.front().first.gpu, "names no GPU with a hardware file: pass --hardware"}});
+    throw InputError(
+        {{o.hf_runs.front(), "gpu", steps.front().first.gpu, "names no GPU with a hardware file: pass --hardware"}});
   const SpecSource hw_src = read_spec_source(hw_name, "hardware");
   const HardwareSpec hw = load_hardware(hw_src);
   inputs.push_back({"hardware", hw_src.label, sha256_hex(hw_src.text)});

@@ -58,15 +58,10 @@ StageEstimate stage_estimate(const ModelSpec& m, const HardwareSpec& hw, const T
   st.in_flight_microbatches = base.in_flight;
 
   LayerSums sums;
-  const bool early_stop = t.replay == RecomputeReplay::early_stop;
   for (int64_t g = range.first; g < range.second; ++g) {
     const LayerDef& layer = shapes.at(m, g);
     st.per_layer.push_back(choose(plan, layer, g, g - range.first, st.recompute_layers, st.offload_layers, n_layers));
-    LayerChoice& ch = st.per_layer.back();
-    if (ch.stream_chunks > 0) ch.stream_chunks = t.streambp_chunks;
-    LayerCost lc = layer_cost(layer, ch, early_stop, hw);
-    if (g == 0 && ch.mode == LayerMode::keep) lc.kept_bytes -= frozen_input_saved_bytes(layer, t);
-    if (ch.stream_chunks > 1) lc.recompute_s += streambp_layer_weight_s(m, hw, t, g);
+    const LayerCost lc = stage_layer_cost(m, hw, t, layer, st.per_layer.back(), g);
     st.host_bound_layers += lc.host_bound ? 1 : 0;
     sums.add(lc);
   }
@@ -119,18 +114,26 @@ double model_flops_per_microbatch(const ModelSpec& m, const TrainingSpec& t, int
   return total;
 }
 
-IterationEstimate iteration_from_stages(const std::vector<double>& microbatch_s, double optimizer_step_s,
-                                        double model_flops, double hardware_flops, const TrainingSpec& t,
-                                        const HardwareSpec& hw) {
+double iteration_model_flops(const ModelSpec& m, const TrainingSpec& costed) {
+  return model_flops_per_microbatch(m, costed, effective_layers(m, costed)) * double(costed.microbatches()) *
+         double(costed.dp);
+}
+
+IterationEstimate iteration_from_stages(const std::vector<StageRun>& stages, double model_flops, double hardware_flops,
+                                        const TrainingSpec& t, const HardwareSpec& hw) {
   IterationEstimate it;
-  double sum = 0, slowest = 0;
-  for (double s : microbatch_s) sum += s, slowest = std::max(slowest, s);
+  double sum = 0, slowest = 0, step_s = 0;
+  for (const StageRun& s : stages) {
+    sum += s.microbatch_s, slowest = std::max(slowest, s.microbatch_s);
+    const StaticBytes& sb = s.static_bytes;
+    step_s = std::max(step_s, optimizer_step_s({sb.weights, sb.gradients, sb.optimizer}, t, hw));
+  }
   // 1F1B: the slowest stage sets the steady state; the others add fill and drain
   const double n = double(t.microbatches());
-  it.optimizer_step_s = optimizer_step_s;
-  it.time_s = sum + (n - 1) * slowest + optimizer_step_s;
+  it.optimizer_step_s = step_s;
+  it.time_s = sum + (n - 1) * slowest + step_s;
   // at most rounding below zero when one stage is the whole pipeline; clamped so it prints 0.0, not -0.0
-  it.bubble_fraction = it.time_s > 0 ? std::max(0.0, (it.time_s - n * slowest - optimizer_step_s) / it.time_s) : 0;
+  it.bubble_fraction = it.time_s > 0 ? std::max(0.0, (it.time_s - n * slowest - step_s) / it.time_s) : 0;
   it.model_flops = model_flops;
   it.hardware_flops = hardware_flops;
   it.mfu = model_flops / (it.time_s * double(t.gpus()) * hw.peak_bf16_flops);
@@ -152,31 +155,42 @@ double optimizer_step_s(const StageMemory& mem, const TrainingSpec& t, const Har
   return bytes / (hw.hbm_bytes_per_s * hw.efficiency.memory_bound);
 }
 
+TrainingSpec costed_training(const TrainingSpec& t, Strategy s) {
+  return streambp_effective_training(with_defaults(t), s);
+}
+
+LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& costed,
+                           const LayerDef& layer, LayerChoice& choice, int64_t g) {
+  if (choice.stream_chunks > 0) choice.stream_chunks = costed.streambp_chunks;
+  LayerCost lc = layer_cost(layer, choice, costed.replay == RecomputeReplay::early_stop, hw);
+  if (choice.stream_chunks > 1) lc.recompute_s += streambp_layer_weight_s(m, hw, costed, g);
+  if (g == 0 && choice.mode == LayerMode::keep) lc.kept_bytes -= frozen_input_saved_bytes(layer, costed);
+  return lc;
+}
+
 Estimate estimate(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t_in, const Plan& plan,
                   double budget_bytes) {
-  const TrainingSpec t = streambp_effective_training(with_defaults(t_in), plan.strategy);
+  const TrainingSpec t = costed_training(t_in, plan.strategy);
   const RankShape r = rank_shape(t);
   const LayerShapes shapes = build_shapes(m, r);
   const auto ranges = stage_layer_ranges(m, t);
   Estimate e;
   e.microbatches = t.microbatches();
   e.budget_bytes = budget_bytes;
-  std::vector<double> microbatch_s;
-  double exec_flops = 0, opt_s = 0;
+  std::vector<StageRun> runs;
+  double exec_flops = 0;
   for (size_t i = 0; i < ranges.size(); ++i) {
     StageEstimate st = stage_estimate(m, hw, t, plan, shapes, r, i, ranges[i]);
     st.fits = st.memory_bytes.peak <= budget_bytes;
     e.fits = e.fits && st.fits;
     e.peak_memory_bytes = std::max(e.peak_memory_bytes, st.memory_bytes.peak);
-    microbatch_s.push_back(st.microbatch_s);
+    const StageMemory& mem = st.memory_bytes;
+    runs.push_back({st.microbatch_s, {mem.weights, mem.gradients, mem.optimizer}});
     exec_flops += st.flops.forward + st.flops.backward + st.flops.recompute;
-    opt_s = std::max(opt_s, optimizer_step_s(st.memory_bytes, t, hw));
     e.stages.push_back(std::move(st));
   }
-  const double model_flops =
-      model_flops_per_microbatch(m, t, effective_layers(m, t)) * double(e.microbatches) * double(t.dp);
   const double hardware_flops = exec_flops * double(t.dp) * double(t.tp);  // per-rank work over all ranks
-  e.iteration = iteration_from_stages(microbatch_s, opt_s, model_flops, hardware_flops, t, hw);
+  e.iteration = iteration_from_stages(runs, iteration_model_flops(m, t), hardware_flops, t, hw);
   return e;
 }
 

@@ -207,7 +207,8 @@ StaticBytes streambp_static_bytes(const ParamCount& stage, double layer_params, 
   if (lora) {
     // frozen base in bf16 (fp32 under autocast), no gradients or optimizer state for it (App. D)
     StaticBytes a = bytes_per_param(t, double(t.dp));
-    if (t.lora_adapter_bytes == 4) a = {4, 4, t.optimizer == Optimizer::adam ? 8.0 : t.optimizer == Optimizer::sgd ? 4.0 : 0.0};
+    if (t.lora_adapter_bytes == 4)
+      a = {4, 4, t.optimizer == Optimizer::adam ? 8.0 : t.optimizer == Optimizer::sgd ? 4.0 : 0.0};
     const double base = t.params_fp32_autocast ? 4 : 2;
     s = {base * stage.total() + a.weights * adapter_params, a.gradients * adapter_params, a.optimizer * adapter_params};
   } else {

@@ -62,7 +62,8 @@ HfStep step_from(const Line& l) {
     s.lora_adapter_dtype = l.j["lora_param_dtype"].get<std::string>();
   s.peak_bytes = l.real("peak_allocated_bytes"), s.before_bytes = l.real("allocated_before_bytes");
   s.step_time_s = l.real("step_time_s");
-  if (s.seq < 1 || s.mbs < 1 || s.num_layers < 1) l.fail("seq", std::to_string(s.seq), "seq, mbs and layers must be >= 1");
+  if (s.seq < 1 || s.mbs < 1 || s.num_layers < 1)
+    l.fail("seq", std::to_string(s.seq), "seq, mbs and layers must be >= 1");
   if (s.peak_bytes <= 0) l.fail("peak_allocated_bytes", "0", "must be positive");
   return s;
 }

@@ -27,12 +27,22 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr size_t kMaxRejectedListed = 30;
 
+Candidate candidate(SearchMode mode, Strategy s) {
+  Candidate c;
+  c.mode = mode, c.strategy = s;
+  return c;
+}
+
 // Fills time, peak, fit and reason from per-stage totals.
 void finish(Candidate& c, const SearchSpace& sp, const std::vector<StageTotals>& stages, double budget) {
-  c.time_s = iteration_time_s(sp, stages);
+  const IterationEstimate it = iteration_of(sp, stages);
+  c.time_s = it.time_s, c.mfu = it.mfu, c.tokens_per_s = it.tokens_per_s;
   c.peak_bytes = 0;
-  for (size_t i = 0; i < stages.size(); ++i)
+  c.stage_peak_bytes.clear();
+  for (size_t i = 0; i < stages.size(); ++i) {
+    c.stage_peak_bytes.push_back(stages[i].peak_bytes);
     if (stages[i].peak_bytes > c.peak_bytes) c.peak_bytes = stages[i].peak_bytes, c.worst_stage = int64_t(i);
+  }
   c.fits = c.peak_bytes <= budget;
   if (!c.fits)
     c.reason = fmt::format("stage {} peaks at {:.2f} GiB > budget {:.2f} GiB", c.worst_stage, c.peak_bytes / kGiB,
@@ -50,7 +60,7 @@ void uniform_candidates(const SearchSpace& sp, const SearchOptions& o, std::vect
   strategies.insert(strategies.end(), o.strategies.begin(), o.strategies.end());
   for (Strategy s : strategies)
     for (int64_t r = (s == Strategy::none ? 0 : 1); r <= (s == Strategy::none ? 0 : max_stage_layers(sp)); ++r) {
-      Candidate c{SearchMode::uniform_r, s, {}, {}, 0, 0, 0, false, ""};
+      Candidate c = candidate(SearchMode::uniform_r, s);
       std::vector<StageTotals> stages;
       for (size_t i = 0; i < sp.stages.size(); ++i) {
         c.r.push_back(std::min<int64_t>(r, int64_t(sp.stages[i].kinds.size())));
@@ -65,7 +75,7 @@ void uniform_candidates(const SearchSpace& sp, const SearchOptions& o, std::vect
 // grows with every stage's time, so stage by stage is optimal.
 void per_stage_candidates(const SearchSpace& sp, const SearchOptions& o, std::vector<Candidate>& out) {
   for (Strategy s : o.strategies) {
-    Candidate c{SearchMode::per_stage_r, s, {}, {}, 0, 0, 0, false, ""};
+    Candidate c = candidate(SearchMode::per_stage_r, s);
     std::vector<StageTotals> stages;
     for (size_t i = 0; i < sp.stages.size(); ++i) {
       const int64_t n = int64_t(sp.stages[i].kinds.size());
@@ -123,7 +133,7 @@ double known_stage_time(const SearchSpace& sp, const SearchOptions& o, size_t st
 // its smallest-footprint assignment, so the candidate still says how far over
 // the budget the best the search could do is.
 void per_layer_candidate(const SearchSpace& sp, const SearchOptions& o, std::vector<Candidate>& out) {
-  Candidate c{SearchMode::per_layer, Strategy::none, {}, {}, 0, 0, 0, false, ""};
+  Candidate c = candidate(SearchMode::per_layer, Strategy::none);
   std::vector<StageTotals> stages;
   for (size_t i = 0; i < sp.stages.size(); ++i) {
     auto plan = best_stage_plan(sp, i, o.budget_bytes, known_stage_time(sp, o, i));
@@ -147,29 +157,44 @@ std::vector<Candidate> frontier_of(const std::vector<Candidate>& all) {
   return out;
 }
 
+// Stage `stage` under Megatron's uniform method with chunks of k layers, as
+// estimate costs a plan with that setting: a full-recompute layer costs the
+// same at every chunk position but the first (which keeps the chunk's input)
+// and in every chunk of more than one layer.
+StageTotals chunked_stage(const SearchSpace& sp, size_t stage, int64_t k, LayerCost (&chunk)[2][2]) {
+  const StageSpace& st = sp.stages[stage];
+  const int64_t n = int64_t(st.kinds.size());
+  const MegatronRecompute setting{MegatronGranularity::full, MegatronMethod::uniform, k, kCoreAttn};
+  LayerSums sums;
+  for (int64_t j = 0; j < n; ++j) {
+    const int kind = st.kinds[size_t(j)];
+    const LayerChoice c = megatron_layer_choice(setting, j, n);
+    sums.add(c.chunk_layers == 1 ? sp.strategy_cost[kind][size_t(Strategy::full)]
+                                 : chunk[kind][c.chunk_position == 0 ? 0 : 1]);
+  }
+  return stage_totals(st.base, sums);
+}
+
 std::vector<IntervalRow> interval_rows(const SearchSpace& sp) {
+  LayerCost chunk[2][2];  // per kind: the first layer of a chunk, a later one
+  for (int kind : {0, 1})
+    for (int64_t pos : {0, 1}) {
+      LayerChoice c{LayerMode::full, {}};
+      c.chunk_layers = 2, c.chunk_position = pos;
+      chunk[kind][pos] = sp.cost(kind, c);
+    }
   std::vector<IntervalRow> rows;
   for (size_t i = 0; i < sp.stages.size(); ++i) {
-    const StageSpace& st = sp.stages[i];
-    const int64_t n = int64_t(st.kinds.size());
-    double input = 0, layer = 0, grads = 0;
-    for (int k : st.kinds) {
-      input = std::max(input, sp.strategy_cost[k][size_t(Strategy::full)].kept_bytes);
-      layer = std::max(layer, sp.keep_cost[k].kept_bytes);
-      grads = std::max(grads, sp.keep_cost[k].transient_bytes);
+    const int64_t n = int64_t(sp.stages[i].kinds.size());
+    IntervalRow row{int64_t(i), n, std::max<int64_t>(1, std::llround(std::sqrt(double(n)))), 1, 0, 0, 0};
+    row.best_peak_bytes = chunked_stage(sp, i, 1, chunk).peak_bytes;
+    for (int64_t k = 2; k <= n; ++k) {
+      const double peak = chunked_stage(sp, i, k, chunk).peak_bytes;
+      if (peak < row.best_peak_bytes) row.best_peak_bytes = peak, row.best_k = k;
     }
-    // peak with segments of k layers: ceil(n/k) inputs per microbatch in
-    // flight, one segment's activations replayed during its backward
-    const auto peak = [&](int64_t k) {
-      const double kept = double((n + k - 1) / k) * input * double(st.base.in_flight);
-      const double transient = std::max(double(k) * layer + grads, st.base.head_transient_bytes);
-      return st.base.static_bytes.total() + kept + transient;
-    };
-    IntervalRow row{int64_t(i), n, std::max<int64_t>(1, std::llround(std::sqrt(double(n)))), 1, 0, peak(1), 0};
-    for (int64_t k = 1; k <= n; ++k)
-      if (peak(k) < row.best_peak_bytes) row.best_peak_bytes = peak(k), row.best_k = k;
-    row.chen_peak_bytes = peak(row.chen_k);
-    row.time_s = stage_with_r(sp, i, Strategy::full, n).microbatch_s;
+    const StageTotals chen = chunked_stage(sp, i, row.chen_k, chunk);
+    row.chen_peak_bytes = chen.peak_bytes;
+    row.time_s = chen.microbatch_s;
     rows.push_back(row);
   }
   return rows;
@@ -220,7 +245,7 @@ PlanSearchResult plan_search(const SearchSpace& sp, const SearchOptions& o) {
       if (best) res.best_by_strategy.push_back(*best);
     }
   res.frontier = frontier_of(all);
-  res.intervals = interval_rows(sp);
+  if (o.intervals) res.intervals = interval_rows(sp);
   if (res.best) {
     res.best_plan = to_plan(*res.best, sp);
   } else if (all.empty()) {

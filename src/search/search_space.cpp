@@ -57,28 +57,34 @@ std::vector<LayerOption> prune(std::vector<LayerOption> all) {
 
 }  // namespace
 
+LayerCost SearchSpace::cost(int kind, LayerChoice choice) const {
+  const LayerDef& layer = kind == 1 ? shapes.moe : shapes.dense;
+  return stage_layer_cost(model, hardware, costed, layer, choice, kind_layer[kind]);
+}
+
 SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t_in,
                                const SearchOptions& opts) {
-  SearchSpace sp{m, hw, with_defaults(t_in), {}, {}, {}, {}, {}, false};
-  const RankShape r = rank_shape(sp.training);
+  SearchSpace sp;
+  sp.model = m, sp.hardware = hw;
+  sp.training = with_defaults(t_in);
+  sp.costed = costed_training(sp.training, Strategy::none);
+  sp.model_flops = iteration_model_flops(m, sp.costed);
+  const RankShape r = rank_shape(sp.costed);
   sp.shapes = build_shapes(m, r);
-  sp.early_stop = sp.training.replay == RecomputeReplay::early_stop;
+  const auto ranges = stage_layer_ranges(m, sp.costed);
+  for (int64_t g = ranges.back().second; g-- > 0;) sp.kind_layer[m.layer_is_moe(g) ? 1 : 0] = g;
   const LayerDef* defs[2] = {&sp.shapes.dense, &sp.shapes.moe};
   for (int k = 0; k < 2; ++k) {
     const LayerDef& layer = *defs[k];
-    sp.keep_cost[k] = layer_cost(layer, choice_for(Strategy::none, layer), sp.early_stop, hw);
-    for (Strategy s : {Strategy::none, Strategy::full, Strategy::selective, Strategy::standard, Strategy::eagle,
-                       Strategy::offload, Strategy::streambp})
-      sp.strategy_cost[k].push_back(layer_cost(layer, choice_for(s, layer), sp.early_stop, hw));
+    sp.keep_cost[k] = sp.cost(k, choice_for(Strategy::none, layer));
+    for (const StrategyInfo& s : kStrategies) sp.strategy_cost[k].push_back(sp.cost(k, choice_for(s.strategy, layer)));
     if (!opts.per_layer) continue;
     std::vector<LayerOption> all;
-    for (const LayerChoice& c : enumerate_choices(layer, opts))
-      all.push_back({c, layer_cost(layer, c, sp.early_stop, hw)});
+    for (const LayerChoice& c : enumerate_choices(layer, opts)) all.push_back({c, sp.cost(k, c)});
     sp.options[k] = prune(std::move(all));
   }
-  const auto ranges = stage_layer_ranges(m, sp.training);
   for (size_t i = 0; i < ranges.size(); ++i) {
-    StageSpace st{stage_base(m, hw, sp.training, r, int64_t(i), ranges[i]), {}};
+    StageSpace st{stage_base(m, hw, sp.costed, r, int64_t(i), ranges[i]), {}};
     for (int64_t g = ranges[i].first; g < ranges[i].second; ++g) st.kinds.push_back(m.layer_is_moe(g) ? 1 : 0);
     sp.stages.push_back(std::move(st));
   }
@@ -95,16 +101,11 @@ StageTotals stage_with_r(const SearchSpace& space, size_t stage, Strategy s, int
   return stage_totals(st.base, sums);
 }
 
-double iteration_time_s(const SearchSpace& space, const std::vector<StageTotals>& stages) {
-  double sum = 0, slowest = 0, opt = 0;
-  for (size_t i = 0; i < stages.size(); ++i) {
-    sum += stages[i].microbatch_s;
-    slowest = std::max(slowest, stages[i].microbatch_s);
-    const StaticBytes& sb = space.stages[i].base.static_bytes;
-    opt = std::max(opt,
-                   optimizer_step_s({sb.weights, sb.gradients, sb.optimizer, 0, 0, 0}, space.training, space.hardware));
-  }
-  return sum + double(space.training.microbatches() - 1) * slowest + opt;
+IterationEstimate iteration_of(const SearchSpace& space, const std::vector<StageTotals>& stages) {
+  std::vector<StageRun> runs;
+  for (size_t i = 0; i < stages.size(); ++i)
+    runs.push_back({stages[i].microbatch_s, space.stages[i].base.static_bytes});
+  return iteration_from_stages(runs, space.model_flops, 0, space.costed, space.hardware);
 }
 
 }  // namespace remat

@@ -39,6 +39,8 @@ const char* to_string(ShortfallCause c) {
   switch (c) {
     case ShortfallCause::static_state:
       return "static_state";
+    case ShortfallCause::optimizer_step:
+      return "optimizer_step";
     case ShortfallCause::transient:
       return "transient";
     case ShortfallCause::activations:
@@ -51,6 +53,8 @@ const char* describe(ShortfallCause c) {
   switch (c) {
     case ShortfallCause::static_state:
       return "weights, gradients and optimizer state alone exceed the budget";
+    case ShortfallCause::optimizer_step:
+      return "weights and state plus the optimizer step's temporary exceed the budget";
     case ShortfallCause::transient:
       return "weights and state plus the transient working set exceed the budget";
     case ShortfallCause::activations:
@@ -59,6 +63,21 @@ const char* describe(ShortfallCause c) {
   return "?";
 }
 
+namespace {
+
+// What exceeds the budget first: what no plan changes (the static state and
+// the framework's buffers, then the optimizer step on top of them), then the
+// transient, then the kept activations.
+ShortfallCause cause_of(const Shortfall& s) {
+  if (s.fixed_bytes() > s.budget_bytes) return ShortfallCause::static_state;
+  if (s.optimizer_step_peak_bytes > s.budget_bytes) return ShortfallCause::optimizer_step;
+  if (s.fixed_bytes() + s.transient_bytes > s.budget_bytes) return ShortfallCause::transient;
+  return ShortfallCause::activations;
+}
+
+}  // namespace
+
+// Every part from stage_totals, the pieces estimate reports for the stage.
 Shortfall shortfall_of(const SearchSpace& sp, const Candidate& c, double budget_bytes) {
   Shortfall s;
   s.smallest = c;
@@ -71,6 +90,8 @@ Shortfall shortfall_of(const SearchSpace& sp, const Candidate& c, double budget_
   s.weights_bytes = base.static_bytes.weights;
   s.gradients_bytes = base.static_bytes.gradients;
   s.optimizer_bytes = base.static_bytes.optimizer;
+  s.runtime_bytes = base.runtime_bytes;
+  s.optimizer_step_peak_bytes = tot.optimizer_step_peak_bytes;
   s.activations_bytes = tot.activations_bytes;
   s.transient_bytes = tot.transient_bytes;
   s.peak_bytes = tot.peak_bytes;
@@ -78,25 +99,25 @@ Shortfall shortfall_of(const SearchSpace& sp, const Candidate& c, double budget_
   // buffer) and the LM head with the loss (+ the staging buffer)
   s.transient_is_head =
       base.head_transient_bytes > 0 && base.head_transient_bytes + sums.offload_staging_bytes >= tot.transient_bytes;
-  if (s.static_bytes() > budget_bytes)
-    s.cause = ShortfallCause::static_state;
-  else if (s.static_bytes() + s.transient_bytes > budget_bytes)
-    s.cause = ShortfallCause::transient;
-  else
-    s.cause = ShortfallCause::activations;
+  s.cause = cause_of(s);
   return s;
 }
 
 std::string Shortfall::why() const {
+  const std::string buffers =
+      runtime_bytes > 0 ? fmt::format(" + framework buffers {:.2f}", runtime_bytes / kGiB) : std::string();
   const std::string state =
-      fmt::format("weights {:.2f} + gradients {:.2f} + optimizer state {:.2f} GiB = {:.2f} GiB", weights_bytes / kGiB,
-                  gradients_bytes / kGiB, optimizer_bytes / kGiB, static_bytes() / kGiB);
+      fmt::format("weights {:.2f} + gradients {:.2f} + optimizer state {:.2f}{} GiB = {:.2f} GiB", weights_bytes / kGiB,
+                  gradients_bytes / kGiB, optimizer_bytes / kGiB, buffers, fixed_bytes() / kGiB);
   const std::string transient =
       fmt::format("the transient working set of {} ({:.2f} GiB)",
                   transient_is_head ? "the LM head and loss" : "a layer's backward", transient_bytes / kGiB);
   switch (cause) {
     case ShortfallCause::static_state:
       return fmt::format("on stage {} {} alone exceed the budget", stage, state);
+    case ShortfallCause::optimizer_step:
+      return fmt::format("on stage {} {} plus the optimizer step's temporary ({:.2f} GiB) exceed the budget", stage,
+                         state, (optimizer_step_peak_bytes - fixed_bytes()) / kGiB);
     case ShortfallCause::transient:
       return fmt::format("on stage {} {} plus {} exceed the budget", stage, state, transient);
     case ShortfallCause::activations:

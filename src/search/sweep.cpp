@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "remat/cost/estimate.hpp"
 #include "remat/cost/op_time.hpp"
 #include "remat/spec/validate.hpp"
 
@@ -71,6 +70,7 @@ SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec
     o.strategies = l.s == Strategy::none ? std::vector<Strategy>{} : std::vector<Strategy>{l.s};
     o.per_layer = space.per_layer && l.s != Strategy::none;
     o.offload = false;
+    o.intervals = false;
     o.budget_bytes = budget_bytes;
     const SearchSpace ss = build_search_space(m, hw, l.t, o);
     const PlanSearchResult pr = plan_search(ss, o);
@@ -80,11 +80,7 @@ SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec
       ++res.infeasible_by_reason[why];
       continue;
     }
-    SweepRow row{ss.training, l.s, true, "", *pr.best, 0, 0};
-    const double gpus = double(ss.training.gpus());
-    row.tokens_per_s = double(ss.training.gbs) * double(ss.training.seq) / pr.best->time_s;
-    row.mfu = model_flops_per_microbatch(m, ss.training, m.num_hidden_layers) * double(ss.training.microbatches()) *
-              double(ss.training.dp) / (pr.best->time_s * gpus * hw.peak_bf16_flops);
+    SweepRow row{ss.training, l.s, true, "", *pr.best, pr.best->mfu, pr.best->tokens_per_s};
     res.rows.push_back(std::move(row));
   }
   if (progress) progress(res.evaluated, res.evaluated);

@@ -45,37 +45,46 @@ void split_fixed(Chunk& c, const StageBase& base, int64_t stages) {
   c.head_bwd_s = base.fixed_bwd_s - c.send_bwd_s;
 }
 
+// The stage's fixed pieces (stage_base) the chunk's events use.
+Chunk chunk_of(const StageBase& base, int64_t vs, const TrainingSpec& t, int64_t stages) {
+  Chunk c;
+  c.virtual_index = vs;
+  c.stage = vs % t.pp;
+  c.chunk = vs / t.pp;
+  c.static_bytes = base.static_bytes;
+  c.runtime_bytes = base.runtime_bytes;
+  c.stage_output_bytes = base.stage_output_bytes;
+  c.ordered_backward = base.ordered_backward;
+  c.optimizer_step_bytes = base.optimizer_step_bytes;
+  split_fixed(c, base, stages);
+  return c;
+}
+
 }  // namespace
 
 ChunkSet build_chunks(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t_in, const Plan& plan,
                       int64_t v) {
   ChunkSet set;
-  set.training = with_defaults(t_in);
+  const TrainingSpec given = with_defaults(t_in);
+  set.training = costed_training(given, plan.strategy);
   const TrainingSpec& t = set.training;
   const TrainingSpec tv = virtual_layout(m, t, plan, v);
-  set.estimate = estimate(m, hw, t, plan, default_budget_bytes(hw));
+  set.estimate = estimate(m, hw, given, plan, default_budget_bytes(hw));
   // The per-layer choices come from estimate itself, so plan -> choice is decided once.
-  const Estimate ev = v == 1 ? set.estimate : estimate(m, hw, tv, plan, default_budget_bytes(hw));
+  const Estimate ev =
+      v == 1 ? set.estimate : estimate(m, hw, virtual_layout(m, given, plan, v), plan, default_budget_bytes(hw));
   const RankShape r = rank_shape(t);
   const LayerShapes shapes = build_shapes(m, r);
-  const bool early_stop = t.replay == RecomputeReplay::early_stop;
   const auto ranges = stage_layer_ranges(m, tv);
   for (size_t vs = 0; vs < ranges.size(); ++vs) {
     const StageBase base = stage_base(m, hw, tv, r, int64_t(vs), ranges[vs]);
-    Chunk c;
-    c.virtual_index = int64_t(vs);
-    c.stage = int64_t(vs) % t.pp;
-    c.chunk = int64_t(vs) / t.pp;
-    c.static_bytes = base.static_bytes;
-    c.runtime_bytes = base.runtime_bytes;
-    c.optimizer_step_bytes = base.optimizer_step_bytes;
-    split_fixed(c, base, tv.pp);
+    Chunk c = chunk_of(base, int64_t(vs), t, tv.pp);
     // p2p payload: the residual stream of one microbatch (stage_model's add_p2p)
     c.p2p_bytes = r.seq_tokens() * double(m.hidden_size) * 2;
     LayerSums sums;
     for (int64_t g = ranges[vs].first; g < ranges[vs].second; ++g) {
-      const LayerChoice& choice = ev.stages[vs].per_layer[size_t(g - ranges[vs].first)];
-      c.layers.push_back({g, layer_cost(shapes.at(m, g), choice, early_stop, hw)});
+      LayerChoice choice = ev.stages[vs].per_layer[size_t(g - ranges[vs].first)];
+      c.layers.push_back({g, stage_layer_cost(m, hw, tv, shapes.at(m, g), choice, g)});
       sums.add(c.layers.back().cost);
     }
     // stage_totals' offload window: tp collectives on the host link take their share

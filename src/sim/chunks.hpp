@@ -21,6 +21,8 @@ struct Chunk {
   std::vector<ChunkLayer> layers;  // forward order
   StaticBytes static_bytes;
   double runtime_bytes = 0;         // the framework's buffers alive all iteration (per GPU)
+  double stage_output_bytes = 0;    // held per microbatch from its forward to its backward (--framework)
+  bool ordered_backward = false;    // each layer's kept activations go after its backward, not the step's
   double optimizer_step_bytes = 0;  // the optimizer step's temporary for this chunk's parameters
   bool has_head = false;
   double head_bytes = 0, head_fwd_s = 0, head_bwd_s = 0;
@@ -32,7 +34,7 @@ struct Chunk {
 struct ChunkSet {
   std::vector<Chunk> chunks;  // by virtual index: chunk c of stage i at c * pp + i
   Estimate estimate;          // the analytical model of the plan (no interleaving)
-  TrainingSpec training;      // with defaults
+  TrainingSpec training;      // as estimate costs the plan (costed_training: microbatches in sequences)
 };
 
 ChunkSet build_chunks(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,

@@ -36,6 +36,7 @@ class Engine {
     fwd_ready_.assign(n, std::vector<double>(size_t(m_), kUnset));
     bwd_ready_ = fwd_ready_;
     head_.assign(n, std::vector<size_t>(size_t(m_), kNoBuffer));
+    output_ = head_;
     kept_.resize(n);
     for (size_t vs = 0; vs < n; ++vs)
       kept_[vs].assign(size_t(m_), std::vector<size_t>(set.chunks[vs].layers.size(), kNoBuffer));
@@ -107,6 +108,7 @@ class Engine {
   void forward(const Chunk& c, int64_t mb);
   void backward(const Chunk& c, int64_t mb);
   double prefetch(const Chunk& c, int64_t mb, size_t i, double at, size_t& buffer);
+  void replay_chunk(const Chunk& c, int64_t mb, size_t i, double t, std::vector<size_t>& replay);
 
   const ChunkSet& set_;
   int64_t p_, m_;
@@ -114,6 +116,7 @@ class Engine {
   std::vector<Clock> clock_;
   std::vector<std::vector<double>> fwd_ready_, bwd_ready_;  // [virtual stage][microbatch]: output arrived
   std::vector<std::vector<size_t>> head_;                   // logits buffer per microbatch
+  std::vector<std::vector<size_t>> output_;                 // stage output held for the backward (--framework)
   std::vector<std::vector<std::vector<size_t>>> kept_;      // [virtual stage][microbatch][layer]
 };
 
@@ -151,6 +154,8 @@ void Engine::forward(const Chunk& c, int64_t mb) {
     head_[vs][size_t(mb)] = alloc(c.stage, buffer_name("logits+loss", mb, -1), MemCategory::logits, c.head_bytes, t);
     t = emit(c, SimStream::compute, SimOp::head_forward, mb, -1, t, c.head_fwd_s);
   }
+  output_[vs][size_t(mb)] =
+      alloc(c.stage, buffer_name("stage output", mb, -1), MemCategory::activations, c.stage_output_bytes, t);
   t = send(c, "send act", mb, t, c.send_fwd_s);
   fwd_ready_[vs][size_t(mb)] = t;
   ck.compute = t;
@@ -168,10 +173,28 @@ double Engine::prefetch(const Chunk& c, int64_t mb, size_t i, double at, size_t&
   return ck.in;
 }
 
+// Full recompute in chunks (Megatron's uniform method): when layer i ends a
+// chunk, its backward starts by replaying the whole chunk; the earlier
+// layers' replayed tensors wait for their own backward (LayerSums::add).
+void Engine::replay_chunk(const Chunk& c, int64_t mb, size_t i, double t, std::vector<size_t>& replay) {
+  const auto in_chunk = [&](size_t j) { return c.layers[j].cost.chunk_replay_bytes > 0; };
+  if (!in_chunk(i) || c.layers[i].cost.chunk_start) return;
+  if (i + 1 < c.layers.size() && in_chunk(i + 1) && !c.layers[i + 1].cost.chunk_start) return;  // not its last
+  for (size_t j = i; j-- > 0 && in_chunk(j);) {
+    const LayerCost& lc = c.layers[j].cost;
+    replay[j] =
+        alloc(c.stage, buffer_name("replayed", mb, c.layers[j].layer), MemCategory::working, lc.chunk_replay_bytes, t);
+    if (lc.chunk_start) break;
+  }
+}
+
 // One backward step: the LM head's backward on the last stage, then per layer
 // from the last: wait for its offloaded activations (fetched one layer
 // ahead), allocate its working set (recomputed tensors and gradients,
-// layer_cost's transient), recompute, backward, free its kept activations.
+// layer_cost's transient), recompute, backward, free its kept activations
+// (under ordered backward; otherwise the step frees them all at its end, as
+// estimate puts the largest working set on top of every kept activation).
+// The stage output the framework holds goes at the end of the step.
 void Engine::backward(const Chunk& c, int64_t mb) {
   Clock& ck = clock_[size_t(c.stage)];
   const size_t vs = size_t(c.virtual_index);
@@ -182,7 +205,7 @@ void Engine::backward(const Chunk& c, int64_t mb) {
     release(head_[vs][size_t(mb)], t);
   }
   const size_t n = c.layers.size();
-  std::vector<size_t> in_buf(n, kNoBuffer);
+  std::vector<size_t> in_buf(n, kNoBuffer), replay(n, kNoBuffer);
   std::vector<double> in_ready(n, 0);
   const auto next_offloaded = [&](size_t below) {  // highest offloaded layer index < below, or n
     for (size_t j = below; j-- > 0;)
@@ -199,14 +222,19 @@ void Engine::backward(const Chunk& c, int64_t mb) {
       next = next_offloaded(i);
       if (next < n) in_ready[next] = prefetch(c, mb, next, t, in_buf[next]);
     }
+    replay_chunk(c, mb, i, t, replay);
+    release(replay[i], t);  // now in the layer's working set
     const size_t work =
         alloc(c.stage, buffer_name("working", mb, g), MemCategory::working, lc.transient_bytes - lc.offload_bytes, t);
     if (lc.recompute_s > 0) t = emit(c, SimStream::compute, SimOp::recompute, mb, g, t, lc.recompute_s);
     t = emit(c, SimStream::compute, SimOp::backward, mb, g, t, lc.bwd_s);
     release(work, t);
-    release(kept_[vs][size_t(mb)][i], t);
+    if (c.ordered_backward) release(kept_[vs][size_t(mb)][i], t);
     release(in_buf[i], t);
   }
+  if (!c.ordered_backward)
+    for (size_t id : kept_[vs][size_t(mb)]) release(id, t);
+  release(output_[vs][size_t(mb)], t);
   t = send(c, "send grad", mb, t, c.send_bwd_s);
   bwd_ready_[vs][size_t(mb)] = t;
   ck.compute = t;

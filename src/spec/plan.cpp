@@ -4,24 +4,25 @@
 
 namespace remat {
 
-const char* to_string(Strategy s) {
-  switch (s) {
-    case Strategy::none:
-      return "none";
-    case Strategy::full:
-      return "full";
-    case Strategy::selective:
-      return "selective";
-    case Strategy::standard:
-      return "standard";
-    case Strategy::eagle:
-      return "eagle";
-    case Strategy::offload:
-      return "offload";
-    case Strategy::streambp:
-      return "streambp";
-  }
-  return "?";
+const char* to_string(Strategy s) { return size_t(s) < kStrategyCount ? kStrategies[size_t(s)].name : "?"; }
+
+std::vector<Strategy> all_strategies() {
+  std::vector<Strategy> out;
+  for (const StrategyInfo& i : kStrategies) out.push_back(i.strategy);
+  return out;
+}
+
+std::vector<Strategy> searched_strategies() {
+  std::vector<Strategy> out;
+  for (const StrategyInfo& i : kStrategies)
+    if (i.searched) out.push_back(i.strategy);
+  return out;
+}
+
+std::string strategy_names(const std::vector<Strategy>& list, const char* separator) {
+  std::string out;
+  for (Strategy s : list) out += (out.empty() ? "" : separator) + std::string(to_string(s));
+  return out;
 }
 
 const char* to_string(BlockMode m) {
@@ -53,13 +54,8 @@ const char* to_string(LayerMode m) {
 }
 
 bool parse_strategy(const std::string& text, Strategy& out) {
-  for (Strategy s : {Strategy::none, Strategy::full, Strategy::selective, Strategy::standard, Strategy::eagle,
-                     Strategy::offload, Strategy::streambp}) {
-    if (text == to_string(s)) {
-      out = s;
-      return true;
-    }
-  }
+  for (const StrategyInfo& i : kStrategies)
+    if (text == i.name) return out = i.strategy, true;
   return false;
 }
 

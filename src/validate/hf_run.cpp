@@ -57,9 +57,11 @@ HfSetup hf_setup(const HfStep& s, const std::string& file) {
   TrainingSpec t;
   t.tp = t.pp = t.dp = t.ep = 1;
   t.mbs = s.mbs, t.gbs = s.mbs, t.seq = s.seq;
-  if (s.precision != "bf16" && s.precision != "mixed") refuse(file, s, "precision", s.precision, "must be bf16 or mixed");
+  if (s.precision != "bf16" && s.precision != "mixed")
+    refuse(file, s, "precision", s.precision, "must be bf16 or mixed");
   t.precision = s.precision == "bf16" ? Precision::bf16 : Precision::mixed;
-  if (s.attention != "sdpa" && s.attention != "eager") refuse(file, s, "attention", s.attention, "must be sdpa or eager");
+  if (s.attention != "sdpa" && s.attention != "eager")
+    refuse(file, s, "attention", s.attention, "must be sdpa or eager");
   t.flash_attention = s.attention == "sdpa";
   t.objective = objective(s, file);
   if (s.grpo_group > 0) t.grpo_group = s.grpo_group;
@@ -107,11 +109,10 @@ std::vector<HfTimeRatio> hf_time_ratios(const std::vector<HfComparison>& cases) 
   for (size_t i = 0; i < cases.size(); ++i) {
     if (cases[i].measured.checkpointing == "none") continue;
     for (size_t j = 0; j < cases.size(); ++j) {
-      if (cases[j].measured.checkpointing != "none" ||
-          setting_key(cases[j].measured) != setting_key(cases[i].measured))
+      if (cases[j].measured.checkpointing != "none" || setting_key(cases[j].measured) != setting_key(cases[i].measured))
         continue;
-      out.push_back({i, j, time_s(cases[i]) / time_s(cases[j]),
-                     cases[i].measured.step_time_s / cases[j].measured.step_time_s});
+      out.push_back(
+          {i, j, time_s(cases[i]) / time_s(cases[j]), cases[i].measured.step_time_s / cases[j].measured.step_time_s});
       break;
     }
   }
@@ -123,9 +124,7 @@ namespace {
 struct Spread {
   double mean_abs = 0, max_abs = 0;
   size_t count = 0;
-  void add(double pct) {
-    mean_abs += std::abs(pct), max_abs = std::max(max_abs, std::abs(pct)), ++count;
-  }
+  void add(double pct) { mean_abs += std::abs(pct), max_abs = std::max(max_abs, std::abs(pct)), ++count; }
   double mean() const { return count ? mean_abs / double(count) : 0; }
 };
 
@@ -148,8 +147,8 @@ Summary summarize(const std::vector<HfComparison>& cases, const std::vector<HfTi
 }  // namespace
 
 std::string hf_table(const std::vector<HfComparison>& cases, const std::string& hardware_name) {
-  std::string out = fmt::format("Hugging Face training steps on {} (profile hf), step peak and memory before it:\n",
-                                hardware_name);
+  std::string out =
+      fmt::format("Hugging Face training steps on {} (profile hf), step peak and memory before it:\n", hardware_name);
   out += fmt::format("{:<44} {:>9} {:>9} {:>7}  {:>9} {:>9} {:>7}  {:>8} {:>8}\n", "case", "peak GiB", "pred", "err %",
                      "before", "pred", "err %", "step s", "pred s");
   for (const auto& c : cases)
@@ -180,8 +179,10 @@ Json case_json(const HfComparison& c) {
           {"step", m.step},
           {"training", training_json(c.setup.training)},
           {"checkpointing", m.checkpointing},
-          {"measured", {{"peak_bytes", int64_t(m.peak_bytes)}, {"before_bytes", int64_t(m.before_bytes)},
-                        {"step_time_s", m.step_time_s}}},
+          {"measured",
+           {{"peak_bytes", int64_t(m.peak_bytes)},
+            {"before_bytes", int64_t(m.before_bytes)},
+            {"step_time_s", m.step_time_s}}},
           {"predicted",
            {{"peak_bytes", int64_t(std::llround(c.estimate.peak_memory_bytes))},
             {"before_bytes", int64_t(std::llround(c.predicted_before_bytes))},
@@ -190,7 +191,9 @@ Json case_json(const HfComparison& c) {
           {"before_error_pct", c.before_error_pct()}};
 }
 
-Json spread_json(const Spread& s) { return {{"cases", s.count}, {"mean_abs_pct", s.mean()}, {"max_abs_pct", s.max_abs}}; }
+Json spread_json(const Spread& s) {
+  return {{"cases", s.count}, {"mean_abs_pct", s.mean()}, {"max_abs_pct", s.max_abs}};
+}
 
 }  // namespace
 
@@ -210,7 +213,8 @@ Json hf_report(const ReportMeta& meta, const std::vector<HfComparison>& cases, c
                                 {"predicted", r.predicted},
                                 {"error_pct", r.error_pct()}});
   const Summary s = summarize(cases, ratios);
-  j["summary"] = {{"peak", spread_json(s.peak)}, {"before", spread_json(s.before)}, {"time_ratio", spread_json(s.ratio)}};
+  j["summary"] = {
+      {"peak", spread_json(s.peak)}, {"before", spread_json(s.before)}, {"time_ratio", spread_json(s.ratio)}};
   return j;
 }
 

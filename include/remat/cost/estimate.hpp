@@ -3,6 +3,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "remat/cost/exact_blocks.hpp"
+#include "remat/cost/layer_cost.hpp"
+#include "remat/cost/params.hpp"
 #include "remat/spec/hardware_spec.hpp"
 #include "remat/spec/model_spec.hpp"
 #include "remat/spec/plan.hpp"
@@ -69,11 +72,32 @@ double default_budget_bytes(const HardwareSpec& hw);
 double model_flops_per_microbatch(const ModelSpec& m, const TrainingSpec& t, int64_t layers);
 // Optimizer step time of a stage: one read and write of its static state.
 double optimizer_step_s(const StageMemory& mem, const TrainingSpec& t, const HardwareSpec& hw);
-// Iteration time (1F1B fill, steady state, drain), MFU and tokens/s from the
-// stages' microbatch times.
-IterationEstimate iteration_from_stages(const std::vector<double>& microbatch_s, double optimizer_step_s,
-                                        double model_flops, double hardware_flops, const TrainingSpec& t,
-                                        const HardwareSpec& hw);
+
+// The spec the cost model runs for a plan of strategy `s`: `t` with defaults,
+// microbatches in sequences (GRPO's group, DPO's pair) and StreamBP's D and C
+// only under streambp (streambp_effective_training). Every consumer costs
+// stages, layers and the iteration with it; reports show `t`.
+TrainingSpec costed_training(const TrainingSpec& t, Strategy s);
+
+// One layer of a stage as estimate costs it under `costed`: layer_cost with
+// StreamBP's D from the spec (`choice` is updated) and, for D > 1, the extra
+// weight traffic of global layer `g`.
+LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& costed,
+                           const LayerDef& layer, LayerChoice& choice, int64_t g);
+
+// What the iteration needs of one stage.
+struct StageRun {
+  double microbatch_s = 0;   // one microbatch's forward, backward and recompute
+  StaticBytes static_bytes;  // read and written by the optimizer step
+};
+// Model FLOPs of one iteration (all dp ranks), the numerator of MFU.
+double iteration_model_flops(const ModelSpec& m, const TrainingSpec& costed);
+// The one formula of the iteration, which every consumer calls: 1F1B fill,
+// steady state and drain over the stages' microbatch times, the slowest
+// stage's optimizer step, MFU (Megatron's count) and tokens/s. `costed` as
+// above; `hardware_flops` is reported, not used.
+IterationEstimate iteration_from_stages(const std::vector<StageRun>& stages, double model_flops, double hardware_flops,
+                                        const TrainingSpec& costed, const HardwareSpec& hw);
 
 // `t` must have passed validate_training and `plan` validate_plan.
 Estimate estimate(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,

@@ -21,11 +21,15 @@ struct Candidate {
   double peak_bytes = 0;
   int64_t worst_stage = 0;  // the stage with the highest peak
   bool fits = false;
-  std::string reason;  // why it was rejected
+  std::string reason;                    // why it was rejected
+  std::vector<double> stage_peak_bytes;  // per stage, as estimate's memory_bytes.peak
+  double mfu = 0, tokens_per_s = 0;      // as estimate's iteration
 };
 
 // Chen et al. 2016 checkpointing of a chain of layers: keep every k-th
-// layer's input, replay a segment of k layers in backward.
+// layer's input, replay a segment of k layers in backward. That is Megatron's
+// uniform method with chunks of k layers: each row's peak and time are the
+// stage's under that plan (the stage totals estimate reports).
 struct IntervalRow {
   int64_t stage = 0, layers = 0;
   int64_t chen_k = 0, best_k = 0;  // sqrt(n) rule; the k with the lowest peak
@@ -37,8 +41,10 @@ struct IntervalRow {
 // the stage's weights, gradients and optimizer state alone; those plus the
 // transient working set (a layer's backward or the LM head and loss); or the
 // kept activations of the microbatches in flight on top.
-enum class ShortfallCause { static_state, transient, activations };
-const char* to_string(ShortfallCause c);  // static_state, transient, activations
+// The framework's buffers (runtime) count with the static state; the
+// optimizer step's temporary sits on the static state and the buffers alone.
+enum class ShortfallCause { static_state, optimizer_step, transient, activations };
+const char* to_string(ShortfallCause c);  // static_state, optimizer_step, transient, activations
 const char* describe(ShortfallCause c);   // a phrase: what exceeds the budget
 
 // The smallest footprint searched when nothing fits: its worst stage's
@@ -48,11 +54,14 @@ struct Shortfall {
   int64_t stage = 0;   // its stage with the highest peak
   int64_t in_flight_microbatches = 0;
   double weights_bytes = 0, gradients_bytes = 0, optimizer_bytes = 0;
+  double runtime_bytes = 0;              // the framework's buffers alive all iteration
+  double optimizer_step_peak_bytes = 0;  // static state, buffers and the optimizer step's temporary
   double activations_bytes = 0, transient_bytes = 0, peak_bytes = 0;
   double budget_bytes = 0;
   bool transient_is_head = false;  // the LM head and loss, not a layer's backward, set the transient
   ShortfallCause cause = ShortfallCause::activations;
   double static_bytes() const { return weights_bytes + gradients_bytes + optimizer_bytes; }
+  double fixed_bytes() const { return static_bytes() + runtime_bytes; }
   std::string why() const;  // one sentence naming the parts and the budget
 };
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "remat/cost/estimate.hpp"
 #include "remat/cost/stage_model.hpp"
 #include "remat/spec/plan.hpp"
 
@@ -12,11 +13,12 @@ namespace remat {
 
 // Which decisions the search may take.
 struct SearchOptions {
-  std::vector<Strategy> strategies = {Strategy::full, Strategy::selective, Strategy::standard, Strategy::eagle};
+  std::vector<Strategy> strategies = searched_strategies();
   bool uniform_r = true;    // one R for all stages (Megatron's --recompute-num-layers)
   bool per_stage_r = true;  // one R per stage
   bool per_layer = true;    // per layer and block: keep, recompute or offload
   bool offload = true;      // offload may be chosen
+  bool intervals = true;    // Chen's checkpoint-interval rows (plan's report)
   double budget_bytes = 0;
 };
 
@@ -33,23 +35,29 @@ struct StageSpace {
 struct SearchSpace {
   ModelSpec model;
   HardwareSpec hardware;
-  TrainingSpec training;
+  TrainingSpec training;   // as given, with defaults: what reports show and to_plan's plans are estimated with
+  TrainingSpec costed;     // what every stage, layer and the iteration are costed with (costed_training)
+  double model_flops = 0;  // per iteration, for MFU (iteration_model_flops)
   LayerShapes shapes;
+  int64_t kind_layer[2] = {0, 0};  // a global layer index of each kind
   std::vector<StageSpace> stages;
   LayerCost keep_cost[2];                   // per kind: every activation kept
   std::vector<LayerOption> options[2];      // per kind: non-dominated choices (keep included)
-  std::vector<LayerCost> strategy_cost[2];  // per kind, indexed by Strategy
-  bool early_stop = false;
+  std::vector<LayerCost> strategy_cost[2];  // per kind, indexed by Strategy (kStrategies)
+  // A layer of `kind` under `choice`, as estimate costs it (stage_layer_cost).
+  LayerCost cost(int kind, LayerChoice choice) const;
 };
 
-// `t` validated; the options' choices respect `opts`.
+// `t` validated; the options' choices respect `opts`. The planner searches no
+// StreamBP (the space is costed as estimate costs a plan of any other strategy).
 SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t,
                                const SearchOptions& opts);
 
 // Stage totals when the first `r` layers use strategy `s` and the rest keep.
 StageTotals stage_with_r(const SearchSpace& space, size_t stage, Strategy s, int64_t r);
 
-// Iteration time from per-stage microbatch times (same formula as estimate).
-double iteration_time_s(const SearchSpace& space, const std::vector<StageTotals>& stages);
+// The iteration of per-stage totals, through estimate's iteration_from_stages
+// (hardware FLOPs are not counted).
+IterationEstimate iteration_of(const SearchSpace& space, const std::vector<StageTotals>& stages);
 
 }  // namespace remat

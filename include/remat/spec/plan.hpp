@@ -1,6 +1,8 @@
 #pragma once
 // What each layer does with its activations between forward and backward.
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -9,6 +11,31 @@
 namespace remat {
 
 enum class Strategy { none, full, selective, standard, eagle, offload, streambp };
+// One past the last enumerator: a new strategy goes at the end of the enum,
+// here and in kStrategies, whose size and order static_asserts check.
+inline constexpr size_t kStrategyCount = size_t(Strategy::streambp) + 1;
+
+// Every strategy in one table, in enum order: its name (the command line's
+// and the reports' spelling) and whether the planner and sweep search it
+// (one R per stage, per-layer choices). Names, parsing and every listing of
+// the strategies come from here.
+struct StrategyInfo {
+  Strategy strategy;
+  const char* name;
+  bool searched;
+};
+inline constexpr StrategyInfo kStrategies[] = {
+    {Strategy::none, "none", false},         {Strategy::full, "full", true},   {Strategy::selective, "selective", true},
+    {Strategy::standard, "standard", true},  {Strategy::eagle, "eagle", true}, {Strategy::offload, "offload", false},
+    {Strategy::streambp, "streambp", false},
+};
+static_assert(std::size(kStrategies) == kStrategyCount, "kStrategies needs one row per Strategy");
+constexpr bool strategies_in_enum_order() {
+  for (size_t i = 0; i < std::size(kStrategies); ++i)
+    if (kStrategies[i].strategy != Strategy(i) || kStrategies[i].name == nullptr) return false;
+  return true;
+}
+static_assert(strategies_in_enum_order(), "kStrategies rows follow the Strategy enum's order");
 
 // Per recompute block: keep its activations, recompute them (standard replay
 // or eagle), or offload them to host memory.
@@ -61,6 +88,11 @@ struct Plan {
 LayerChoice megatron_layer_choice(const MegatronRecompute& r, int64_t local, int64_t layers);
 
 const char* to_string(Strategy s);
+// Every strategy in enum order; those the planner and sweep search.
+std::vector<Strategy> all_strategies();
+std::vector<Strategy> searched_strategies();
+// "none, full, selective" for messages and help.
+std::string strategy_names(const std::vector<Strategy>& list, const char* separator = ", ");
 const char* to_string(BlockMode m);
 const char* to_string(LayerMode m);
 bool parse_strategy(const std::string& text, Strategy& out);
