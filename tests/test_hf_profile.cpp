@@ -70,9 +70,9 @@ std::vector<HfComparison> measured_cases() {
 }
 
 // Fine-tuning (sft) steps of the families whose layers the profile holds whole (Llama, Mistral,
-// Phi-3, Qwen2.5 with its q/k/v biases): the step peak within 3.5% (Phi-4 at s 16384: -3.2%) of max_memory_allocated and the
-// bytes before the step within 1.5%, no factor fitted. Qwen3's q/k norms and GRPO/DPO are not
-// modelled yet (README).
+// Phi-3, Qwen2.5 with its q/k/v biases): the step peak within 3.5% (Phi-4 at s 16384: -3.2%) of max_memory_allocated
+// and the bytes before the step within 1.5%, no factor fitted. Qwen3's q/k norms and GRPO/DPO are not modelled yet
+// (README).
 TEST(HfProfile, MeasuredSftStepsWithinThreePercent) {
   int checked = 0;
   for (const HfComparison& c : measured_cases()) {
