@@ -144,29 +144,13 @@ std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& 
 
 namespace {
 
+// remat's shorthands qkv and mlp name three separate adapters each; the rest are PEFT's modules.
 LoraTargets parse_lora_targets(const std::string& text) {
   LoraTargets l{false, false, false, false, false, false, false};
-  for (std::string item : split_list(text)) {
-    if (item.size() > 5 && item.ends_with("_proj")) item.resize(item.size() - 5);  // PEFT's module names
-    if (item == "qkv")
-      l.q = l.k = l.v = true;
-    else if (item == "mlp")
-      l.gate = l.up = l.down = true;
-    else if (item == "q")
-      l.q = true;
-    else if (item == "k")
-      l.k = true;
-    else if (item == "v")
-      l.v = true;
-    else if (item == "o")
-      l.o = true;
-    else if (item == "gate")
-      l.gate = true;
-    else if (item == "up")
-      l.up = true;
-    else if (item == "down")
-      l.down = true;
-    else
+  for (const std::string& item : split_list(text)) {
+    if (item == "qkv") l.q = l.k = l.v = true;
+    if (item == "mlp") l.gate = l.up = l.down = true;
+    if (item != "qkv" && item != "mlp" && !add_lora_target(l, item))
       throw InputError({{"command line", "--lora-targets", text,
                          "takes a comma-separated list of q, k, v, o, gate, up, down (or qkv, mlp)"}});
   }

@@ -25,7 +25,6 @@ RankShape rank_shape(const TrainingSpec& t) {
   r.v_views_qkv = t.v_views_qkv;
   r.ordered_backward = t.ordered_backward;
   r.norm_fp32_upcast = t.norm_fp32_upcast;
-  r.attention_out_copy = t.attention_out_copy;
   r.softmax_fp32 = t.softmax_fp32;
   r.autocast = t.params_fp32_autocast;
   r.weights_train = t.lora_rank == 0;
@@ -203,11 +202,7 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
   const double fwd = 4 * rows * r.s * nh * hd * (r.causal ? 0.5 : 1.0);
   if (r.flash_attention) {
     b.tensors.push_back({"lse", r.b * nh * r.s * kFp32});  // softmax statistics
-    // Transformers' sdpa path (integrations/sdpa_attention.py) saves the kernel's [b, heads, s, d]
-    // output and hands Wo a contiguous transposed copy
-    std::string out = "o";
-    if (r.attention_out_copy) b.tensors.push_back({"o_attn", rows * nh * hd * kBf16}), out = "o_attn";
-    b.ops.push_back(ops::attention("flash_attention", fwd, r.s, {"q", k, v, out, "lse"}));
+    b.ops.push_back(ops::attention("flash_attention", fwd, r.s, {"q", k, v, "o", "lse"}));
     b.attention_stats = {"lse"};
   } else {
     b.tensors.push_back({"probs", r.b * nh * r.s * r.s * kBf16});  // materialized softmax

@@ -21,26 +21,8 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 LoraTargets lora_targets(const HfStep& s, const std::string& file) {
   LoraTargets l{false, false, false, false, false, false, false};
-  for (std::string name : s.lora_targets) {
-    if (name.ends_with("_proj")) name.resize(name.size() - 5);
-    if (name == "qkv" || name == "gate_up") {  // fused projections (Phi-3): one adapter on both or all three
-      (name == "qkv" ? l.fused_qkv : l.fused_gate_up) = true;
-      (name == "qkv" ? l.q : l.gate) = true;
-      (name == "qkv" ? l.k : l.up) = true;
-      if (name == "qkv") l.v = true;
-      continue;
-    }
-    bool* slot = name == "q"      ? &l.q
-                 : name == "k"    ? &l.k
-                 : name == "v"    ? &l.v
-                 : name == "o"    ? &l.o
-                 : name == "gate" ? &l.gate
-                 : name == "up"   ? &l.up
-                 : name == "down" ? &l.down
-                                  : nullptr;
-    if (!slot) refuse(file, s, "lora_targets", name, "is not one of q_proj ... down_proj");
-    *slot = true;
-  }
+  for (const std::string& name : s.lora_targets)
+    if (!add_lora_target(l, name)) refuse(file, s, "lora_targets", name, "is not one of q_proj ... down_proj");
   return l;
 }
 

@@ -26,7 +26,6 @@ struct RankShape {
   bool ordered_backward = false;  // see LayerDef::ordered_backward
   // PyTorch eager stacks (TrainingSpec's flags of the same names, src/spec/profiles/hf.cpp)
   bool norm_fp32_upcast = false;
-  bool attention_out_copy = false;
   bool softmax_fp32 = false;
   bool autocast = false;  // fp32 parameters and residual stream, bf16 casts for each GEMM
   // false under LoRA: a frozen matrix saves no input for its weight's gradient, and its

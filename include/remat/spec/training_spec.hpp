@@ -21,6 +21,9 @@ struct LoraTargets {
   bool any_gate_up() const { return gate || up; }
   bool any() const { return any_qkv() || o || any_gate_up() || down; }
 };
+// Adds one PEFT target module to `l`: q, k, v, o, gate, up, down with or without "_proj";
+// qkv_proj and gate_up_proj are fused projections with one adapter (Phi-3). False: unknown name.
+bool add_lora_target(LoraTargets& l, std::string name);
 
 struct TrainingSpec {
   int64_t tp = 1;
@@ -81,7 +84,6 @@ struct TrainingSpec {
   // PyTorch eager stacks (--framework hf):
   bool norm_fp32_upcast = false;             // RMSNorm upcasts its input to fp32 and saves that copy, then its
                                              // normalized tensor for the weight's gradient, before the output
-  bool attention_out_copy = false;           // the fused attention's output is saved, and a contiguous copy for Wo
   bool softmax_fp32 = false;                 // unfused attention: fp32 softmax saved, its bf16 cast saved for PV
   bool loss_log_softmax_saved = false;       // the loss upcasts the logits, saves an fp32 log-softmax, and its
                                              // backward writes two fp32 gradients (cross_entropy as PyTorch runs it)

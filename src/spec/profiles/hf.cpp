@@ -38,8 +38,8 @@ TrainingSpec hf_training(TrainingSpec t) {
   // --attention sdpa (flash kernel) or eager; the CLI sets flash_attention
   t.gqa_expand_kv = !t.flash_attention;
   t.softmax_fp32 = !t.flash_attention;
-  // the sdpa kernel's output is laid out [b, s, heads, d]: the transpose back is contiguous, no copy
-  t.attention_out_copy = false;
+  // the sdpa kernel's output is laid out [b, s, heads, d]: the transpose back is contiguous, so Wo
+  // saves the tensor the kernel saved (no copy)
   if (t.lora_adapter_bytes == 0) t.lora_adapter_bytes = 4;  // peft: autocast_adapter_dtype=True
   t.swiglu_fused = false;
   t.glu_linear_copy = false;
