@@ -109,7 +109,10 @@ double model_flops_per_microbatch(const ModelSpec& m, const TrainingSpec& t, int
     return f;
   };
   const double dense = sum(shapes.dense), moe = sum(shapes.moe);
-  double total = 6 * r.tokens() * double(m.hidden_size) * double(m.vocab_size);  // LM head
+  // the LM head as the last stage runs it (frozen under LoRA: its backward is the input's gradient only)
+  const Block head = rmsnorm_linear_block(r, m.hidden_size, m.vocab_size, "lm_head");
+  double total = 0;
+  for (const auto& op : head.ops) total += op.fwd_flops + op.bwd_flops;
   for (int64_t i = 0; i < layers; ++i) total += m.layer_is_moe(i) ? moe : dense;
   return total;
 }

@@ -22,12 +22,12 @@ void add_op_times(LayerCost& c, const OpDef& op, const HardwareSpec& hw, bool ml
   c.fwd_s += t.fwd_s;
   c.bwd_s += t.bwd_s;
   if (mlp_half) c.mlp_fwd_s += t.fwd_s, c.mlp_bwd_s += t.bwd_s;
-  if (op.kind != OpKind::collective) return;
-  c.comm_s += t.fwd_s + t.bwd_s;
-  if (!over_nvlink(hw, op.link_ranks)) c.fwd_comm_s += t.fwd_s, c.bwd_comm_s += t.bwd_s;
   c.fwd_flops += op.fwd_flops;
   c.bwd_flops += op.bwd_flops;
   c.bwd_exec_flops += op.bwd_exec_flops;
+  if (op.kind != OpKind::collective) return;
+  c.comm_s += t.fwd_s + t.bwd_s;
+  if (!over_nvlink(hw, op.link_ranks)) c.fwd_comm_s += t.fwd_s, c.bwd_comm_s += t.bwd_s;
 }
 
 void add_recompute(LayerCost& c, const OpDef& op, const HardwareSpec& hw, bool mlp_half) {
