@@ -177,6 +177,52 @@ TEST(MegatronLog, RebuildsModelLayoutAndRecompute) {
   EXPECT_EQ(moe.training.ep, 2);
 }
 
+// Megatron-LM's own defaults (TransformerConfig.__post_init__, read from its
+// source): selective with recompute_modules None recomputes core_attn, and the
+// deprecated --moe-layer-recompute means selective with moe.
+TEST(MegatronLog, AppliesMegatronsRecomputeDefaults) {
+  MegatronLog log = read_log(kNoneLog);
+  log.args["recompute_granularity"] = "selective";
+  ASSERT_EQ(log.args.at("recompute_modules"), "None");
+  const MegatronSetup plain = megatron_setup(log);
+  EXPECT_EQ(plain.recompute, "selective core_attn");
+  log.args["recompute_modules"] = "['core_attn']";
+  const MegatronSetup named = megatron_setup(log);
+  const HardwareSpec hw = test::hardware("h200");
+  EXPECT_EQ(compare_megatron(log, hw).estimate.peak_memory_bytes,
+            estimate(named.model, apply_framework(hw, kMegatronLocalFramework), named.training, plain.plan, hw.hbm_bytes)
+                .peak_memory_bytes);
+
+  MegatronLog moe = read_log(kReports + "/logs/moe-tp1pp1ep2-s4096-mbs1-gbs4-none.log");
+  moe.args["moe_layer_recompute"] = "True";
+  EXPECT_EQ(megatron_setup(moe).recompute, "selective core_attn+moe");
+  moe.args["recompute_granularity"] = "selective";
+  moe.args["recompute_modules"] = "['mlp']";
+  EXPECT_EQ(megatron_setup(moe).recompute, "selective mlp+moe");
+}
+
+TEST(MegatronLog, RefusesRecomputeSettingsItDoesNotModel) {
+  const auto refusal = [](MegatronLog log) {
+    try {
+      megatron_setup(log);
+    } catch (const InputError& e) {
+      return e.problems().front().line();
+    }
+    return std::string("accepted");
+  };
+  MegatronLog log = read_log(kNoneLog);
+  log.args["recompute_granularity"] = "full";
+  log.args["recompute_method"] = "uniform";
+  log.args["recompute_num_layers"] = "1";
+  log.args["distribute_saved_activations"] = "True";
+  EXPECT_EQ(refusal(log), kNoneLog + ": distribute_saved_activations: remat does not model saved inputs split across "
+                                     "tp ranks (got True)");
+  log.args["distribute_saved_activations"] = "False";
+  log.args["moe_layer_recompute"] = "True";
+  EXPECT_EQ(refusal(log),
+            kNoneLog + ": moe_layer_recompute: Megatron-LM refuses it with full recompute granularity (got True)");
+}
+
 TEST(MegatronLog, RefusesWhatRemaDoesNotModelByName) {
   MegatronLog log = read_log(kNoneLog);
   log.args["transformer_impl"] = "transformer_engine";

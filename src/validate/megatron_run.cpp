@@ -142,6 +142,13 @@ Plan plan_from(ArgReader& a, std::string& words) {
   Plan p;
   MegatronRecompute r;
   const std::string granularity = a.text("recompute_granularity");
+  const bool moe_layer_recompute = a.log.args.count("moe_layer_recompute") && a.flag("moe_layer_recompute");
+  if (moe_layer_recompute && granularity == "full")
+    a.refuse("moe_layer_recompute", "True", "Megatron-LM refuses it with full recompute granularity");
+  if (a.log.args.count("distribute_saved_activations") && a.flag("distribute_saved_activations"))
+    a.refuse("distribute_saved_activations", "True", "remat does not model saved inputs split across tp ranks");
+  if (a.log.args.count("cpu_offloading") && a.flag("cpu_offloading"))
+    a.refuse("cpu_offloading", "True", "remat does not model Megatron-LM's CPU activation offloading");
   if (granularity == "full") {
     r.granularity = MegatronGranularity::full;
     const std::string method = a.text("recompute_method");
@@ -151,10 +158,15 @@ Plan plan_from(ArgReader& a, std::string& words) {
     else if (method != "uniform")
       a.refuse("recompute_method", method, "must be uniform or block with full granularity");
     p.strategy = Strategy::full;
-  } else if (granularity == "selective") {
+  } else if (granularity == "selective" || moe_layer_recompute) {
     r.granularity = MegatronGranularity::selective;
     r.modules = 0;
-    for (const auto& name : a.list("recompute_modules")) {
+    // TransformerConfig.__post_init__: recompute_modules None means ["core_attn"]; the
+    // deprecated --moe-layer-recompute turns selective on and appends "moe"
+    std::vector<std::string> names = a.list("recompute_modules");
+    if (a.is_none("recompute_modules")) names = {"core_attn"};
+    if (moe_layer_recompute) names.push_back("moe");
+    for (const auto& name : names) {
       MegatronModule m;
       if (parse_megatron_module(name, m))
         r.modules |= module_bit(m);
