@@ -43,55 +43,6 @@ double streambp_layer_weight_s(const ModelSpec& m, const HardwareSpec& hw, const
   const double grad_bytes = t.lora_rank > 0 ? 0 : bytes_per_param(t, 1).gradients * params;
   return streambp_weight_read_s(2 * params, grad_bytes, t.streambp_chunks, hw);
 }
-
-StageEstimate stage_estimate(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,
-                             const LayerShapes& shapes, const RankShape& r, size_t i,
-                             std::pair<int64_t, int64_t> range) {
-  const StageBase base = stage_base(m, hw, t, r, int64_t(i), range);
-  StageEstimate st;
-  st.index = int64_t(i);
-  st.first_layer = range.first;
-  st.last_layer = range.second;
-  const int64_t n_layers = range.second - range.first;
-  st.recompute_layers = std::min(per_stage_value(plan.recompute_layers, i, n_layers), n_layers);
-  st.offload_layers = std::min(per_stage_value(plan.offload_layers, i, 0), n_layers - st.recompute_layers);
-  st.in_flight_microbatches = base.in_flight;
-
-  LayerSums sums;
-  for (int64_t g = range.first; g < range.second; ++g) {
-    const LayerDef& layer = shapes.at(m, g);
-    st.per_layer.push_back(choose(plan, layer, g, g - range.first, st.recompute_layers, st.offload_layers, n_layers));
-    const LayerCost lc = stage_layer_cost(m, hw, t, layer, st.per_layer.back(), g);
-    st.host_bound_layers += lc.host_bound ? 1 : 0;
-    sums.add(lc);
-  }
-  if (plan.megatron || !plan.layer_overrides.empty()) {  // count what the per-layer choices do on this stage
-    st.recompute_layers = 0, st.offload_layers = 0;
-    for (const LayerChoice& c : st.per_layer) {
-      st.recompute_layers += recomputes(c) ? 1 : 0;
-      st.offload_layers += offloads(c) ? 1 : 0;
-    }
-  }
-  const StageTotals tot = stage_totals(base, sums);
-  const StaticBytes& sb = base.static_bytes;
-  st.memory_bytes = {sb.weights,
-                     sb.gradients,
-                     sb.optimizer,
-                     tot.activations_bytes,
-                     tot.transient_bytes,
-                     base.runtime_bytes,
-                     tot.optimizer_step_peak_bytes,
-                     tot.peak_bytes,
-                     t.outside_allocator_bytes};
-  st.microbatch_s = tot.microbatch_s;
-  const double n = double(t.microbatches());
-  st.flops = {n * (sums.fwd_flops + base.fixed_fwd_flops), n * (sums.bwd_flops + base.fixed_bwd_flops),
-              n * sums.recompute_flops};
-  st.time_s = {n * tot.fwd_s, n * tot.bwd_s, n * tot.recompute_s, n * tot.exposed_offload_s, n * tot.microbatch_s};
-  st.comm_s = n * tot.comm_s;
-  return st;
-}
-
 }  // namespace
 
 // Model FLOPs of one microbatch, counted on unsharded shapes (recompute
@@ -171,6 +122,69 @@ LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const Tra
   return lc;
 }
 
+const LayerCost& LayerCostCache::cost(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& costed,
+                                      const LayerDef& layer, LayerChoice& choice, int64_t g) {
+  // a layer's cost depends on its shape, its choice and, for the first layer, LoRA's frozen input
+  for (Entry& e : entries_)
+    if (e.layer == &layer && e.first_layer == (g == 0) && e.choice == choice) {
+      choice = e.costed_choice;
+      return e.cost;
+    }
+  Entry e{&layer, g == 0, choice, choice, {}};
+  e.cost = stage_layer_cost(m, hw, costed, layer, e.costed_choice, g);
+  choice = e.costed_choice;
+  entries_.push_back(std::move(e));
+  return entries_.back().cost;
+}
+
+StageEstimate stage_estimate(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,
+                             const LayerShapes& shapes, const RankShape& r, size_t i, std::pair<int64_t, int64_t> range,
+                             LayerCostCache& cache) {
+  const StageBase base = stage_base(m, hw, t, r, int64_t(i), range);
+  StageEstimate st;
+  st.index = int64_t(i);
+  st.first_layer = range.first;
+  st.last_layer = range.second;
+  const int64_t n_layers = range.second - range.first;
+  st.recompute_layers = std::min(per_stage_value(plan.recompute_layers, i, n_layers), n_layers);
+  st.offload_layers = std::min(per_stage_value(plan.offload_layers, i, 0), n_layers - st.recompute_layers);
+  st.in_flight_microbatches = base.in_flight;
+
+  LayerSums sums;
+  for (int64_t g = range.first; g < range.second; ++g) {
+    const LayerDef& layer = shapes.at(m, g);
+    st.per_layer.push_back(choose(plan, layer, g, g - range.first, st.recompute_layers, st.offload_layers, n_layers));
+    const LayerCost& lc = cache.cost(m, hw, t, layer, st.per_layer.back(), g);
+    st.host_bound_layers += lc.host_bound ? 1 : 0;
+    sums.add(lc);
+  }
+  if (plan.megatron || !plan.layer_overrides.empty()) {  // count what the per-layer choices do on this stage
+    st.recompute_layers = 0, st.offload_layers = 0;
+    for (const LayerChoice& c : st.per_layer) {
+      st.recompute_layers += recomputes(c) ? 1 : 0;
+      st.offload_layers += offloads(c) ? 1 : 0;
+    }
+  }
+  const StageTotals tot = stage_totals(base, sums);
+  const StaticBytes& sb = base.static_bytes;
+  st.memory_bytes = {sb.weights,
+                     sb.gradients,
+                     sb.optimizer,
+                     tot.activations_bytes,
+                     tot.transient_bytes,
+                     base.runtime_bytes,
+                     tot.optimizer_step_peak_bytes,
+                     tot.peak_bytes,
+                     t.outside_allocator_bytes};
+  st.microbatch_s = tot.microbatch_s;
+  const double n = double(t.microbatches());
+  st.flops = {n * (sums.fwd_flops + base.fixed_fwd_flops), n * (sums.bwd_flops + base.fixed_bwd_flops),
+              n * sums.recompute_flops};
+  st.time_s = {n * tot.fwd_s, n * tot.bwd_s, n * tot.recompute_s, n * tot.exposed_offload_s, n * tot.microbatch_s};
+  st.comm_s = n * tot.comm_s;
+  return st;
+}
+
 Estimate estimate(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t_in, const Plan& plan,
                   double budget_bytes) {
   const TrainingSpec t = costed_training(t_in, plan.strategy);
@@ -182,8 +196,9 @@ Estimate estimate(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec
   e.budget_bytes = budget_bytes;
   std::vector<StageRun> runs;
   double exec_flops = 0;
+  LayerCostCache cache;
   for (size_t i = 0; i < ranges.size(); ++i) {
-    StageEstimate st = stage_estimate(m, hw, t, plan, shapes, r, i, ranges[i]);
+    StageEstimate st = stage_estimate(m, hw, t, plan, shapes, r, i, ranges[i], cache);
     st.fits = st.memory_bytes.peak <= budget_bytes;
     e.fits = e.fits && st.fits;
     e.peak_memory_bytes = std::max(e.peak_memory_bytes, st.memory_bytes.peak);

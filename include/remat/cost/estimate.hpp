@@ -1,6 +1,7 @@
 #pragma once
 // Whole model, per pipeline stage: memory, FLOPs and time of one iteration.
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "remat/cost/exact_blocks.hpp"
@@ -12,6 +13,8 @@
 #include "remat/spec/training_spec.hpp"
 
 namespace remat {
+
+struct LayerShapes;  // remat/cost/stage_model.hpp
 
 struct StageMemory {
   double weights = 0, gradients = 0, optimizer = 0;
@@ -84,6 +87,31 @@ TrainingSpec costed_training(const TrainingSpec& t, Strategy s);
 // weight traffic of global layer `g`.
 LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& costed,
                            const LayerDef& layer, LayerChoice& choice, int64_t g);
+
+// Costs of identical layers computed once: a layer of one shape with one
+// choice costs the same wherever it sits (the first layer aside, whose input
+// LoRA leaves frozen). Valid for one (model, hardware, costed spec).
+class LayerCostCache {
+ public:
+  // stage_layer_cost, remembered; `choice` is updated as stage_layer_cost updates it.
+  const LayerCost& cost(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& costed, const LayerDef& layer,
+                        LayerChoice& choice, int64_t g);
+
+ private:
+  struct Entry {
+    const LayerDef* layer;
+    bool first_layer;
+    LayerChoice choice, costed_choice;
+    LayerCost cost;
+  };
+  std::deque<Entry> entries_;  // stable addresses for the references returned
+};
+
+// One stage of `plan` over layers [range.first, range.second) as stage `i` of
+// the pipeline (`t` costed, `shapes` and `r` built from it).
+StageEstimate stage_estimate(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,
+                             const LayerShapes& shapes, const RankShape& r, size_t i, std::pair<int64_t, int64_t> range,
+                             LayerCostCache& cache);
 
 // What the iteration needs of one stage.
 struct StageRun {
