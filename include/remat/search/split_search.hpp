@@ -1,0 +1,24 @@
+#pragma once
+// The pipeline split as a plan choice: how many decoder layers each stage
+// holds, searched with the same stage costs as every estimate.
+#include <vector>
+
+#include "remat/cost/estimate.hpp"
+
+namespace remat {
+
+struct SplitChoice {
+  std::vector<int64_t> layers_per_stage;
+  bool fits = false;  // false: no split fits; this one has the smallest peak
+};
+
+// The split of `t`'s layers (at least one per stage) that gives `plan` the
+// shortest iteration with every stage within `budget_bytes`; when none fits,
+// the split with the smallest peak. Exact over every split while pp x layers x
+// the widest stage considered stays small (3 x the even count + 2 layers a stage);
+// `plan` applies by position in a stage (a Megatron setting, or R for every
+// stage), not per global layer.
+SplitChoice best_split(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,
+                       double budget_bytes);
+
+}  // namespace remat

@@ -1,0 +1,229 @@
+// Exact search over contiguous splits. With n microbatches the iteration is
+// sum(stage times) + (n - 1) x max(stage time) + the slowest optimizer step S:
+// for each pair of bounds (S, B on the slowest stage), ascending, a DP over
+// (stage, first layer) finds the split of least summed time whose stages all
+// fit and stay within both; the search stops once S + (n - 1) x B plus the
+// least sum without bounds reaches the best iteration found.
+#include "remat/search/split_search.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+
+#include "remat/cost/stage_model.hpp"
+#include "remat/spec/validate.hpp"
+
+namespace remat {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int kMaxRuns = 512;  // bound pairs tried; the stopping rule ends far sooner on real models
+
+struct StageCell {
+  double microbatch_s = kInf, peak_bytes = kInf, step_s = 0;
+  bool fits = false;
+};
+
+class SplitSearch {
+ public:
+  SplitSearch(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan, double budget)
+      : m_(m),
+        hw_(hw),
+        t_(costed_training(t, plan.strategy)),
+        plan_(plan),
+        budget_(budget),
+        r_(rank_shape(t_)),
+        shapes_(build_shapes(m, r_)),
+        layers_(effective_layers(m, t_)),
+        pp_(t_.pp) {
+    const int64_t even = (layers_ + pp_ - 1) / pp_;
+    widest_ = std::min(layers_ - pp_ + 1, 3 * even + 2);
+    // bounded work and memory for very deep models: narrower stages only (exact for the others)
+    const int64_t cell_limit = 4'000'000 / std::max<int64_t>(1, pp_ * layers_);
+    widest_ = std::max(std::min(widest_, cell_limit - 1), std::min(even, layers_ - pp_ + 1));
+    // rolling hash of the layer shapes, so that ranges of identical layers share one evaluation
+    std::unordered_map<const LayerDef*, uint64_t> kind;
+    prefix_.assign(size_t(layers_ + 1), 0);
+    power_.assign(size_t(layers_ + 1), 1);
+    for (int64_t g = 0; g < layers_; ++g) {
+      const LayerDef* l = &shapes_.at(m, g);
+      const uint64_t id = kind.emplace(l, kind.size() + 1).first->second;
+      prefix_[size_t(g + 1)] = prefix_[size_t(g)] * kBase + id;
+      power_[size_t(g + 1)] = power_[size_t(g)] * kBase;
+    }
+    cells_.assign(size_t(pp_ * layers_ * (widest_ + 1)), nullptr);
+  }
+
+  int64_t pp() const { return pp_; }
+  int64_t layers() const { return layers_; }
+  int64_t widest() const { return widest_; }
+  int64_t microbatches() const { return t_.microbatches(); }
+
+  // Stage i over layers [a, a + k).
+  const StageCell& cell(int64_t i, int64_t a, int64_t k) {
+    const StageCell*& slot = cells_[size_t((i * layers_ + a) * (widest_ + 1) + k)];
+    if (slot) return *slot;
+    const uint64_t hash = prefix_[size_t(a + k)] - prefix_[size_t(a)] * power_[size_t(k)];
+    auto [it, added] = unique_.try_emplace({i, k, hash, a == 0}, StageCell{});
+    if (added) {
+      const StageEstimate st = stage_estimate(m_, hw_, t_, plan_, shapes_, r_, size_t(i), {a, a + k}, cache_);
+      const StageMemory& mem = st.memory_bytes;
+      it->second = {st.microbatch_s, mem.peak, optimizer_step_s({mem.weights, mem.gradients, mem.optimizer}, t_, hw_),
+                    mem.peak <= budget_};
+    }
+    slot = &it->second;
+    return *slot;
+  }
+
+  // The stage sizes k allowed for stage i starting at layer a (every later stage keeps >= 1 layer).
+  int64_t largest_k(int64_t i, int64_t a) const { return std::min(widest_, layers_ - a - (pp_ - 1 - i)); }
+  int64_t smallest_k(int64_t i, int64_t a) const {
+    return i + 1 == pp_ ? layers_ - a : std::max<int64_t>(1, layers_ - a - (pp_ - 1 - i) * widest_);
+  }
+
+ private:
+  static constexpr uint64_t kBase = 1000003;
+  struct Key {
+    int64_t stage, count;
+    uint64_t hash;
+    bool first;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return size_t(k.hash ^ (uint64_t(k.stage) * 0x9e3779b97f4a7c15ULL) ^ (uint64_t(k.count) << 32) ^ k.first);
+    }
+  };
+  const ModelSpec& m_;
+  const HardwareSpec& hw_;
+  TrainingSpec t_;
+  const Plan& plan_;
+  double budget_;
+  RankShape r_;
+  LayerShapes shapes_;
+  int64_t layers_, pp_, widest_ = 1;
+  std::vector<uint64_t> prefix_, power_;
+  std::vector<const StageCell*> cells_;
+  std::unordered_map<Key, StageCell, KeyHash> unique_;
+  LayerCostCache cache_;
+};
+
+using Table = std::vector<double>;  // (stage, first layer) -> value of the best rest
+using Choice = std::vector<int64_t>;
+
+// Minimizes over splits the max over stages of `value(cell)` among fitting stages
+// (or all stages when `need_fit` is false).
+template <class Value>
+std::vector<int64_t> min_max_split(SplitSearch& s, Value value, bool need_fit, double* best) {
+  const int64_t pp = s.pp(), n = s.layers();
+  Table f(size_t((pp + 1) * (n + 1)), kInf);
+  Choice pick(size_t(pp * (n + 1)), 0);
+  f[size_t(pp * (n + 1) + n)] = 0;
+  for (int64_t i = pp - 1; i >= 0; --i)
+    for (int64_t a = i; a <= n - (pp - i); ++a) {
+      double& out = f[size_t(i * (n + 1) + a)];
+      for (int64_t k = s.smallest_k(i, a); k <= s.largest_k(i, a); ++k) {
+        const double rest = f[size_t((i + 1) * (n + 1) + a + k)];
+        if (rest == kInf) continue;
+        const StageCell& c = s.cell(i, a, k);
+        if (need_fit && !c.fits) continue;
+        const double v = std::max(value(c), rest);
+        if (v < out) out = v, pick[size_t(i * (n + 1) + a)] = k;
+      }
+    }
+  *best = f[0];
+  std::vector<int64_t> split;
+  if (f[0] == kInf) return split;
+  for (int64_t i = 0, a = 0; i < pp; a += split.back(), ++i) split.push_back(pick[size_t(i * (n + 1) + a)]);
+  return split;
+}
+
+// The split of least summed stage time, every stage fitting, within `bound` and
+// with an optimizer step within `step_bound`.
+std::vector<int64_t> min_sum_split(SplitSearch& s, double bound, double step_bound, double* best) {
+  const int64_t pp = s.pp(), n = s.layers();
+  Table f(size_t((pp + 1) * (n + 1)), kInf);
+  Choice pick(size_t(pp * (n + 1)), 0);
+  f[size_t(pp * (n + 1) + n)] = 0;
+  for (int64_t i = pp - 1; i >= 0; --i)
+    for (int64_t a = i; a <= n - (pp - i); ++a) {
+      double& out = f[size_t(i * (n + 1) + a)];
+      for (int64_t k = s.smallest_k(i, a); k <= s.largest_k(i, a); ++k) {
+        const double rest = f[size_t((i + 1) * (n + 1) + a + k)];
+        if (rest == kInf) continue;
+        const StageCell& c = s.cell(i, a, k);
+        if (!c.fits || c.microbatch_s > bound || c.step_s > step_bound) continue;
+        if (c.microbatch_s + rest < out) out = c.microbatch_s + rest, pick[size_t(i * (n + 1) + a)] = k;
+      }
+    }
+  *best = f[0];
+  std::vector<int64_t> split;
+  if (f[0] == kInf) return split;
+  for (int64_t i = 0, a = 0; i < pp; a += split.back(), ++i) split.push_back(pick[size_t(i * (n + 1) + a)]);
+  return split;
+}
+
+// The iteration time of a split, as iteration_from_stages computes it.
+double iteration_s(SplitSearch& s, const std::vector<int64_t>& split) {
+  double sum = 0, slowest = 0, step = 0;
+  int64_t a = 0;
+  for (size_t i = 0; i < split.size(); a += split[i], ++i) {
+    const StageCell& c = s.cell(int64_t(i), a, split[i]);
+    sum += c.microbatch_s, slowest = std::max(slowest, c.microbatch_s), step = std::max(step, c.step_s);
+  }
+  return sum + double(s.microbatches() - 1) * slowest + step;
+}
+
+}  // namespace
+
+SplitChoice best_split(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,
+                       double budget_bytes) {
+  SplitSearch s(m, hw, t, plan, budget_bytes);
+  if (s.pp() == 1) {
+    const bool fits = s.cell(0, 0, s.layers()).fits;
+    return {{s.layers()}, fits};
+  }
+  double slowest = kInf;
+  std::vector<int64_t> best = min_max_split(
+      s, [](const StageCell& c) { return c.microbatch_s; }, true, &slowest);
+  if (best.empty()) {
+    double peak = kInf;
+    return {min_max_split(
+                s, [](const StageCell& c) { return c.peak_bytes; }, false, &peak),
+            false};
+  }
+  // every bound worth trying: the stage times and optimizer steps of fitting cells, ascending
+  std::vector<double> bounds, step_bounds;
+  for (int64_t i = 0; i < s.pp(); ++i)
+    for (int64_t a = i; a <= s.layers() - (s.pp() - i); ++a)
+      for (int64_t k = s.smallest_k(i, a); k <= s.largest_k(i, a); ++k) {
+        const StageCell& c = s.cell(i, a, k);
+        if (!c.fits) continue;
+        if (c.microbatch_s >= slowest) bounds.push_back(c.microbatch_s);
+        step_bounds.push_back(c.step_s);
+      }
+  for (auto* v : {&bounds, &step_bounds}) {
+    std::sort(v->begin(), v->end());
+    v->erase(std::unique(v->begin(), v->end()), v->end());
+  }
+  double least_sum = kInf;
+  min_sum_split(s, kInf, kInf, &least_sum);
+  double best_s = iteration_s(s, best);
+  const double fill = double(s.microbatches() - 1);
+  int runs = 0;
+  for (double step : step_bounds) {
+    if (step + fill * slowest + least_sum >= best_s) break;
+    for (double bound : bounds) {
+      if (step + fill * bound + least_sum >= best_s || ++runs > kMaxRuns) break;
+      double sum = kInf;
+      const std::vector<int64_t> split = min_sum_split(s, bound, step, &sum);
+      if (split.empty()) continue;
+      const double it = iteration_s(s, split);
+      if (it < best_s) best_s = it, best = split;
+    }
+  }
+  return {best, true};
+}
+
+}  // namespace remat

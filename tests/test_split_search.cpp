@@ -1,0 +1,156 @@
+// The pipeline split search against brute force over every split, and
+// Megatron-LM's split flags read and written.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "remat/search/split_search.hpp"
+#include "remat/spec/framework.hpp"
+#include "remat/spec/pipeline_split.hpp"
+#include "remat/spec/problems.hpp"
+#include "test_helpers.hpp"
+
+namespace remat {
+namespace {
+
+// Every composition of `layers` into `pp` positive parts.
+void each_split(int64_t layers, int64_t pp, const std::function<void(const std::vector<int64_t>&)>& f) {
+  std::vector<int64_t> v;
+  std::function<void(int64_t, int64_t)> rec = [&](int64_t left, int64_t stages) {
+    if (stages == 1) {
+      v.push_back(left), f(v), v.pop_back();
+      return;
+    }
+    for (int64_t k = 1; k <= left - (stages - 1); ++k) v.push_back(k), rec(left - k, stages - 1), v.pop_back();
+  };
+  rec(layers, pp);
+}
+
+Estimate run(const ModelSpec& m, const HardwareSpec& hw, TrainingSpec t, const Plan& p, std::vector<int64_t> split,
+             double budget) {
+  t.layers_per_stage = std::move(split);
+  return estimate(m, hw, t, p, budget);
+}
+
+TEST(SplitSearch, BestSplitIsBruteForceOptimal) {
+  const HardwareSpec hw = apply_framework(test::hardware("h100-sxm"), kMegatronLocalFramework);
+  std::vector<Plan> plans(4);
+  plans[1].megatron = MegatronRecompute{MegatronGranularity::full, MegatronMethod::block, 1, 0};
+  plans[2].megatron = MegatronRecompute{MegatronGranularity::full, MegatronMethod::uniform, 2, 0};
+  plans[3].megatron = MegatronRecompute{MegatronGranularity::selective, MegatronMethod::uniform, 0, kCoreAttn};
+  int cases = 0, fitting = 0, uneven_best = 0;
+  for (int64_t layers : {5, 7, 9})
+    for (int64_t pp : {2, 3, 4}) {
+      const ModelSpec m = test::small_dense(layers);
+      TrainingSpec t = apply_framework(test::layout(1, pp, 1, 1, 1, 4096), kMegatronLocalFramework);
+      t.gbs = 8;
+      for (const Plan& plan : plans) {
+        // budgets from roomy to tight: the peak of the even-ish default split, scaled
+        const double base = estimate(m, hw, t, plan, 1e30).peak_memory_bytes;
+        for (double scale : {2.0, 1.0, 0.9, 0.8}) {
+          const double budget = base * scale;
+          double brute = 1e300, brute_peak = 1e300;
+          std::vector<int64_t> brute_split;
+          each_split(layers, pp, [&](const std::vector<int64_t>& v) {
+            const Estimate e = run(m, hw, t, plan, v, budget);
+            brute_peak = std::min(brute_peak, e.peak_memory_bytes);
+            if (e.fits && e.iteration.time_s < brute) brute = e.iteration.time_s, brute_split = v;
+          });
+          const SplitChoice got = best_split(m, hw, t, plan, budget);
+          const Estimate e = run(m, hw, t, plan, got.layers_per_stage, budget);
+          const std::string what = "layers " + std::to_string(layers) + " pp " + std::to_string(pp) + " plan " +
+                                   describe(plan.megatron.value_or(MegatronRecompute{})) + " budget x" +
+                                   std::to_string(scale) + " split " + split_text(got.layers_per_stage);
+          ++cases;
+          if (brute_split.empty()) {
+            EXPECT_FALSE(got.fits) << what;
+            EXPECT_DOUBLE_EQ(e.peak_memory_bytes, brute_peak) << what;
+            continue;
+          }
+          ++fitting;
+          ASSERT_TRUE(got.fits) << what;
+          EXPECT_TRUE(e.fits) << what;
+          EXPECT_NEAR(e.iteration.time_s, brute, 1e-12 * brute) << what << " brute " << split_text(brute_split);
+          uneven_best += layers % pp != 0 || brute_split != std::vector<int64_t>(size_t(pp), layers / pp);
+        }
+      }
+    }
+  EXPECT_EQ(cases, 3 * 3 * 4 * 4);
+  EXPECT_GT(fitting, cases / 2);
+  EXPECT_GT(uneven_best, 0);
+}
+
+TEST(SplitFlags, WrittenAsMegatronReadsThem) {
+  EXPECT_EQ(split_text({6, 8, 8, 8, 7}), "6,8x3,7");
+  const MegatronSplitFlags even = megatron_split_flags({8, 8, 8, 8});
+  EXPECT_EQ(even.first_stage_layers + even.last_stage_layers, 0);
+  EXPECT_EQ(even.layout, "");
+  const MegatronSplitFlags first = megatron_split_flags({6, 8, 8, 8});
+  EXPECT_EQ(first.first_stage_layers, 6);
+  EXPECT_EQ(first.last_stage_layers, 0);
+  const MegatronSplitFlags last = megatron_split_flags({8, 8, 8, 1});
+  EXPECT_EQ(last.last_stage_layers, 1);
+  EXPECT_EQ(last.first_stage_layers, 0);
+  const MegatronSplitFlags both = megatron_split_flags({6, 8, 8, 7});
+  EXPECT_EQ(both.first_stage_layers, 6);
+  EXPECT_EQ(both.last_stage_layers, 7);
+  std::vector<int64_t> odd = {6};
+  for (int i = 0; i < 14; ++i) odd.push_back(8);
+  odd.push_back(7);
+  odd[3] = 9;  // no longer expressible by first/last
+  const MegatronSplitFlags layout = megatron_split_flags(odd);
+  EXPECT_EQ(layout.layout, "Et*6|t*8|t*8|t*9|(t*8|)*11t*7L");
+  EXPECT_EQ(megatron_layers_per_stage({"", "", layout.layout}, 126, 16), odd);
+  EXPECT_EQ(pipeline_layout_text({1, 2}), "Et|t*2L");
+  EXPECT_EQ(megatron_layers_per_stage({"", "", "Et|t*2L"}, 3, 2), (std::vector<int64_t>{1, 2}));
+  // Megatron's own example grammar: commas are cosmetic, (..)*n and x*n repeat
+  EXPECT_EQ(megatron_layers_per_stage({"", "", "Ettt|(tt|)*2,t,tL"}, 9, 4), (std::vector<int64_t>{3, 2, 2, 2}));
+  EXPECT_EQ(megatron_layers_per_stage({"6", "", ""}, 126, 16).back(), 8);
+  EXPECT_EQ(megatron_layers_per_stage({"", "1", ""}, 61, 16),
+            (std::vector<int64_t>{4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1}));
+  EXPECT_EQ(megatron_layers_per_stage({"6", "8", ""}, 126, 16)[1], 8);
+}
+
+std::string refusal(const MegatronSplitText& text, int64_t layers, int64_t pp) {
+  try {
+    megatron_layers_per_stage(text, layers, pp);
+  } catch (const InputError& e) {
+    return e.problems().front().line();
+  }
+  return "accepted";
+}
+
+TEST(SplitFlags, RefusedAsMegatronRefusesThem) {
+  EXPECT_EQ(refusal({"5", "", ""}, 126, 16),
+            "command line: --decoder-first-pipeline-num-layers: leaves 121 of the 126 layers for 15 other stages: "
+            "Megatron-LM needs an equal count >= 1 on each (got 5)");
+  EXPECT_EQ(refusal({"0", "", ""}, 126, 16),
+            "command line: --decoder-first-pipeline-num-layers: must be an integer >= 1 (got 0)");
+  EXPECT_EQ(
+      refusal({"", "", "Et*3|t*3"}, 6, 2),
+      "command line: --pipeline-model-parallel-layout: must begin with E and end with L, once each (got Et*3|t*3)");
+  EXPECT_EQ(
+      refusal({"", "", "Et*3|t*2L"}, 6, 2),
+      "command line: --pipeline-model-parallel-layout: has 5 decoder layers (t); the model has 6 (got Et*3|t*2L)");
+  EXPECT_EQ(refusal({"", "", "Et*6|L"}, 6, 2),
+            "command line: --pipeline-model-parallel-layout: has a stage without decoder layers, which remat does "
+            "not model (got Et*6|L)");
+  EXPECT_EQ(refusal({"", "", "Et*2|t*2|t*2L"}, 6, 2),
+            "command line: --pipeline-model-parallel-layout: has 3 stages; remat models one per pipeline rank (pp = "
+            "2, no virtual stages) (got Et*2|t*2|t*2L)");
+  EXPECT_EQ(refusal({"3", "", "Et*3|t*3L"}, 6, 2),
+            "command line: --pipeline-model-parallel-layout: cannot be given with "
+            "--decoder-first/last-pipeline-num-layers (Megatron-LM refuses both) (got Et*3|t*3L)");
+  EXPECT_EQ(refusal({"", "", "Et*99999999999|t*3L"}, 6, 2),
+            "command line: --pipeline-model-parallel-layout: unrolls to more than 1000000 symbols (got "
+            "Et*99999999999|t*3L)");
+  EXPECT_EQ(refusal({"", "", "E(t*999|)*9999t*3L"}, 6, 2),
+            "command line: --pipeline-model-parallel-layout: unrolls to more than 1000000 symbols (got "
+            "E(t*999|)*9999t*3L)");
+  EXPECT_EQ(refusal({"", "", "Et*3|x*3L"}, 6, 2),
+            "command line: --pipeline-model-parallel-layout: has 'x', not one of E, L, t, m, |, (, ), *, digits (got "
+            "Et*3|x*3L)");
+}
+
+}  // namespace
+}  // namespace remat
