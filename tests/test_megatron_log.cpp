@@ -189,9 +189,10 @@ TEST(MegatronLog, AppliesMegatronsRecomputeDefaults) {
   log.args["recompute_modules"] = "['core_attn']";
   const MegatronSetup named = megatron_setup(log);
   const HardwareSpec hw = test::hardware("h200");
-  EXPECT_EQ(compare_megatron(log, hw).estimate.peak_memory_bytes,
-            estimate(named.model, apply_framework(hw, kMegatronLocalFramework), named.training, plain.plan, hw.hbm_bytes)
-                .peak_memory_bytes);
+  EXPECT_EQ(
+      compare_megatron(log, hw).estimate.peak_memory_bytes,
+      estimate(named.model, apply_framework(hw, kMegatronLocalFramework), named.training, plain.plan, hw.hbm_bytes)
+          .peak_memory_bytes);
 
   MegatronLog moe = read_log(kReports + "/logs/moe-tp1pp1ep2-s4096-mbs1-gbs4-none.log");
   moe.args["moe_layer_recompute"] = "True";
@@ -199,6 +200,28 @@ TEST(MegatronLog, AppliesMegatronsRecomputeDefaults) {
   moe.args["recompute_granularity"] = "selective";
   moe.args["recompute_modules"] = "['mlp']";
   EXPECT_EQ(megatron_setup(moe).recompute, "selective mlp+moe");
+}
+
+// Logs of uneven splits: the split Megatron-LM built from its flags, which the prediction uses.
+TEST(MegatronLog, ReadsUnevenSplits) {
+  MegatronLog log = read_log(kNoneLog);  // 8 layers on 2 stages
+  log.args["decoder_first_pipeline_num_layers"] = "3";
+  EXPECT_EQ(megatron_setup(log).training.layers_per_stage, (std::vector<int64_t>{3, 5}));
+  const HardwareSpec hw = test::hardware("h200");
+  const MegatronComparison uneven = compare_megatron(log, hw);
+  EXPECT_EQ(uneven.estimate.stages[0].last_layer, 3);
+  log.args["decoder_first_pipeline_num_layers"] = "None";
+  log.args["pipeline_model_parallel_layout"] = "Et*5|t*3L";
+  EXPECT_EQ(megatron_setup(log).training.layers_per_stage, (std::vector<int64_t>{5, 3}));
+  log.args["pipeline_model_parallel_layout"] = "Et*5|t*2L";
+  try {
+    megatron_setup(log);
+    FAIL() << "accepted a layout of 7 layers for 8";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.problems().front().line(), kNoneLog +
+                                               ": --pipeline-model-parallel-layout: has 7 decoder layers (t); "
+                                               "the model has 8 (got Et*5|t*2L)");
+  }
 }
 
 TEST(MegatronLog, RefusesRecomputeSettingsItDoesNotModel) {
@@ -215,8 +238,9 @@ TEST(MegatronLog, RefusesRecomputeSettingsItDoesNotModel) {
   log.args["recompute_method"] = "uniform";
   log.args["recompute_num_layers"] = "1";
   log.args["distribute_saved_activations"] = "True";
-  EXPECT_EQ(refusal(log), kNoneLog + ": distribute_saved_activations: remat does not model saved inputs split across "
-                                     "tp ranks (got True)");
+  EXPECT_EQ(refusal(log), kNoneLog +
+                              ": distribute_saved_activations: remat does not model saved inputs split across "
+                              "tp ranks (got True)");
   log.args["distribute_saved_activations"] = "False";
   log.args["moe_layer_recompute"] = "True";
   EXPECT_EQ(refusal(log),

@@ -111,10 +111,17 @@ TEST(MegatronFull, UniformChunksRestartOnEveryStage) {
 TEST(MegatronRunnable, PicksTheCheapestReplayThatFits) {
   const ModelSpec m = small_dense(4);
   const HardwareSpec hw = test::hardware("h100-sxm");
-  const TrainingSpec t = test::layout(1, 2, 1, 1, 1, 2048);
+  TrainingSpec t = test::layout(1, 2, 1, 1, 1, 2048);
   Plan none;
   none.megatron = MegatronRecompute{};
   const double none_peak = estimate(m, hw, t, none, 1e30).peak_memory_bytes;
+  // searched, the split moves a layer off the last stage (its LM head and fp32 logits peak) instead
+  const RunnablePlan searched = runnable_megatron_plan(m, hw, t, {none_peak - 1, false});
+  ASSERT_TRUE(searched.best);
+  EXPECT_EQ(describe(searched.best->setting), "none");
+  EXPECT_EQ(searched.split.layers_per_stage, (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(searched.split.first_stage_layers, 3);
+  t.layers_per_stage = {2, 2};  // given: kept
   const RunnablePlan at_none = runnable_megatron_plan(m, hw, t, {none_peak, false});
   ASSERT_TRUE(at_none.best);
   EXPECT_EQ(describe(at_none.best->setting), "none");
@@ -180,7 +187,7 @@ TEST(MegatronSplitFlags, DeepSeek63LayersOn16StagesNamesTheLastStage) {
   TrainingSpec t = test::layout(1, 16, 128, 64, 1, 4096);
   t.num_layers_override = 63;
   const MegatronSplit s = megatron_split(m, t);
-  EXPECT_TRUE(s.matches_remat);  // remat: 15 stages of 4, the last 3
+  // remat: 15 stages of 4, the last 3
   EXPECT_EQ(s.last_stage_layers, 3);
   EXPECT_EQ(s.first_stage_layers, 0);
   const std::string line = one_line(megatron_args(m, t, s, MegatronRecompute{}, false).all());
@@ -190,17 +197,20 @@ TEST(MegatronSplitFlags, DeepSeek63LayersOn16StagesNamesTheLastStage) {
   EXPECT_TRUE(contains(line, "--moe-layer-freq '([0]*3+[1]*60)'")) << line;
 }
 
-TEST(MegatronSplitFlags, SplitMegatronCannotSayIsReplacedAndNoted) {
+TEST(MegatronSplitFlags, AnySplitIsALayoutAndNoted) {
   TrainingSpec t = test::layout(1, 4, 1, 1, 1, 2048);
-  const ModelSpec m = small_dense(10);  // remat: 3,3,2,2; Megatron: first and last only
+  const ModelSpec m = small_dense(10);  // remat: 3,3,2,2; not first/last alone: a layout
   const MegatronSplit s = megatron_split(m, t);
-  EXPECT_FALSE(s.matches_remat);
-  EXPECT_EQ(s.layers_per_stage, (std::vector<int64_t>{3, 2, 2, 3}));
+  EXPECT_EQ(s.layers_per_stage, (std::vector<int64_t>{3, 3, 2, 2}));
+  EXPECT_EQ(s.layout, "Et*3|t*3|t*2|t*2L");
   const MegatronArgs a = megatron_args(m, t, s, MegatronRecompute{}, false);
   const std::string line = one_line(a.all());
-  EXPECT_TRUE(contains(line, "--decoder-first-pipeline-num-layers 3 --decoder-last-pipeline-num-layers 3")) << line;
+  EXPECT_TRUE(contains(line, "--pipeline-model-parallel-layout 'Et*3|t*3|t*2|t*2L'")) << line;
+  EXPECT_FALSE(contains(line, "--decoder-first-pipeline-num-layers")) << line;
   ASSERT_EQ(a.notes.size(), 1u);
-  EXPECT_TRUE(contains(a.notes[0], "3,2,2,3"));
+  EXPECT_EQ(a.notes[0],
+            "pipeline split 3x2,2x2 layers per stage (Megatron-LM: --pipeline-model-parallel-layout "
+            "'Et*3|t*3|t*2|t*2L')");
 }
 
 TEST(LayerPlanText, SelectiveModuleSetsRoundTrip) {
@@ -226,8 +236,10 @@ TEST(MegatronCli, PrintedFlagsEstimateToThePlansNumbers) {
     const auto mj = nlohmann::json::parse(plan.out)["megatron"];
     std::vector<std::string> est = {"estimate", "--json", "-"};
     est.insert(est.end(), layout.begin(), layout.end());
-    for (const auto& f : mj["recompute_flags"]) {
-      const std::string s = f.get<std::string>();
+    std::vector<std::string> flags = mj["split_flags"];
+    for (const auto& f : mj["recompute_flags"]) flags.push_back(f);
+    for (std::string s : flags) {
+      std::erase(s, '\'');  // the layout's shell quotes
       size_t start = 0;
       while (start < s.size()) {
         const size_t sp = std::min(s.find(' ', start), s.size());

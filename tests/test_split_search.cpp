@@ -4,6 +4,7 @@
 
 #include <functional>
 
+#include "remat/search/megatron_runnable.hpp"
 #include "remat/search/split_search.hpp"
 #include "remat/spec/framework.hpp"
 #include "remat/spec/pipeline_split.hpp"
@@ -150,6 +151,46 @@ TEST(SplitFlags, RefusedAsMegatronRefusesThem) {
   EXPECT_EQ(refusal({"", "", "Et*3|x*3L"}, 6, 2),
             "command line: --pipeline-model-parallel-layout: has 'x', not one of E, L, t, m, |, (, ), *, digits (got "
             "Et*3|x*3L)");
+}
+
+}  // namespace
+}  // namespace remat
+
+namespace remat {
+namespace {
+
+// The cases: Llama-3.1-405B (126 layers) and DeepSeek-R1 (61) on 16 stages of H100s.
+// The Megatron-runnable plan fits, on its own split, and is no slower than the splits a user
+// would try by hand (first stage 6, or last stage 1, with a full block recompute).
+TEST(SplitSearch, BigModelsOnSixteenStagesFitOnTheirBestSplit) {
+  const std::string data = std::string(REMAT_TEST_DATA) + "/data/";
+  const HardwareSpec hw = test::hardware("h100-sxm");
+  const double budget = default_budget_bytes(hw);
+  struct Case {
+    std::string model;
+    TrainingSpec t;
+    MegatronSplitText by_hand;
+    MegatronRecompute setting;
+  };
+  TrainingSpec llama = test::layout(8, 16, 1, 1, 4, 8192);
+  TrainingSpec r1 = test::layout(4, 16, 16, 64, 4, 4096);
+  const Case cases[] = {
+      {"llama-3.1-405b-config.json", llama, {"6", "", ""}, {MegatronGranularity::full, MegatronMethod::block, 7, 0}},
+      {"llama-3.1-405b-config.json", llama, {"6", "", ""}, {MegatronGranularity::full, MegatronMethod::uniform, 1, 0}},
+      {"hf_configs/deepseek-v3.json", r1, {"", "1", ""}, {MegatronGranularity::full, MegatronMethod::block, 2, 0}}};
+  for (const Case& c : cases) {
+    const ModelSpec m = test::model(data + c.model);
+    const RunnablePlan rp = runnable_megatron_plan(m, hw, c.t, {budget, true});
+    ASSERT_TRUE(rp.best) << c.model << ": " << rp.reason;
+    TrainingSpec by_hand = c.t;
+    by_hand.layers_per_stage = megatron_layers_per_stage(c.by_hand, m.num_hidden_layers, c.t.pp);
+    Plan p;
+    p.megatron = c.setting;
+    const Estimate hand = estimate(m, hw, by_hand, p, budget);
+    EXPECT_LE(rp.best->time_s, hand.iteration.time_s) << c.model << " " << describe(c.setting);
+    EXPECT_LE(rp.best->peak_bytes, budget);
+    EXPECT_NE(rp.split.layers_per_stage, megatron_split(m, c.t).layers_per_stage) << c.model;
+  }
 }
 
 }  // namespace

@@ -85,6 +85,22 @@ CASES=(
   "--model $TMP/grid-moe4096.yaml --hardware h200 --tp 1 --pp 1 --seq 4096 --mbs 1 --gbs 4"
   "--model $TMP/grid-moe8192.yaml --hardware h200 --tp 1 --pp 1 --seq 4096 --mbs 1 --gbs 4"
 )
+# every config.json of the corpus that loads (the list as of this script, so that new corpus files do not
+# change the checked sets), on the first of three layouts it accepts, at the default budget; Llama-3.1-405B
+# and DeepSeek-R1 (deepseek-v3.json) at pp 16, whose layer counts pp does not divide
+CORPUS=(deepseek-v3 devstral-small-2-24b exaone-4.0-32b gpt-oss-120b gpt-oss-20b llama-3.1-70b-instruct
+  llama-3.1-8b-instruct llama-3.1-8b llama-3.2-1b-instruct llama-3.2-3b-instruct llama-3.2-3b
+  llama-3.2-90b-vision-instruct mistral-7b-instruct-v0.3 mixtral-8x7b-v0.1 olmo-3.1-32b-instruct phi-4
+  phi-3.5-vision-instruct-lm qwen2.5-14b qwen2.5-32b-instruct qwen2.5-32b qwen2.5-3b qwen2.5-7b
+  qwen2.5-vl-7b-instruct qwen3-14b qwen3-30b-a3b qwen3-32b qwen3-4b qwen3-8b qwen3.5-397b-a17b qwen3.5-9b
+  lfm2.5-vl-1.6b)
+CORPUS_LAYOUTS=("--tp 2 --pp 4 --dp 2 --mbs 1" "--tp 1 --pp 4 --dp 8 --ep 8 --mbs 1" "--tp 1 --pp 2 --dp 2 --mbs 1")
+BIG_CASES=(
+  "--model tests/data/llama-3.1-405b-config.json --hardware h100-sxm --tp 8 --pp 16 --seq 8192"
+  "--model tests/data/hf_configs/deepseek-v3.json --hardware h100-sxm --tp 4 --pp 16 --dp 16 --ep 64"
+  "--model tests/data/hf_configs/deepseek-v3.json --hardware h100-sxm --tp 8 --pp 16 --dp 4 --ep 32"
+)
+
 # the default budget, then tighter ones so that other settings get printed too
 BUDGETS=("" 95 90 85 70 60 55 50 45 40 30 20 10 5)
 FRAMEWORKS=("" "--framework megatron-local")
@@ -98,6 +114,20 @@ FRAMEWORKS=("" "--framework megatron-local")
       # shellcheck disable=SC2086
       line=$($REMAT plan $c $fw ${b:+--memory-budget-GiB $b} --emit-megatron-args 2>/dev/null) || continue
       echo "$line $COMMON"
+    done
+  done
+  for c in "${BIG_CASES[@]}"; do
+    # shellcheck disable=SC2086
+    line=$($REMAT plan $c $fw --emit-megatron-args 2>/dev/null) && echo "$line $COMMON"
+  done
+  for name in "${CORPUS[@]}"; do
+    for layout in "${CORPUS_LAYOUTS[@]}"; do
+      # shellcheck disable=SC2086
+      if line=$($REMAT plan --model "tests/data/hf_configs/$name.json" --hardware h100-sxm $layout $fw \
+        --emit-megatron-args 2>/dev/null); then
+        echo "$line $COMMON"
+        break
+      fi
     done
   done
   done

@@ -49,12 +49,12 @@ Runner add_estimate_command(CLI::App& app) {
     const auto& mt = opts->megatron;
     if (!mt.granularity.empty() || !mt.method.empty() || !mt.num_layers.empty()) {
       plan.megatron = parse_megatron_recompute(mt, in.model);
-      // as Megatron-LM splits the layers, unless --layers-per-stage says otherwise
-      if (in.training.layers_per_stage.empty())
-        in.training.layers_per_stage = megatron_split(in.model, in.training).layers_per_stage;
     }
     auto problems = validate_plan(plan, in.training, in.model);
     if (!problems.empty()) throw InputError(std::move(problems));
+    const MegatronSplit split = megatron_split(in.model, in.training);
+    const bool split_given = !opts->common.layers_per_stage.empty() || !opts->common.megatron_split.empty();
+    if (!split_given && !split_flags(split).empty()) std::cerr << "note: " << split_note(split) << "\n";
     const Estimate e = estimate(in.model, in.hardware, in.training, plan,
                                 memory_budget_bytes(opts->budget_given, opts->budget_GiB, in.hardware));
     emit(opts->common, estimate_table(in.model, in.hardware, in.training, plan, e),

@@ -57,6 +57,12 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
   app.add_option("--num-layers", o.num_layers, "override the model's layer count (the paper's 63 for DeepSeek)")
       ->check(integer_text());
   app.add_option("--layers-per-stage", o.layers_per_stage, "layers per pipeline stage, e.g. 21,20,20,19");
+  app.add_option("--decoder-first-pipeline-num-layers", o.megatron_split.first_stage_layers,
+                 "Megatron-LM's: layers on the first stage (the others even)");
+  app.add_option("--decoder-last-pipeline-num-layers", o.megatron_split.last_stage_layers,
+                 "Megatron-LM's: layers on the last stage (the others even)");
+  app.add_option("--pipeline-model-parallel-layout", o.megatron_split.layout,
+                 "Megatron-LM's layout, e.g. 'Et*6|(t*8|)*14t*7L' (E embedding, t a layer, L loss, | a stage)");
   app.add_flag("--no-sequence-parallel", o.no_sequence_parallel, "tp without sequence parallelism");
   app.add_option("--precision", o.precision, "mixed (bf16 + fp32 master) or bf16")
       ->check(CLI::IsMember({"mixed", "bf16"}))
@@ -209,6 +215,17 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
             "is below the model's first_k_dense_replace = " + std::to_string(in.model.first_k_dense_replace)}});
   }
   in.training = training_from(o);
+  if (!o.megatron_split.empty()) {
+    if (!o.layers_per_stage.empty())
+      throw InputError({{"command line", "--layers-per-stage", o.layers_per_stage,
+                         "cannot be given with Megatron-LM's split flags (--decoder-first/last-pipeline-num-layers, "
+                         "--pipeline-model-parallel-layout)"}});
+    if (in.training.pp < 1 || in.training.pp > limits::kLayers)
+      throw InputError({{"command line", "--pp", std::to_string(in.training.pp),
+                         "must be between 1 and " + std::to_string(limits::kLayers)}});
+    in.training.layers_per_stage =
+        megatron_layers_per_stage(o.megatron_split, effective_layers(in.model, in.training), in.training.pp);
+  }
   auto problems = validate_training(in.training, in.model);
   if (problems.empty()) problems = network_problems(in.training, in.hardware, hw_src.label);
   if (!problems.empty()) throw InputError(std::move(problems));

@@ -6,6 +6,7 @@
 
 #include "remat/io/spec_loader.hpp"
 #include "remat/report/json_report.hpp"
+#include "remat/spec/pipeline_split.hpp"
 #include "remat/spec/plan.hpp"
 #include "remat/spec/training_spec.hpp"
 
@@ -20,6 +21,7 @@ struct CommonOptions {
   int64_t tp = 8, pp = 4, dp = 1, ep = 1, mbs = 4, gbs = 0, seq = 4096;
   int64_t num_layers = 0;
   std::string layers_per_stage;
+  MegatronSplitText megatron_split;  // --decoder-first/last-pipeline-num-layers, --pipeline-model-parallel-layout
   bool no_sequence_parallel = false;
   std::string precision = "mixed", optimizer = "adam";
   int64_t zero_stage = 1;

@@ -49,6 +49,7 @@ Json runnable_json(const SearchSpace& sp, const PlanSearchResult& res, const Run
             {"peak_bytes", int64_t(std::llround(b.peak_bytes))},
             {"fits", b.fits},
             {"layers_per_stage", rp.split.layers_per_stage},
+            {"split_flags", split_flags(rp.split)},
             {"flags", a.all()},
             {"command_line", one_line(a.all())},
             {"recompute_flags", a.recompute},
@@ -71,9 +72,10 @@ std::string runnable_table(const SearchSpace& sp, const PlanSearchResult& res, c
     out += fmt::format(" ({:+.3f} s, {:+.2f} GiB against the exact plan)", b.time_s - res.best->time_s,
                        (b.peak_bytes - res.best->peak_bytes) / kGiB);
   const MegatronArgs a = runnable_args(sp, rp, te);
+  for (const auto& note : a.notes) out += "\nnote: " + note;
+  // nothing inside or right after the block: a comment line there would end a pasted command
   out += "\nMegatron-LM flags (one setting for every stage; paste anywhere in the launch command):\n";
   out += paste_safe(a.all());
-  for (const auto& note : a.notes) out += "# " + note + "\n";
   out += "torchtitan: " + torchtitan_text(b.setting, rp.split) + "\n";
   out += "PyTorch: " + pytorch_text(b.setting, rp.split) + "\n";
   return out;

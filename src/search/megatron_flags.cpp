@@ -9,6 +9,7 @@
 
 #include <charconv>
 
+#include "remat/spec/pipeline_split.hpp"
 #include "remat/spec/problems.hpp"
 #include "remat/spec/validate.hpp"
 
@@ -73,8 +74,9 @@ std::vector<std::string> model_flags(const ModelSpec& m, const TrainingSpec& t, 
   }
   // the local implementation without Apex or Transformer Engine, unfused as
   // --framework megatron-local models it
-  for (const char* local : {"--transformer-impl local", "--no-gradient-accumulation-fusion", "--no-masked-softmax-fusion",
-                            "--no-bias-swiglu-fusion", "--no-rope-fusion", "--no-persist-layer-norm"})
+  for (const char* local :
+       {"--transformer-impl local", "--no-gradient-accumulation-fusion", "--no-masked-softmax-fusion",
+        "--no-bias-swiglu-fusion", "--no-rope-fusion", "--no-persist-layer-norm"})
     f.push_back(local);
   return f;
 }
@@ -84,8 +86,7 @@ std::vector<std::string> layout_flags(const TrainingSpec& t, const MegatronSplit
                                 flag("--pipeline-model-parallel-size", t.pp)};
   if (moe) f.push_back(flag("--expert-model-parallel-size", t.ep));
   if (t.tp > 1 && t.sequence_parallel) f.push_back("--sequence-parallel");
-  if (split.first_stage_layers > 0) f.push_back(flag("--decoder-first-pipeline-num-layers", split.first_stage_layers));
-  if (split.last_stage_layers > 0) f.push_back(flag("--decoder-last-pipeline-num-layers", split.last_stage_layers));
+  for (const auto& s : split_flags(split)) f.push_back(s);
   for (auto* name : {"--seq-length", "--max-position-embeddings"}) f.push_back(flag(name, t.seq));
   f.push_back(flag("--micro-batch-size", t.mbs));
   f.push_back(flag("--global-batch-size", t.gbs));
@@ -113,13 +114,21 @@ ModuleSet parse_modules(const std::vector<std::string>& names, const ModelSpec& 
   return s == 0 ? kCoreAttn : s;
 }
 
-std::string split_text(const std::vector<int64_t>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s;
+}  // namespace
+
+std::vector<std::string> split_flags(const MegatronSplit& split) {
+  std::vector<std::string> f;
+  if (split.first_stage_layers > 0) f.push_back(flag("--decoder-first-pipeline-num-layers", split.first_stage_layers));
+  if (split.last_stage_layers > 0) f.push_back(flag("--decoder-last-pipeline-num-layers", split.last_stage_layers));
+  if (!split.layout.empty()) f.push_back("--pipeline-model-parallel-layout '" + split.layout + "'");
+  return f;
 }
 
-}  // namespace
+std::string split_note(const MegatronSplit& split) {
+  const std::vector<std::string> f = split_flags(split);
+  return "pipeline split " + split_text(split.layers_per_stage) +
+         " layers per stage (Megatron-LM: " + (f.empty() ? std::string("even, no split flag") : one_line(f)) + ")";
+}
 
 std::vector<std::string> MegatronArgs::all() const {
   std::vector<std::string> out = model;
@@ -145,11 +154,7 @@ std::vector<std::string> recompute_flags(const MegatronRecompute& r) {
 MegatronArgs megatron_args(const ModelSpec& m, const TrainingSpec& t, const MegatronSplit& split,
                            const MegatronRecompute& r, bool te) {
   MegatronArgs a{model_flags(m, t, te), layout_flags(t, split, m.is_moe()), recompute_flags(r), {}};
-  if (!split.matches_remat)
-    a.notes.push_back(
-        "Megatron-LM can only give the first and last stage their own layer count: "
-        "these flags split the layers " +
-        split_text(split.layers_per_stage) + " (time and memory above are for this split)");
+  if (split.layers_per_stage.size() > 1) a.notes.push_back(split_note(split));
   if (r.granularity == MegatronGranularity::full && r.method == MegatronMethod::uniform && r.num_layers > 1)
     a.notes.push_back(fmt::format("uniform {}: each stage's layers in chunks of {}, one input kept per chunk",
                                   r.num_layers, r.num_layers));

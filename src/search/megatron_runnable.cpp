@@ -1,10 +1,13 @@
 // Megatron-LM's recompute settings (megatron/core/transformer/transformer_config.py,
 // megatron/core/recompute.py, megatron/training/arguments.py at d98e8a64dd) as
-// plans: one setting for every stage, on a split Megatron can express.
+// plans: one setting for every stage, each on its best pipeline split (any split:
+// --pipeline-model-parallel-layout expresses every one).
 #include "remat/search/megatron_runnable.hpp"
 
 #include <fmt/format.h>
 
+#include "remat/search/split_search.hpp"
+#include "remat/spec/pipeline_split.hpp"
 #include "remat/spec/validate.hpp"
 
 namespace remat {
@@ -12,29 +15,6 @@ namespace remat {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-std::vector<int64_t> remat_split(const ModelSpec& m, const TrainingSpec& t) {
-  std::vector<int64_t> v;
-  for (const auto& [first, last] : stage_layer_ranges(m, t)) v.push_back(last - first);
-  return v;
-}
-
-// Megatron gives the first and the last stage their own count; the middle stages split the rest evenly.
-bool expressible(const std::vector<int64_t>& v) {
-  for (size_t i = 2; i + 1 < v.size(); ++i)
-    if (v[i] != v[1]) return false;
-  return true;
-}
-
-MegatronSplit split_flags(std::vector<int64_t> v, bool matches) {
-  MegatronSplit s{std::move(v), 0, 0, matches};
-  const auto& l = s.layers_per_stage;
-  if (l.size() < 2) return s;
-  const int64_t middle = l.size() > 2 ? l[1] : l.back();
-  if (l.front() != middle) s.first_stage_layers = l.front();
-  if (l.size() > 2 && l.back() != middle) s.last_stage_layers = l.back();
-  return s;
-}
 
 bool has_dense_layer(const ModelSpec& m, int64_t layers) {
   for (int64_t i = 0; i < layers; ++i)
@@ -65,15 +45,15 @@ bool redundant(ModuleSet s) {
 
 }  // namespace
 
+MegatronSplit megatron_split_of(std::vector<int64_t> layers_per_stage) {
+  const MegatronSplitFlags f = megatron_split_flags(layers_per_stage);
+  return {std::move(layers_per_stage), f.first_stage_layers, f.last_stage_layers, f.layout};
+}
+
 MegatronSplit megatron_split(const ModelSpec& m, const TrainingSpec& t) {
-  std::vector<int64_t> v = remat_split(m, t);
-  if (expressible(v)) return split_flags(std::move(v), true);
-  const int64_t layers = effective_layers(m, t), p = t.pp;
-  const int64_t base = layers / p, rest = layers % p;
-  std::vector<int64_t> even(size_t(p), base);
-  even.front() += rest / 2;
-  even.back() += rest - rest / 2;
-  return split_flags(std::move(even), false);
+  std::vector<int64_t> v;
+  for (const auto& [first, last] : stage_layer_ranges(m, t)) v.push_back(last - first);
+  return megatron_split_of(std::move(v));
 }
 
 std::vector<MegatronRecompute> megatron_settings(const ModelSpec& m, const TrainingSpec& t, bool te) {
@@ -85,8 +65,9 @@ std::vector<MegatronRecompute> megatron_settings(const ModelSpec& m, const Train
       if (code & (1u << i)) s |= module_bit(mods[i]);
     if (!redundant(s)) out.push_back({MegatronGranularity::selective, MegatronMethod::uniform, 0, s});
   }
-  int64_t largest = 0;
-  for (int64_t n : megatron_split(m, t).layers_per_stage) largest = std::max(largest, n);
+  // N beyond a stage's layers recomputes all of them, as N = the stage's count does
+  const int64_t layers = effective_layers(m, t);
+  const int64_t largest = std::min(layers - t.pp + 1, (layers + t.pp - 1) / t.pp + 1);
   for (MegatronMethod method : {MegatronMethod::block, MegatronMethod::uniform})
     for (int64_t n = 1; n <= largest; ++n) out.push_back({MegatronGranularity::full, method, n, 0});
   return out;
@@ -95,14 +76,17 @@ std::vector<MegatronRecompute> megatron_settings(const ModelSpec& m, const Train
 RunnablePlan runnable_megatron_plan(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t,
                                     const RunnableOptions& o) {
   RunnablePlan res;
-  res.split = megatron_split(m, t);
-  res.training = with_defaults(t);
-  res.training.layers_per_stage = res.split.layers_per_stage;
+  TrainingSpec split_t = with_defaults(t);
+  split_t.layers_per_stage.clear();
   for (const MegatronRecompute& setting : megatron_settings(m, t, o.transformer_engine)) {
     Plan plan;
     plan.megatron = setting;
-    const Estimate e = estimate(m, hw, res.training, plan, o.budget_bytes);
-    RunnableCandidate c{setting, e.iteration.time_s, e.peak_memory_bytes, 0, e.fits};
+    // a split the user gave is kept; else each setting gets its best one
+    const SplitChoice split = t.layers_per_stage.empty() ? best_split(m, hw, split_t, plan, o.budget_bytes)
+                                                         : SplitChoice{t.layers_per_stage, true};
+    split_t.layers_per_stage = split.layers_per_stage;
+    const Estimate e = estimate(m, hw, split_t, plan, o.budget_bytes);
+    RunnableCandidate c{setting, split.layers_per_stage, e.iteration.time_s, e.peak_memory_bytes, 0, e.fits};
     for (const auto& st : e.stages)
       if (st.memory_bytes.peak >= e.peak_memory_bytes) c.worst_stage = st.index;
     res.candidates.push_back(c);
@@ -110,14 +94,19 @@ RunnablePlan runnable_megatron_plan(const ModelSpec& m, const HardwareSpec& hw, 
                         (c.time_s == res.best->time_s && c.peak_bytes < res.best->peak_bytes);
     if (c.fits && better) res.best = c;
   }
-  if (!res.best) {
-    const RunnableCandidate* low = &res.candidates.front();
-    for (const auto& c : res.candidates)
-      if (c.peak_bytes < low->peak_bytes) low = &c;
+  const RunnableCandidate* low = &res.candidates.front();
+  for (const auto& c : res.candidates)
+    if (c.peak_bytes < low->peak_bytes) low = &c;
+  const RunnableCandidate& chosen = res.best ? *res.best : *low;
+  res.split = megatron_split_of(chosen.layers_per_stage);
+  res.training = split_t;
+  res.training.layers_per_stage = chosen.layers_per_stage;
+  if (!res.best)
     res.reason = fmt::format(
-        "no Megatron-LM recompute setting fits: the smallest ({}) peaks at {:.2f} GiB on stage {}, over {:.2f} GiB",
-        describe(low->setting), low->peak_bytes / kGiB, low->worst_stage, o.budget_bytes / kGiB);
-  }
+        "no Megatron-LM recompute setting fits on any split: the smallest ({}, split {}) peaks at {:.2f} GiB on stage "
+        "{}, over {:.2f} GiB",
+        describe(low->setting), split_text(low->layers_per_stage), low->peak_bytes / kGiB, low->worst_stage,
+        o.budget_bytes / kGiB);
   return res;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "remat/spec/framework.hpp"
+#include "remat/spec/pipeline_split.hpp"
 #include "remat/spec/problems.hpp"
 #include "remat/spec/validate.hpp"
 
@@ -132,10 +133,24 @@ TrainingSpec training_from(ArgReader& a) {
   t = apply_framework(t, kMegatronLocalFramework);
   t.sequence_parallel = a.flag("sequence_parallel");
   t.zero_stage = a.flag("use_distributed_optimizer") ? 1 : 0;
-  if (!a.is_none("decoder_first_pipeline_num_layers") || !a.is_none("decoder_last_pipeline_num_layers"))
-    a.refuse("decoder_first_pipeline_num_layers", a.text("decoder_first_pipeline_num_layers"),
-             "uneven pipeline stages are not compared here");
+  for (const char* key : {"account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"})
+    if (a.log.args.count(key) && a.flag(key))
+      a.refuse(key, "True", "remat does not model the embedding or loss counted as a layer of the split");
   return t;
+}
+
+// The split Megatron-LM built from --decoder-first/last-pipeline-num-layers or
+// --pipeline-model-parallel-layout (empty: even).
+std::vector<int64_t> split_from(ArgReader& a, int64_t layers, int64_t pp) {
+  MegatronSplitText text;
+  const auto read = [&](const char* key, std::string& out) {
+    if (a.log.args.count(key) && !a.is_none(key)) out = a.text(key);
+  };
+  read("decoder_first_pipeline_num_layers", text.first_stage_layers);
+  read("decoder_last_pipeline_num_layers", text.last_stage_layers);
+  read("pipeline_model_parallel_layout", text.layout);
+  if (text.empty() || layers < 1 || pp < 1 || pp > layers) return {};
+  return megatron_layers_per_stage(text, layers, pp, a.log.file);
 }
 
 Plan plan_from(ArgReader& a, std::string& words) {
@@ -191,6 +206,7 @@ MegatronSetup megatron_setup(const MegatronLog& log) {
   s.model = model_from(a, std::max<int64_t>(1, s.training.tp));
   s.plan = plan_from(a, s.recompute);
   if (!a.problems.empty()) throw InputError(a.problems);
+  s.training.layers_per_stage = split_from(a, s.model.num_hidden_layers, s.training.pp);
   auto checks = validate_model(s.model, log.file);
   auto layout = validate_training(s.training, s.model);
   checks.insert(checks.end(), layout.begin(), layout.end());

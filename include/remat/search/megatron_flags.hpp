@@ -20,6 +20,10 @@ struct MegatronArgs {
 // Each entry is one flag with its values, quoted for a POSIX shell where needed.
 MegatronArgs megatron_args(const ModelSpec& m, const TrainingSpec& t, const MegatronSplit& split,
                            const MegatronRecompute& r, bool transformer_engine);
+// "pipeline split 4x15,3 layers per stage (Megatron-LM: --decoder-last-pipeline-num-layers 3)".
+std::string split_note(const MegatronSplit& split);
+// The split flags alone (empty for an even split).
+std::vector<std::string> split_flags(const MegatronSplit& split);
 // Only the recompute flags (what `remat estimate` takes back).
 std::vector<std::string> recompute_flags(const MegatronRecompute& r);
 

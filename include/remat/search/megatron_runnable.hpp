@@ -10,16 +10,18 @@
 
 namespace remat {
 
-// How Megatron-LM splits the layers over pipeline stages: evenly, or with
-// a different first and/or last stage (--decoder-first/last-pipeline-num-layers).
+// A split of the layers over the pipeline stages and the Megatron-LM flags that
+// give it (none when even; --decoder-first/last-pipeline-num-layers; else
+// --pipeline-model-parallel-layout).
 struct MegatronSplit {
   std::vector<int64_t> layers_per_stage;
   int64_t first_stage_layers = 0, last_stage_layers = 0;  // 0: flag not given
-  bool matches_remat = true;                              // remat's own split is this one
+  std::string layout;                                     // "": flag not given
 };
+MegatronSplit megatron_split_of(std::vector<int64_t> layers_per_stage);
 
-// remat's split when Megatron can express it, else the nearest one it can
-// (middle stages even, the remainder on the first and last stage).
+// The split remat costs `t` with (t.layers_per_stage, or remat's even split
+// with the remainder on the first stages) and its flags.
 MegatronSplit megatron_split(const ModelSpec& m, const TrainingSpec& t);
 
 struct RunnableOptions {
@@ -29,21 +31,22 @@ struct RunnableOptions {
 
 struct RunnableCandidate {
   MegatronRecompute setting;
+  std::vector<int64_t> layers_per_stage;  // the best split for this setting
   double time_s = 0, peak_bytes = 0;
   int64_t worst_stage = 0;
   bool fits = false;
 };
 
 struct RunnablePlan {
-  TrainingSpec training;  // the layout with Megatron's split
-  MegatronSplit split;
+  TrainingSpec training;                      // the layout with the best plan's split
+  MegatronSplit split;                        // the best plan's split (searched with each setting)
   std::vector<RunnableCandidate> candidates;  // every setting evaluated
   std::optional<RunnableCandidate> best;      // fastest that fits (smaller peak on ties)
   std::string reason;                         // when none fits
 };
 
 // The settings Megatron-LM accepts for this model: none; full uniform and
-// block with N in 1..largest stage; selective with every module set the model
+// block with N in 1..one more than the even stage; selective with every module set the model
 // has (dense: core_attn, mlp, layernorm; MoE: moe, moe_act, shared_experts;
 // MLA: mla_up_proj), without sets where one module contains another.
 std::vector<MegatronRecompute> megatron_settings(const ModelSpec& m, const TrainingSpec& t, bool transformer_engine);
