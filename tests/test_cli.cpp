@@ -133,3 +133,19 @@ TEST(Cli, EstimateNotesHostBoundMoeLayers) {
       << r.out;
   EXPECT_NE(r.out.find("host-bound time follows the host's speed"), std::string::npos) << r.out;
 }
+
+namespace {
+
+// A layout value the user never typed is named as remat's default in the error.
+TEST(FirstUse, DefaultLayoutNamedInErrors) {
+  const std::string phi4 = std::string(REMAT_TEST_DATA) + "/data/hf_configs/phi-4.json";
+  const Result untyped = run({"estimate", "--model", phi4});
+  EXPECT_EQ(untyped.exit_code, 2);
+  EXPECT_EQ(untyped.out,
+            "error: command line: --tp: must divide num_key_value_heads = 10 (got 8, remat's default: give --tp for "
+            "this model)\n");
+  const Result typed = run({"estimate", "--model", phi4, "--tp", "8"});
+  EXPECT_EQ(typed.out, "error: command line: --tp: must divide num_key_value_heads = 10 (got 8)\n");
+}
+
+}  // namespace

@@ -45,15 +45,34 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
   app.add_option("--model", o.model, "model spec: YAML, Hugging Face config.json, or a built-in name")
       ->capture_default_str();
   app.add_option("--hardware", o.hardware, "hardware spec: YAML or a built-in name")->capture_default_str();
-  app.add_option("--tp", o.tp, "tensor-parallel size")->capture_default_str()->check(integer_text());
-  app.add_option("--pp", o.pp, "pipeline-parallel size")->capture_default_str()->check(integer_text());
-  app.add_option("--dp", o.dp, "data-parallel size")->capture_default_str()->check(integer_text());
-  app.add_option("--ep", o.ep, "expert-parallel size")->capture_default_str()->check(integer_text());
-  app.add_option("--mbs", o.mbs, "microbatch size (sequences)")->capture_default_str()->check(integer_text());
+  app.add_option("--tp", o.tp, "tensor-parallel size")
+      ->capture_default_str()
+      ->check(integer_text())
+      ->each([&o](const std::string&) { o.layout_given.insert("--tp"); });
+  app.add_option("--pp", o.pp, "pipeline-parallel size")
+      ->capture_default_str()
+      ->check(integer_text())
+      ->each([&o](const std::string&) { o.layout_given.insert("--pp"); });
+  app.add_option("--dp", o.dp, "data-parallel size")
+      ->capture_default_str()
+      ->check(integer_text())
+      ->each([&o](const std::string&) { o.layout_given.insert("--dp"); });
+  app.add_option("--ep", o.ep, "expert-parallel size")
+      ->capture_default_str()
+      ->check(integer_text())
+      ->each([&o](const std::string&) { o.layout_given.insert("--ep"); });
+  app.add_option("--mbs", o.mbs, "microbatch size (sequences)")
+      ->capture_default_str()
+      ->check(integer_text())
+      ->each([&o](const std::string&) { o.layout_given.insert("--mbs"); });
   app.add_option("--gbs", o.gbs, "global batch size (sequences); 0: 4*pp microbatches per dp rank")
       ->capture_default_str()
-      ->check(integer_text());
-  app.add_option("--seq", o.seq, "sequence length")->capture_default_str()->check(integer_text());
+      ->check(integer_text())
+      ->each([&o](const std::string&) { o.layout_given.insert("--gbs"); });
+  app.add_option("--seq", o.seq, "sequence length")
+      ->capture_default_str()
+      ->check(integer_text())
+      ->each([&o](const std::string&) { o.layout_given.insert("--seq"); });
   app.add_option("--num-layers", o.num_layers, "override the model's layer count (the paper's 63 for DeepSeek)")
       ->check(integer_text());
   app.add_option("--layers-per-stage", o.layers_per_stage, "layers per pipeline stage, e.g. 21,20,20,19");
@@ -227,6 +246,11 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
         megatron_layers_per_stage(o.megatron_split, effective_layers(in.model, in.training), in.training.pp);
   }
   auto problems = validate_training(in.training, in.model);
+  // a layout value nobody typed is remat's default (LLaMA3-70B's tp 8 pp 4 mbs 4): say so
+  for (Problem& p : problems)
+    if (p.file == "command line" && p.key.rfind("--", 0) == 0 && !o.layout_given.count(p.key) &&
+        std::set<std::string>{"--tp", "--pp", "--dp", "--ep", "--mbs", "--gbs", "--seq"}.count(p.key))
+      p.value += ", remat's default: give " + p.key + " for this model";
   if (problems.empty()) problems = network_problems(in.training, in.hardware, hw_src.label);
   if (!problems.empty()) throw InputError(std::move(problems));
   in.training = with_defaults(in.training);

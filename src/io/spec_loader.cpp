@@ -185,8 +185,11 @@ SpecSource read_spec_source(const std::string& path_or_name, const std::string& 
       return {std::string(b.kind) + "/" + b.name + ".yaml (built-in)", b.text};
   if (fs::is_directory(path_or_name, ec))
     throw InputError({{"command line", flag, path_or_name, "is a directory, not a spec file"}});
-  throw InputError(
-      {{"command line", flag, path_or_name, "no such file, and no built-in " + kind + " spec of that name"}});
+  std::string names;
+  for (const auto& b : builtin_specs())
+    if (kind == b.kind) names += (names.empty() ? "" : ", ") + std::string(b.name);
+  throw InputError({{"command line", flag, path_or_name,
+                     "no such file, and no built-in " + kind + " spec of that name (built-in: " + names + ")"}});
 }
 
 ModelSpec load_model(const SpecSource& src) {
