@@ -83,7 +83,7 @@ std::vector<Column> columns() {
       {"R", r_text},
       {"peak_GiB", [](const SweepRow& r) { return fmt::format("{:.2f}", r.best.peak_bytes / (1024.0 * 1024 * 1024)); }},
       {"iteration_s", [](const SweepRow& r) { return fmt::format("{:.4f}", r.best.time_s); }},
-      {"mfu", [](const SweepRow& r) { return fmt::format("{:.4f}", r.mfu); }},
+      {"mfu_percent", [](const SweepRow& r) { return fmt::format("{:.1f}", 100 * r.mfu); }},
       {"tokens_per_s", [](const SweepRow& r) { return fmt::format("{:.0f}", r.tokens_per_s); }}};
 }
 

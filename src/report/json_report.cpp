@@ -30,7 +30,9 @@ Json stage_json(const StageEstimate& s, Strategy strategy) {
   const StageMemory& mem = s.memory_bytes;
   return {
       {"index", s.index},
-      {"layers", {s.first_layer, s.last_layer}},
+      // first and last layer, both included, as the tables print them ("0-15")
+      {"layers", {s.first_layer, s.last_layer - 1}},
+      {"num_layers", s.last_layer - s.first_layer},
       {"recompute", {{"strategy", to_string(strategy)}, {"layers", s.recompute_layers}, {"per_layer", per_layer}}},
       {"offload_layers", s.offload_layers},
       {"host_bound_layers", s.host_bound_layers},
