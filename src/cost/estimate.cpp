@@ -146,7 +146,10 @@ StageEstimate stage_estimate(const ModelSpec& m, const HardwareSpec& hw, const T
   st.first_layer = range.first;
   st.last_layer = range.second;
   const int64_t n_layers = range.second - range.first;
-  st.recompute_layers = std::min(per_stage_value(plan.recompute_layers, i, n_layers), n_layers);
+  // R counts the layers that recompute: every layer by default, none under the none strategy
+  const int64_t all_by_default = plan.strategy == Strategy::none ? 0 : n_layers;
+  st.recompute_layers = std::min(per_stage_value(plan.recompute_layers, i, all_by_default), n_layers);
+  if (plan.strategy == Strategy::none) st.recompute_layers = 0;
   st.offload_layers = std::min(per_stage_value(plan.offload_layers, i, 0), n_layers - st.recompute_layers);
   st.in_flight_microbatches = base.in_flight;
 
