@@ -224,6 +224,24 @@ TEST(MegatronLog, ReadsUnevenSplits) {
   }
 }
 
+// Runs with plain --recompute-granularity selective (and --recompute-activations), no modules
+// named, on one H100 (reports/megatron/h100-sel/): Megatron-LM recomputes core_attn, and so does
+// the prediction, within 2% of each measured peak.
+TEST(MegatronRuns, PlainSelectiveRunsWithinTwoPercent) {
+  const HardwareSpec hw = test::hardware("h100-sxm");
+  int checked = 0;
+  for (const auto& path : logs_in({"/h100-sel"})) {
+    const MegatronLog log = read_log(path);
+    const MegatronComparison c = compare_megatron(log, hw);
+    if (path.find("-none") == std::string::npos) EXPECT_EQ(c.setup.recompute, "selective core_attn") << path;
+    for (const MegatronRankRow& r : c.ranks) {
+      EXPECT_LE(std::abs(r.predicted_peak_MiB / r.measured_max_allocated_MiB - 1), 0.02) << path;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 7);
+}
+
 TEST(MegatronLog, RefusesRecomputeSettingsItDoesNotModel) {
   const auto refusal = [](MegatronLog log) {
     try {

@@ -228,7 +228,9 @@ TEST(Parity, SweepRows) {
     const double lo = reference(c, make_plan(Strategy::full)).peak_memory_bytes;
     const double hi = reference(c, make_plan(Strategy::none)).peak_memory_bytes;
     const SweepResult res = sweep(c.model, c.hw, c.t, space, (lo + hi) / 2);
-    EXPECT_GE(res.rows.size(), 2u) << c.label;  // none does not fit
+    // none does not fit, unless the head's logits set the peak (pp 1): then the plans that recompute
+    // nothing are one row, the none plan
+    EXPECT_GE(res.rows.size(), lo < hi ? 2u : 1u) << c.label;
     for (const SweepRow& row : res.rows) {
       const SearchSpace sp = build_search_space(c.model, c.hw, row.layout, SearchOptions{});
       const Plan p = to_plan(row.best, sp);

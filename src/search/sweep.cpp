@@ -49,6 +49,16 @@ std::string category(const Problem& p) { return p.key + " " + p.message; }
 
 }  // namespace
 
+static bool recomputes_nothing(const Candidate& c) {
+  if (c.mode == SearchMode::per_layer) {
+    for (const auto& stage : c.per_layer)
+      for (const LayerChoice& l : stage)
+        if (!(l == LayerChoice{})) return false;
+    return true;
+  }
+  return std::all_of(c.r.begin(), c.r.end(), [](int64_t r) { return r == 0; });
+}
+
 SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& base, const SweepSpace& space,
                   double budget_bytes, const std::function<void(int64_t, int64_t)>& progress) {
   const std::vector<Layout> layouts = enumerate(m, base, space);
@@ -80,7 +90,13 @@ SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec
       ++res.infeasible_by_reason[why];
       continue;
     }
+    // a strategy whose best plan recomputes no layer is the none plan: listed once, under none
+    if (l.s != Strategy::none && recomputes_nothing(*pr.best)) {
+      if (std::find(space.strategies.begin(), space.strategies.end(), Strategy::none) != space.strategies.end())
+        continue;
+    }
     SweepRow row{ss.training, l.s, true, "", *pr.best, pr.best->mfu, pr.best->tokens_per_s};
+    if (recomputes_nothing(*pr.best)) row.strategy = Strategy::none;
     res.rows.push_back(std::move(row));
   }
   if (progress) progress(res.evaluated, res.evaluated);
