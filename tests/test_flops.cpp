@@ -66,6 +66,33 @@ TEST(Flops, LayersCountOnEveryStage) {
   EXPECT_GT(e.stages[1].flops.forward, e.stages[0].flops.forward + microbatches * 2 * tokens * h * 128256 * 0.99);
 }
 
+// Multi-token prediction (DeepSeek-V3's one module): its layer, eh_proj and LM head on the last
+// stage, in the model's FLOPs and in the stage's; its layer's activations and its head's logits in
+// the last stage's memory.
+TEST(Flops, MultiTokenPredictionIsCosted) {
+  ModelSpec m = test::model(std::string(REMAT_TEST_DATA) + "/data/hf_configs/deepseek-v3.json");
+  ASSERT_EQ(m.num_nextn_predict_layers, 1);
+  m.num_hidden_layers = 8;
+  ModelSpec without = m;
+  without.num_nextn_predict_layers = 0;
+  const TrainingSpec t = test::layout(1, 2, 8, 8, 1, 4096);
+  expect_flops_add_up(m, t, Strategy::none, "deepseek-v3 mtp");
+  expect_flops_add_up(m, t, Strategy::full, "deepseek-v3 mtp full");
+  Plan p;
+  const HardwareSpec hw = test::hardware("h100-sxm");
+  const Estimate with_mtp = estimate(m, hw, t, p, 1e30), plain = estimate(without, hw, t, p, 1e30);
+  EXPECT_DOUBLE_EQ(with_mtp.stages[0].memory_bytes.activations, plain.stages[0].memory_bytes.activations);
+  EXPECT_DOUBLE_EQ(with_mtp.stages[0].flops.forward, plain.stages[0].flops.forward);
+  // the last stage holds one microbatch: one more MoE layer's saved tensors (as a decoder layer of
+  // the stage saves them) and eh_proj's input, 4 x tokens x h x 2 bytes
+  const double layer_kept = plain.stages[1].memory_bytes.activations / 4;  // 4 MoE layers, 1 in flight
+  EXPECT_NEAR(with_mtp.stages[1].memory_bytes.activations - plain.stages[1].memory_bytes.activations,
+              layer_kept + 4 * 4096.0 * 7168 * 2, 0.01 * layer_kept);
+  EXPECT_GT(with_mtp.stages[1].memory_bytes.transient_peak, plain.stages[1].memory_bytes.transient_peak);
+  EXPECT_GT(with_mtp.stages[1].time_s.forward, plain.stages[1].time_s.forward);
+  EXPECT_GT(with_mtp.iteration.model_flops, plain.iteration.model_flops);
+}
+
 TEST(Flops, LoraHardwareFlopsCoverTheModel) {
   const ModelSpec m = test::model("qwen3-8b");
   TrainingSpec t = test::layout(1, 1, 1, 1, 1, 2048);

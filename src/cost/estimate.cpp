@@ -26,6 +26,18 @@ LayerChoice choose(const Plan& plan, const LayerDef& layer, int64_t global, int6
   return choice_for(Strategy::none, layer);
 }
 
+// Megatron-LM's MTP block (multi_token_prediction.py at d98e8a64dd) checkpoints its layer under
+// full uniform recompute, skips block (unsupported there), and its layer honours selective modules;
+// remat's own strategies leave it kept.
+LayerChoice mtp_layer_choice(const Plan& plan) {
+  LayerChoice c;
+  if (!plan.megatron) return c;
+  const MegatronRecompute& r = *plan.megatron;
+  if (r.granularity == MegatronGranularity::selective) c.mode = LayerMode::selective, c.modules = r.modules;
+  if (r.granularity == MegatronGranularity::full && r.method == MegatronMethod::uniform) c.mode = LayerMode::full;
+  return c;
+}
+
 bool recomputes(const LayerChoice& c) {
   if (c.mode == LayerMode::full || c.mode == LayerMode::selective) return true;
   return std::any_of(c.blocks.begin(), c.blocks.end(),
@@ -62,9 +74,14 @@ double model_flops_per_microbatch(const ModelSpec& m, const TrainingSpec& t, int
   const double dense = sum(shapes.dense), moe = sum(shapes.moe);
   // the LM head as the last stage runs it (frozen under LoRA: its backward is the input's gradient only)
   const Block head = rmsnorm_linear_block(r, m.hidden_size, m.vocab_size, "lm_head");
-  double total = 0;
-  for (const auto& op : head.ops) total += op.fwd_flops + op.bwd_flops;
+  double head_flops = 0;
+  for (const auto& op : head.ops) head_flops += op.fwd_flops + op.bwd_flops;
+  double total = head_flops;
   for (int64_t i = 0; i < layers; ++i) total += m.layer_is_moe(i) ? moe : dense;
+  // multi-token prediction: each module's layer, LM head and eh_proj (2h to h: 3 x 2 x tokens x 2h x h)
+  const double h = double(m.hidden_size);
+  for (int64_t k = 0; k < m.num_nextn_predict_layers; ++k)
+    total += (m.layer_is_moe(layers + k) ? moe : dense) + head_flops + 6 * r.tokens() * 2 * h * h;
   return total;
 }
 
@@ -161,6 +178,12 @@ StageEstimate stage_estimate(const ModelSpec& m, const HardwareSpec& hw, const T
     st.host_bound_layers += lc.host_bound ? 1 : 0;
     sums.add(lc);
   }
+  if (int64_t(i) + 1 == t.pp)  // multi-token prediction layers run after the decoder on the last stage
+    for (int64_t k = 0; k < m.num_nextn_predict_layers; ++k) {
+      const int64_t g = effective_layers(m, t) + k;
+      LayerChoice c = mtp_layer_choice(plan);
+      sums.add(cache.cost(m, hw, t, shapes.at(m, g), c, g));
+    }
   if (plan.megatron || !plan.layer_overrides.empty()) {  // count what the per-layer choices do on this stage
     st.recompute_layers = 0, st.offload_layers = 0;
     for (const LayerChoice& c : st.per_layer) {

@@ -53,6 +53,29 @@ void add_head(StageBase& s, const ModelSpec& m, const RankShape& r, const Traini
   s.fixed_bwd_s += (4 + 2) * logits / mem_bw;      // gradient of the logits
 }
 
+// Multi-token prediction (DeepSeek-V3's num_nextn_predict_layers, Megatron's --mtp-num-layers):
+// each module on the last stage runs its own LM head and loss, whose logits are saved for
+// backward beside the main head's, and eh_proj (the normed embedding and hidden, 2h, to h),
+// whose input it saves. Its transformer layer is one more layer of the stage (stage_estimate).
+void add_mtp_heads(StageBase& s, const ModelSpec& m, const RankShape& r, const HardwareSpec& hw) {
+  const double k = double(m.num_nextn_predict_layers);
+  if (k <= 0) return;
+  s.head_transient_bytes *= 1 + k;
+  s.fixed_fwd_s *= 1 + k, s.fixed_bwd_s *= 1 + k;
+  s.fixed_fwd_flops *= 1 + k, s.fixed_bwd_flops *= 1 + k;
+  const double h = double(m.hidden_size), tokens = r.tokens();
+  OpDef eh_proj;
+  eh_proj.kind = OpKind::gemm;
+  eh_proj.fwd_flops = 2 * tokens * 2 * h * h / double(r.tp);
+  eh_proj.bwd_flops = eh_proj.bwd_exec_flops = 2 * eh_proj.fwd_flops;
+  eh_proj.gemm_flops_each = eh_proj.fwd_flops;
+  const OpTime ot = op_time(eh_proj, hw);
+  s.fixed_fwd_s += k * ot.fwd_s, s.fixed_bwd_s += k * ot.bwd_s;
+  s.fixed_fwd_flops += k * eh_proj.fwd_flops, s.fixed_bwd_flops += k * eh_proj.bwd_flops;
+  // the two normed inputs and their concatenation (bf16), sequence-sharded under sp
+  s.mtp_saved_bytes = k * 4 * r.seq_tokens() * h * 2;
+}
+
 // Each stage but the last sends activations forward, each but the first sends
 // gradients back (sequence-sharded under sp).
 void add_p2p(StageBase& s, const ModelSpec& m, const RankShape& r, const TrainingSpec& t, const HardwareSpec& hw) {
@@ -100,9 +123,10 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
   if (last) {
     s.params.dense += double(m.hidden_size);  // final norm
     if (!m.tie_word_embeddings || t.pp > 1) s.params.dense += embedding_params(m, t.tp);
-    const ParamCount mtp = mtp_params(m, t.tp, t.ep);  // weights only: MTP activations are not modelled
+    const ParamCount mtp = mtp_params(m, t.tp, t.ep);
     s.params.dense += mtp.dense, s.params.expert += mtp.expert;
     add_head(s, m, r, t, hw);
+    add_mtp_heads(s, m, r, hw);
   }
   add_p2p(s, m, r, t, hw);
   add_framework_bytes(s, m, r, t);
@@ -155,7 +179,7 @@ void LayerSums::add(const LayerCost& c) {
 
 StageTotals stage_totals(const StageBase& base, const LayerSums& layers) {
   StageTotals t;
-  t.activations_bytes = double(base.in_flight) * (layers.kept_bytes + base.stage_output_bytes);
+  t.activations_bytes = double(base.in_flight) * (layers.kept_bytes + base.stage_output_bytes) + base.mtp_saved_bytes;
   // Offload copies hide under compute only with a second buffer: while one
   // layer's backward runs, the next offloaded layer's activations come back
   // (in forward, one layer's copy out runs while the next fills its own), and

@@ -30,7 +30,8 @@ struct StageBase {
   // they are allocated in backward (grads_allocated_in_backward); autocast's bf16 weight casts are
   double grads_absent_bytes = 0, autocast_cast_bytes = 0;
   StaticBytes static_bytes;
-  double head_transient_bytes = 0;  // LM head, logits and loss (last stage)
+  double head_transient_bytes = 0;  // LM head, logits and loss (last stage; MTP's heads too)
+  double mtp_saved_bytes = 0;       // MTP modules' eh_proj inputs (last stage, one microbatch)
   double runtime_bytes = 0;         // framework buffers alive all iteration (score buffer, workspaces)
   double stage_output_bytes = 0;    // per in-flight microbatch, when the pipeline keeps stage outputs
   double optimizer_step_bytes = 0;  // the optimizer step's temporary, on top of the static bytes
