@@ -81,6 +81,15 @@ TEST(SplitSearch, BestSplitIsBruteForceOptimal) {
   EXPECT_GT(uneven_best, 0);
 }
 
+std::string refusal(const MegatronSplitText& text, int64_t layers, int64_t pp, int64_t mtp = 0) {
+  try {
+    megatron_layers_per_stage(text, layers, pp, "command line", mtp);
+  } catch (const InputError& e) {
+    return e.problems().front().line();
+  }
+  return "accepted";
+}
+
 TEST(SplitFlags, WrittenAsMegatronReadsThem) {
   EXPECT_EQ(split_text({6, 8, 8, 8, 7}), "6,8x3,7");
   const MegatronSplitFlags even = megatron_split_flags({8, 8, 8, 8});
@@ -103,6 +112,12 @@ TEST(SplitFlags, WrittenAsMegatronReadsThem) {
   EXPECT_EQ(layout.layout, "Et*6|t*8|t*8|t*9|(t*8|)*11t*7L");
   EXPECT_EQ(megatron_layers_per_stage({"", "", layout.layout}, 126, 16), odd);
   EXPECT_EQ(pipeline_layout_text({1, 2}), "Et|t*2L");
+  // multi-token prediction layers go on the last stage, before the loss
+  EXPECT_EQ(pipeline_layout_text({2, 3, 1}, 1), "Et*2|t*3|tmL");
+  EXPECT_EQ(megatron_layers_per_stage({"", "", "Et*2|t*3|tmL"}, 6, 3, "command line", 1),
+            (std::vector<int64_t>{2, 3, 1}));
+  EXPECT_EQ(refusal({"", "", "Et*2|t*3|tL"}, 6, 3, 1),
+            "command line: --pipeline-model-parallel-layout: has 0 MTP layers (m); the model has 1 (got Et*2|t*3|tL)");
   EXPECT_EQ(megatron_layers_per_stage({"", "", "Et|t*2L"}, 3, 2), (std::vector<int64_t>{1, 2}));
   // Megatron's own example grammar: commas are cosmetic, (..)*n and x*n repeat
   EXPECT_EQ(megatron_layers_per_stage({"", "", "Ettt|(tt|)*2,t,tL"}, 9, 4), (std::vector<int64_t>{3, 2, 2, 2}));
@@ -110,15 +125,6 @@ TEST(SplitFlags, WrittenAsMegatronReadsThem) {
   EXPECT_EQ(megatron_layers_per_stage({"", "1", ""}, 61, 16),
             (std::vector<int64_t>{4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1}));
   EXPECT_EQ(megatron_layers_per_stage({"6", "8", ""}, 126, 16)[1], 8);
-}
-
-std::string refusal(const MegatronSplitText& text, int64_t layers, int64_t pp) {
-  try {
-    megatron_layers_per_stage(text, layers, pp);
-  } catch (const InputError& e) {
-    return e.problems().front().line();
-  }
-  return "accepted";
 }
 
 TEST(SplitFlags, RefusedAsMegatronRefusesThem) {

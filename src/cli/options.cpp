@@ -243,7 +243,8 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
       throw InputError({{"command line", "--pp", std::to_string(in.training.pp),
                          "must be between 1 and " + std::to_string(limits::kLayers)}});
     in.training.layers_per_stage =
-        megatron_layers_per_stage(o.megatron_split, effective_layers(in.model, in.training), in.training.pp);
+        megatron_layers_per_stage(o.megatron_split, effective_layers(in.model, in.training), in.training.pp,
+                                  "command line", in.model.num_nextn_predict_layers);
   }
   auto problems = validate_training(in.training, in.model);
   // a layout value nobody typed is remat's default (LLaMA3-70B's tp 8 pp 4 mbs 4): say so

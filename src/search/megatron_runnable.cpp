@@ -45,15 +45,15 @@ bool redundant(ModuleSet s) {
 
 }  // namespace
 
-MegatronSplit megatron_split_of(std::vector<int64_t> layers_per_stage) {
-  const MegatronSplitFlags f = megatron_split_flags(layers_per_stage);
+MegatronSplit megatron_split_of(std::vector<int64_t> layers_per_stage, int64_t mtp_layers) {
+  const MegatronSplitFlags f = megatron_split_flags(layers_per_stage, mtp_layers);
   return {std::move(layers_per_stage), f.first_stage_layers, f.last_stage_layers, f.layout};
 }
 
 MegatronSplit megatron_split(const ModelSpec& m, const TrainingSpec& t) {
   std::vector<int64_t> v;
   for (const auto& [first, last] : stage_layer_ranges(m, t)) v.push_back(last - first);
-  return megatron_split_of(std::move(v));
+  return megatron_split_of(std::move(v), m.num_nextn_predict_layers);
 }
 
 std::vector<MegatronRecompute> megatron_settings(const ModelSpec& m, const TrainingSpec& t, bool te) {
@@ -98,7 +98,7 @@ RunnablePlan runnable_megatron_plan(const ModelSpec& m, const HardwareSpec& hw, 
   for (const auto& c : res.candidates)
     if (c.peak_bytes < low->peak_bytes) low = &c;
   const RunnableCandidate& chosen = res.best ? *res.best : *low;
-  res.split = megatron_split_of(chosen.layers_per_stage);
+  res.split = megatron_split_of(chosen.layers_per_stage, m.num_nextn_predict_layers);
   res.training = split_t;
   res.training.layers_per_stage = chosen.layers_per_stage;
   if (!res.best)

@@ -81,12 +81,15 @@ struct Unroller {
   }
 };
 
-std::vector<int64_t> from_layout(const std::string& text, int64_t layers, int64_t pp, const std::string& source) {
+std::vector<int64_t> from_layout(const std::string& text, int64_t layers, int64_t pp, int64_t mtp_layers,
+                                 const std::string& source) {
   const std::string key = "--pipeline-model-parallel-layout";
   const std::string flat = Unroller{text, source}.run();
   std::vector<int64_t> stages(1, 0);
-  int64_t embeddings = 0, losses = 0;
+  int64_t embeddings = 0, losses = 0, mtp = 0;
   for (size_t i = 0; i < flat.size(); ++i) {
+    if (mtp > 0 && (flat[i] == 't' || flat[i] == '|'))
+      refuse(source, key, text, "places MTP layers (m) before decoder layers or stages; remat models them on the last");
     const char c = flat[i];
     if (c == '|') {
       stages.push_back(0);
@@ -99,13 +102,15 @@ std::vector<int64_t> from_layout(const std::string& text, int64_t layers, int64_
       if (i + 1 != flat.size()) refuse(source, key, text, "must end with the loss L");
       ++losses;
     } else if (c == 'm') {
-      refuse(source, key, text,
-             "places MTP layers (m); remat plans MTP on the last stage itself, give the layout without m");
+      ++mtp;
     } else {
       refuse(source, key, text, std::string("has '") + c + "', not one of E, L, t, m, |, (, ), *, digits");
     }
   }
   if (embeddings != 1 || losses != 1) refuse(source, key, text, "must begin with E and end with L, once each");
+  if (mtp != mtp_layers)
+    refuse(source, key, text,
+           "has " + std::to_string(mtp) + " MTP layers (m); the model has " + std::to_string(mtp_layers));
   if (int64_t(stages.size()) != pp)
     refuse(source, key, text,
            "has " + std::to_string(stages.size()) +
@@ -124,12 +129,12 @@ std::vector<int64_t> from_layout(const std::string& text, int64_t layers, int64_
 }  // namespace
 
 std::vector<int64_t> megatron_layers_per_stage(const MegatronSplitText& text, int64_t layers, int64_t pp,
-                                               const std::string& source) {
+                                               const std::string& source, int64_t mtp_layers) {
   if (!text.layout.empty()) {
     if (!text.first_stage_layers.empty() || !text.last_stage_layers.empty())
       refuse(source, "--pipeline-model-parallel-layout", text.layout,
              "cannot be given with --decoder-first/last-pipeline-num-layers (Megatron-LM refuses both)");
-    return from_layout(text.layout, layers, pp, source);
+    return from_layout(text.layout, layers, pp, mtp_layers, source);
   }
   std::vector<int64_t> v(size_t(pp), 0);
   int64_t rest = layers, even_stages = pp;
@@ -157,7 +162,7 @@ std::vector<int64_t> megatron_layers_per_stage(const MegatronSplitText& text, in
   return v;
 }
 
-MegatronSplitFlags megatron_split_flags(const std::vector<int64_t>& v) {
+MegatronSplitFlags megatron_split_flags(const std::vector<int64_t>& v, int64_t mtp_layers) {
   MegatronSplitFlags f;
   const size_t n = v.size();
   if (n < 2) return f;
@@ -174,12 +179,12 @@ MegatronSplitFlags megatron_split_flags(const std::vector<int64_t>& v) {
   } else if (n >= 3 && equal(1, n - 1)) {
     f.first_stage_layers = v.front(), f.last_stage_layers = v.back();
   } else {
-    f.layout = pipeline_layout_text(v);
+    f.layout = pipeline_layout_text(v, mtp_layers);
   }
   return f;
 }
 
-std::string pipeline_layout_text(const std::vector<int64_t>& v) {
+std::string pipeline_layout_text(const std::vector<int64_t>& v, int64_t mtp_layers) {
   const auto stage = [](int64_t n) { return n == 1 ? std::string("t") : "t*" + std::to_string(n); };
   std::string out = "E";
   for (size_t i = 0; i < v.size();) {
@@ -196,6 +201,7 @@ std::string pipeline_layout_text(const std::vector<int64_t>& v) {
     }
     i += run;
   }
+  for (int64_t k = 0; k < mtp_layers; ++k) out += "m";  // MTP on the last stage, before the loss
   return out + "L";
 }
 

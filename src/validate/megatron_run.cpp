@@ -87,6 +87,8 @@ ModelSpec model_from(ArgReader& a, int64_t tp) {
   const int64_t vocab = a.integer("vocab_size");
   m.vocab_size = (vocab + multiple - 1) / multiple * multiple;
   m.tie_word_embeddings = !a.flag("untie_embeddings_and_output_weights");
+  if (a.log.args.count("mtp_num_layers") && !a.is_none("mtp_num_layers"))
+    m.num_nextn_predict_layers = a.integer("mtp_num_layers");
   if (!a.is_none("num_experts")) {
     m.n_routed_experts = a.integer("num_experts");
     m.num_experts_per_tok = a.integer("moe_router_topk");
@@ -141,7 +143,7 @@ TrainingSpec training_from(ArgReader& a) {
 
 // The split Megatron-LM built from --decoder-first/last-pipeline-num-layers or
 // --pipeline-model-parallel-layout (empty: even).
-std::vector<int64_t> split_from(ArgReader& a, int64_t layers, int64_t pp) {
+std::vector<int64_t> split_from(ArgReader& a, int64_t layers, int64_t pp, int64_t mtp_layers) {
   MegatronSplitText text;
   const auto read = [&](const char* key, std::string& out) {
     if (a.log.args.count(key) && !a.is_none(key)) out = a.text(key);
@@ -150,7 +152,7 @@ std::vector<int64_t> split_from(ArgReader& a, int64_t layers, int64_t pp) {
   read("decoder_last_pipeline_num_layers", text.last_stage_layers);
   read("pipeline_model_parallel_layout", text.layout);
   if (text.empty() || layers < 1 || pp < 1 || pp > layers) return {};
-  return megatron_layers_per_stage(text, layers, pp, a.log.file);
+  return megatron_layers_per_stage(text, layers, pp, a.log.file, mtp_layers);
 }
 
 Plan plan_from(ArgReader& a, std::string& words) {
@@ -206,7 +208,8 @@ MegatronSetup megatron_setup(const MegatronLog& log) {
   s.model = model_from(a, std::max<int64_t>(1, s.training.tp));
   s.plan = plan_from(a, s.recompute);
   if (!a.problems.empty()) throw InputError(a.problems);
-  s.training.layers_per_stage = split_from(a, s.model.num_hidden_layers, s.training.pp);
+  s.training.layers_per_stage =
+      split_from(a, s.model.num_hidden_layers, s.training.pp, s.model.num_nextn_predict_layers);
   auto checks = validate_model(s.model, log.file);
   auto layout = validate_training(s.training, s.model);
   checks.insert(checks.end(), layout.begin(), layout.end());

@@ -18,7 +18,7 @@ struct MegatronSplit {
   int64_t first_stage_layers = 0, last_stage_layers = 0;  // 0: flag not given
   std::string layout;                                     // "": flag not given
 };
-MegatronSplit megatron_split_of(std::vector<int64_t> layers_per_stage);
+MegatronSplit megatron_split_of(std::vector<int64_t> layers_per_stage, int64_t mtp_layers = 0);
 
 // The split remat costs `t` with (t.layers_per_stage, or remat's even split
 // with the remainder on the first stages) and its flags.

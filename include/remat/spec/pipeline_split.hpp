@@ -20,8 +20,10 @@ struct MegatronSplitText {
 // Layers per stage as Megatron-LM builds them from the flags; throws InputError
 // naming `source` (a file or "command line"), the flag and its value where
 // Megatron-LM would refuse them.
+// `mtp_layers`: the model's multi-token prediction modules, which a layout must place ("m")
+// on the last stage.
 std::vector<int64_t> megatron_layers_per_stage(const MegatronSplitText& text, int64_t layers, int64_t pp,
-                                               const std::string& source = "command line");
+                                               const std::string& source = "command line", int64_t mtp_layers = 0);
 
 // The flags that give `layers_per_stage`: none for an even split, the first
 // and/or last stage's count where the other stages are even, else a layout.
@@ -29,10 +31,10 @@ struct MegatronSplitFlags {
   int64_t first_stage_layers = 0, last_stage_layers = 0;  // 0: flag not given
   std::string layout;                                     // "" : flag not given
 };
-MegatronSplitFlags megatron_split_flags(const std::vector<int64_t>& layers_per_stage);
+MegatronSplitFlags megatron_split_flags(const std::vector<int64_t>& layers_per_stage, int64_t mtp_layers = 0);
 
 // --pipeline-model-parallel-layout for a split, e.g. 6,8x14,7 -> "Et*6|(t*8|)*14t*7L".
-std::string pipeline_layout_text(const std::vector<int64_t>& layers_per_stage);
+std::string pipeline_layout_text(const std::vector<int64_t>& layers_per_stage, int64_t mtp_layers = 0);
 
 // "6,8x14,7": runs of equal counts shortened.
 std::string split_text(const std::vector<int64_t>& layers_per_stage);
