@@ -1,5 +1,6 @@
 // remat validate: remat-bench's measurements beside the cost model's predictions.
 // remat calibrate (cmd_calibrate.cpp) shares the loading below.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -53,7 +54,11 @@ ValidateInputs load_validate_inputs(const std::string& measurements_path, const 
                                     const std::string& command) {
   ValidateInputs in;
   in.measurements_path = measurements_path;
-  const std::string text = read_file_text(measurements_path, "--measurements");
+  // the default names a file of the source tree: found from any working directory
+  std::string path = measurements_path;
+  if (path == kDefaultMeasurements && !std::filesystem::exists(path))
+    path = std::string(REMAT_SOURCE_DIR) + "/" + kDefaultMeasurements;
+  const std::string text = read_file_text(path, "--measurements");
   in.measurements = parse_measurements(text, measurements_path);
   const std::string hw = hardware.empty() ? default_hardware(in.measurements, measurements_path) : hardware;
   in.hardware_source = read_spec_source(hw, "hardware");
