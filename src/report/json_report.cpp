@@ -135,7 +135,8 @@ Json training_json(const TrainingSpec& t) {
 }
 
 Json training_core_json(const TrainingSpec& t) {
-  return {{"tp", t.tp},
+  return {{"framework", t.framework},  // the profile (--framework) every number was computed under
+          {"tp", t.tp},
           {"pp", t.pp},
           {"dp", t.dp},
           {"ep", t.ep},
@@ -151,7 +152,8 @@ Json training_core_json(const TrainingSpec& t) {
           {"gqa_expand_kv", t.gqa_expand_kv},
           {"loss_fp32_logits", t.loss_fp32_logits},
           {"flash_attention", t.flash_attention},
-          {"recompute_replay", t.replay == RecomputeReplay::full ? "full" : "early_stop"}};
+          {"recompute_replay", t.replay == RecomputeReplay::full ? "full" : "early_stop"},
+          {"layers_per_stage", t.layers_per_stage}};
 }
 
 Json plan_json(const Plan& p) {
