@@ -149,3 +149,29 @@ TEST(FirstUse, DefaultLayoutNamedInErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+// A profile's vocabulary: the hf profile runs no recompute or gradient checkpointing of whole
+// layers; a strategy it does not run is refused where typed and left out of compare.
+TEST(ProfileVocabulary, HfRefusesWhatItDoesNotRun) {
+  const std::vector<std::string> hf = {"--framework", "hf",   "--model", "llama3-8b", "--tp",
+                                       "1",           "--pp", "1",       "--mbs",     "1"};
+  auto with = [&](std::vector<std::string> head) {
+    head.insert(head.end(), hf.begin(), hf.end());
+    return head;
+  };
+  const Result est = run(with({"estimate", "--strategy", "eagle"}));
+  EXPECT_EQ(est.exit_code, 2);
+  EXPECT_EQ(est.out, "error: command line: --strategy: the hf profile runs only none, full (got eagle)\n");
+  const Result plan = run(with({"plan", "--strategies", "full,offload"}));
+  EXPECT_EQ(plan.out, "error: command line: --strategies: the hf profile runs only none, full (got offload)\n");
+  const Result compare = run(with({"compare", "--format", "json"}), true);
+  const auto j = nlohmann::json::parse(compare.out);
+  ASSERT_EQ(j["estimates"].size(), 2u);
+  EXPECT_EQ(j["estimates"][0]["plan"]["strategy"], "none");
+  EXPECT_EQ(j["estimates"][1]["plan"]["strategy"], "full");
+  EXPECT_EQ(j["training"]["framework"], "hf");
+}
+
+}  // namespace

@@ -61,7 +61,8 @@ Runner add_compare_command(CLI::App& app) {
     Json list = Json::array();
     std::vector<std::vector<std::string>> rows;
     bool any_fits = false;
-    for (Strategy s : all_strategies()) {
+    // the strategies the framework profile runs (hf: none and full)
+    for (Strategy s : profile_strategies(in.training, all_strategies(), false, "--framework")) {
       Plan plan;
       plan.strategy = s;
       if (!opts->recompute_layers.empty())

@@ -45,6 +45,7 @@ Runner add_estimate_command(CLI::App& app) {
   return [opts]() {
     Inputs in = load_inputs(opts->common, "estimate");
     Plan plan = plan_from(opts->plan);
+    profile_strategies(in.training, {plan.strategy}, true, "--strategy");
     if (!opts->layer_plan.empty()) plan.layer_overrides = parse_layer_plan(opts->layer_plan, in.model, in.training);
     const auto& mt = opts->megatron;
     if (!mt.granularity.empty() || !mt.method.empty() || !mt.num_layers.empty()) {

@@ -152,13 +152,16 @@ int emit_megatron_line(const Inputs& in, const RunnablePlan& rp, bool te) {
 
 }  // namespace
 
-SearchOptions search_options(const PlanOptions& o, const HardwareSpec& hw) {
+SearchOptions search_options(const PlanOptions& o, const HardwareSpec& hw, const TrainingSpec& t) {
   SearchOptions s;
-  s.strategies = parse_strategies(o.strategies);
+  const bool typed = o.strategies != PlanOptions{}.strategies;
+  s.strategies = profile_strategies(t, parse_strategies(o.strategies), typed, "--strategies");
   s.uniform_r = !o.no_uniform_r;
   s.per_stage_r = !o.no_per_stage_r;
-  s.per_layer = !o.no_per_layer;
-  s.offload = !o.no_offload;
+  // per-layer block modes and offloading only where the profile runs them (hf: whole layers only)
+  const bool blocks = !profile_strategies(t, {Strategy::standard, Strategy::eagle}, false, "").empty();
+  s.per_layer = !o.no_per_layer && blocks;
+  s.offload = !o.no_offload && !profile_strategies(t, {Strategy::offload}, false, "").empty();
   s.budget_bytes = memory_budget_bytes(o.budget_given, o.budget_GiB, hw);
   return s;
 }
@@ -189,7 +192,7 @@ Runner add_plan_command(CLI::App& app) {
                                                "--streambp-partition-tokens and --lm-head-partition-tokens");
     const Inputs in = load_inputs(opts->common, "plan");
     if (!opts->maximize.empty()) return run_maximize(in, *opts);
-    const SearchOptions so = search_options(*opts, in.hardware);
+    const SearchOptions so = search_options(*opts, in.hardware, in.training);
     if (!so.uniform_r && !so.per_stage_r && !so.per_layer)
       throw InputError(
           {{"command line", "--no-uniform-r --no-per-stage-r --no-per-layer", "", "leave nothing to search"}});

@@ -133,7 +133,8 @@ Runner add_sweep_command(CLI::App& app) {
     if (!o->pps.empty()) space.pp = parse_int_list("--pps", o->pps);
     if (!o->eps.empty()) space.ep = parse_int_list("--eps", o->eps);
     space.mbs = parse_int_list("--mbss", o->mbss);
-    space.strategies = strategy_list(o->strategies);
+    space.strategies = profile_strategies(in.training, strategy_list(o->strategies),
+                                          o->strategies != strategy_names(sweep_strategies(), ","), "--strategies");
     space.per_layer = o->per_layer;
     for (const auto& [flag, list] : {std::pair{"--gpus", gpus},
                                      {"--tps", space.tp},

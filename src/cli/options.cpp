@@ -150,6 +150,24 @@ void add_strategy_options(CLI::App& sub, StrategyOptions& o) {
   sub.add_option("--offload-layers", o.offload_layers, "layers per stage offloaded after the recomputed ones");
 }
 
+std::vector<Strategy> profile_strategies(const TrainingSpec& t, const std::vector<Strategy>& wanted, bool typed,
+                                         const char* flag) {
+  const FrameworkProfile* profile = find_framework(t.framework);
+  if (!profile) return wanted;
+  std::vector<Strategy> out;
+  for (Strategy s : wanted) {
+    if (framework_runs(*profile, s)) {
+      out.push_back(s);
+    } else if (typed) {
+      std::string runs;
+      for (Strategy r : profile->strategies) runs += (runs.empty() ? "" : ", ") + std::string(to_string(r));
+      throw InputError(
+          {{"command line", flag, to_string(s), "the " + std::string(profile->name) + " profile runs only " + runs}});
+    }
+  }
+  return out;
+}
+
 Plan plan_from(const StrategyOptions& o) {
   Plan p;
   if (!parse_strategy(o.strategy, p.strategy))

@@ -68,6 +68,10 @@ struct StrategyOptions {
 void add_strategy_options(CLI::App& sub, StrategyOptions& o);
 // Throws InputError naming the flag (unknown strategy, malformed list).
 Plan plan_from(const StrategyOptions& o);
+// The strategies of `wanted` that t's framework profile runs; with `typed` (the user named
+// them) one it does not run is refused naming `flag`.
+std::vector<Strategy> profile_strategies(const TrainingSpec& t, const std::vector<Strategy>& wanted, bool typed,
+                                         const char* flag);
 
 // The per-GPU memory budget: --memory-budget-GiB when given (finite, >= 0),
 // else the GPU's capacity less the hardware file's reserve.
