@@ -164,8 +164,8 @@ TEST(ProfileVocabulary, HfRefusesWhatItDoesNotRun) {
   const Result est = run(with({"estimate", "--strategy", "eagle"}));
   EXPECT_EQ(est.exit_code, 2);
   EXPECT_EQ(est.out, "error: command line: --strategy: the hf profile runs only none, full (got eagle)\n");
-  const Result plan = run(with({"plan", "--strategies", "full,offload"}));
-  EXPECT_EQ(plan.out, "error: command line: --strategies: the hf profile runs only none, full (got offload)\n");
+  const Result plan = run(with({"plan", "--strategies", "full,eagle"}));
+  EXPECT_EQ(plan.out, "error: command line: --strategies: the hf profile runs only none, full (got eagle)\n");
   const Result compare = run(with({"compare", "--format", "json"}), true);
   const auto j = nlohmann::json::parse(compare.out);
   ASSERT_EQ(j["estimates"].size(), 2u);
