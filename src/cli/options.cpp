@@ -117,6 +117,9 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
   app.add_option("--objective", o.objective, "sft, grpo (group of --grpo-group responses) or dpo (chosen + rejected)")
       ->capture_default_str();
   app.add_option("--grpo-group", o.grpo_group, "GRPO responses per prompt (G)")->capture_default_str();
+  app.add_option("--prompt-tokens", o.prompt_tokens,
+                 "GRPO: prompt tokens per sequence; logits only for the completion (TRL's logits_to_keep)")
+      ->check(integer_text());
   app.add_option("--lora-rank", o.lora_rank, "LoRA rank; 0 trains the full model")->capture_default_str();
   app.add_option("--lora-targets", o.lora_targets,
                  "matrices with adapters: any of q,k,v,o,gate,up,down (PEFT's q_proj ... down_proj too; qkv and mlp "
@@ -234,6 +237,10 @@ TrainingSpec training_from(const CommonOptions& o) {
   else
     throw InputError({{"command line", "--objective", o.objective, "must be sft, grpo or dpo"}});
   t.grpo_group = o.grpo_group, t.lora_rank = o.lora_rank;
+  if (o.prompt_tokens != 0 && (t.objective != Objective::grpo || o.prompt_tokens < 0 || o.prompt_tokens >= t.seq))
+    throw InputError({{"command line", "--prompt-tokens", std::to_string(o.prompt_tokens),
+                       "needs --objective grpo and 0 < prompt tokens < --seq = " + std::to_string(t.seq)}});
+  t.prompt_tokens = o.prompt_tokens;
   t.lora_targets = parse_lora_targets(o.lora_targets);
   t.lora_dropout = o.lora_dropout;
   return t;

@@ -20,6 +20,7 @@ struct CommonOptions {
   std::string model = "llama3-70b";
   std::string hardware = "a100-80gb-pcie";
   int64_t tp = 8, pp = 4, dp = 1, ep = 1, mbs = 4, gbs = 0, seq = 4096;
+  int64_t prompt_tokens = 0;
   std::set<std::string> layout_given;  // which of --tp --pp --dp --ep --mbs --gbs --seq were typed
   int64_t num_layers = 0;
   std::string layers_per_stage;

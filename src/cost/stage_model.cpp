@@ -28,7 +28,10 @@ namespace {
 // around the loss, one microbatch at a time.
 void add_head(StageBase& s, const ModelSpec& m, const RankShape& r, const TrainingSpec& t, const HardwareSpec& hw) {
   const Block head = rmsnorm_linear_block(r, m.hidden_size, m.vocab_size, "lm_head");
-  const double logits = r.tokens() * double(m.vocab_size) / double(r.tp);
+  double logits = r.tokens() * double(m.vocab_size) / double(r.tp);
+  // GRPO with the prompt known: logits of the completion (and one more position) only
+  if (t.objective == Objective::grpo && t.prompt_tokens > 0 && t.prompt_tokens < t.seq)
+    logits *= double(t.seq - t.prompt_tokens + 1) / double(t.seq);
   // policy logits, fp32 copy and gradient (+ old-policy and reference logits for GRPO/DPO),
   // one of lm_head_chunks chunks at a time under StreamBP, and the normed input's gradient
   // (src/cost/streambp.cpp)

@@ -156,6 +156,12 @@ TrainingSpec streambp_effective_training(const TrainingSpec& t, Strategy s) {
 }
 
 double head_logits_bytes_per_element(const TrainingSpec& t) {
+  if (t.per_row_logps && t.objective != Objective::sft) {
+    // TRL's selective_log_softmax on bf16 logits: each row's log_softmax output saved (2); in
+    // backward the rows' gradients and their stacked copy, the logits' gradient (2 + 2), by then
+    // the saved outputs freed; the reference and old-policy passes ran under no_grad
+    return 4;
+  }
   if (t.loss_log_softmax_saved) {
     // PyTorch's cross_entropy on the fp32 upcast: forward holds the bf16 logits, their fp32 copy and
     // the saved fp32 log-softmax (10); backward, the bf16 logits dropped with the model's output,

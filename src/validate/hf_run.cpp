@@ -47,6 +47,8 @@ HfSetup hf_setup(const HfStep& s, const std::string& file) {
   t.flash_attention = s.attention == "sdpa";
   t.objective = objective(s, file);
   if (s.grpo_group > 0) t.grpo_group = s.grpo_group;
+  // examples/hf/hf_step.py's GRPO: a prompt of a quarter of the sequence, logits for the completion
+  if (t.objective == Objective::grpo) t.prompt_tokens = s.seq / 4;
   if (s.mode == "lora") {
     t.lora_rank = s.lora_rank, t.lora_targets = lora_targets(s, file), t.lora_dropout = s.lora_dropout;
     t.lora_adapter_bytes = s.lora_adapter_dtype == "bfloat16" ? 2 : 4;

@@ -48,6 +48,9 @@ struct TrainingSpec {
   // with a chosen and a rejected sequence per example. mbs counts examples.
   Objective objective = Objective::sft;
   int64_t grpo_group = 8;
+  // GRPO: prompt tokens of each sequence; > 0 computes logits for the completion only (TRL's
+  // logits_to_keep), 0 for every position
+  int64_t prompt_tokens = 0;
   // LoRA: rank 0 trains the full model; rank r > 0 freezes the bf16 base
   // weights and trains adapters on `lora_targets`.
   int64_t lora_rank = 0;
@@ -82,9 +85,12 @@ struct TrainingSpec {
   double runtime_bytes = 0;              // allocated besides weights and activations (library workspaces)
   double outside_allocator_bytes = 0;    // CUDA context and NCCL buffers: device memory the allocator never sees
   // PyTorch eager stacks (--framework hf):
-  bool norm_fp32_upcast = false;             // RMSNorm upcasts its input to fp32 and saves that copy, then its
-                                             // normalized tensor for the weight's gradient, before the output
-  bool softmax_fp32 = false;                 // unfused attention: fp32 softmax saved, its bf16 cast saved for PV
+  bool norm_fp32_upcast = false;  // RMSNorm upcasts its input to fp32 and saves that copy, then its
+                                  // normalized tensor for the weight's gradient, before the output
+  bool softmax_fp32 = false;      // unfused attention: fp32 softmax saved, its bf16 cast saved for PV
+  // GRPO/DPO log-probs as TRL computes them for bf16 logits: a log_softmax per row, its bf16
+  // output saved; the reference and old-policy log-probs under no_grad (nothing kept)
+  bool per_row_logps = false;
   bool loss_log_softmax_saved = false;       // the loss upcasts the logits, saves an fp32 log-softmax, and its
                                              // backward writes two fp32 gradients (cross_entropy as PyTorch runs it)
   bool grads_allocated_in_backward = false;  // gradients are set to None after the step (zero_grad's default)

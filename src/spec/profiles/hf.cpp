@@ -46,6 +46,7 @@ TrainingSpec hf_training(TrainingSpec t) {
   t.norm_fp32_upcast = true;
   t.loss_fp32_logits = true;
   t.loss_log_softmax_saved = true;
+  t.per_row_logps = true;
   t.sequence_parallel = false;
   t.grads_allocated_in_backward = true;
   // --precision mixed: fp32 parameters under torch.autocast(bf16), as Trainer's bf16=True runs them
