@@ -141,7 +141,8 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
       largest_layer = std::max(largest_layer, layer_params(m, g, t.tp, t.ep).total());
     s.static_bytes = streambp_static_bytes(s.params, largest_layer, s.adapter_params, t);
   }
-  if (t.grads_allocated_in_backward) s.grads_absent_bytes = s.static_bytes.gradients;
+  // absent at the activation peak only when no earlier microbatch's backward allocated them
+  if (t.grads_allocated_in_backward && t.microbatches() == 1) s.grads_absent_bytes = s.static_bytes.gradients;
   if (t.params_fp32_autocast)  // the bf16 copy of every GEMM weight, the LM head's included
     s.autocast_cast_bytes = 2 * (s.params.total() - (first ? embedding_params(m, t.tp) : 0) +
                                  (last && m.tie_word_embeddings && t.pp == 1 ? embedding_params(m, t.tp) : 0));

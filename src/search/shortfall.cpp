@@ -71,7 +71,8 @@ namespace {
 ShortfallCause cause_of(const Shortfall& s) {
   if (s.fixed_bytes() > s.budget_bytes) return ShortfallCause::static_state;
   if (s.optimizer_step_peak_bytes > s.budget_bytes) return ShortfallCause::optimizer_step;
-  if (s.fixed_bytes() + s.transient_bytes > s.budget_bytes) return ShortfallCause::transient;
+  const double fixed_at_peak = s.fixed_bytes() - s.gradients_absent_bytes + s.autocast_cast_bytes;
+  if (fixed_at_peak + s.transient_bytes > s.budget_bytes) return ShortfallCause::transient;
   return ShortfallCause::activations;
 }
 
@@ -91,6 +92,8 @@ Shortfall shortfall_of(const SearchSpace& sp, const Candidate& c, double budget_
   s.gradients_bytes = base.static_bytes.gradients;
   s.optimizer_bytes = base.static_bytes.optimizer;
   s.runtime_bytes = base.runtime_bytes;
+  s.gradients_absent_bytes = base.grads_absent_bytes;
+  s.autocast_cast_bytes = base.autocast_cast_bytes;
   s.optimizer_step_peak_bytes = tot.optimizer_step_peak_bytes;
   s.activations_bytes = tot.activations_bytes;
   s.transient_bytes = tot.transient_bytes;

@@ -56,6 +56,8 @@ Chunk chunk_of(const StageBase& base, int64_t vs, const TrainingSpec& t, int64_t
   c.stage_output_bytes = base.stage_output_bytes;
   c.ordered_backward = base.ordered_backward;
   c.optimizer_step_bytes = base.optimizer_step_bytes;
+  c.grads_absent_bytes = base.grads_absent_bytes;
+  c.autocast_cast_bytes = base.autocast_cast_bytes;
   split_fixed(c, base, stages);
   return c;
 }

@@ -24,6 +24,8 @@ struct Chunk {
   double stage_output_bytes = 0;    // held per microbatch from its forward to its backward (--framework)
   bool ordered_backward = false;    // each layer's kept activations go after its backward, not the step's
   double optimizer_step_bytes = 0;  // the optimizer step's temporary for this chunk's parameters
+  double grads_absent_bytes = 0;    // gradients allocated by the stage's first backward (hf)
+  double autocast_cast_bytes = 0;   // autocast's bf16 weight casts, alive until backward ends (hf)
   bool has_head = false;
   double head_bytes = 0, head_fwd_s = 0, head_bwd_s = 0;
   double send_fwd_s = 0, send_bwd_s = 0;  // 0 where there is no neighbour

@@ -247,8 +247,11 @@ void Engine::backward(const Chunk& c, int64_t mb) {
 void finish(Simulation& sim, Engine& engine, const ChunkSet& set, const HardwareSpec& hw, double backward_end) {
   const int64_t p = set.training.pp;
   auto stage_static = std::vector<StaticBytes>(size_t(p));
-  std::vector<double> runtime(size_t(p), 0.0), step_temp(size_t(p), 0.0);
+  std::vector<double> runtime(size_t(p), 0.0), step_temp(size_t(p), 0.0), late_grads(size_t(p), 0.0),
+      casts(size_t(p), 0.0);
   for (const Chunk& c : set.chunks) {
+    late_grads[size_t(c.stage)] += c.grads_absent_bytes;
+    casts[size_t(c.stage)] += c.autocast_cast_bytes;
     StaticBytes& s = stage_static[size_t(c.stage)];
     s.weights += c.static_bytes.weights, s.gradients += c.static_bytes.gradients;
     s.optimizer += c.static_bytes.optimizer;
@@ -273,7 +276,16 @@ void finish(Simulation& sim, Engine& engine, const ChunkSet& set, const Hardware
   for (int64_t i = 0; i < p; ++i) {
     const StaticBytes& s = stage_static[size_t(i)];
     engine.release(engine.alloc(i, "weights", MemCategory::weights, s.weights, 0), end);
-    engine.release(engine.alloc(i, "gradients", MemCategory::gradients, s.gradients, 0), end);
+    // gradients allocated in backward (hf) appear with the stage's first backward
+    double first_backward = 0;
+    if (late_grads[size_t(i)] > 0) {
+      first_backward = end;
+      for (const SimEvent& ev : sim.events)
+        if (ev.stage == i && ev.op == SimOp::backward) first_backward = std::min(first_backward, ev.start_s);
+    }
+    engine.release(engine.alloc(i, "gradients", MemCategory::gradients, s.gradients, first_backward), end);
+    if (casts[size_t(i)] > 0)
+      engine.release(engine.alloc(i, "autocast weight casts", MemCategory::weights, casts[size_t(i)], 0), backward_end);
     engine.release(engine.alloc(i, "optimizer state", MemCategory::optimizer, s.optimizer, 0), end);
     if (runtime[size_t(i)] > 0)
       engine.release(engine.alloc(i, "runtime buffers", MemCategory::runtime, runtime[size_t(i)], 0), end);

@@ -57,11 +57,17 @@ struct Shortfall {
   double runtime_bytes = 0;              // the framework's buffers alive all iteration
   double optimizer_step_peak_bytes = 0;  // static state, buffers and the optimizer step's temporary
   double activations_bytes = 0, transient_bytes = 0, peak_bytes = 0;
+  // at the activation peak: gradients not yet allocated (allocated in backward) and autocast's
+  // bf16 weight casts alive (hf profile)
+  double gradients_absent_bytes = 0, autocast_cast_bytes = 0;
   double budget_bytes = 0;
   bool transient_is_head = false;  // the LM head and loss, not a layer's backward, set the transient
   ShortfallCause cause = ShortfallCause::activations;
   double static_bytes() const { return weights_bytes + gradients_bytes + optimizer_bytes; }
   double fixed_bytes() const { return static_bytes() + runtime_bytes; }
+  double activation_peak_bytes() const {
+    return fixed_bytes() - gradients_absent_bytes + autocast_cast_bytes + activations_bytes + transient_bytes;
+  }
   std::string why() const;  // one sentence naming the parts and the budget
 };
 
