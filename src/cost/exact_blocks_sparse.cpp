@@ -163,7 +163,8 @@ Block moe_combine_glue(const RankShape& r, const ModelSpec& m) {
   return b;
 }
 
-LayerDef build_layer(const ModelSpec& m, const RankShape& r, int64_t layer_index) {
+LayerDef build_layer(const ModelSpec& m, const RankShape& rank, int64_t layer_index) {
+  const RankShape r = with_model(rank, m);
   LayerDef layer;
   auto add = [&layer](Block b, bool recomputable) {
     layer.blocks.push_back(std::move(b));
@@ -182,7 +183,7 @@ LayerDef build_layer(const ModelSpec& m, const RankShape& r, int64_t layer_index
     add(moe_routed_block(r, m), true);
     add(moe_combine_glue(r, m), false);
   } else {
-    add(mlp_block(r, m.hidden_size, m.intermediate_size), true);
+    add(dense_mlp_block(r, m), true);
     add(mlp_out_glue(r, m.hidden_size), false);
   }
   layer.input_bytes = r.seq_tokens() * double(m.hidden_size) * r.stream_bytes();

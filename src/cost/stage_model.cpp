@@ -27,7 +27,7 @@ namespace {
 // the logits, the loss's fp32 copy and the logits' gradient. They live only
 // around the loss, one microbatch at a time.
 void add_head(StageBase& s, const ModelSpec& m, const RankShape& r, const TrainingSpec& t, const HardwareSpec& hw) {
-  const Block head = rmsnorm_linear_block(r, m.hidden_size, m.vocab_size, "lm_head");
+  const Block head = rmsnorm_linear_block(with_model(r, m), m.hidden_size, m.vocab_size, "lm_head");
   const double logits = r.tokens() * double(m.vocab_size) / double(r.tp);
   // policy logits, fp32 copy and gradient (+ old-policy and reference logits for GRPO/DPO),
   // one of lm_head_chunks chunks at a time under StreamBP, and the normed input's gradient
@@ -96,9 +96,9 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
     s.params.dense += lp.dense, s.params.expert += lp.expert;
   }
   const bool first = index == 0, last = index + 1 == t.pp;
-  if (first) s.params.dense += embedding_params(m, t.tp);
+  if (first) s.params.dense += input_embedding_params(m, t.tp);
   if (last) {
-    s.params.dense += double(m.hidden_size);  // final norm
+    s.params.dense += head_extra_params(m, t.tp);  // final norm, head bias
     if (!m.tie_word_embeddings || t.pp > 1) s.params.dense += embedding_params(m, t.tp);
     const ParamCount mtp = mtp_params(m, t.tp, t.ep);  // weights only: MTP activations are not modelled
     s.params.dense += mtp.dense, s.params.expert += mtp.expert;

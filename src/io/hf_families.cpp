@@ -1,54 +1,436 @@
-// The table of Hugging Face families. Tied-embedding defaults are those of each
-// family's transformers configuration class (PretrainedConfig's default True is
-// overridden to False by Llama, Mistral, Qwen2/3, Phi-3, Mixtral, the MoE and
-// DeepSeek classes; the Gemma classes keep True).
+// The table of Hugging Face families: only what truly differs between them.
+// Tied-embedding defaults are those of each family's transformers configuration
+// class (PretrainedConfig's default True is overridden to False by Llama,
+// Mistral, Qwen2/3, Phi-3, Mixtral, the MoE and DeepSeek classes; the Gemma,
+// GPT-2, GPTBigCode, Falcon, StarCoder2 and Cohere classes keep True). Each
+// layer reader follows the family's transformers modeling code (or, for remote
+// code, the modeling file its Hub repository ships): which projections have
+// biases, which norms exist and whether they are LayerNorms, the MLP's shape,
+// the rotated share of each head, and whether attention and MLP run in parallel.
 #include "hf_families.hpp"
 
 #include <array>
 #include <utility>
 
+#include "hf_json_reader.hpp"
+#include "remat/spec/model_spec.hpp"
+
 namespace remat {
 
 namespace {
 
-constexpr std::array kFamilies = {
-    HfFamily{"llama", false, HfExperts::none, false},
-    HfFamily{"mistral", false, HfExperts::none, false},
-    HfFamily{"ministral", false, HfExperts::none, false},
-    HfFamily{"ministral3", false, HfExperts::none, false},
-    HfFamily{"qwen2", false, HfExperts::none, false},
-    HfFamily{"qwen3", false, HfExperts::none, false},
-    HfFamily{"qwen3_vl_text", false, HfExperts::none, false},
-    HfFamily{"qwen2_vl", false, HfExperts::none, true},
-    HfFamily{"qwen2_5_vl", false, HfExperts::none, true},
-    HfFamily{"phi3", false, HfExperts::none, false},
-    HfFamily{"olmo2", false, HfExperts::none, false},
-    HfFamily{"granite", false, HfExperts::none, false},
-    HfFamily{"internlm2", false, HfExperts::none, false},
-    HfFamily{"gemma", true, HfExperts::none, false},
-    HfFamily{"gemma2", true, HfExperts::none, false},
-    HfFamily{"gemma3_text", true, HfExperts::none, false},
+void read_activation(HfJsonReader& r, ModelSpec& m, const char* key) {
+  const std::string act = r.text(key);
+  if (!act.empty()) m.hidden_act = act;
+}
+
+// LLaMA's attention_bias (q, k, v and o) and mlp_bias, both default false.
+void llama_layer(HfJsonReader& r, ModelSpec& m) {
+  bool bias = false;
+  r.boolean("attention_bias", bias);
+  m.qkv_bias = m.o_bias = bias;
+  r.boolean("mlp_bias", m.mlp_bias);
+}
+
+// Qwen2Attention: q, k and v with bias=True, o without.
+void qwen2_layer(HfJsonReader&, ModelSpec& m) { m.qkv_bias = true; }
+
+// Qwen3: q_norm and k_norm of head_dim.
+void qwen3_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.qk_norm = QkNorm::shared;
+}
+
+// OLMo-2/3, OLMoE: q_norm over heads x head_dim, k_norm over kv heads x head_dim.
+void olmo2_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.qk_norm = QkNorm::per_head;
+}
+
+// Gemma 2: pre- and post-norms around attention and MLP (four per layer).
+void gemma2_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.extra_norms_per_layer = 2;
+}
+
+void gemma3_layer(HfJsonReader& r, ModelSpec& m) {
+  gemma2_layer(r, m);
+  m.qk_norm = QkNorm::shared;
+}
+
+// gpt-oss: attention_bias (default true) on q, k, v and o.
+void gpt_oss_layer(HfJsonReader& r, ModelSpec& m) {
+  bool bias = true;
+  r.boolean("attention_bias", bias);
+  m.qkv_bias = m.o_bias = bias;
+}
+
+// InternLM (remote code) and InternLM2: `bias` (default true) on q, k, v (wqkv) and o.
+void internlm_layer(HfJsonReader& r, ModelSpec& m) {
+  bool bias = true;
+  r.boolean("bias", bias);
+  m.qkv_bias = m.o_bias = bias;
+}
+
+// EXAONE 4: OLMo-2's post-norms with q/k norms of head_dim.
+void exaone4_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.qk_norm = QkNorm::shared;
+}
+
+// Cohere / Cohere2 (Command R, R+, A): one LayerNorm without bias feeds attention
+// and MLP in parallel; use_qk_norm adds per-head LayerNorms on q and k.
+void cohere_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.norm_kind = NormKind::layer;
+  m.parallel_attn_mlp = m.shared_input_norm = true;
+  bool qk_norm = false;
+  r.boolean("use_qk_norm", qk_norm);
+  if (qk_norm) m.qk_norm = QkNorm::per_head;
+}
+
+void set_rotary_fraction(HfJsonReader& r, ModelSpec& m, const char* key, double fallback) {
+  m.rotary_fraction = fallback;
+  r.number(key, m.rotary_fraction);
+}
+
+// A rotary_dim in dimensions of each head (GPT-J, MiniMax-M2).
+void set_rotary_dim(HfJsonReader& r, ModelSpec& m) {
+  int64_t rotary_dim = 0;
+  r.integer("rotary_dim", rotary_dim, false);
+  const int64_t hd =
+      m.head_dim > 0 ? m.head_dim : (m.num_attention_heads > 0 ? m.hidden_size / m.num_attention_heads : 0);
+  if (rotary_dim > 0 && hd > 0) m.rotary_fraction = double(rotary_dim) / double(hd);
+}
+
+void two_matrix_mlp(ModelSpec& m, const char* act) {
+  m.mlp_kind = MlpKind::two_matrix;
+  m.hidden_act = act;
+}
+
+void layer_norm_with_bias(ModelSpec& m) {
+  m.norm_kind = NormKind::layer;
+  m.norm_bias = true;
+}
+
+// GPT-NeoX (Pythia): LayerNorms with bias, two-matrix MLP with biases, rotary_pct of
+// each head rotated, attention_bias on qkv and dense, use_parallel_residual: attention
+// and MLP in parallel, each with its own norm.
+void gpt_neox_layer(HfJsonReader& r, ModelSpec& m) {
+  layer_norm_with_bias(m);
+  two_matrix_mlp(m, "gelu");
+  read_activation(r, m, "hidden_act");
+  m.mlp_bias = true;
+  bool bias = true;
+  r.boolean("attention_bias", bias);
+  m.qkv_bias = m.o_bias = bias;
+  set_rotary_fraction(r, m, "rotary_pct", 0.25);
+  r.number("partial_rotary_factor", m.rotary_fraction);
+  bool parallel = true;
+  r.boolean("use_parallel_residual", parallel);
+  m.parallel_attn_mlp = parallel;
+}
+
+// GPT-2's names (GPTBigCode and GPT-J share them): n_embd, n_layer, n_head, n_inner.
+void gpt2_spell(HfJsonReader& r, ModelSpec& m) {
+  r.integer("n_embd", m.hidden_size, false);
+  r.integer("n_layer", m.num_hidden_layers, false);
+  r.integer("n_head", m.num_attention_heads, false);
+  r.integer("n_inner", m.intermediate_size, false);
+}
+
+void four_h_mlp_by_default(ModelSpec& m) {
+  if (m.intermediate_size == 0) m.intermediate_size = 4 * m.hidden_size;
+}
+
+// GPT-2: learned positions (n_positions), LayerNorms with bias, biases everywhere.
+void gpt2_layer(HfJsonReader& r, ModelSpec& m) {
+  four_h_mlp_by_default(m);
+  layer_norm_with_bias(m);
+  two_matrix_mlp(m, "gelu_new");
+  read_activation(r, m, "activation_function");
+  m.qkv_bias = m.o_bias = m.mlp_bias = true;
+  m.position_embeddings = 1024;
+  r.integer("n_positions", m.position_embeddings, false);
+  m.rotary_fraction = 0;
+}
+
+// GPTBigCode (StarCoder 1, SantaCoder): GPT-2 with one key/value head (multi_query).
+void gpt_bigcode_layer(HfJsonReader& r, ModelSpec& m) {
+  gpt2_layer(r, m);
+  m.hidden_act = "gelu_pytorch_tanh";
+  read_activation(r, m, "activation_function");
+  bool multi_query = true;
+  r.boolean("multi_query", multi_query);
+  if (multi_query) m.num_key_value_heads = 1;
+}
+
+// GPT-J: one LayerNorm feeds attention and MLP in parallel; no attention biases; MLP
+// and lm_head biases; rotary_dim of each head rotated.
+void gptj_layer(HfJsonReader& r, ModelSpec& m) {
+  four_h_mlp_by_default(m);
+  layer_norm_with_bias(m);
+  two_matrix_mlp(m, "gelu_new");
+  read_activation(r, m, "activation_function");
+  m.mlp_bias = m.lm_head_bias = true;
+  m.parallel_attn_mlp = m.shared_input_norm = true;
+  set_rotary_dim(r, m);
+}
+
+// Falcon (and RefinedWeb): n_head / n_layer; key/value heads from
+// new_decoder_architecture (num_kv_heads), multi_query (one) or none (all heads).
+void falcon_spell(HfJsonReader& r, ModelSpec& m) {
+  r.integer("n_head", m.num_attention_heads, false);
+  r.integer("n_layer", m.num_hidden_layers, false);
+  r.integer("ffn_hidden_size", m.intermediate_size, false);
+}
+
+// Falcon: LayerNorms with bias, two-matrix GELU MLP, `bias` on every linear,
+// parallel_attn with one norm (7B) or two (new_decoder_architecture: ln_attn, ln_mlp).
+void falcon_layer(HfJsonReader& r, ModelSpec& m) {
+  four_h_mlp_by_default(m);
+  layer_norm_with_bias(m);
+  two_matrix_mlp(m, "gelu");
+  read_activation(r, m, "activation");
+  bool bias = false, new_arch = false, multi_query = true, parallel = true, alibi = false;
+  r.boolean("bias", bias);
+  m.qkv_bias = m.o_bias = m.mlp_bias = bias;
+  r.boolean("new_decoder_architecture", new_arch);
+  r.boolean("multi_query", multi_query);
+  r.boolean("parallel_attn", parallel);
+  r.boolean("alibi", alibi);
+  if (alibi) m.rotary_fraction = 0;
+  int64_t kv = 0, norms = 2;
+  r.integer("num_kv_heads", kv, false);
+  if (new_arch)
+    m.num_key_value_heads = kv > 0 ? kv : m.num_attention_heads;
+  else
+    m.num_key_value_heads = multi_query ? 1 : m.num_attention_heads;
+  r.integer("num_ln_in_parallel_attn", norms, false);
+  m.parallel_attn_mlp = new_arch || parallel;
+  m.shared_input_norm = new_arch ? norms == 1 : parallel;
+}
+
+// Phi (phi-1, phi-1.5, phi-2): GPT-J's parallel layer with q, k, v, dense biases and
+// a partial_rotary_factor (0.5).
+void phi_layer(HfJsonReader& r, ModelSpec& m) {
+  layer_norm_with_bias(m);
+  two_matrix_mlp(m, "gelu_new");
+  read_activation(r, m, "hidden_act");
+  m.qkv_bias = m.o_bias = m.mlp_bias = m.lm_head_bias = true;
+  m.parallel_attn_mlp = m.shared_input_norm = true;
+  set_rotary_fraction(r, m, "partial_rotary_factor", 0.5);
+  bool qk = false;
+  r.boolean("qk_layernorm", qk);
+  if (qk) m.qk_norm = QkNorm::shared;
+}
+
+// StarCoder2: LayerNorms with bias, two-matrix MLP (c_fc, c_proj), use_bias on all.
+void starcoder2_layer(HfJsonReader& r, ModelSpec& m) {
+  layer_norm_with_bias(m);
+  if (r.text("norm_type") == "rms_norm") m.norm_kind = NormKind::rms, m.norm_bias = false;
+  two_matrix_mlp(m, "gelu_pytorch_tanh");
+  read_activation(r, m, "hidden_act");
+  bool bias = true;
+  r.boolean("use_bias", bias);
+  m.qkv_bias = m.o_bias = m.mlp_bias = bias;
+}
+
+// Nemotron (Nemotron-4, Minitron): LayerNorm1P (with bias), relu^2 two-matrix MLP,
+// partial_rotary_factor 0.5.
+void nemotron_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  layer_norm_with_bias(m);
+  two_matrix_mlp(m, "relu2");
+  read_activation(r, m, "hidden_act");
+  set_rotary_fraction(r, m, "partial_rotary_factor", 0.5);
+}
+
+// StableLM: LayerNorms with bias, partial_rotary_factor 0.25, use_qkv_bias,
+// qk_layernorm (per head), use_parallel_residual (one norm, parallel).
+void stablelm_layer(HfJsonReader& r, ModelSpec& m) {
+  layer_norm_with_bias(m);
+  set_rotary_fraction(r, m, "partial_rotary_factor", 0.25);
+  r.boolean("use_qkv_bias", m.qkv_bias);
+  bool qk = false, parallel = false;
+  r.boolean("qk_layernorm", qk);
+  if (qk) m.qk_norm = QkNorm::per_head;
+  r.boolean("use_parallel_residual", parallel);
+  m.parallel_attn_mlp = m.shared_input_norm = parallel;
+}
+
+// GLM (GLM-4-9B in transformers): q, k, v biases (attention_bias, default true),
+// half of each head rotated.
+void glm_layer(HfJsonReader& r, ModelSpec& m) {
+  bool bias = true;
+  r.boolean("attention_bias", bias);
+  m.qkv_bias = bias;
+  set_rotary_fraction(r, m, "partial_rotary_factor", 0.5);
+}
+
+// GLM-4 (0414): GLM's layer with post-attention and post-MLP norms (four per layer).
+void glm4_layer(HfJsonReader& r, ModelSpec& m) {
+  glm_layer(r, m);
+  m.extra_norms_per_layer = 2;
+}
+
+// GLM-4.5/4.6 (glm4_moe): attention_bias (default false) on q, k, v; use_qk_norm.
+void glm4_moe_layer(HfJsonReader& r, ModelSpec& m) {
+  bool bias = false, qk = false;
+  r.boolean("attention_bias", bias);
+  m.qkv_bias = bias;
+  set_rotary_fraction(r, m, "partial_rotary_factor", 0.5);
+  r.boolean("use_qk_norm", qk);
+  if (qk) m.qk_norm = QkNorm::shared;
+}
+
+// ChatGLM (remote code: chatglm2/3, glm-4-9b): num_layers, ffn_hidden_size,
+// padded_vocab_size, kv_channels, multi_query_group_num.
+void chatglm_spell(HfJsonReader& r, ModelSpec& m) {
+  r.integer("num_layers", m.num_hidden_layers, false);
+  r.integer("ffn_hidden_size", m.intermediate_size, false);
+  r.integer("padded_vocab_size", m.vocab_size, false);
+  r.integer("kv_channels", m.head_dim, false);
+  bool mqa = false;
+  r.boolean("multi_query_attention", mqa);
+  if (mqa) r.integer("multi_query_group_num", m.num_key_value_heads, true);
+}
+
+// ChatGLM: add_qkv_bias, add_bias_linear (dense and MLP), rmsnorm (else LayerNorm),
+// rotary over half of each head (RotaryEmbedding(rotary_dim // 2)).
+void chatglm_layer(HfJsonReader& r, ModelSpec& m) {
+  r.boolean("add_qkv_bias", m.qkv_bias);
+  bool linear_bias = false, rms = true;
+  r.boolean("add_bias_linear", linear_bias);
+  m.o_bias = m.mlp_bias = linear_bias;
+  r.boolean("rmsnorm", rms);
+  if (!rms) layer_norm_with_bias(m);
+  m.rotary_fraction = 0.5;
+}
+
+// Orion (remote code): LLaMA's layer with nn.LayerNorm (with bias) norms.
+void orion_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  layer_norm_with_bias(m);
+}
+
+// MiniMax-M2: q/k norms over all heads (qk_norm_type per_layer), rotary_dim of each head.
+void minimax_m2_layer(HfJsonReader& r, ModelSpec& m) {
+  bool qk = false;
+  r.boolean("use_qk_norm", qk);
+  if (qk) m.qk_norm = QkNorm::per_head;
+  set_rotary_dim(r, m);
+}
+
+constexpr HfDefaults kLlamaDefaults{32000, 4096, 11008, 32, 32};
+constexpr HfDefaults kMistralDefaults{32000, 4096, 14336, 32, 32};
+constexpr HfDefaults kQwen2Defaults{151936, 4096, 22016, 32, 32};
+constexpr HfDefaults kGpt2Defaults{50257, 768, 0, 12, 12};
+constexpr HfDefaults kGptNeoxDefaults{50432, 6144, 24576, 44, 64};
+constexpr HfDefaults kGptjDefaults{50400, 4096, 0, 28, 16};
+constexpr HfDefaults kFalconDefaults{65024, 4544, 0, 32, 71};
+constexpr HfDefaults kPhiDefaults{51200, 2048, 8192, 24, 32};
+
+constexpr HfExperts kDense = HfExperts::none;
+
+const std::array kFamilies = {
+    HfFamily{"llama", false, kDense, false, nullptr, llama_layer, kLlamaDefaults},
+    HfFamily{"mistral", false, kDense, false, nullptr, nullptr, kMistralDefaults},
+    HfFamily{"ministral", false, kDense, false},
+    HfFamily{"ministral3", false, kDense, false},
+    HfFamily{"qwen2", false, kDense, false, nullptr, qwen2_layer, kQwen2Defaults},
+    HfFamily{"qwen3", false, kDense, false, nullptr, qwen3_layer},
+    HfFamily{"qwen3_vl_text", false, kDense, false, nullptr, qwen3_layer},
+    HfFamily{"qwen2_vl", false, kDense, true, nullptr, qwen2_layer},
+    HfFamily{"qwen2_5_vl", false, kDense, true, nullptr, qwen2_layer},
+    HfFamily{"mimo", false, kDense, false, nullptr, qwen2_layer, {}, true},
+    HfFamily{"phi3", false, kDense, false},
+    HfFamily{"olmo2", false, kDense, false, nullptr, olmo2_layer},
+    HfFamily{"olmo3", false, kDense, false, nullptr, olmo2_layer},
+    HfFamily{"exaone4", false, kDense, false, nullptr, exaone4_layer},
+    HfFamily{"granite", false, kDense, false, nullptr, llama_layer},
+    HfFamily{"internlm", false, kDense, false, nullptr, internlm_layer},
+    HfFamily{"internlm2", false, kDense, false, nullptr, internlm_layer},
+    HfFamily{"baichuan", false, kDense, false},
+    HfFamily{"orion", false, kDense, false, nullptr, orion_layer},
+    HfFamily{"minicpm", false, HfExperts::optional_num_experts, false, nullptr, llama_layer},
+    HfFamily{"gemma", true, kDense, false, nullptr, llama_layer},
+    HfFamily{"gemma2", true, kDense, false, nullptr, gemma2_layer},
+    HfFamily{"gemma3_text", true, kDense, false, nullptr, gemma3_layer},
+    HfFamily{"cohere", true, kDense, false, nullptr, cohere_layer},
+    HfFamily{"cohere2", true, kDense, false, nullptr, cohere_layer},
+    HfFamily{"glm", false, kDense, false, nullptr, glm_layer},
+    HfFamily{"glm4", false, kDense, false, nullptr, glm4_layer},
+    HfFamily{"chatglm", false, kDense, false, chatglm_spell, chatglm_layer},
+    HfFamily{"stablelm", false, kDense, false, nullptr, stablelm_layer},
+    HfFamily{"nemotron", false, kDense, false, nullptr, nemotron_layer},
+    HfFamily{"gpt_neox", false, kDense, false, nullptr, gpt_neox_layer, kGptNeoxDefaults},
+    HfFamily{"gpt2", true, kDense, false, gpt2_spell, gpt2_layer, kGpt2Defaults},
+    HfFamily{"gpt_bigcode", true, kDense, false, gpt2_spell, gpt_bigcode_layer, kGpt2Defaults},
+    HfFamily{"gptj", false, kDense, false, gpt2_spell, gptj_layer, kGptjDefaults},
+    HfFamily{"falcon", true, kDense, false, falcon_spell, falcon_layer, kFalconDefaults},
+    HfFamily{"phi", false, kDense, false, nullptr, phi_layer, kPhiDefaults},
+    HfFamily{"starcoder2", true, kDense, false, nullptr, starcoder2_layer},
     HfFamily{"mixtral", false, HfExperts::mixtral, false},
-    HfFamily{"gpt_oss", false, HfExperts::mixtral, false},
-    HfFamily{"olmoe", false, HfExperts::olmoe, false},
-    HfFamily{"qwen2_moe", false, HfExperts::qwen, false},
-    HfFamily{"qwen3_moe", false, HfExperts::qwen, false},
-    HfFamily{"qwen3_vl_moe_text", false, HfExperts::qwen, false},
-    HfFamily{"deepseek_v2", false, HfExperts::deepseek, false},
-    HfFamily{"deepseek_v3", false, HfExperts::deepseek, false},
+    HfFamily{"gpt_oss", false, HfExperts::mixtral, false, nullptr, gpt_oss_layer},
+    HfFamily{"minimax_m2", false, HfExperts::mixtral, false, nullptr, minimax_m2_layer},
+    HfFamily{"olmoe", false, HfExperts::olmoe, false, nullptr, olmo2_layer},
+    HfFamily{"qwen2_moe", false, HfExperts::qwen, false, nullptr, qwen2_layer},
+    HfFamily{"qwen3_moe", false, HfExperts::qwen, false, nullptr, qwen3_layer},
+    HfFamily{"qwen3_vl_moe_text", false, HfExperts::qwen, false, nullptr, qwen3_layer},
+    HfFamily{"deepseek", false, HfExperts::deepseek, false},
+    HfFamily{"deepseek_v2", false, HfExperts::deepseek, false, nullptr, nullptr, {}, true},
+    HfFamily{"deepseek_v3", false, HfExperts::deepseek, false, nullptr, nullptr, {}, true},
+    HfFamily{"glm4_moe", false, HfExperts::deepseek, false, nullptr, glm4_moe_layer, {}, true},
     HfFamily{"llama4_text", false, HfExperts::llama4, false},
 };
 
-constexpr std::array kTextConfigWrappers = {"llava",     "llava_next",   "llava_onevision", "mistral3",
-                                            "qwen3_vl",  "qwen3_vl_moe", "llama4",          "gemma3",
-                                            "paligemma", "qwen3_5",      "qwen3_5_moe"};
+// Other names for a family's layers, as their configs say (architectures or docs).
+constexpr std::array<std::pair<const char*, const char*>, 4> kAliases = {{
+    {"kimi_k2", "deepseek_v3"},  // Kimi K2: architectures DeepseekV3ForCausalLM
+    {"RefinedWeb", "falcon"},    // Falcon-40B's original config
+    {"RefinedWebModel", "falcon"},
+    {"qwen", "qwen2"},
+}};
+
+// Architecture classes whose layers are a family's (used when model_type is unknown).
+constexpr std::array<std::pair<const char*, const char*>, 22> kArchitectures = {{
+    {"LlamaForCausalLM", "llama"},
+    {"MistralForCausalLM", "mistral"},
+    {"Qwen2ForCausalLM", "qwen2"},
+    {"Qwen3ForCausalLM", "qwen3"},
+    {"Qwen2MoeForCausalLM", "qwen2_moe"},
+    {"Qwen3MoeForCausalLM", "qwen3_moe"},
+    {"MixtralForCausalLM", "mixtral"},
+    {"DeepseekV2ForCausalLM", "deepseek_v2"},
+    {"DeepseekV3ForCausalLM", "deepseek_v3"},
+    {"DeepseekForCausalLM", "deepseek"},
+    {"MiMoForCausalLM", "mimo"},
+    {"GemmaForCausalLM", "gemma"},
+    {"Gemma2ForCausalLM", "gemma2"},
+    {"Phi3ForCausalLM", "phi3"},
+    {"PhiForCausalLM", "phi"},
+    {"GPTNeoXForCausalLM", "gpt_neox"},
+    {"GPTJForCausalLM", "gptj"},
+    {"GPT2LMHeadModel", "gpt2"},
+    {"GPTBigCodeForCausalLM", "gpt_bigcode"},
+    {"FalconForCausalLM", "falcon"},
+    {"RWForCausalLM", "falcon"},
+    {"Starcoder2ForCausalLM", "starcoder2"},
+}};
+
+constexpr std::array kTextConfigWrappers = {"llava",        "llava_next",  "llava_onevision", "mistral3", "qwen3_vl",
+                                            "qwen3_vl_moe", "llama4",      "gemma3",          "gemma4",   "paligemma",
+                                            "qwen3_5",      "qwen3_5_moe", "kimi_k25",        "lfm2_vl",  "internvl",
+                                            "glm4v",        "glm4v_moe"};
 
 const char* kEncoder = "an encoder or encoder-decoder model (bidirectional attention); remat plans causal decoder LLMs";
-const char* kTwoMatrixMlp =
-    "its MLP is two matrices with a GELU, not gated; remat's layer has a gated three-matrix MLP only";
 const char* kLinearAttention =
-    "layer_types has linear_attention (Gated DeltaNet) layers beside attention; remat models attention layers only";
-const char* kMamba = "mixes Mamba (state-space) layers with attention; remat models attention layers only";
+    "Gated DeltaNet (linear attention) layers beside attention layers (layer_types); remat has no block for "
+    "linear-attention layers";
+const char* kMamba2 = "Mamba-2 (state-space) layers beside attention layers; remat has no block for state-space layers";
+const char* kMamba = "Mamba (state-space) layers beside attention layers; remat has no block for state-space layers";
+const char* kAlibiMlp = "ALiBi attention with a LayerNorm on the embeddings (BLOOM); remat has no embedding norm block";
 
 const std::array<std::pair<const char*, const char*>, 37> kRefused = {{
     {"bert", kEncoder},
@@ -65,35 +447,41 @@ const std::array<std::pair<const char*, const char*>, 37> kRefused = {{
     {"umt5", kEncoder},
     {"bart", kEncoder},
     {"whisper", kEncoder},
-    {"gpt2", kTwoMatrixMlp},
-    {"gpt_bigcode", kTwoMatrixMlp},
-    {"starcoder2", kTwoMatrixMlp},
-    {"phi", kTwoMatrixMlp},
-    {"gpt_neox", kTwoMatrixMlp},
-    {"gptj", kTwoMatrixMlp},
-    {"opt", kTwoMatrixMlp},
-    {"bloom", kTwoMatrixMlp},
-    {"falcon", kTwoMatrixMlp},
+    {"opt",
+     "OPT's learned positions offset by two and its optional embedding projection (word_embed_proj_dim); remat "
+     "has no block for them"},
+    {"bloom", kAlibiMlp},
     {"qwen3_next", kLinearAttention},
     {"qwen3_5_text", kLinearAttention},
     {"qwen3_5_moe_text", kLinearAttention},
     {"nemotron_h",
-     "hybrid_override_pattern mixes Mamba-2, MLP or MoE and attention blocks layer by layer; remat models "
-     "attention layers only"},
+     "Mamba-2 (state-space) layers beside attention, MLP and MoE layers (hybrid_override_pattern); remat has no "
+     "block for state-space layers"},
     {"jamba", kMamba},
-    {"falcon_h1", kMamba},
-    {"zamba2", kMamba},
-    {"bamba", kMamba},
-    {"granitemoehybrid", kMamba},
-    {"lfm2", "mixes short convolution layers with attention (layer_types); remat models attention layers only"},
-    {"mamba", "a state-space model without attention; remat models attention layers only"},
-    {"mamba2", "a state-space model without attention; remat models attention layers only"},
+    {"falcon_h1", kMamba2},
+    {"zamba2", kMamba2},
+    {"bamba", kMamba2},
+    {"granitemoehybrid", kMamba2},
+    {"lfm2", "short convolution layers beside attention layers (layer_types); remat has no convolution block"},
+    {"mamba", "a state-space model (Mamba layers, no attention); remat has no block for state-space layers"},
+    {"mamba2", "a state-space model (Mamba-2 layers, no attention); remat has no block for state-space layers"},
     {"nemotron-nas",
-     "block_configs give each layer its own attention and FFN shape (some layers have no attention); remat "
-     "models one layer shape"},
+     "layers of different shapes (block_configs: some without attention, each its own FFN width); remat builds "
+     "one layer shape"},
     {"mllama",
-     "text_config.cross_attention_layers add cross-attention layers over the image; remat models self-attention "
+     "cross-attention layers over the image (text_config.cross_attention_layers); remat builds self-attention "
      "decoders only"},
+    {"gemma4_text",
+     "per-layer input embeddings and global layers with their own head_dim and key/value heads (Gemma 4); remat "
+     "builds one attention shape per model"},
+    {"gemma3n_text", "Gemma 3n's per-layer input embeddings, AltUp and LAuReL blocks; remat has no block for them"},
+    {"minimax",
+     "lightning (linear) attention layers beside softmax attention (MiniMax-01); remat has no block for "
+     "linear-attention layers"},
+    {"deepseek_v32", "DeepSeek sparse attention (its lightning indexer); remat has no block for sparse attention"},
+    {"glm_moe_dsa", "DeepSeek sparse attention (its lightning indexer); remat has no block for sparse attention"},
+    {"rwkv", "RWKV's recurrent time-mixing layers, no attention; remat has no block for them"},
+    {"recurrent_gemma", "RG-LRU recurrent layers beside attention; remat has no block for recurrent layers"},
 }};
 
 }  // namespace
@@ -102,6 +490,18 @@ const HfFamily* find_hf_family(const std::string& model_type) {
   for (const auto& f : kFamilies)
     if (model_type == f.model_type) return &f;
   return nullptr;
+}
+
+std::string hf_family_alias(const std::string& model_type) {
+  for (const auto& [alias, family] : kAliases)
+    if (model_type == alias) return family;
+  return "";
+}
+
+std::string hf_family_of_architecture(const std::string& architecture) {
+  for (const auto& [arch, family] : kArchitectures)
+    if (architecture == arch) return family;
+  return "";
 }
 
 std::string hf_refusal_reason(const std::string& model_type) {

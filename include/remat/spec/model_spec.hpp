@@ -9,6 +9,17 @@ namespace remat {
 
 enum class AttentionKind { gqa, mla };
 
+// The feed-forward of a dense layer: gated (act(gate) * up, then down: LLaMA's
+// SwiGLU, Gemma's GeGLU) or two matrices (up, act, down: GPT-2, GPT-NeoX, Falcon,
+// StarCoder2, Nemotron's relu^2).
+enum class MlpKind { gated, two_matrix };
+// RMSNorm (weight only) or LayerNorm (mean and variance; weight, with or without bias).
+enum class NormKind { rms, layer };
+// Norms on queries and keys before rotary: none; one weight of head_dim shared by
+// every head (Qwen3, Gemma 3); a weight per head (OLMo-2's norm over all heads,
+// Cohere's and StableLM's per-head norms): (heads + kv heads) x head_dim.
+enum class QkNorm { none, shared, per_head };
+
 // Which layers use the MoE feed-forward.
 enum class MoeLayerRule {
   // DeepSeek: index >= first_k_dense_replace and index % moe_layer_freq == 0.
@@ -45,6 +56,24 @@ struct ModelSpec {
   // DeepSeek-V3 multi-token prediction modules (num_nextn_predict_layers): each one
   // MoE layer, eh_proj (2h x h) and three norms; embedding and head shared.
   int64_t num_nextn_predict_layers = 0;
+
+  // How the layer is built (defaults: LLaMA's). Biases and norms change parameters
+  // only: a bias adds to its GEMM's output in the same kernel and its gradient is the
+  // sum of the output gradient, so it saves nothing.
+  MlpKind mlp_kind = MlpKind::gated;
+  std::string hidden_act = "silu";  // the MLP's activation as config.json names it
+  NormKind norm_kind = NormKind::rms;
+  bool norm_bias = false;             // LayerNorm with a bias (GPT-NeoX, Falcon, StableLM)
+  bool qkv_bias = false;              // q, k, v projections (Qwen2, StarCoder2, GPT-NeoX)
+  bool o_bias = false;                // attention output projection
+  bool mlp_bias = false;              // every MLP matrix
+  bool lm_head_bias = false;          // GPT-J, Phi-1
+  bool parallel_attn_mlp = false;     // x + attn(norm(x)) + mlp(norm'(x)): one residual (GPT-J, Cohere, Falcon)
+  bool shared_input_norm = false;     // parallel with one norm feeding both (GPT-J, Cohere, Falcon-7B)
+  int64_t extra_norms_per_layer = 0;  // sandwich norms after attention and MLP (GLM-4, Gemma 2/3)
+  double rotary_fraction = 1.0;       // share of each head's dimensions rotated (partial rotary)
+  QkNorm qk_norm = QkNorm::none;
+  int64_t position_embeddings = 0;  // learned absolute positions (GPT-2's wpe rows); 0: rotary or none
 
   // What a loader mapped but the cost model does not represent (sliding window,
   // a vision tower left out); shown to the user, never changes a figure.
