@@ -353,7 +353,7 @@ const std::array kFamilies = {
     HfFamily{"internlm2", false, kDense, false, nullptr, internlm_layer},
     HfFamily{"baichuan", false, kDense, false},
     HfFamily{"orion", false, kDense, false, nullptr, orion_layer},
-    HfFamily{"minicpm", false, HfExperts::optional_num_experts, false, nullptr, llama_layer},
+    HfFamily{"minicpm", true, HfExperts::optional_num_experts, false, nullptr, llama_layer},
     HfFamily{"gemma", true, kDense, false, nullptr, llama_layer},
     HfFamily{"gemma2", true, kDense, false, nullptr, gemma2_layer},
     HfFamily{"gemma3_text", true, kDense, false, nullptr, gemma3_layer},

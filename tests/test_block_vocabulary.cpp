@@ -1,0 +1,249 @@
+// The dense block vocabulary beyond LLaMA's layer (issue 24): two-matrix MLPs,
+// LayerNorm, q/k norms, partial rotary, parallel attention+MLP, biases, learned
+// positions; their parameters as the families' modeling code builds them (hand
+// counts of small configs), their saved bytes and FLOPs per strategy and profile,
+// and the loader's resolution (architectures, aliases, nested configs, defaults).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "remat/cost/block.hpp"
+#include "remat/cost/estimate.hpp"
+#include "remat/cost/exact_blocks.hpp"
+#include "remat/cost/params.hpp"
+#include "remat/spec/framework.hpp"
+#include "remat/spec/plan.hpp"
+#include "test_helpers.hpp"
+
+namespace remat {
+namespace {
+
+RankShape shape(double b, double s) {
+  RankShape r;
+  r.b = b, r.s = s;
+  return r;
+}
+
+double layer_saved_bytes(const LayerDef& l) {
+  double total = 0;
+  for (const auto& b : l.blocks) total += saved_bytes(b);
+  return total;
+}
+
+const Block& block_named(const LayerDef& l, const std::string& name) {
+  for (const auto& b : l.blocks)
+    if (b.name == name) return b;
+  throw std::runtime_error("no block " + name);
+}
+
+// rows = 2 x 64 = 128, h 64, f 256, LayerNorm: x 128*64*2, mean and 1/std 128*4 each,
+// x_norm 128*64*2, the pre-activation and the activation 128*256*2 each.
+TEST(BlockVocabulary, TwoMatrixMlpPerStrategy) {
+  RankShape r = shape(2, 64);
+  r.layer_norm = true;
+  const Block b = two_matrix_mlp_block(r, 64, 256, "gelu");
+  const double x = 128 * 64 * 2, stats = 128 * 4, act = 128 * 256 * 2;
+  const double gemm = 2 * 128 * 64 * 256.0;  // up and down, each
+  const BlockCost keep = block_cost(b, BlockMode::keep, false);
+  EXPECT_DOUBLE_EQ(keep.kept_bytes, 2 * x + 2 * stats + 2 * act);
+  EXPECT_DOUBLE_EQ(keep.fwd_flops, 2 * gemm);
+  EXPECT_DOUBLE_EQ(keep.bwd_flops, 4 * gemm);
+  const BlockCost standard = block_cost(b, BlockMode::standard, false);
+  EXPECT_DOUBLE_EQ(standard.kept_bytes, x);  // the block input
+  EXPECT_DOUBLE_EQ(standard.recompute_flops, 2 * gemm);
+  // early stop and eagle leave out the down projection's replay
+  EXPECT_DOUBLE_EQ(block_cost(b, BlockMode::standard, true).recompute_flops, gemm);
+  const BlockCost eagle = block_cost(b, BlockMode::eagle, false);
+  EXPECT_DOUBLE_EQ(eagle.kept_bytes, x);
+  EXPECT_DOUBLE_EQ(eagle.recompute_flops, gemm);
+  const BlockCost offload = block_cost(b, BlockMode::offload, false);
+  EXPECT_DOUBLE_EQ(offload.kept_bytes, 0);
+  EXPECT_DOUBLE_EQ(offload.offload_bytes, keep.kept_bytes);
+  // Megatron's `mlp` checkpoint drops the pre-activation and the activation; `layernorm` the norm's
+  EXPECT_DOUBLE_EQ(module_freed_bytes(b, module_bit(MegatronModule::mlp)), 2 * act);
+  EXPECT_DOUBLE_EQ(module_freed_bytes(b, module_bit(MegatronModule::layernorm)), 2 * stats + x);
+}
+
+// The gated MLP saves gate, up and act (3 f wide); the two-matrix one 2 f wide, with the same
+// input; an RMSNorm saves no mean.
+TEST(BlockVocabulary, TwoMatrixAgainstGatedAndRmsNorm) {
+  const RankShape r = shape(1, 128);
+  const double gated = saved_bytes(mlp_block(r, 64, 256)), two = saved_bytes(two_matrix_mlp_block(r, 64, 256, "relu2"));
+  EXPECT_DOUBLE_EQ(gated - two, 128 * 256 * 2.0);
+  RankShape ln = r;
+  ln.layer_norm = true;
+  EXPECT_DOUBLE_EQ(saved_bytes(two_matrix_mlp_block(ln, 64, 256, "relu2")) - two, 128 * 4.0);
+}
+
+// Under the hf profile (transformers' eager layers) a LayerNorm saves its input in the stream's
+// dtype (fp32 under autocast) and each reading GEMM its own bf16 cast.
+TEST(BlockVocabulary, LayerNormUnderEveryProfile) {
+  for (const FrameworkProfile* p : framework_profiles()) {
+    TrainingSpec t = apply_framework(test::layout(1, 1, 1, 1, 1, 128), p->name);
+    RankShape r = rank_shape(with_defaults(t));
+    r.layer_norm = true;
+    const Block b = two_matrix_mlp_block(r, 64, 256, "gelu");
+    const double rows = 128;
+    const double expected = rows * 64 * r.stream_bytes() + 2 * rows * 4 + rows * 64 * 2 + 2 * rows * 256 * 2;
+    EXPECT_DOUBLE_EQ(saved_bytes(b), expected) << p->name;
+  }
+}
+
+ModelSpec tiny(const std::string& json) { return parse_hf_config(json, "t.json"); }
+
+// A parallel layer with one norm (GPT-J, Cohere, Falcon-7B): the MLP reads the attention block's
+// normed input, so the layer saves one norm's tensors fewer than the same layer in sequence.
+TEST(BlockVocabulary, ParallelBlockSharesTheNormedInput) {
+  const std::string dims = R"("n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 100, "rotary_dim": 8)";
+  const ModelSpec par = tiny(R"({"model_type": "gptj", )" + dims + "}");
+  EXPECT_TRUE(par.parallel_attn_mlp && par.shared_input_norm);
+  EXPECT_DOUBLE_EQ(par.rotary_fraction, 0.5);  // rotary_dim 8 of head_dim 16
+  ModelSpec seq = par;
+  seq.parallel_attn_mlp = seq.shared_input_norm = false;
+  const RankShape r = shape(1, 128);
+  const double rows = 128;
+  // the MLP's own input x, mean, 1/std and normed input
+  EXPECT_DOUBLE_EQ(layer_saved_bytes(build_layer(seq, r, 0)) - layer_saved_bytes(build_layer(par, r, 0)),
+                   rows * 64 * 2 + 2 * rows * 4 + rows * 64 * 2);
+  // GPT-NeoX's parallel residual has two norms: only the layer input is shared
+  ModelSpec two_norms = par;
+  two_norms.shared_input_norm = false;
+  EXPECT_DOUBLE_EQ(layer_saved_bytes(build_layer(seq, r, 0)) - layer_saved_bytes(build_layer(two_norms, r, 0)),
+                   rows * 64 * 2);
+  // one norm fewer per layer: 2 * 64 (LayerNorm weight and bias)
+  EXPECT_DOUBLE_EQ(layer_params(seq, 0, 1, 1).total() - layer_params(par, 0, 1, 1).total(), 2 * 64.0);
+}
+
+// q/k norms save q and k before the norm and 1/rms per head and row; partial rotary rotates a share.
+TEST(BlockVocabulary, QkNormAndPartialRotary) {
+  ModelSpec m = test::small_dense(2);  // 8 heads of 128, 2 kv heads
+  const RankShape r = shape(1, 256);
+  ModelSpec qk = m;
+  qk.qk_norm = QkNorm::shared;
+  EXPECT_DOUBLE_EQ(saved_bytes(gqa_block(r, qk)) - saved_bytes(gqa_block(r, m)), 256 * 10 * 128 * 2.0 + 256 * 10 * 4.0);
+  EXPECT_DOUBLE_EQ(layer_params(qk, 0, 1, 1).total() - layer_params(m, 0, 1, 1).total(), 2 * 128.0);
+  qk.qk_norm = QkNorm::per_head;
+  EXPECT_DOUBLE_EQ(layer_params(qk, 0, 1, 1).total() - layer_params(m, 0, 1, 1).total(), 10 * 128.0);
+  ModelSpec partial = m;
+  partial.rotary_fraction = 0.25;
+  const auto rope_bytes = [&](const ModelSpec& s) {
+    for (const auto& op : gqa_block(r, s).ops)
+      if (op.name == "rope") return op.fwd_bytes;
+    return 0.0;
+  };
+  EXPECT_DOUBLE_EQ(rope_bytes(partial), rope_bytes(m) / 4);
+}
+
+// Hand counts, module by module as the modeling code builds them.
+TEST(BlockVocabulary, ParametersOfEachFamilyByHand) {
+  // GPT-2: wte 100*64, wpe 32*64; per layer ln_1, ln_2 (2*128), c_attn 64*192+192, c_proj 64*64+64,
+  // c_fc 64*256+256, c_proj 256*64+64; ln_f 128; head tied
+  const ModelSpec gpt2 =
+      tiny(R"({"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 100, "n_positions": 32})");
+  const double gpt2_layer = 256 + 12480 + 4160 + 16640 + 16448;
+  EXPECT_DOUBLE_EQ(model_params(gpt2, 2), 6400 + 2048 + 2 * gpt2_layer + 128);
+  // Falcon-40B's layout: query_key_value 64*(4+2*2)*16, dense 64*64, MLP 2*64*256, ln_attn and
+  // ln_mlp (2*128); tied head
+  const ModelSpec falcon = tiny(R"({"model_type": "falcon", "hidden_size": 64, "num_attention_heads": 4,
+      "num_kv_heads": 2, "new_decoder_architecture": true, "num_hidden_layers": 2, "vocab_size": 100})");
+  EXPECT_TRUE(falcon.parallel_attn_mlp && !falcon.shared_input_norm);
+  EXPECT_DOUBLE_EQ(model_params(falcon, 2), 6400 + 2 * (8192 + 4096 + 32768 + 256.0) + 128);
+  // ChatGLM: query_key_value 64*(64+2*2*16)+128 (bias), dense 64*64, dense_h_to_4h 64*256,
+  // dense_4h_to_h 128*64, two RMSNorms; untied output_layer; final norm
+  const ModelSpec glm = tiny(R"({"model_type": "chatglm", "hidden_size": 64, "num_layers": 2,
+      "num_attention_heads": 4, "kv_channels": 16, "multi_query_attention": true, "multi_query_group_num": 2,
+      "ffn_hidden_size": 128, "padded_vocab_size": 100, "add_qkv_bias": true, "add_bias_linear": false})");
+  EXPECT_DOUBLE_EQ(model_params(glm, 2), 2 * 6400 + 2 * (8320 + 4096 + 24576 + 128.0) + 64);
+  EXPECT_DOUBLE_EQ(glm.rotary_fraction, 0.5);
+  // Cohere: one LayerNorm without bias feeding attention and MLP; q/k LayerNorms per head
+  // ((4+2)*16); q 64*64, k and v 64*32, o 64*64; SwiGLU 3*64*128; tied head
+  const ModelSpec cohere = tiny(R"({"model_type": "cohere", "hidden_size": 64, "intermediate_size": 128,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 100,
+      "use_qk_norm": true})");
+  EXPECT_DOUBLE_EQ(model_params(cohere, 2), 6400 + 2 * (12288 + 96 + 64 + 24576.0) + 64);
+  // Nemotron: relu^2 up and down (2*64*256), two LayerNorms with bias, untied head
+  const ModelSpec nemotron = tiny(R"({"model_type": "nemotron", "hidden_size": 64, "intermediate_size": 256,
+      "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 100})");
+  EXPECT_EQ(nemotron.hidden_act, "relu2");
+  EXPECT_DOUBLE_EQ(model_params(nemotron, 2), 2 * 6400 + 2 * (16384 + 32768 + 256.0) + 128);
+  // StarCoder2: biases on q, k, v, o (64*3+64... ), c_fc and c_proj; LayerNorms with bias; tied head
+  const ModelSpec sc2 = tiny(R"({"model_type": "starcoder2", "hidden_size": 64, "intermediate_size": 256,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 100})");
+  const double sc2_attn = 64 * 64 + 64 + 2 * (64 * 32 + 32) + 64 * 64 + 64;
+  const double sc2_mlp = 64 * 256 + 256 + 256 * 64 + 64;
+  EXPECT_DOUBLE_EQ(model_params(sc2, 2), 6400 + 2 * (sc2_attn + sc2_mlp + 256) + 128);
+}
+
+TEST(BlockVocabulary, LoaderKeyedOnWhatTheFileSays) {
+  const std::string mla = R"("hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+      "vocab_size": 100, "num_hidden_layers": 3, "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16,
+      "v_head_dim": 16, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+      "n_shared_experts": 1, "first_k_dense_replace": 1)";
+  // Kimi K2: model_type kimi_k2 is DeepSeek-V3's layer (its architectures say so)
+  const ModelSpec k2 = tiny(R"({"model_type": "kimi_k2", "architectures": ["DeepseekV3ForCausalLM"], )" + mla + "}");
+  EXPECT_EQ(k2.n_routed_experts, 4);
+  EXPECT_EQ(k2.attention(), AttentionKind::mla);
+  EXPECT_EQ(k2.notes[0], "model_type kimi_k2 is read as deepseek_v3 (the same layers under another name)");
+  // Kimi K2.5: the multimodal wrapper's text_config is a kimi_k2
+  const ModelSpec k25 = tiny(R"({"model_type": "kimi_k25", "text_config": {"model_type": "kimi_k2", )" + mla + "}}");
+  EXPECT_DOUBLE_EQ(model_params(k25, 3), model_params(k2, 3));
+  // an unknown model_type whose architectures remat knows
+  const std::string dims = R"("hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+      "vocab_size": 100, "num_hidden_layers": 2)";
+  const ModelSpec acme = tiny(R"({"model_type": "acme", "architectures": ["Qwen2ForCausalLM"], )" + dims + "}");
+  EXPECT_TRUE(acme.qkv_bias);
+  EXPECT_EQ(acme.notes[0], "model_type acme is read as qwen2 (architectures: Qwen2ForCausalLM)");
+  // InternVL's remote code nests the language model as llm_config
+  const ModelSpec internvl = tiny(
+      R"({"model_type": "internvl_chat", "llm_config": {"model_type": "internlm2", "bias": false, )" + dims + "}}");
+  EXPECT_FALSE(internvl.qkv_bias);
+  EXPECT_DOUBLE_EQ(model_params(internvl, 2), model_params(tiny(R"({"model_type": "llama", )" + dims + "}"), 2));
+  // DeepSeek v1 (MHA, fine-grained experts): layer 0 dense, then MoE
+  const ModelSpec ds = tiny(R"({"model_type": "deepseek", "n_routed_experts": 8, "num_experts_per_tok": 2,
+      "moe_intermediate_size": 32, "n_shared_experts": 2, "first_k_dense_replace": 1, )" +
+                            dims + "}");
+  EXPECT_FALSE(ds.layer_is_moe(0));
+  EXPECT_TRUE(ds.layer_is_moe(1));
+  // MiniCPM: dense, or MoE in every layer with num_experts of intermediate_size (MiniCPM-MoE)
+  const ModelSpec cpm = tiny(R"({"model_type": "minicpm", "num_experts": 8, "num_experts_per_tok": 2, )" + dims + "}");
+  EXPECT_TRUE(cpm.layer_is_moe(0));
+  EXPECT_EQ(cpm.moe_intermediate_size, 128);
+  EXPECT_TRUE(cpm.tie_word_embeddings);
+  EXPECT_FALSE(tiny(R"({"model_type": "minicpm", )" + dims + "}").is_moe());
+  // MiMo: Qwen2 layers plus MTP modules of the same dense layer (+ 2h x h input_proj, three norms)
+  const ModelSpec mimo = tiny(R"({"model_type": "mimo", "num_nextn_predict_layers": 1, )" + dims + "}");
+  EXPECT_DOUBLE_EQ(mtp_params(mimo, 1, 1).total(), layer_params(mimo, 2, 1, 1).total() + 2 * 64 * 64 + 3 * 64);
+}
+
+// Every new piece through estimate under every profile and strategy: finite, and every
+// recompute strategy keeps fewer activations on the first stage than none.
+TEST(BlockVocabulary, EveryStrategyAndProfileEstimates) {
+  const std::vector<std::string> corpus = {"gpt2.json", "falcon-7b.json", "phi-1.json", "exaone-4.0-32b.json"};
+  const HardwareSpec hw0 = test::hardware("h200");
+  for (const std::string& file : corpus) {
+    ModelSpec m = parse_hf_config(test::read_text(std::string(REMAT_TEST_DATA) + "/data/hf_configs/" + file), file);
+    m.num_hidden_layers = 4;
+    for (const FrameworkProfile* p : framework_profiles()) {
+      TrainingSpec t = test::layout(1, 2, 1, 1, 1, 1024);
+      t.gbs = 8;
+      t = with_defaults(apply_framework(t, p->name));
+      const HardwareSpec hw = apply_framework(hw0, p->name);
+      double none_kept = 0;
+      for (Strategy s : {Strategy::none, Strategy::full, Strategy::selective, Strategy::standard, Strategy::eagle,
+                         Strategy::offload}) {
+        Plan plan;
+        plan.strategy = s;
+        plan.recompute_layers = {2, 2};  // every layer of both stages
+        const Estimate e = estimate(m, hw, t, plan, default_budget_bytes(hw));
+        ASSERT_TRUE(std::isfinite(e.peak_memory_bytes) && e.peak_memory_bytes > 0) << file << " " << p->name;
+        ASSERT_TRUE(std::isfinite(e.iteration.time_s) && e.iteration.time_s > 0) << file << " " << p->name;
+        const double kept = e.stages[0].memory_bytes.activations;
+        if (s == Strategy::none) none_kept = kept;
+        if (s != Strategy::none) EXPECT_LT(kept, none_kept) << file << " " << p->name << " " << to_string(s);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace remat
