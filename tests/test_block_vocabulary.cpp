@@ -91,6 +91,15 @@ TEST(BlockVocabulary, LayerNormUnderEveryProfile) {
 
 ModelSpec tiny(const std::string& json) { return parse_hf_config(json, "t.json"); }
 
+std::string rejection_of(const std::string& json) {
+  try {
+    parse_hf_config(json, "t.json");
+  } catch (const InputError& e) {
+    return e.problems().front().line();
+  }
+  return "";
+}
+
 // A parallel layer with one norm (GPT-J, Cohere, Falcon-7B): the MLP reads the attention block's
 // normed input, so the layer saves one norm's tensors fewer than the same layer in sequence.
 TEST(BlockVocabulary, ParallelBlockSharesTheNormedInput) {
@@ -172,6 +181,55 @@ TEST(BlockVocabulary, ParametersOfEachFamilyByHand) {
   const double sc2_attn = 64 * 64 + 64 + 2 * (64 * 32 + 32) + 64 * 64 + 64;
   const double sc2_mlp = 64 * 256 + 256 + 256 * 64 + 64;
   EXPECT_DOUBLE_EQ(model_params(sc2, 2), 6400 + 2 * (sc2_attn + sc2_mlp + 256) + 128);
+}
+
+// Families whose published totals are known to the parameter, from minimal configs with their dims.
+TEST(BlockVocabulary, PublishedTotalsOfMoreFamilies) {
+  const auto count = [](const std::string& json) {
+    const ModelSpec m = tiny(json);
+    return model_params(m, m.num_hidden_layers);
+  };
+  // bigscience/bloom-560m: embedding LayerNorm, ALiBi, biases everywhere, tied head
+  EXPECT_DOUBLE_EQ(count(R"({"model_type": "bloom", "n_embed": 1024, "n_layer": 24, "n_head": 16,
+      "vocab_size": 250880})"),
+                   559214592);
+  // facebook/opt-125m: positions 2048 + 2, relu MLP of ffn_dim, biases, tied head
+  EXPECT_DOUBLE_EQ(count(R"({"model_type": "opt", "hidden_size": 768, "num_hidden_layers": 12, "ffn_dim": 3072,
+      "num_attention_heads": 12, "vocab_size": 50272, "max_position_embeddings": 2048, "word_embed_proj_dim": 768})"),
+                   125239296);
+  // mosaicml/mpt-7b: no biases, LayerNorms without bias, expansion_ratio 4, tied head
+  EXPECT_DOUBLE_EQ(count(R"({"model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 32,
+      "expansion_ratio": 4, "vocab_size": 50432, "no_bias": true})"),
+                   6649286656);
+  // EleutherAI/gpt-neo-125m: learned positions, out_proj and MLP biases, tied head
+  EXPECT_DOUBLE_EQ(count(R"({"model_type": "gpt_neo", "hidden_size": 768, "num_layers": 12, "num_heads": 12,
+      "vocab_size": 50257, "max_position_embeddings": 2048})"),
+                   125198592);
+  // allenai/OLMo-1B-hf: LayerNorms without weights, tied head
+  EXPECT_DOUBLE_EQ(count(R"({"model_type": "olmo", "hidden_size": 2048, "intermediate_size": 8192,
+      "num_attention_heads": 16, "num_hidden_layers": 16, "vocab_size": 50304, "tie_word_embeddings": true})"),
+                   1176764416);
+  // Qwen/Qwen-7B (remote code): c_attn with bias, w1 and w2 of intermediate_size / 2, untied
+  EXPECT_DOUBLE_EQ(count(R"({"model_type": "qwen", "hidden_size": 4096, "intermediate_size": 22016,
+      "num_attention_heads": 32, "num_hidden_layers": 32, "vocab_size": 151936})"),
+                   7721324544);
+  // zai-org/GLM-4.5-Air as transformers' Glm4MoeForCausalLM builds it (no MTP layer): q, k, v biases,
+  // one dense layer, 45 MoE layers of 128 experts and one shared expert; 106,852,245,504 is the logical
+  // parameter count a public fine-tuning script checks the loaded model against
+  const std::string air = R"({"model_type": "glm4_moe", "attention_bias": true, "first_k_dense_replace": 1,
+      "head_dim": 128, "hidden_size": 4096, "intermediate_size": 10944, "moe_intermediate_size": 1408,
+      "n_routed_experts": 128, "n_shared_experts": 1, "num_attention_heads": 96, "num_experts_per_tok": 8,
+      "num_hidden_layers": 46, "num_key_value_heads": 8, "partial_rotary_factor": 0.5, "use_qk_norm": false,
+      "vocab_size": 151552, "num_nextn_predict_layers": )";
+  EXPECT_DOUBLE_EQ(count(air + "0}"), 106852245504);
+  // its MTP module (one MoE layer, eh_proj 2h x h, three norms) is counted when the config has one
+  const ModelSpec with_mtp = tiny(air + "1}");
+  EXPECT_DOUBLE_EQ(count(air + "1}") - count(air + "0}"), mtp_params(with_mtp, 1, 1).total());
+  EXPECT_EQ(with_mtp.notes.back().rfind("num_nextn_predict_layers = 1: the multi-token prediction modules", 0), 0u);
+  EXPECT_EQ(rejection_of(R"({"model_type": "opt", "hidden_size": 1024, "num_hidden_layers": 24, "ffn_dim": 4096,
+      "num_attention_heads": 16, "vocab_size": 50272, "word_embed_proj_dim": 512})"),
+            "t.json: word_embed_proj_dim: is not a model remat can build: OPT's embedding projections (project_in, "
+            "project_out) to a width other than hidden_size; remat has no block for them (got 512)");
 }
 
 TEST(BlockVocabulary, LoaderKeyedOnWhatTheFileSays) {

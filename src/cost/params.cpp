@@ -56,10 +56,14 @@ double layer_norm_params(const ModelSpec& m) {
 
 }  // namespace
 
-double norm_params(const ModelSpec& m, double width) { return m.norm_bias ? 2 * width : width; }
+double norm_params(const ModelSpec& m, double width) {
+  if (!m.norm_affine) return 0;
+  return m.norm_bias ? 2 * width : width;
+}
 
 double input_embedding_params(const ModelSpec& m, int64_t tp) {
-  return embedding_params(m, tp) + double(m.position_embeddings) * double(m.hidden_size);
+  const double h = double(m.hidden_size);
+  return embedding_params(m, tp) + double(m.position_embeddings) * h + (m.embedding_norm ? norm_params(m, h) : 0);
 }
 
 double head_extra_params(const ModelSpec& m, int64_t tp) {

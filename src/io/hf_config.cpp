@@ -243,6 +243,11 @@ void read_mtp(HfJsonReader& r, ModelSpec& m, const HfFamily& family) {
            "multi-token prediction modules in a family whose MTP layout remat does not know (" +
                std::string(family.model_type) + ")");
   m.num_nextn_predict_layers = mtp;
+  if (mtp > 0)
+    m.notes.push_back(r.path("num_nextn_predict_layers") + " = " + std::to_string(mtp) +
+                      ": the multi-token prediction modules are counted in the parameters and the last stage's "
+                      "weights, gradients and optimizer state (not their activations or FLOPs); transformers' model "
+                      "class does not build them, so its count is this one less the modules");
 }
 
 void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, bool nested) {

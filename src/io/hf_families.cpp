@@ -314,12 +314,155 @@ void orion_layer(HfJsonReader& r, ModelSpec& m) {
   layer_norm_with_bias(m);
 }
 
-// MiniMax-M2: q/k norms over all heads (qk_norm_type per_layer), rotary_dim of each head.
+// MiniMax-M2: transformers' MiniMaxM2Attention is FlexOlmo's, with q/k norms over all
+// heads (q_norm of heads x head_dim, k_norm of kv heads x head_dim); rotary_dim of each head.
 void minimax_m2_layer(HfJsonReader& r, ModelSpec& m) {
-  bool qk = false;
-  r.boolean("use_qk_norm", qk);
-  if (qk) m.qk_norm = QkNorm::per_head;
+  m.qk_norm = QkNorm::per_head;
   set_rotary_dim(r, m);
+  r.number("partial_rotary_factor", m.rotary_fraction);
+}
+
+// OLMo (1): LayerNorms without weight or bias (F.layer_norm with None, None).
+void olmo_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.norm_kind = NormKind::layer;
+  m.norm_affine = false;
+}
+
+// Arcee (AFM): LLaMA's attention with a two-matrix relu^2 MLP (up_proj, down_proj).
+void arcee_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  two_matrix_mlp(m, "relu2");
+  read_activation(r, m, "hidden_act");
+}
+
+// Apertus: a two-matrix MLP with xIELU (two scalar parameters per layer, not counted) and
+// q/k norms of head_dim.
+void apertus_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  two_matrix_mlp(m, "xielu");
+  read_activation(r, m, "hidden_act");
+  m.qk_norm = QkNorm::shared;
+}
+
+// Seed-OSS: attention_bias (default true) on q, k, v; attention_out_bias on o.
+void seed_oss_layer(HfJsonReader& r, ModelSpec& m) {
+  m.qkv_bias = true;
+  r.boolean("attention_bias", m.qkv_bias);
+  r.boolean("attention_out_bias", m.o_bias);
+  r.boolean("mlp_bias", m.mlp_bias);
+}
+
+// ERNIE 4.5: use_bias on every attention and MLP matrix.
+void ernie_layer(HfJsonReader& r, ModelSpec& m) {
+  bool bias = false;
+  r.boolean("use_bias", bias);
+  m.qkv_bias = m.o_bias = m.mlp_bias = bias;
+}
+
+// EXAONE 3/3.5 (remote code): LLaMA's layer under num_layers.
+void exaone_spell(HfJsonReader& r, ModelSpec& m) { r.integer("num_layers", m.num_hidden_layers, false); }
+
+// Qwen (1, remote code): c_attn with bias, c_proj without; w1 and w2 of intermediate_size / 2.
+void qwen1_layer(HfJsonReader&, ModelSpec& m) {
+  m.qkv_bias = true;
+  m.intermediate_size /= 2;
+}
+
+// PhiMoE (Phi-3.5-MoE): LayerNorms with bias, attention_bias on q, k, v, o, lm_head_bias.
+void phimoe_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  layer_norm_with_bias(m);
+  r.boolean("lm_head_bias", m.lm_head_bias);
+}
+
+// Persimmon: LayerNorms with bias, relu^2 two-matrix MLP with biases, query_key_value and
+// dense with bias, qk_layernorm of head_dim, partial_rotary_factor 0.5.
+void persimmon_layer(HfJsonReader& r, ModelSpec& m) {
+  layer_norm_with_bias(m);
+  two_matrix_mlp(m, "relu2");
+  read_activation(r, m, "hidden_act");
+  m.qkv_bias = m.o_bias = m.mlp_bias = true;
+  set_rotary_fraction(r, m, "partial_rotary_factor", 0.5);
+  bool qk = false;
+  r.boolean("qk_layernorm", qk);
+  if (qk) m.qk_norm = QkNorm::shared;
+}
+
+// GPT-Neo: num_layers, num_heads; learned positions, out_proj and MLP biases, LayerNorms with bias.
+void gpt_neo_spell(HfJsonReader& r, ModelSpec& m) {
+  r.integer("num_layers", m.num_hidden_layers, false);
+  r.integer("num_heads", m.num_attention_heads, false);
+}
+
+void gpt_neo_layer(HfJsonReader& r, ModelSpec& m) {
+  four_h_mlp_by_default(m);
+  layer_norm_with_bias(m);
+  two_matrix_mlp(m, "gelu_new");
+  read_activation(r, m, "activation_function");
+  m.o_bias = m.mlp_bias = true;
+  m.position_embeddings = 2048;
+  r.integer("max_position_embeddings", m.position_embeddings, false);
+  m.rotary_fraction = 0;
+}
+
+// OPT: ffn_dim; learned positions offset by 2; enable_bias on every linear; relu.
+void opt_spell(HfJsonReader& r, ModelSpec& m) { r.integer("ffn_dim", m.intermediate_size, false); }
+
+void opt_layer(HfJsonReader& r, ModelSpec& m) {
+  layer_norm_with_bias(m);
+  r.boolean("layer_norm_elementwise_affine", m.norm_affine);
+  two_matrix_mlp(m, "relu");
+  read_activation(r, m, "activation_function");
+  bool bias = true;
+  r.boolean("enable_bias", bias);
+  m.qkv_bias = m.o_bias = m.mlp_bias = bias;
+  m.position_embeddings = 2048;
+  r.integer("max_position_embeddings", m.position_embeddings, false);
+  m.position_embeddings += 2;  // OPTLearnedPositionalEmbedding's offset
+  m.rotary_fraction = 0;
+  int64_t projected = 0;
+  r.integer("word_embed_proj_dim", projected, false);
+  if (projected > 0 && projected != m.hidden_size)
+    r.fail("word_embed_proj_dim", std::to_string(projected),
+           "is not a model remat can build: OPT's embedding projections (project_in, project_out) to a width "
+           "other than hidden_size; remat has no block for them");
+}
+
+// BLOOM: n_layer, n_head (n_embed); ALiBi, a LayerNorm on the embeddings, biases everywhere.
+void bloom_spell(HfJsonReader& r, ModelSpec& m) {
+  r.integer("n_embed", m.hidden_size, false);
+  r.integer("n_layer", m.num_hidden_layers, false);
+  r.integer("n_head", m.num_attention_heads, false);
+}
+
+void bloom_layer(HfJsonReader&, ModelSpec& m) {
+  four_h_mlp_by_default(m);
+  layer_norm_with_bias(m);
+  two_matrix_mlp(m, "gelu_new");  // bloom_gelu: GELU's tanh form
+  m.qkv_bias = m.o_bias = m.mlp_bias = true;
+  m.embedding_norm = true;
+  m.rotary_fraction = 0;
+}
+
+// MPT: d_model, n_heads, n_layers, expansion_ratio; ALiBi, no biases (no_bias), LayerNorms
+// without bias, a GELU two-matrix MLP.
+void mpt_spell(HfJsonReader& r, ModelSpec& m) {
+  r.integer("d_model", m.hidden_size, false);
+  r.integer("n_heads", m.num_attention_heads, false);
+  r.integer("n_layers", m.num_hidden_layers, false);
+}
+
+void mpt_layer(HfJsonReader& r, ModelSpec& m) {
+  int64_t ratio = 4;
+  r.integer("expansion_ratio", ratio, false);
+  if (m.intermediate_size == 0) m.intermediate_size = ratio * m.hidden_size;
+  m.norm_kind = NormKind::layer;
+  bool no_bias = true;
+  r.boolean("no_bias", no_bias);
+  m.norm_bias = m.qkv_bias = m.o_bias = m.mlp_bias = !no_bias;
+  two_matrix_mlp(m, "gelu");
+  m.rotary_fraction = 0;
 }
 
 constexpr HfDefaults kLlamaDefaults{32000, 4096, 11008, 32, 32};
@@ -383,14 +526,35 @@ const std::array kFamilies = {
     HfFamily{"deepseek_v3", false, HfExperts::deepseek, false, nullptr, nullptr, {}, true},
     HfFamily{"glm4_moe", false, HfExperts::deepseek, false, nullptr, glm4_moe_layer, {}, true},
     HfFamily{"llama4_text", false, HfExperts::llama4, false},
+    HfFamily{"olmo", false, kDense, false, nullptr, olmo_layer},
+    HfFamily{"smollm3", true, kDense, false, nullptr, llama_layer},
+    HfFamily{"arcee", false, kDense, false, nullptr, arcee_layer},
+    HfFamily{"apertus", false, kDense, false, nullptr, apertus_layer},
+    HfFamily{"seed_oss", false, kDense, false, nullptr, seed_oss_layer},
+    HfFamily{"ernie4_5", true, kDense, false, nullptr, ernie_layer},
+    HfFamily{"exaone", false, kDense, false, exaone_spell, nullptr},
+    HfFamily{"xverse", false, kDense, false, nullptr, llama_layer},
+    HfFamily{"qwen", false, kDense, false, nullptr, qwen1_layer},
+    HfFamily{"persimmon", false, kDense, false, nullptr, persimmon_layer},
+    HfFamily{"codegen", false, kDense, false, gpt2_spell, gptj_layer},
+    HfFamily{"gpt_neo", true, kDense, false, gpt_neo_spell, gpt_neo_layer},
+    HfFamily{"opt", true, kDense, false, opt_spell, opt_layer},
+    HfFamily{"bloom", true, kDense, false, bloom_spell, bloom_layer},
+    HfFamily{"mpt", true, kDense, false, mpt_spell, mpt_layer},
+    HfFamily{"granitemoe", false, HfExperts::mixtral, false, nullptr, llama_layer},
+    HfFamily{"phimoe", false, HfExperts::mixtral, false, nullptr, phimoe_layer},
+    HfFamily{"dots1", false, HfExperts::deepseek, false, nullptr, qwen3_layer},
+    HfFamily{"glm4_moe_lite", false, HfExperts::deepseek, false, nullptr, nullptr, {}, true},
 };
 
 // Other names for a family's layers, as their configs say (architectures or docs).
-constexpr std::array<std::pair<const char*, const char*>, 4> kAliases = {{
+constexpr std::array<std::pair<const char*, const char*>, 6> kAliases = {{
+    {"glm4v_text", "glm4"},  // GLM-4.1V/4.5V's language models
+    {"glm4v_moe_text", "glm4_moe"},
     {"kimi_k2", "deepseek_v3"},  // Kimi K2: architectures DeepseekV3ForCausalLM
     {"RefinedWeb", "falcon"},    // Falcon-40B's original config
     {"RefinedWebModel", "falcon"},
-    {"qwen", "qwen2"},
+    {"yi", "llama"},
 }};
 
 // Architecture classes whose layers are a family's (used when model_type is unknown).
@@ -422,7 +586,7 @@ constexpr std::array<std::pair<const char*, const char*>, 22> kArchitectures = {
 constexpr std::array kTextConfigWrappers = {"llava",        "llava_next",  "llava_onevision", "mistral3", "qwen3_vl",
                                             "qwen3_vl_moe", "llama4",      "gemma3",          "gemma4",   "paligemma",
                                             "qwen3_5",      "qwen3_5_moe", "kimi_k25",        "lfm2_vl",  "internvl",
-                                            "glm4v",        "glm4v_moe"};
+                                            "glm4v",        "glm4v_moe",   "gemma3n"};
 
 const char* kEncoder = "an encoder or encoder-decoder model (bidirectional attention); remat plans causal decoder LLMs";
 const char* kLinearAttention =
@@ -432,7 +596,7 @@ const char* kMamba2 = "Mamba-2 (state-space) layers beside attention layers; rem
 const char* kMamba = "Mamba (state-space) layers beside attention layers; remat has no block for state-space layers";
 const char* kAlibiMlp = "ALiBi attention with a LayerNorm on the embeddings (BLOOM); remat has no embedding norm block";
 
-const std::array<std::pair<const char*, const char*>, 37> kRefused = {{
+const std::array<std::pair<const char*, const char*>, 35> kRefused = {{
     {"bert", kEncoder},
     {"roberta", kEncoder},
     {"xlm-roberta", kEncoder},
@@ -447,10 +611,6 @@ const std::array<std::pair<const char*, const char*>, 37> kRefused = {{
     {"umt5", kEncoder},
     {"bart", kEncoder},
     {"whisper", kEncoder},
-    {"opt",
-     "OPT's learned positions offset by two and its optional embedding projection (word_embed_proj_dim); remat "
-     "has no block for them"},
-    {"bloom", kAlibiMlp},
     {"qwen3_next", kLinearAttention},
     {"qwen3_5_text", kLinearAttention},
     {"qwen3_5_moe_text", kLinearAttention},

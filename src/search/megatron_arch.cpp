@@ -28,6 +28,8 @@ std::vector<std::string> megatron_architecture_flags(const ModelSpec& m) {
   if (!linear_bias && m.qkv_bias) f.push_back("--add-qkv-bias");
   if (m.position_embeddings > 0) {
     f.push_back("--position-embedding-type learned_absolute");
+  } else if (m.rotary_fraction <= 0) {
+    f.push_back("--position-embedding-type none");  // ALiBi: a bias inside attention
   } else {
     f.push_back("--position-embedding-type rope");
     if (m.rotary_fraction > 0 && m.rotary_fraction < 1)
@@ -53,6 +55,9 @@ std::vector<std::string> megatron_inexpressible(const ModelSpec& m) {
   if ((m.o_bias || m.mlp_bias) && !(m.qkv_bias && m.o_bias && m.mlp_bias)) cannot("biases on some linear layers only");
   if (m.extra_norms_per_layer > 0) cannot("norms after attention and MLP (sandwich norms)");
   if (m.lm_head_bias) cannot("a bias on the output layer");
+  if (!m.norm_affine) cannot("norms without weights");
+  if (m.embedding_norm) cannot("a norm on the embeddings");
+  if (m.position_embeddings == 0 && m.rotary_fraction <= 0) cannot("ALiBi attention biases");
   return out;
 }
 

@@ -64,6 +64,8 @@ struct ModelSpec {
   std::string hidden_act = "silu";  // the MLP's activation as config.json names it
   NormKind norm_kind = NormKind::rms;
   bool norm_bias = false;             // LayerNorm with a bias (GPT-NeoX, Falcon, StableLM)
+  bool norm_affine = true;            // false: norms without weights (OLMo 1's non-parametric LayerNorm)
+  bool embedding_norm = false;        // a norm on the embeddings before the first layer (BLOOM)
   bool qkv_bias = false;              // q, k, v projections (Qwen2, StarCoder2, GPT-NeoX)
   bool o_bias = false;                // attention output projection
   bool mlp_bias = false;              // every MLP matrix
