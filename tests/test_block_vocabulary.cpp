@@ -213,6 +213,37 @@ TEST(BlockVocabulary, PublishedTotalsOfMoreFamilies) {
   EXPECT_DOUBLE_EQ(count(R"({"model_type": "qwen", "hidden_size": 4096, "intermediate_size": 22016,
       "num_attention_heads": 32, "num_hidden_layers": 32, "vocab_size": 151936})"),
                    7721324544);
+  // hand counts, module by module (each matches its model page's rounded total)
+  // EleutherAI/pythia-1b (1.01B): parallel residual with two LayerNorms, biases, untied embed_out
+  EXPECT_DOUBLE_EQ(count(R"({"model_type": "gpt_neox", "hidden_size": 2048, "intermediate_size": 8192,
+      "num_attention_heads": 8, "num_hidden_layers": 16, "vocab_size": 50304, "tie_word_embeddings": false})"),
+                   1011781632);
+  // bigcode/starcoder2-3b (3.03B): biases on every projection, LayerNorms with bias, tied head
+  EXPECT_DOUBLE_EQ(count(R"({"model_type": "starcoder2", "hidden_size": 3072, "intermediate_size": 12288,
+      "num_attention_heads": 24, "num_key_value_heads": 2, "num_hidden_layers": 30, "vocab_size": 49152})"),
+                   3030371328);
+  // stabilityai/stablelm-2-1_6b (1.64B): q, k, v biases, LayerNorms with bias, untied
+  EXPECT_DOUBLE_EQ(count(R"({"model_type": "stablelm", "hidden_size": 2048, "intermediate_size": 5632,
+      "num_attention_heads": 32, "num_hidden_layers": 24, "vocab_size": 100352, "use_qkv_bias": true})"),
+                   1644515328);
+  // CohereForAI/c4ai-command-r-v01 (35.0B): one LayerNorm without bias per parallel layer, tied
+  EXPECT_DOUBLE_EQ(count(R"({"model_type": "cohere", "hidden_size": 8192, "intermediate_size": 22528,
+      "num_attention_heads": 64, "num_hidden_layers": 40, "vocab_size": 256000})"),
+                   34980831232);
+  // THUDM/chatglm3-6b (6.24B): two key/value groups, q/k/v bias, untied output_layer
+  EXPECT_DOUBLE_EQ(count(R"({"model_type": "chatglm", "hidden_size": 4096, "num_layers": 28,
+      "num_attention_heads": 32, "kv_channels": 128, "multi_query_attention": true, "multi_query_group_num": 2,
+      "ffn_hidden_size": 13696, "padded_vocab_size": 65024, "add_qkv_bias": true, "add_bias_linear": false})"),
+                   6243584000);
+  // baichuan-inc/Baichuan2-7B-Base (7.51B): LLaMA's layer, untied NormHead
+  EXPECT_DOUBLE_EQ(count(R"({"model_type": "baichuan", "hidden_size": 4096, "intermediate_size": 11008,
+      "num_attention_heads": 32, "num_hidden_layers": 32, "vocab_size": 125696})"),
+                   7505973248);
+  // deepseek-ai/deepseek-moe-16b-base (16.4B): MHA, one dense layer, 64 routed + 2 shared experts
+  EXPECT_DOUBLE_EQ(count(R"({"model_type": "deepseek", "hidden_size": 2048, "intermediate_size": 10944,
+      "moe_intermediate_size": 1408, "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6,
+      "first_k_dense_replace": 1, "num_attention_heads": 16, "num_hidden_layers": 28, "vocab_size": 102400})"),
+                   16375728128);
   // zai-org/GLM-4.5-Air as transformers' Glm4MoeForCausalLM builds it (no MTP layer): q, k, v biases,
   // one dense layer, 45 MoE layers of 128 experts and one shared expert; 106,852,245,504 is the logical
   // parameter count a public fine-tuning script checks the loaded model against

@@ -183,6 +183,7 @@ void falcon_spell(HfJsonReader& r, ModelSpec& m) {
   r.integer("n_head", m.num_attention_heads, false);
   r.integer("n_layer", m.num_hidden_layers, false);
   r.integer("ffn_hidden_size", m.intermediate_size, false);
+  r.integer("n_head_kv", m.num_key_value_heads, false);
 }
 
 // Falcon: LayerNorms with bias, two-matrix GELU MLP, `bias` on every linear,
@@ -195,12 +196,13 @@ void falcon_layer(HfJsonReader& r, ModelSpec& m) {
   bool bias = false, new_arch = false, multi_query = true, parallel = true, alibi = false;
   r.boolean("bias", bias);
   m.qkv_bias = m.o_bias = m.mlp_bias = bias;
+  new_arch = r.text("model_type") == "RefinedWeb";  // Falcon-40B's original code: ln_attn and ln_mlp
   r.boolean("new_decoder_architecture", new_arch);
   r.boolean("multi_query", multi_query);
   r.boolean("parallel_attn", parallel);
   r.boolean("alibi", alibi);
   if (alibi) m.rotary_fraction = 0;
-  int64_t kv = 0, norms = 2;
+  int64_t kv = m.num_key_value_heads, norms = 2;
   r.integer("num_kv_heads", kv, false);
   if (new_arch)
     m.num_key_value_heads = kv > 0 ? kv : m.num_attention_heads;
