@@ -244,6 +244,20 @@ TEST(BlockVocabulary, PublishedTotalsOfMoreFamilies) {
       "moe_intermediate_size": 1408, "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6,
       "first_k_dense_replace": 1, "num_attention_heads": 16, "num_hidden_layers": 28, "vocab_size": 102400})"),
                    16375728128);
+  // databricks/dbrx-base (132B): experts under ffn_config (16 gated, width 10752), kv heads under
+  // attn_config, LayerNorms without bias, untied
+  EXPECT_DOUBLE_EQ(count(R"({"model_type": "dbrx", "d_model": 6144, "n_heads": 48, "n_layers": 40,
+      "vocab_size": 100352, "attn_config": {"kv_n_heads": 8}, "ffn_config": {"ffn_hidden_size": 10752,
+      "moe_num_experts": 16, "moe_top_k": 4}})"),
+                   131596523520);
+  // baidu/ERNIE-4.5-21B-A3B (21.8B): layer 0 dense, layers 1-27 MoE (64 experts + 2 shared), tied
+  const ModelSpec ernie = tiny(R"({"model_type": "ernie4_5_moe", "hidden_size": 2560, "intermediate_size": 12288,
+      "num_attention_heads": 20, "num_key_value_heads": 4, "head_dim": 128, "num_hidden_layers": 28,
+      "vocab_size": 103424, "moe_num_experts": 64, "moe_k": 6, "moe_intermediate_size": 1536,
+      "moe_num_shared_experts": 2, "moe_layer_start_index": 1, "moe_layer_end_index": 27, "moe_layer_interval": 1})");
+  EXPECT_FALSE(ernie.layer_is_moe(0));
+  EXPECT_TRUE(ernie.layer_is_moe(1) && ernie.layer_is_moe(27));
+  EXPECT_DOUBLE_EQ(model_params(ernie, 28), 21825436160);
   // zai-org/GLM-4.5-Air as transformers' Glm4MoeForCausalLM builds it (no MTP layer): q, k, v biases,
   // one dense layer, 45 MoE layers of 128 experts and one shared expert; 106,852,245,504 is the logical
   // parameter count a public fine-tuning script checks the loaded model against
@@ -257,6 +271,9 @@ TEST(BlockVocabulary, PublishedTotalsOfMoreFamilies) {
   const ModelSpec with_mtp = tiny(air + "1}");
   EXPECT_DOUBLE_EQ(count(air + "1}") - count(air + "0}"), mtp_params(with_mtp, 1, 1).total());
   EXPECT_EQ(with_mtp.notes.back().rfind("num_nextn_predict_layers = 1: the multi-token prediction modules", 0), 0u);
+  EXPECT_EQ(rejection_of(R"({"model_type": "kimi_linear"})"),
+            "t.json: model_type: is not a model remat can build: Kimi Delta Attention (linear attention) layers "
+            "beside MLA layers; remat has no block for linear-attention layers (got kimi_linear)");
   EXPECT_EQ(rejection_of(R"({"model_type": "opt", "hidden_size": 1024, "num_hidden_layers": 24, "ffn_dim": 4096,
       "num_attention_heads": 16, "vocab_size": 50272, "word_embed_proj_dim": 512})"),
             "t.json: word_embed_proj_dim: is not a model remat can build: OPT's embedding projections (project_in, "

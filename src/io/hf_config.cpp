@@ -152,6 +152,39 @@ void read_llama4_experts(HfJsonReader& r, ModelSpec& m) {
     if (!std::binary_search(moe_layers.begin(), moe_layers.end(), i)) m.dense_mlp_layers.push_back(i);
 }
 
+// ERNIE 4.5 MoE (transformers' Ernie4_5_MoeDecoderLayer): layer i is MoE when (i + 1) %
+// moe_layer_interval == 0 and moe_layer_start_index <= i <= moe_layer_end_index (-1: the last).
+void read_ernie_experts(HfJsonReader& r, ModelSpec& m) {
+  r.integer("moe_num_experts", m.n_routed_experts, true);
+  r.integer("moe_k", m.num_experts_per_tok, true);
+  r.integer("moe_intermediate_size", m.moe_intermediate_size, true);
+  r.integer("moe_num_shared_experts", m.n_shared_experts, false);
+  int64_t start = 0, end = -1;
+  r.integer("moe_layer_start_index", start, false);
+  r.integer("moe_layer_end_index", end, false);
+  r.integer("moe_layer_interval", m.moe_layer_freq, false);
+  if (m.moe_layer_freq < 1)
+    r.fail("moe_layer_interval", std::to_string(m.moe_layer_freq), "must be a positive integer");
+  m.moe_layer_rule = MoeLayerRule::every_step;
+  const int64_t layers = std::min(m.num_hidden_layers, limits::kLayers);
+  if (end < 0) end = layers - 1;
+  for (int64_t i = 0; i < layers; ++i)
+    if (i < start || i > end) m.dense_mlp_layers.push_back(i);
+}
+
+// DBRX: the experts under ffn_config (gated, every layer); kv heads under attn_config.
+void read_dbrx_experts(HfJsonReader& r, ModelSpec& m) {
+  for (const char* key : {"ffn_config", "attn_config"})
+    if (!r.object.contains(key) || !r.object[key].is_object()) return r.fail(key, "", "must be an object");
+  HfJsonReader ffn{r.object["ffn_config"], r.file, r.path("ffn_config."), r.problems};
+  HfJsonReader attn{r.object["attn_config"], r.file, r.path("attn_config."), r.problems};
+  ffn.integer("moe_num_experts", m.n_routed_experts, true);
+  ffn.integer("moe_top_k", m.num_experts_per_tok, true);
+  ffn.integer("ffn_hidden_size", m.moe_intermediate_size, true);
+  m.intermediate_size = m.moe_intermediate_size;
+  attn.integer("kv_n_heads", m.num_key_value_heads, false);
+}
+
 void refuse_expert_keys(HfJsonReader& r, const std::string& type) {
   for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts", "moe_intermediate_size"}) {
     int64_t n = 0;
@@ -191,6 +224,10 @@ void read_experts(HfJsonReader& r, ModelSpec& m, HfExperts kind, const std::stri
     case HfExperts::llama4:
       read_llama4_experts(r, m);
       break;
+    case HfExperts::ernie:
+      return read_ernie_experts(r, m);
+    case HfExperts::dbrx:
+      return read_dbrx_experts(r, m);
   }
   read_top_k(r, m);
 }

@@ -467,6 +467,24 @@ void mpt_layer(HfJsonReader& r, ModelSpec& m) {
   m.rotary_fraction = 0;
 }
 
+// DBRX: d_model, n_heads, n_layers; LayerNorms without bias, no linear biases.
+void dbrx_spell(HfJsonReader& r, ModelSpec& m) {
+  r.integer("d_model", m.hidden_size, false);
+  r.integer("n_heads", m.num_attention_heads, false);
+  r.integer("n_layers", m.num_hidden_layers, false);
+}
+
+void dbrx_layer(HfJsonReader&, ModelSpec& m) {
+  m.norm_kind = NormKind::layer;
+  if (m.intermediate_size == 0) m.intermediate_size = 1;  // the experts' width comes with ffn_config
+}
+
+// Hunyuan (dense v1): q/k norms of head_dim (query_layernorm, key_layernorm), attention_bias, mlp_bias.
+void hunyuan_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.qk_norm = QkNorm::shared;
+}
+
 constexpr HfDefaults kLlamaDefaults{32000, 4096, 11008, 32, 32};
 constexpr HfDefaults kMistralDefaults{32000, 4096, 14336, 32, 32};
 constexpr HfDefaults kQwen2Defaults{151936, 4096, 22016, 32, 32};
@@ -547,6 +565,9 @@ const std::array kFamilies = {
     HfFamily{"phimoe", false, HfExperts::mixtral, false, nullptr, phimoe_layer},
     HfFamily{"dots1", false, HfExperts::deepseek, false, nullptr, qwen3_layer},
     HfFamily{"glm4_moe_lite", false, HfExperts::deepseek, false, nullptr, nullptr, {}, true},
+    HfFamily{"ernie4_5_moe", true, HfExperts::ernie, false, nullptr, ernie_layer},
+    HfFamily{"hunyuan_v1_dense", false, kDense, false, nullptr, hunyuan_layer},
+    HfFamily{"dbrx", false, HfExperts::dbrx, false, dbrx_spell, dbrx_layer},
 };
 
 // Other names for a family's layers, as their configs say (architectures or docs).
@@ -598,7 +619,7 @@ const char* kMamba2 = "Mamba-2 (state-space) layers beside attention layers; rem
 const char* kMamba = "Mamba (state-space) layers beside attention layers; remat has no block for state-space layers";
 const char* kAlibiMlp = "ALiBi attention with a LayerNorm on the embeddings (BLOOM); remat has no embedding norm block";
 
-const std::array<std::pair<const char*, const char*>, 35> kRefused = {{
+const std::array<std::pair<const char*, const char*>, 42> kRefused = {{
     {"bert", kEncoder},
     {"roberta", kEncoder},
     {"xlm-roberta", kEncoder},
@@ -643,6 +664,16 @@ const std::array<std::pair<const char*, const char*>, 35> kRefused = {{
     {"deepseek_v32", "DeepSeek sparse attention (its lightning indexer); remat has no block for sparse attention"},
     {"glm_moe_dsa", "DeepSeek sparse attention (its lightning indexer); remat has no block for sparse attention"},
     {"rwkv", "RWKV's recurrent time-mixing layers, no attention; remat has no block for them"},
+    {"rwkv7", "RWKV's recurrent time-mixing layers, no attention; remat has no block for them"},
+    {"falcon_mamba", "a state-space model (Mamba layers, no attention); remat has no block for state-space layers"},
+    {"lfm2_moe", "short convolution layers beside attention layers (layer_types); remat has no convolution block"},
+    {"kimi_linear",
+     "Kimi Delta Attention (linear attention) layers beside MLA layers; remat has no block for linear-attention "
+     "layers"},
+    {"minimax_m1",
+     "lightning (linear) attention layers beside softmax attention; remat has no block for linear-attention layers"},
+    {"hymba", "Mamba (state-space) heads beside attention heads in each layer; remat has no block for them"},
+    {"plamo2", "Mamba (state-space) layers beside attention layers; remat has no block for state-space layers"},
     {"recurrent_gemma", "RG-LRU recurrent layers beside attention; remat has no block for recurrent layers"},
 }};
 

@@ -21,6 +21,9 @@ enum class HfExperts {
   deepseek,  // n_routed_experts, moe_intermediate_size, n_shared_experts, first_k_dense_replace, moe_layer_freq
   llama4,    // num_local_experts (size intermediate_size) + one shared expert, interleave_moe_layer_step / moe_layers,
              // dense layers of intermediate_size_mlp
+  ernie,     // moe_num_experts, moe_k, moe_intermediate_size, moe_num_shared_experts, moe_layer_start_index /
+             // end_index / interval (ERNIE 4.5 MoE)
+  dbrx,      // ffn_config: moe_num_experts, moe_top_k, ffn_hidden_size (DBRX)
 };
 
 // Transformers' configuration-class defaults for the dimensions a config.json
