@@ -280,6 +280,33 @@ TEST(BlockVocabulary, PublishedTotalsOfMoreFamilies) {
             "project_out) to a width other than hidden_size; remat has no block for them (got 512)");
 }
 
+// remat's YAML names the same construction: GPT-J's parallel layer with one LayerNorm.
+TEST(BlockVocabulary, YamlSpecsNameTheLayer) {
+  const ModelSpec m = parse_model_yaml(R"(name: tiny-parallel
+hidden_size: 64
+intermediate_size: 256
+num_attention_heads: 4
+vocab_size: 100
+num_hidden_layers: 2
+mlp_kind: two_matrix
+hidden_act: gelu_new
+norm: layernorm
+norm_bias: true
+mlp_bias: true
+parallel_attn_mlp: true
+shared_input_norm: true
+rotary_fraction: 0.5
+)",
+                                       "t.yaml");
+  // untied embedding and head 2*100*64; per layer q, k, v, o 4*64*64, one LayerNorm 2*64, up
+  // 64*256+256, down 256*64+64; final LayerNorm 2*64
+  EXPECT_DOUBLE_EQ(model_params(m, 2), 12800 + 2 * (16384 + 128 + 16640 + 16448.0) + 128);
+  EXPECT_THROW(parse_model_yaml("name: x\nhidden_size: 64\nintermediate_size: 256\nnum_attention_heads: 4\n"
+                                "vocab_size: 100\nnum_hidden_layers: 2\nqk_norm: full\n",
+                                "t.yaml"),
+               InputError);
+}
+
 TEST(BlockVocabulary, LoaderKeyedOnWhatTheFileSays) {
   const std::string mla = R"("hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
       "vocab_size": 100, "num_hidden_layers": 3, "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16,

@@ -380,6 +380,9 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   m.source = file;
   read_dimensions(r, m, *family);
   if (family->layer) family->layer(r, m);
+  if (m.mlp_kind == MlpKind::gated)  // SwiGLU, GeGLU (Gemma's hidden_activation): for the Megatron-LM flags
+    for (const char* key : {"hidden_act", "hidden_activation"})
+      if (const std::string act = r.text(key); !act.empty()) m.hidden_act = act;
   require_dimensions(r, m);
   m.tie_word_embeddings = family->tie_word_embeddings;
   top.boolean("tie_word_embeddings", m.tie_word_embeddings);
