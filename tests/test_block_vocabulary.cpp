@@ -343,6 +343,17 @@ TEST(BlockVocabulary, LoaderKeyedOnWhatTheFileSays) {
   EXPECT_EQ(cpm.moe_intermediate_size, 128);
   EXPECT_TRUE(cpm.tie_word_embeddings);
   EXPECT_FALSE(tiny(R"({"model_type": "minicpm", )" + dims + "}").is_moe());
+  // Gemma 3's text_config leaves vocab_size out (Gemma3TextConfig's 262208); head_dim 256 is not h / heads
+  const ModelSpec g3 = tiny(R"({"model_type": "gemma3", "text_config": {"model_type": "gemma3_text",
+      "hidden_size": 2560, "intermediate_size": 10240, "num_attention_heads": 8, "num_hidden_layers": 34}})");
+  EXPECT_EQ(g3.vocab_size, 262208);
+  EXPECT_EQ(g3.head_dim, 256);
+  EXPECT_EQ(g3.num_key_value_heads, 4);
+  // Qwen2.5-VL re-saved by newer transformers keeps the language model only in text_config
+  const ModelSpec vl =
+      tiny(R"({"model_type": "qwen2_5_vl", "text_config": {"model_type": "qwen2_5_vl_text", )" + dims + "}}");
+  EXPECT_TRUE(vl.qkv_bias);
+  EXPECT_EQ(vl.hidden_size, 64);
   // MiMo: Qwen2 layers plus MTP modules of the same dense layer (+ 2h x h input_proj, three norms)
   const ModelSpec mimo = tiny(R"({"model_type": "mimo", "num_nextn_predict_layers": 1, )" + dims + "}");
   EXPECT_DOUBLE_EQ(mtp_params(mimo, 1, 1).total(), layer_params(mimo, 2, 1, 1).total() + 2 * 64 * 64 + 3 * 64);

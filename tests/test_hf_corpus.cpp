@@ -166,7 +166,10 @@ const char* kDims = R"("hidden_size": 64, "intermediate_size": 128, "num_attenti
     "num_hidden_layers": 2)";
 
 TEST(HfCorpus, TiedEmbeddingsDefaultPerFamily) {
-  const ModelSpec gemma = parse_hf_config(std::string(R"({"model_type": "gemma3_text", )") + kDims + "}", "g.json");
+  // head_dim and kv heads given: Gemma3TextConfig's defaults (256, 4) would differ from LLaMA's
+  const ModelSpec gemma = parse_hf_config(
+      std::string(R"({"model_type": "gemma3_text", "head_dim": 16, "num_key_value_heads": 4, )") + kDims + "}",
+      "g.json");
   EXPECT_TRUE(gemma.tie_word_embeddings);  // Gemma3TextConfig's default
   const ModelSpec llama = parse_hf_config(std::string(R"({"model_type": "llama", )") + kDims + "}", "l.json");
   EXPECT_FALSE(llama.tie_word_embeddings);  // LlamaConfig's default

@@ -322,6 +322,8 @@ void read_dimensions(HfJsonReader& r, ModelSpec& m, const HfFamily& family) {
   fill("intermediate_size", m.intermediate_size, d.intermediate_size);
   fill("num_hidden_layers", m.num_hidden_layers, d.num_hidden_layers);
   fill("num_attention_heads", m.num_attention_heads, d.num_attention_heads);
+  fill("num_key_value_heads", m.num_key_value_heads, d.num_key_value_heads);
+  if (m.attention() == AttentionKind::gqa) fill("head_dim", m.head_dim, d.head_dim);
 }
 
 void require_dimensions(HfJsonReader& r, const ModelSpec& m) {
@@ -339,9 +341,12 @@ void require_dimensions(HfJsonReader& r, const ModelSpec& m) {
 // The language model of a multimodal wrapper: text_config (transformers) or llm_config
 // (InternVL's remote code); nullptr when the config is the language model itself.
 const char* nested_key(const json& root, const std::string& type) {
+  const HfFamily* family = find_hf_family(type);
+  // Qwen2-VL's newer re-saves keep the language model only in text_config
+  const bool flat_moved = family && family->vision_tower_beside && !root.contains("hidden_size");
   for (const char* key : {"text_config", "llm_config"})
     if (root.contains(key) && root[key].is_object() &&
-        (is_hf_text_config_wrapper(type) || (!find_hf_family(type) && root[key].contains("model_type"))))
+        (is_hf_text_config_wrapper(type) || flat_moved || (!family && root[key].contains("model_type"))))
       return key;
   return nullptr;
 }

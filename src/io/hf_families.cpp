@@ -486,6 +486,10 @@ void hunyuan_layer(HfJsonReader& r, ModelSpec& m) {
 }
 
 constexpr HfDefaults kLlamaDefaults{32000, 4096, 11008, 32, 32};
+constexpr HfDefaults kQwen3Defaults{151936, 4096, 22016, 32, 32, 32, 128};
+constexpr HfDefaults kGemmaDefaults{256000, 3072, 24576, 28, 16, 16, 256};
+constexpr HfDefaults kGemma2Defaults{256000, 2304, 9216, 26, 8, 4, 256};
+constexpr HfDefaults kGemma3Defaults{262208, 2304, 9216, 26, 8, 4, 256};
 constexpr HfDefaults kMistralDefaults{32000, 4096, 14336, 32, 32};
 constexpr HfDefaults kQwen2Defaults{151936, 4096, 22016, 32, 32};
 constexpr HfDefaults kGpt2Defaults{50257, 768, 0, 12, 12};
@@ -502,7 +506,7 @@ const std::array kFamilies = {
     HfFamily{"ministral", false, kDense, false},
     HfFamily{"ministral3", false, kDense, false},
     HfFamily{"qwen2", false, kDense, false, nullptr, qwen2_layer, kQwen2Defaults},
-    HfFamily{"qwen3", false, kDense, false, nullptr, qwen3_layer},
+    HfFamily{"qwen3", false, kDense, false, nullptr, qwen3_layer, kQwen3Defaults},
     HfFamily{"qwen3_vl_text", false, kDense, false, nullptr, qwen3_layer},
     HfFamily{"qwen2_vl", false, kDense, true, nullptr, qwen2_layer},
     HfFamily{"qwen2_5_vl", false, kDense, true, nullptr, qwen2_layer},
@@ -517,9 +521,9 @@ const std::array kFamilies = {
     HfFamily{"baichuan", false, kDense, false},
     HfFamily{"orion", false, kDense, false, nullptr, orion_layer},
     HfFamily{"minicpm", true, HfExperts::optional_num_experts, false, nullptr, llama_layer},
-    HfFamily{"gemma", true, kDense, false, nullptr, llama_layer},
-    HfFamily{"gemma2", true, kDense, false, nullptr, gemma2_layer},
-    HfFamily{"gemma3_text", true, kDense, false, nullptr, gemma3_layer},
+    HfFamily{"gemma", true, kDense, false, nullptr, llama_layer, kGemmaDefaults},
+    HfFamily{"gemma2", true, kDense, false, nullptr, gemma2_layer, kGemma2Defaults},
+    HfFamily{"gemma3_text", true, kDense, false, nullptr, gemma3_layer, kGemma3Defaults},
     HfFamily{"cohere", true, kDense, false, nullptr, cohere_layer},
     HfFamily{"cohere2", true, kDense, false, nullptr, cohere_layer},
     HfFamily{"glm", false, kDense, false, nullptr, glm_layer},
@@ -571,8 +575,10 @@ const std::array kFamilies = {
 };
 
 // Other names for a family's layers, as their configs say (architectures or docs).
-constexpr std::array<std::pair<const char*, const char*>, 6> kAliases = {{
+constexpr std::array<std::pair<const char*, const char*>, 8> kAliases = {{
     {"glm4v_text", "glm4"},  // GLM-4.1V/4.5V's language models
+    {"qwen2_vl_text", "qwen2"},
+    {"qwen2_5_vl_text", "qwen2"},
     {"glm4v_moe_text", "glm4_moe"},
     {"kimi_k2", "deepseek_v3"},  // Kimi K2: architectures DeepseekV3ForCausalLM
     {"RefinedWeb", "falcon"},    // Falcon-40B's original config

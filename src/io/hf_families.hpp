@@ -30,6 +30,7 @@ enum class HfExperts {
 // leaves out (0: no default, the key is required).
 struct HfDefaults {
   int64_t vocab_size = 0, hidden_size = 0, intermediate_size = 0, num_hidden_layers = 0, num_attention_heads = 0;
+  int64_t num_key_value_heads = 0, head_dim = 0;  // Gemma's head_dim 256 is not hidden / heads
 };
 
 // Reads what one family spells or builds its own way into the model.
