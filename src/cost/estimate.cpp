@@ -1,5 +1,7 @@
 #include "remat/cost/estimate.hpp"
 
+#include <array>
+
 #include <algorithm>
 
 #include "remat/cost/stage_model.hpp"
@@ -108,9 +110,10 @@ double model_flops_per_microbatch(const ModelSpec& m, const TrainingSpec& t, int
       for (const auto& op : b.ops) f += op.fwd_flops + op.bwd_flops;
     return f;
   };
-  const double dense = sum(shapes.dense), moe = sum(shapes.moe);
+  std::array<double, kLayerKinds> per_kind{};
+  for (size_t k = 0; k < per_kind.size(); ++k) per_kind[k] = sum(shapes.kinds[k]);
   double total = 6 * r.tokens() * double(m.hidden_size) * double(m.vocab_size);  // LM head
-  for (int64_t i = 0; i < layers; ++i) total += m.layer_is_moe(i) ? moe : dense;
+  for (int64_t i = 0; i < layers; ++i) total += per_kind[size_t(m.layer_kind(i))];
   return total;
 }
 

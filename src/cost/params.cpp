@@ -24,7 +24,8 @@ double attention_params(const ModelSpec& m, double tp) {
   const double norm = norm_params(m, h);
   if (m.attention() == AttentionKind::gqa) {
     const double hd = double(gqa_head_dim(m)), g = double(m.num_key_value_heads);
-    const double qkv = h * (nh + 2 * g) * hd + (m.qkv_bias ? (nh + 2 * g) * hd : 0);
+    double qkv = h * (nh + 2 * g) * hd + (m.qkv_bias ? (nh + 2 * g) * hd : 0);
+    if (m.attention_output_gate) qkv += h * nh * hd;         // q_proj makes the output gate too
     const double o = nh * hd * h / tp + (m.o_bias ? h : 0);  // the bias after the reduction, replicated
     // q, k, v and o projections, split over tp; q/k norms; the input norm
     return qkv / tp + o + qk_norm_params(m, tp) + norm;
@@ -70,10 +71,57 @@ double head_extra_params(const ModelSpec& m, int64_t tp) {
   return norm_params(m, double(m.hidden_size)) + (m.lm_head_bias ? double(m.vocab_size) / double(tp) : 0);
 }
 
+namespace {
+
+// Mamba-2 (transformers' NemotronHMamba2Mixer, mamba_ssm's Mamba2): in_proj to z, x, B, C
+// and dt; a depthwise conv1d over x, B and C; dt_bias, A_log and D per head; the gated
+// RMSNorm over d_inner; out_proj. Heads, groups and d_inner split over tp.
+double mamba2_params(const ModelSpec& m, double tp) {
+  const double h = double(m.hidden_size), heads = double(m.mamba_num_heads);
+  const double inner = heads * double(m.mamba_head_dim);
+  const double bc = 2 * double(m.mamba_n_groups) * double(m.ssm_state_size);
+  const double in_proj = h * (2 * inner + bc + heads) + (m.mamba_proj_bias ? 2 * inner + bc + heads : 0);
+  const double conv = (inner + bc) * (double(m.mamba_conv_kernel) + (m.mamba_conv_bias ? 1 : 0));
+  const double out_proj = inner * h;
+  return (in_proj + conv + 3 * heads + inner + out_proj) / tp + (m.mamba_proj_bias ? h : 0);
+}
+
+// Gated DeltaNet (transformers' Qwen3NextGatedDeltaNet): in_proj_qkvz, in_proj_ba (beta and
+// the decay's input per value head), a depthwise conv1d over q, k and v, dt_bias and A_log per
+// value head, the gated RMSNorm of the value head dim, out_proj.
+double gated_deltanet_params(const ModelSpec& m, double tp) {
+  const double h = double(m.hidden_size), vh = double(m.linear_num_value_heads);
+  const double kd = double(m.linear_num_key_heads) * double(m.linear_key_head_dim);
+  const double vd = vh * double(m.linear_value_head_dim);
+  const double in_proj = h * (2 * kd + 2 * vd) + h * 2 * vh;
+  const double conv = (2 * kd + vd) * double(m.linear_conv_kernel);
+  return (in_proj + conv + 2 * vh + vd * h) / tp + double(m.linear_value_head_dim);
+}
+
+// The mixer's parameters with its input norm.
+double mixer_params(const ModelSpec& m, int64_t layer_index, double tp) {
+  const double norm = norm_params(m, double(m.hidden_size));
+  switch (m.mixer(layer_index)) {
+    case Mixer::attention:
+      return attention_params(m, tp);
+    case Mixer::mamba2:
+      return mamba2_params(m, tp) + norm;
+    case Mixer::gated_deltanet:
+      return gated_deltanet_params(m, tp) + norm;
+    case Mixer::none:
+      return 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
 ParamCount layer_params(const ModelSpec& m, int64_t layer_index, int64_t tp, int64_t ep) {
   const double h = double(m.hidden_size), t = double(tp);
   ParamCount p;
-  p.dense = attention_params(m, t) + layer_norm_params(m);
+  p.dense = mixer_params(m, layer_index, t);
+  if (!m.has_ffn(layer_index)) return p;
+  p.dense += layer_norm_params(m);
   if (m.layer_is_moe(layer_index)) {
     const double f = double(m.moe_intermediate_size);
     p.dense += h * double(m.n_routed_experts);                       // router

@@ -10,14 +10,17 @@ namespace remat {
 LayerShapes build_shapes(const ModelSpec& m, const RankShape& r) {
   ModelSpec dense_only = m;
   dense_only.n_routed_experts = 0;
+  dense_only.layer_mixers.clear(), dense_only.layer_has_ffn.clear();
   LayerShapes s;
-  s.dense = build_layer(dense_only, r, 0);
-  s.moe = s.dense;
-  for (int64_t i = 0; i < m.num_hidden_layers + m.first_k_dense_replace + m.moe_layer_freq; ++i)
-    if (m.layer_is_moe(i)) {
-      s.moe = build_layer(m, r, i);
-      break;
-    }
+  s.kinds[0] = build_layer(dense_only, r, 0);  // attention + dense: every model has this shape to fall back on
+  s.kinds[1] = s.kinds[0];
+  std::array<bool, kLayerKinds> built{};
+  for (int64_t i = 0; i < m.num_hidden_layers + m.first_k_dense_replace + m.moe_layer_freq; ++i) {
+    const int k = m.layer_kind(i);
+    if (built[size_t(k)] || (i >= m.num_hidden_layers && k != 1)) continue;
+    built[size_t(k)] = true;
+    s.kinds[size_t(k)] = build_layer(m, r, i);
+  }
   return s;
 }
 

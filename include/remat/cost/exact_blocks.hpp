@@ -63,6 +63,10 @@ Block mla_down_block(const RankShape& r, const ModelSpec& m);
 Block mla_up_attn_block(const RankShape& r, const ModelSpec& m);
 Block moe_shared_block(const RankShape& r, const ModelSpec& m);
 Block moe_routed_block(const RankShape& r, const ModelSpec& m);
+// Hybrid models' mixers, norm to out_proj (src/cost/exact_blocks_hybrid.cpp).
+Block mamba2_block(const RankShape& r, const ModelSpec& m);
+Block gated_deltanet_block(const RankShape& r, const ModelSpec& m);
+Block mixer_out_glue(const RankShape& r, int64_t hidden);  // reduce, residual
 
 // Ops outside any recompute block (never recomputed at block granularity).
 Block attention_out_glue(const RankShape& r, const ModelSpec& m);  // Wo, reduce, residual
