@@ -58,7 +58,7 @@ TEST(HfCorpus, EveryFileLoadsWithinHalfAPercentOrIsRefusedByName) {
     }
   }
   EXPECT_GE(loads, 30);
-  EXPECT_GE(refusals, 5);
+  EXPECT_GE(refusals, 3);
 }
 
 // transformers' Qwen2MoeDecoderLayer: MoE where (i + 1) % decoder_sparse_step == 0
@@ -185,12 +185,12 @@ TEST(HfCorpus, RefusedByNameWithTheReason) {
   EXPECT_EQ(line("bert"),
             "c.json: model_type: is not a model remat can build: an encoder or encoder-decoder model (bidirectional "
             "attention); remat plans causal decoder LLMs (got bert)");
-  EXPECT_EQ(line("nemotron_h"),
-            "c.json: model_type: is not a model remat can build: Mamba-2 (state-space) layers beside attention, MLP "
-            "and MoE layers (hybrid_override_pattern); remat has no block for state-space layers (got nemotron_h)");
-  EXPECT_EQ(line("qwen3_next"),
-            "c.json: model_type: is not a model remat can build: Gated DeltaNet (linear attention) layers beside "
-            "attention layers (layer_types); remat has no block for linear-attention layers (got qwen3_next)");
+  EXPECT_EQ(line("jamba"),
+            "c.json: model_type: is not a model remat can build: Mamba (state-space) layers beside attention layers; "
+            "remat has no block for state-space layers (got jamba)");
+  EXPECT_EQ(line("falcon_h1"),
+            "c.json: model_type: is not a model remat can build: Mamba-2 (state-space) layers beside attention "
+            "layers; remat has no block for state-space layers (got falcon_h1)");
   EXPECT_EQ(line("nemotron-nas"),
             "c.json: model_type: is not a model remat can build: layers of different shapes (block_configs: some "
             "without attention, each its own FFN width); remat builds one layer shape (got nemotron-nas)");

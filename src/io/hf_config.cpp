@@ -35,8 +35,8 @@ void throw_if(std::vector<Problem>& problems) {
 
 // Constructs remat has no block for, named by the keys that declare them (in any family,
 // known or not: the construct is what the user needs to hear).
-void refuse_layer_mixes(HfJsonReader& r) {
-  if (r.has("hybrid_override_pattern"))
+void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
+  if (r.has("hybrid_override_pattern") && hybrid != HfHybrid::mamba2_pattern)
     refuse(r.file, r.path("hybrid_override_pattern"), "",
            "Mamba-2 (state-space) layers beside attention and MLP layers; remat has no block for state-space layers");
   for (const std::string& kind : r.text_list("layers_block_type"))
@@ -51,7 +51,7 @@ void refuse_layer_mixes(HfJsonReader& r) {
     refuse(r.file, r.path("cross_attention_layers"), "",
            "cross-attention layers over another input; remat builds self-attention decoders only");
   for (const char* key : {"ssm_cfg", "mamba_d_state", "ssm_state_size", "mamba_expand"})
-    if (r.has(key))
+    if (r.has(key) && hybrid != HfHybrid::mamba2_pattern)
       refuse(r.file, r.path(key), "", "state-space (Mamba) layers; remat has no block for state-space layers");
   bool encoder_decoder = false;
   r.boolean("is_encoder_decoder", encoder_decoder);
@@ -60,6 +60,7 @@ void refuse_layer_mixes(HfJsonReader& r) {
            "an encoder-decoder model (bidirectional attention); remat plans causal decoders");
   for (const std::string& kind : r.text_list("layer_types")) {
     if (kind == "full_attention" || kind == "sliding_attention" || kind == "chunked_attention") continue;
+    if (kind == "linear_attention" && hybrid == HfHybrid::gated_deltanet) continue;
     if (kind == "linear_attention")
       refuse(r.file, r.path("layer_types"), kind,
              "Gated DeltaNet (linear attention) layers beside attention layers; remat has no block for "
@@ -372,11 +373,10 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   throw_if(problems);
   if (nest && type.empty()) throw InputError({{file, r.path("model_type"), "", "required key is missing"}});
   if (const std::string why = hf_refusal_reason(type); !why.empty()) refuse(file, r.path("model_type"), type, why);
-  refuse_layer_mixes(r);
-  if (nest) refuse_layer_mixes(top);
-
   ModelSpec m;
   const HfFamily* family = resolve_family(r, type, nest ? r.text_list("architectures") : archs, m);
+  refuse_layer_mixes(r, family ? family->hybrid : HfHybrid::none);
+  if (nest) refuse_layer_mixes(top, HfHybrid::none);
   if (!family && nest && is_hf_text_config_wrapper(type))
     refuse(file, r.path("model_type"), type, "a multimodal wrapper inside " + std::string(nest));
   if (!family) refuse_unknown(file, r.path("model_type"), type, archs, root.contains("auto_map"));

@@ -9,6 +9,7 @@
 // the rotated share of each head, and whether attention and MLP run in parallel.
 #include "hf_families.hpp"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -485,6 +486,69 @@ void hunyuan_layer(HfJsonReader& r, ModelSpec& m) {
   m.qk_norm = QkNorm::shared;
 }
 
+// Qwen3-Next / Qwen3.5: Gated DeltaNet layers where layer_types says linear_attention (else
+// every full_attention_interval-th layer is attention); attention with q/k norms, a sigmoid
+// output gate from q_proj (attn_output_gate) and a quarter of each head rotated.
+void qwen3_next_layer(HfJsonReader& r, ModelSpec& m) {
+  qwen3_layer(r, m);
+  m.attention_output_gate = true;
+  r.boolean("attn_output_gate", m.attention_output_gate);
+  set_rotary_fraction(r, m, "partial_rotary_factor", 0.25);
+  r.integer("linear_num_key_heads", m.linear_num_key_heads, true);
+  r.integer("linear_num_value_heads", m.linear_num_value_heads, true);
+  r.integer("linear_key_head_dim", m.linear_key_head_dim, true);
+  r.integer("linear_value_head_dim", m.linear_value_head_dim, true);
+  r.integer("linear_conv_kernel_dim", m.linear_conv_kernel, false);
+  int64_t mtp = 0;
+  r.integer("mtp_num_hidden_layers", mtp, false);
+  if (mtp > 0)
+    m.notes.push_back(r.path("mtp_num_hidden_layers") + " = " + std::to_string(mtp) +
+                      ": the multi-token prediction layer is not counted (transformers does not build it)");
+  const std::vector<std::string> types = r.text_list("layer_types");
+  int64_t interval = 4;
+  r.integer("full_attention_interval", interval, false);
+  if (interval < 1) return r.fail("full_attention_interval", std::to_string(interval), "must be a positive integer");
+  if (!types.empty() && int64_t(types.size()) != m.num_hidden_layers)
+    return r.fail("layer_types", std::to_string(types.size()) + " entries",
+                  "must name each of num_hidden_layers = " + std::to_string(m.num_hidden_layers) + " layers");
+  for (int64_t i = 0; i < std::min<int64_t>(m.num_hidden_layers, 100000); ++i) {
+    const bool linear = types.empty() ? (i + 1) % interval != 0 : types[size_t(i)] == "linear_attention";
+    m.layer_mixers.push_back(linear ? Mixer::gated_deltanet : Mixer::attention);
+  }
+}
+
+// Nemotron-H: hybrid_override_pattern gives each layer one block: M a Mamba-2 mixer, * attention
+// (no rotary), - a relu^2 two-matrix MLP; each with its own RMSNorm and residual.
+void nemotron_h_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  two_matrix_mlp(m, "relu2");
+  read_activation(r, m, "mlp_hidden_act");
+  m.rotary_fraction = 0;
+  r.integer("mamba_num_heads", m.mamba_num_heads, true);
+  r.integer("mamba_head_dim", m.mamba_head_dim, true);
+  r.integer("ssm_state_size", m.ssm_state_size, true);
+  r.integer("n_groups", m.mamba_n_groups, false);
+  r.integer("conv_kernel", m.mamba_conv_kernel, false);
+  r.integer("chunk_size", m.mamba_chunk_size, false);
+  r.boolean("use_bias", m.mamba_proj_bias);
+  r.boolean("use_conv_bias", m.mamba_conv_bias);
+  const std::string pattern = r.text("hybrid_override_pattern");
+  if (int64_t(pattern.size()) != m.num_hidden_layers)
+    return r.fail(
+        "hybrid_override_pattern", pattern,
+        "must have one character per layer (num_hidden_layers = " + std::to_string(m.num_hidden_layers) + ")");
+  for (char c : pattern) {
+    if (c == 'E')
+      return r.fail("hybrid_override_pattern", pattern,
+                    "is not a model remat can build: MoE blocks (E) with two-matrix relu^2 experts; remat's experts "
+                    "are gated");
+    if (c != 'M' && c != '*' && c != '-')
+      return r.fail("hybrid_override_pattern", pattern, "must hold only M (Mamba-2), * (attention) and - (MLP)");
+    m.layer_mixers.push_back(c == 'M' ? Mixer::mamba2 : c == '*' ? Mixer::attention : Mixer::none);
+    m.layer_has_ffn.push_back(c == '-');
+  }
+}
+
 constexpr HfDefaults kLlamaDefaults{32000, 4096, 11008, 32, 32};
 constexpr HfDefaults kQwen3Defaults{151936, 4096, 22016, 32, 32, 32, 128};
 constexpr HfDefaults kGemmaDefaults{256000, 3072, 24576, 28, 16, 16, 256};
@@ -572,6 +636,19 @@ const std::array kFamilies = {
     HfFamily{"ernie4_5_moe", true, HfExperts::ernie, false, nullptr, ernie_layer},
     HfFamily{"hunyuan_v1_dense", false, kDense, false, nullptr, hunyuan_layer},
     HfFamily{"dbrx", false, HfExperts::dbrx, false, dbrx_spell, dbrx_layer},
+    HfFamily{
+        "qwen3_next", false, HfExperts::qwen, false, nullptr, qwen3_next_layer, {}, false, HfHybrid::gated_deltanet},
+    HfFamily{"qwen3_5_text", false, kDense, false, nullptr, qwen3_next_layer, {}, false, HfHybrid::gated_deltanet},
+    HfFamily{"qwen3_5_moe_text",
+             false,
+             HfExperts::qwen,
+             false,
+             nullptr,
+             qwen3_next_layer,
+             {},
+             false,
+             HfHybrid::gated_deltanet},
+    HfFamily{"nemotron_h", false, kDense, false, nullptr, nemotron_h_layer, {}, false, HfHybrid::mamba2_pattern},
 };
 
 // Other names for a family's layers, as their configs say (architectures or docs).
@@ -618,14 +695,10 @@ constexpr std::array kTextConfigWrappers = {"llava",        "llava_next",  "llav
                                             "glm4v",        "glm4v_moe",   "gemma3n"};
 
 const char* kEncoder = "an encoder or encoder-decoder model (bidirectional attention); remat plans causal decoder LLMs";
-const char* kLinearAttention =
-    "Gated DeltaNet (linear attention) layers beside attention layers (layer_types); remat has no block for "
-    "linear-attention layers";
 const char* kMamba2 = "Mamba-2 (state-space) layers beside attention layers; remat has no block for state-space layers";
 const char* kMamba = "Mamba (state-space) layers beside attention layers; remat has no block for state-space layers";
-const char* kAlibiMlp = "ALiBi attention with a LayerNorm on the embeddings (BLOOM); remat has no embedding norm block";
 
-const std::array<std::pair<const char*, const char*>, 42> kRefused = {{
+const std::array<std::pair<const char*, const char*>, 38> kRefused = {{
     {"bert", kEncoder},
     {"roberta", kEncoder},
     {"xlm-roberta", kEncoder},
@@ -640,12 +713,6 @@ const std::array<std::pair<const char*, const char*>, 42> kRefused = {{
     {"umt5", kEncoder},
     {"bart", kEncoder},
     {"whisper", kEncoder},
-    {"qwen3_next", kLinearAttention},
-    {"qwen3_5_text", kLinearAttention},
-    {"qwen3_5_moe_text", kLinearAttention},
-    {"nemotron_h",
-     "Mamba-2 (state-space) layers beside attention, MLP and MoE layers (hybrid_override_pattern); remat has no "
-     "block for state-space layers"},
     {"jamba", kMamba},
     {"falcon_h1", kMamba2},
     {"zamba2", kMamba2},

@@ -33,6 +33,13 @@ struct HfDefaults {
   int64_t num_key_value_heads = 0, head_dim = 0;  // Gemma's head_dim 256 is not hidden / heads
 };
 
+// The hybrid layers a family builds (their keys are refused in every other family).
+enum class HfHybrid {
+  none,
+  gated_deltanet,  // layer_types linear_attention / full_attention (Qwen3-Next, Qwen3.5)
+  mamba2_pattern,  // hybrid_override_pattern: M Mamba-2, * attention, - MLP (Nemotron-H)
+};
+
 // Reads what one family spells or builds its own way into the model.
 using HfReadFn = void (*)(HfJsonReader& r, ModelSpec& m);
 
@@ -45,6 +52,7 @@ struct HfFamily {
   HfReadFn layer = nullptr;  // after them: how its layer differs from LLaMA's (norms, biases, MLP, rotary)
   HfDefaults defaults = {};  // its config class's defaults for absent dimensions
   bool mtp = false;          // num_nextn_predict_layers: multi-token prediction modules of its own layer
+  HfHybrid hybrid = HfHybrid::none;
 };
 
 // nullptr when model_type is not a family remat maps.

@@ -57,7 +57,10 @@ std::vector<std::string> megatron_inexpressible(const ModelSpec& m) {
   if (m.lm_head_bias) cannot("a bias on the output layer");
   if (!m.norm_affine) cannot("norms without weights");
   if (m.embedding_norm) cannot("a norm on the embeddings");
-  if (m.position_embeddings == 0 && m.rotary_fraction <= 0) cannot("ALiBi attention biases");
+  if (m.position_embeddings == 0 && m.rotary_fraction <= 0 && !m.is_hybrid()) cannot("ALiBi attention biases");
+  if (m.is_hybrid())
+    cannot("Mamba-2 or Gated DeltaNet layers (its GPT model has none; Mamba-2 hybrids run in its MambaModel)");
+  if (m.attention_output_gate) cannot("a gate on the attention output");
   return out;
 }
 

@@ -78,11 +78,30 @@ def falcon(c):  # FalconDecoderLayer (RW 7B): query_key_value (h -> (nh + 2) hd,
     return V * h + L * layer + 2 * h + head(c, V, h, True)
 
 
+def qwen3_5_text(c):  # Qwen3_5 text: every full_attention_interval-th layer attention, the others Gated DeltaNet
+    h, L, nh, g, hd = dims(c)
+    full = nh * hd * 2 * h + 2 * g * hd * h + nh * hd * h + 2 * hd  # q_proj with the output gate, k, v, o, q/k norms
+    kd = c["linear_num_key_heads"] * c["linear_key_head_dim"]
+    vh, dv = c["linear_num_value_heads"], c["linear_value_head_dim"]
+    vd = vh * dv
+    linear = h * (2 * kd + vd) + h * vd + 2 * h * vh  # in_proj_qkv, in_proj_z, in_proj_b and in_proj_a
+    linear += (2 * kd + vd) * c.get("linear_conv_kernel_dim", 4) + 2 * vh + dv + vd * h  # conv1d, dt_bias, A_log, norm, out_proj
+    types = c.get("layer_types") or [
+        "full_attention" if (i + 1) % c.get("full_attention_interval", 4) == 0 else "linear_attention" for i in range(L)]
+    mixers = sum(full if t == "full_attention" else linear for t in types)
+    layers = mixers + L * (gated_mlp(h, c["intermediate_size"]) + 2 * h)
+    return c["vocab_size"] * h + layers + h + head(c, c["vocab_size"], h, False)
+
+
 COUNTERS = {"exaone4": exaone4, "olmo3": olmo3, "phi": phi, "gpt2": gpt2, "RefinedWebModel": falcon,
-            "falcon": falcon}
+            "falcon": falcon, "qwen3_5_text": qwen3_5_text}
 
 
 def count(config):
+    if "text_config" in config:  # the language model of a multimodal wrapper
+        text = dict(config["text_config"])
+        text.setdefault("tie_word_embeddings", config.get("tie_word_embeddings", False))
+        return COUNTERS[text["model_type"]](text)
     return COUNTERS[config["model_type"]](config)
 
 
