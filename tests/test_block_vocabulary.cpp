@@ -424,6 +424,12 @@ TEST(BlockVocabulary, Qwen3NextGatedDeltaNetByHand) {
   EXPECT_DOUBLE_EQ(block_cost(b, BlockMode::standard, false).kept_bytes, x);
   EXPECT_DOUBLE_EQ(saved_bytes(b), x + rows * 4 + x + rows * 192 * 2 + 2 * rows * 128 * 2 + rows * 4 * 6 +
                                        rows * 4 * 64 * 4 + 2 * rows * 64 * 2 + rows * 4 * 4);
+  // the attention output gate: the sigmoid and the gated output (Wo's input, kept by every strategy)
+  ModelSpec ungated = m;
+  ungated.attention_output_gate = false;
+  const RankShape r = shape(1, 128);
+  EXPECT_DOUBLE_EQ(saved_bytes(gqa_block(r, m)) - saved_bytes(gqa_block(r, ungated)), 2 * rows * 64 * 2.0);
+  EXPECT_DOUBLE_EQ(block_cost(gqa_block(r, m), BlockMode::standard, false).kept_bytes, x + rows * 64 * 2);
 }
 
 // Every new piece through estimate under every profile and strategy: finite, and every

@@ -1,8 +1,7 @@
 #include "remat/cost/estimate.hpp"
 
-#include <array>
-
 #include <algorithm>
+#include <array>
 
 #include "remat/cost/stage_model.hpp"
 #include "remat/cost/streambp.hpp"

@@ -263,7 +263,8 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
   const double nh = double(m.num_attention_heads / r.tp), g = double(m.num_key_value_heads / r.tp);
   const double rows = r.tokens();
   parts::add_input_norm(b, r, h, true, 3);
-  b.ops.push_back(parts::linear(b, r, "qkv", rows, h, (nh + 2 * g) * hd, "x_norm",
+  const double gate = m.attention_output_gate ? nh * hd : 0;  // Qwen3-Next: q_proj also makes the gate
+  b.ops.push_back(parts::linear(b, r, "qkv", rows, h, (nh + 2 * g) * hd + gate, "x_norm",
                                 {&LoraTargets::q, &LoraTargets::k, &LoraTargets::v}));
   b.tensors.push_back({"q", rows * nh * hd * kBf16});
   b.tensors.push_back({"k", rows * g * hd * kBf16});
@@ -308,6 +309,14 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
     b.attention_stats = {"probs"};
   }
   if (parts::saves_input(r, r.lora.o)) b.kept_outside = {"o"};
+  if (m.attention_output_gate) {
+    // o * sigmoid(gate): the product saves o and the sigmoid; Wo then reads the product, not o
+    const double bytes = rows * nh * hd * kBf16;
+    b.tensors.push_back({"gate_sigmoid", bytes});
+    b.tensors.push_back({"o_gated", bytes});
+    b.ops.push_back(ops::streaming("output_gate", 4 * bytes, 6 * bytes, {"gate_sigmoid", "o"}));
+    b.kept_outside = {"o_gated"};
+  }
   // Megatron's `core_attn` checkpoint: the attention core (GQA's key/value
   // repeat included); its inputs q, k, v and its output o stay
   b.tag(parts::kCoreAttnTag, {"k_expanded", "v_expanded", "expand_kv", "lse", "probs", "flash_attention", "attention"});
