@@ -392,7 +392,7 @@ TEST(BlockVocabulary, NemotronHMamba2LayersByHand) {
   const double scan = rows * 4 * (32 * (16 + 32) + 4 * 16 * 32) + 2 * rows * 160 * 4;
   EXPECT_DOUBLE_EQ(block_cost(b, BlockMode::keep, false).fwd_flops, 2 * rows * 64 * 292 + scan + 2 * rows * 128 * 64);
   // MoE blocks (E) have two-matrix relu^2 experts: refused by name
-  EXPECT_EQ(rejection_of(base + R"("M*E"})"),
+  EXPECT_EQ(rejection_of(base + R"("M*E", "n_routed_experts": 8, "num_experts_per_tok": 2})"),
             "t.json: hybrid_override_pattern: is not a model remat can build: MoE blocks (E) with two-matrix relu^2 "
             "experts; remat's experts are gated (got M*E)");
 }

@@ -385,6 +385,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   m.source = file;
   read_dimensions(r, m, *family);
   if (family->layer) family->layer(r, m);
+  throw_if(problems);  // a construct the family's reader refuses (Nemotron-H's MoE blocks) before its keys
   if (m.mlp_kind == MlpKind::gated)  // SwiGLU, GeGLU (Gemma's hidden_activation): for the Megatron-LM flags
     for (const char* key : {"hidden_act", "hidden_activation"})
       if (const std::string act = r.text(key); !act.empty()) m.hidden_act = act;
