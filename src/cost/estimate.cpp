@@ -1,6 +1,7 @@
 #include "remat/cost/estimate.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "remat/cost/stage_model.hpp"
 #include "remat/cost/streambp.hpp"
@@ -71,17 +72,18 @@ double model_flops_per_microbatch(const ModelSpec& m, const TrainingSpec& t, int
       for (const auto& op : b.ops) f += op.fwd_flops + op.bwd_flops;
     return f;
   };
-  const double dense = sum(shapes.dense), moe = sum(shapes.moe);
+  std::array<double, kLayerKinds> per_kind{};
+  for (size_t k = 0; k < per_kind.size(); ++k) per_kind[k] = sum(shapes.kinds[k]);
   // the LM head as the last stage runs it (frozen under LoRA: its backward is the input's gradient only)
-  const Block head = rmsnorm_linear_block(r, m.hidden_size, m.vocab_size, "lm_head");
+  const Block head = rmsnorm_linear_block(with_model(r, m), m.hidden_size, m.vocab_size, "lm_head");
   double head_flops = 0;
   for (const auto& op : head.ops) head_flops += op.fwd_flops + op.bwd_flops;
   double total = head_flops;
-  for (int64_t i = 0; i < layers; ++i) total += m.layer_is_moe(i) ? moe : dense;
+  for (int64_t i = 0; i < layers; ++i) total += per_kind[size_t(m.layer_kind(i))];
   // multi-token prediction: each module's layer, LM head and eh_proj (2h to h: 3 x 2 x tokens x 2h x h)
   const double h = double(m.hidden_size);
   for (int64_t k = 0; k < m.num_nextn_predict_layers; ++k)
-    total += (m.layer_is_moe(layers + k) ? moe : dense) + head_flops + 6 * r.tokens() * 2 * h * h;
+    total += per_kind[size_t(m.layer_kind(layers + k))] + head_flops + 6 * r.tokens() * 2 * h * h;
   return total;
 }
 

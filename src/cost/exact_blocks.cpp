@@ -3,6 +3,8 @@
 // Korthikanti et al. 2022 sec. 4.2 (sequence parallel sharding).
 #include "remat/cost/exact_blocks.hpp"
 
+#include <algorithm>
+
 #include "exact_ops.hpp"
 #include "exact_parts.hpp"
 
@@ -30,6 +32,11 @@ RankShape rank_shape(const TrainingSpec& t) {
   r.weights_train = t.lora_rank == 0;
   if (t.lora_rank > 0) r.lora = t.lora_targets, r.lora_rank = double(t.lora_rank), r.lora_dropout = t.lora_dropout;
   r.lora_bytes = t.lora_adapter_bytes > 0 ? double(t.lora_adapter_bytes) : 2;
+  return r;
+}
+
+RankShape with_model(RankShape r, const ModelSpec& m) {
+  r.layer_norm = m.norm_kind == NormKind::layer;
   return r;
 }
 
@@ -116,7 +123,27 @@ OpDef linear(Block& b, const RankShape& r, const std::string& name, double rows,
   return op;
 }
 
+// LayerNorm (torch's native kernel, also under autocast, which runs it in fp32): saves its
+// input, the fp32 mean and 1/std per row; each GEMM reading the output saves its bf16 copy.
+void add_layer_norm(Block& b, const RankShape& r, double hidden, int readers) {
+  const double rows = r.seq_tokens();
+  b.inputs = {"x"};
+  b.tensors.push_back({"x", rows * hidden * r.stream_bytes()});
+  b.tensors.push_back({"mean", rows * kFp32});
+  b.tensors.push_back({"rstd", rows * kFp32});
+  b.tensors.push_back({"x_norm", rows * hidden * kBf16 * (r.autocast ? readers : 1)});
+  OpDef op = ops::rmsnorm("layernorm", rows, hidden, "x", "rstd");
+  op.saves.push_back("mean");
+  b.ops.push_back(op);
+  b.tag(kLayernormTag, {"mean", "rstd", "x_norm", "layernorm"});
+}
+
 void add_input_norm(Block& b, const RankShape& r, double hidden, bool gather, int readers) {
+  if (r.layer_norm) {
+    add_layer_norm(b, r, hidden, readers);
+    if (gather && r.tp > 1) b.ops.push_back(input_gather(r, hidden));
+    return;
+  }
   if (r.norm_fp32_upcast) return add_upcast_norm(b, r, hidden, readers);
   const double rows = r.seq_tokens();
   b.inputs = {"x"};
@@ -174,6 +201,61 @@ Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn) {
   return b;
 }
 
+Block two_matrix_mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, const std::string& act) {
+  Block b;
+  b.name = "mlp";
+  const double h = double(hidden), f = double(ffn) / double(r.tp), rows = r.tokens();
+  const double bytes = rows * f * kBf16;
+  parts::add_input_norm(b, r, h, true, 1);
+  b.ops.push_back(parts::linear(b, r, "up", rows, h, f, "x_norm", {&LoraTargets::up}));
+  b.tensors.push_back({"pre_act", bytes});  // the up projection's output (relu^2: relu's output)
+  b.tensors.push_back({"act", bytes});      // act(pre_act), the down projection's input
+  b.ops.push_back(ops::streaming(act, 2 * bytes, 3 * bytes, {"pre_act"}));
+  b.ops.push_back(parts::linear(b, r, "down", rows, f, h, "act", {&LoraTargets::down}));
+  b.tag(parts::kMlpTag, {"gather_input", "allreduce_dinput", "up", "pre_act", "act", act, "down"});
+  return b;
+}
+
+namespace {
+
+// A parallel block's MLP reads the layer input the attention block saves and keeps
+// in every strategy; with one shared norm also its output (the norm runs once).
+void share_with_attention(Block& b, bool shared_norm) {
+  std::vector<std::string> shared = {"x"};
+  if (shared_norm) shared.insert(shared.end(), {"x32", "mean", "rstd", "x_normed", "x_norm"});
+  for (auto& t : b.tensors)
+    if (std::find(shared.begin(), shared.end(), t.name) != shared.end()) t.bytes = 0;
+  if (!shared_norm) return;
+  for (auto& op : b.ops)
+    if (op.name == "rmsnorm" || op.name == "layernorm" || op.name == "gather_input" || op.name == "allreduce_dinput")
+      op.fwd_bytes = op.bwd_bytes = 0;
+}
+
+}  // namespace
+
+Block dense_mlp_block(const RankShape& r, const ModelSpec& m) {
+  Block b = m.mlp_kind == MlpKind::gated ? mlp_block(r, m.hidden_size, m.intermediate_size)
+                                         : two_matrix_mlp_block(r, m.hidden_size, m.intermediate_size, m.hidden_act);
+  if (m.parallel_attn_mlp) share_with_attention(b, m.shared_input_norm);
+  return b;
+}
+
+namespace {
+
+// Norms on q and k per head before rotary (Qwen3, OLMo-2, Cohere): each saves its
+// input (fp32 under the eager upcast, which also saves the bf16 normed copy) and 1/rms
+// per head and row.
+void add_qk_norm(Block& b, const RankShape& r, double rows, double heads, double hd) {
+  const double elems = rows * heads * hd;
+  b.tensors.push_back({"qk_raw", elems * (r.norm_fp32_upcast ? kFp32 : kBf16)});
+  b.tensors.push_back({"qk_rstd", rows * heads * kFp32});
+  std::vector<std::string> saves = {"qk_raw", "qk_rstd"};
+  if (r.norm_fp32_upcast) b.tensors.push_back({"qk_normed", elems * kBf16}), saves.push_back("qk_normed");
+  b.ops.push_back(ops::streaming("qk_norm", 2 * elems * kBf16, 3 * elems * kBf16, saves));
+}
+
+}  // namespace
+
 Block gqa_block(const RankShape& r, const ModelSpec& m) {
   Block b;
   b.name = "gqa";
@@ -181,7 +263,8 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
   const double nh = double(m.num_attention_heads / r.tp), g = double(m.num_key_value_heads / r.tp);
   const double rows = r.tokens();
   parts::add_input_norm(b, r, h, true, 3);
-  b.ops.push_back(parts::linear(b, r, "qkv", rows, h, (nh + 2 * g) * hd, "x_norm",
+  const double gate = m.attention_output_gate ? nh * hd : 0;  // Qwen3-Next: q_proj also makes the gate
+  b.ops.push_back(parts::linear(b, r, "qkv", rows, h, (nh + 2 * g) * hd + gate, "x_norm",
                                 {&LoraTargets::q, &LoraTargets::k, &LoraTargets::v}));
   b.tensors.push_back({"q", rows * nh * hd * kBf16});
   b.tensors.push_back({"k", rows * g * hd * kBf16});
@@ -189,7 +272,9 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
   // takes v as input keeps the whole projection alive
   b.tensors.push_back({"v", rows * (r.v_views_qkv ? nh + 2 * g : g) * hd * kBf16});
   b.tensors.push_back({"o", rows * nh * hd * kBf16});  // attention output, saved by Wo
-  b.ops.push_back(ops::streaming("rope", 2 * rows * (nh + g) * hd * kBf16, 2 * rows * (nh + g) * hd * kBf16, {}));
+  if (m.qk_norm != QkNorm::none) add_qk_norm(b, r, rows, nh + g, hd);
+  const double rotated = 2 * rows * (nh + g) * hd * kBf16 * m.rotary_fraction;  // partial rotary: the rotated share
+  if (m.position_embeddings == 0) b.ops.push_back(ops::streaming("rope", rotated, rotated, {}));
   std::string k = "k", v = "v";
   if (r.gqa_expand_kv) {  // keys and values repeated to every query head
     b.tensors.push_back({"k_expanded", rows * nh * hd * kBf16});
@@ -224,6 +309,14 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
     b.attention_stats = {"probs"};
   }
   if (parts::saves_input(r, r.lora.o)) b.kept_outside = {"o"};
+  if (m.attention_output_gate) {
+    // o * sigmoid(gate): the product saves o and the sigmoid; Wo then reads the product, not o
+    const double bytes = rows * nh * hd * kBf16;
+    b.tensors.push_back({"gate_sigmoid", bytes});
+    b.tensors.push_back({"o_gated", bytes});
+    b.ops.push_back(ops::streaming("output_gate", 4 * bytes, 6 * bytes, {"gate_sigmoid", "o"}));
+    b.kept_outside = {"o_gated"};
+  }
   // Megatron's `core_attn` checkpoint: the attention core (GQA's key/value
   // repeat included); its inputs q, k, v and its output o stay
   b.tag(parts::kCoreAttnTag, {"k_expanded", "v_expanded", "expand_kv", "lse", "probs", "flash_attention", "attention"});

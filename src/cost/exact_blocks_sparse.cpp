@@ -163,31 +163,59 @@ Block moe_combine_glue(const RankShape& r, const ModelSpec& m) {
   return b;
 }
 
-LayerDef build_layer(const ModelSpec& m, const RankShape& r, int64_t layer_index) {
+namespace {
+
+void add_mixer(LayerDef& layer, const ModelSpec& m, const RankShape& r, int64_t layer_index) {
+  auto add = [&layer](Block b, bool recomputable) {
+    layer.blocks.push_back(std::move(b));
+    layer.recomputable.push_back(recomputable);
+  };
+  switch (m.mixer(layer_index)) {
+    case Mixer::attention:
+      if (m.attention() == AttentionKind::mla) {
+        add(mla_down_block(r, m), true);
+        add(mla_up_attn_block(r, m), true);
+      } else {
+        add(gqa_block(r, m), true);
+      }
+      add(attention_out_glue(r, m), false);
+      return;
+    case Mixer::mamba2:
+      add(mamba2_block(r, m), true);
+      add(mixer_out_glue(r, m.hidden_size), false);
+      return;
+    case Mixer::gated_deltanet:
+      add(gated_deltanet_block(r, m), true);
+      add(mixer_out_glue(r, m.hidden_size), false);
+      return;
+    case Mixer::none:
+      return;
+  }
+}
+
+}  // namespace
+
+LayerDef build_layer(const ModelSpec& m, const RankShape& rank, int64_t layer_index) {
+  const RankShape r = with_model(rank, m);
   LayerDef layer;
   auto add = [&layer](Block b, bool recomputable) {
     layer.blocks.push_back(std::move(b));
     layer.recomputable.push_back(recomputable);
   };
-  if (m.attention() == AttentionKind::mla) {
-    add(mla_down_block(r, m), true);
-    add(mla_up_attn_block(r, m), true);
-  } else {
-    add(gqa_block(r, m), true);
-  }
-  add(attention_out_glue(r, m), false);
-  if (m.layer_is_moe(layer_index)) {
+  add_mixer(layer, m, r, layer_index);
+  const bool ffn = m.has_ffn(layer_index);
+  if (ffn && m.layer_is_moe(layer_index)) {
     add(moe_shared_block(r, m), true);
     add(moe_dispatch_glue(r, m), false);
     add(moe_routed_block(r, m), true);
     add(moe_combine_glue(r, m), false);
-  } else {
-    add(mlp_block(r, m.hidden_size, m.intermediate_size), true);
+  } else if (ffn) {
+    add(dense_mlp_block(r, m), true);
     add(mlp_out_glue(r, m.hidden_size), false);
   }
   layer.input_bytes = r.seq_tokens() * double(m.hidden_size) * r.stream_bytes();
   layer.ordered_backward = r.ordered_backward;
-  if (m.layer_is_moe(layer_index)) layer.local_experts = m.n_routed_experts / std::max<int64_t>(1, r.ep);
+  if (ffn && m.layer_is_moe(layer_index)) layer.local_experts = m.n_routed_experts / std::max<int64_t>(1, r.ep);
   return layer;
 }
 

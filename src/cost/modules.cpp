@@ -17,14 +17,14 @@ struct ModuleDef {
   std::vector<bool> recomputable;
 };
 
-std::vector<ModuleDef> exact_modules(const ModelSpec& m, const RankShape& r) {
+std::vector<ModuleDef> exact_modules(const ModelSpec& m, const RankShape& rank) {
+  const RankShape r = with_model(rank, m);
   std::vector<ModuleDef> out;
   const bool mla = m.attention() == AttentionKind::mla;
   const int64_t hd = gqa_head_dim(m);
   const int64_t proj = mla ? 0 : (m.num_attention_heads + 2 * m.num_key_value_heads) * hd;
   if (!mla) out.push_back({"rmsnorm_linear", {rmsnorm_linear_block(r, m.hidden_size, proj, "rmsnorm_linear")}, {true}});
-  if (m.has_dense_mlp_layer(m.num_hidden_layers))
-    out.push_back({"mlp", {mlp_block(r, m.hidden_size, m.intermediate_size)}, {true}});
+  if (m.has_dense_mlp_layer(m.num_hidden_layers)) out.push_back({"mlp", {dense_mlp_block(r, m)}, {true}});
   if (m.is_moe()) {
     const Block shared = moe_shared_block(r, m), routed = moe_routed_block(r, m);
     out.push_back({"moe", {shared, routed}, {true, true}});
@@ -40,6 +40,12 @@ std::vector<ModuleDef> exact_modules(const ModelSpec& m, const RankShape& r) {
   } else {
     out.push_back({"gqa", {gqa_block(r, m), attention_out_glue(r, m)}, {true, false}});
   }
+  bool mamba = false, deltanet = false;
+  for (int64_t i = 0; i < m.num_hidden_layers; ++i)
+    mamba |= m.mixer(i) == Mixer::mamba2, deltanet |= m.mixer(i) == Mixer::gated_deltanet;
+  if (mamba) out.push_back({"mamba2", {mamba2_block(r, m), mixer_out_glue(r, m.hidden_size)}, {true, false}});
+  if (deltanet)
+    out.push_back({"gated_deltanet", {gated_deltanet_block(r, m), mixer_out_glue(r, m.hidden_size)}, {true, false}});
   return out;
 }
 

@@ -6,19 +6,112 @@ namespace remat {
 
 namespace {
 
+double qk_norm_params(const ModelSpec& m, double tp) {
+  const double hd = double(gqa_head_dim(m));
+  switch (m.qk_norm) {
+    case QkNorm::none:
+      return 0;
+    case QkNorm::shared:
+      return 2 * hd;  // q_norm and k_norm of head_dim
+    case QkNorm::per_head:
+      return double(m.num_attention_heads + m.num_key_value_heads) * hd / tp;
+  }
+  return 0;
+}
+
 double attention_params(const ModelSpec& m, double tp) {
   const double h = double(m.hidden_size), nh = double(m.num_attention_heads);
+  const double norm = norm_params(m, h);
   if (m.attention() == AttentionKind::gqa) {
     const double hd = double(gqa_head_dim(m)), g = double(m.num_key_value_heads);
-    // q, k, v and o projections, split over tp; the input norm
-    return (h * (nh + 2 * g) * hd + nh * hd * h) / tp + h;
+    double qkv = h * (nh + 2 * g) * hd + (m.qkv_bias ? (nh + 2 * g) * hd : 0);
+    if (m.attention_output_gate) qkv += h * nh * hd;         // q_proj makes the output gate too
+    const double o = nh * hd * h / tp + (m.o_bias ? h : 0);  // the bias after the reduction, replicated
+    // q, k, v and o projections, split over tp; q/k norms; the input norm
+    return qkv / tp + o + qk_norm_params(m, tp) + norm;
   }
   const double d = double(m.qk_nope_head_dim), r = double(m.qk_rope_head_dim), dv = double(m.v_head_dim);
   const double hq = double(m.q_lora_rank), hkv = double(m.kv_lora_rank);
   const double q = hq > 0 ? h * hq + hq + hq * nh * (d + r) / tp  // down, latent norm, up
                           : h * nh * (d + r) / tp;
   const double kv = h * (hkv + r) + hkv + hkv * nh * (d + dv) / tp;  // down (+ k rope), norm, up
-  return q + kv + nh * dv * h / tp + h;                              // o projection, input norm
+  return q + kv + nh * dv * h / tp + norm;                           // o projection, input norm
+}
+
+// A dense MLP of width f: gated (gate, up, down) or two matrices (up, down), with
+// their biases (the down projection's after the reduction, replicated).
+double mlp_params(const ModelSpec& m, double f, double tp) {
+  const double h = double(m.hidden_size);
+  const double in_matrices = m.mlp_kind == MlpKind::gated ? 2 : 1;
+  const double bias = m.mlp_bias ? in_matrices * f / tp + h : 0;
+  return (in_matrices + 1) * h * f / tp + bias;
+}
+
+// Norms of one layer besides the attention's input norm: the MLP's (none when one
+// norm feeds attention and MLP in parallel) and sandwich norms.
+double layer_norm_params(const ModelSpec& m) {
+  const double h = double(m.hidden_size);
+  const double mlp_norm = m.parallel_attn_mlp && m.shared_input_norm ? 0 : 1;
+  return (mlp_norm + double(m.extra_norms_per_layer)) * norm_params(m, h);
+}
+
+}  // namespace
+
+double norm_params(const ModelSpec& m, double width) {
+  if (!m.norm_affine) return 0;
+  return m.norm_bias ? 2 * width : width;
+}
+
+double input_embedding_params(const ModelSpec& m, int64_t tp) {
+  const double h = double(m.hidden_size);
+  return embedding_params(m, tp) + double(m.position_embeddings) * h + (m.embedding_norm ? norm_params(m, h) : 0);
+}
+
+double head_extra_params(const ModelSpec& m, int64_t tp) {
+  return norm_params(m, double(m.hidden_size)) + (m.lm_head_bias ? double(m.vocab_size) / double(tp) : 0);
+}
+
+namespace {
+
+// Mamba-2 (transformers' NemotronHMamba2Mixer, mamba_ssm's Mamba2): in_proj to z, x, B, C
+// and dt; a depthwise conv1d over x, B and C; dt_bias, A_log and D per head; the gated
+// RMSNorm over d_inner; out_proj. Heads, groups and d_inner split over tp.
+double mamba2_params(const ModelSpec& m, double tp) {
+  const double h = double(m.hidden_size), heads = double(m.mamba_num_heads);
+  const double inner = heads * double(m.mamba_head_dim);
+  const double bc = 2 * double(m.mamba_n_groups) * double(m.ssm_state_size);
+  const double in_proj = h * (2 * inner + bc + heads) + (m.mamba_proj_bias ? 2 * inner + bc + heads : 0);
+  const double conv = (inner + bc) * (double(m.mamba_conv_kernel) + (m.mamba_conv_bias ? 1 : 0));
+  const double out_proj = inner * h;
+  return (in_proj + conv + 3 * heads + inner + out_proj) / tp + (m.mamba_proj_bias ? h : 0);
+}
+
+// Gated DeltaNet (transformers' Qwen3NextGatedDeltaNet): in_proj_qkvz, in_proj_ba (beta and
+// the decay's input per value head), a depthwise conv1d over q, k and v, dt_bias and A_log per
+// value head, the gated RMSNorm of the value head dim, out_proj.
+double gated_deltanet_params(const ModelSpec& m, double tp) {
+  const double h = double(m.hidden_size), vh = double(m.linear_num_value_heads);
+  const double kd = double(m.linear_num_key_heads) * double(m.linear_key_head_dim);
+  const double vd = vh * double(m.linear_value_head_dim);
+  const double in_proj = h * (2 * kd + 2 * vd) + h * 2 * vh;
+  const double conv = (2 * kd + vd) * double(m.linear_conv_kernel);
+  return (in_proj + conv + 2 * vh + vd * h) / tp + double(m.linear_value_head_dim);
+}
+
+// The mixer's parameters with its input norm.
+double mixer_params(const ModelSpec& m, int64_t layer_index, double tp) {
+  const double norm = norm_params(m, double(m.hidden_size));
+  switch (m.mixer(layer_index)) {
+    case Mixer::attention:
+      return attention_params(m, tp);
+    case Mixer::mamba2:
+      return mamba2_params(m, tp) + norm;
+    case Mixer::gated_deltanet:
+      return gated_deltanet_params(m, tp) + norm;
+    case Mixer::none:
+      return 0;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -26,14 +119,16 @@ double attention_params(const ModelSpec& m, double tp) {
 ParamCount layer_params(const ModelSpec& m, int64_t layer_index, int64_t tp, int64_t ep) {
   const double h = double(m.hidden_size), t = double(tp);
   ParamCount p;
-  p.dense = attention_params(m, t) + h;  // + the feed-forward's input norm
+  p.dense = mixer_params(m, layer_index, t);
+  if (!m.has_ffn(layer_index)) return p;
+  p.dense += layer_norm_params(m);
   if (m.layer_is_moe(layer_index)) {
     const double f = double(m.moe_intermediate_size);
     p.dense += h * double(m.n_routed_experts);                       // router
     p.dense += 3 * h * f * double(m.n_shared_experts) / t;           // shared experts
     p.expert = 3 * h * f * double(m.n_routed_experts) / double(ep);  // routed experts
   } else {
-    p.dense += 3 * h * double(m.intermediate_size) / t;  // gate, up, down
+    p.dense += mlp_params(m, double(m.intermediate_size), t);
   }
   return p;
 }
@@ -55,7 +150,8 @@ ParamCount mtp_params(const ModelSpec& m, int64_t tp, int64_t ep) {
 }
 
 double model_params(const ModelSpec& m, int64_t layers) {
-  double total = embedding_params(m, 1) * (m.tie_word_embeddings ? 1 : 2) + double(m.hidden_size);
+  double total =
+      input_embedding_params(m, 1) + (m.tie_word_embeddings ? 0 : embedding_params(m, 1)) + head_extra_params(m, 1);
   for (int64_t i = 0; i < layers; ++i) total += layer_params(m, i, 1, 1).total();
   return total + mtp_params(m, 1, 1).total();
 }

@@ -10,14 +10,17 @@ namespace remat {
 LayerShapes build_shapes(const ModelSpec& m, const RankShape& r) {
   ModelSpec dense_only = m;
   dense_only.n_routed_experts = 0;
+  dense_only.layer_mixers.clear(), dense_only.layer_has_ffn.clear();
   LayerShapes s;
-  s.dense = build_layer(dense_only, r, 0);
-  s.moe = s.dense;
-  for (int64_t i = 0; i < m.num_hidden_layers + m.first_k_dense_replace + m.moe_layer_freq; ++i)
-    if (m.layer_is_moe(i)) {
-      s.moe = build_layer(m, r, i);
-      break;
-    }
+  s.kinds[0] = build_layer(dense_only, r, 0);  // attention + dense: every model has this shape to fall back on
+  s.kinds[1] = s.kinds[0];
+  std::array<bool, kLayerKinds> built{};
+  for (int64_t i = 0; i < m.num_hidden_layers + m.first_k_dense_replace + m.moe_layer_freq; ++i) {
+    const int k = m.layer_kind(i);
+    if (built[size_t(k)] || (i >= m.num_hidden_layers && k != 1)) continue;
+    built[size_t(k)] = true;
+    s.kinds[size_t(k)] = build_layer(m, r, i);
+  }
   return s;
 }
 
@@ -27,7 +30,7 @@ namespace {
 // the logits, the loss's fp32 copy and the logits' gradient. They live only
 // around the loss, one microbatch at a time.
 void add_head(StageBase& s, const ModelSpec& m, const RankShape& r, const TrainingSpec& t, const HardwareSpec& hw) {
-  const Block head = rmsnorm_linear_block(r, m.hidden_size, m.vocab_size, "lm_head");
+  const Block head = rmsnorm_linear_block(with_model(r, m), m.hidden_size, m.vocab_size, "lm_head");
   double logits = r.tokens() * double(m.vocab_size) / double(r.tp);
   // GRPO with the prompt known: logits of the completion (and one more position) only
   if (t.objective == Objective::grpo && t.prompt_tokens > 0 && t.prompt_tokens < t.seq)
@@ -122,9 +125,9 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
     s.params.dense += lp.dense, s.params.expert += lp.expert;
   }
   const bool first = index == 0, last = index + 1 == t.pp;
-  if (first) s.params.dense += embedding_params(m, t.tp);
+  if (first) s.params.dense += input_embedding_params(m, t.tp);
   if (last) {
-    s.params.dense += double(m.hidden_size);  // final norm
+    s.params.dense += head_extra_params(m, t.tp);  // final norm, head bias
     if (!m.tie_word_embeddings || t.pp > 1) s.params.dense += embedding_params(m, t.tp);
     const ParamCount mtp = mtp_params(m, t.tp, t.ep);
     s.params.dense += mtp.dense, s.params.expert += mtp.expert;

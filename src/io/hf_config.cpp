@@ -1,7 +1,10 @@
-// Hugging Face config.json: model_type picks a family from the table in
+// Hugging Face config.json: model_type (or, when remat does not know it, the
+// architecture class the config names) picks a family from the table in
 // hf_families.cpp, which says how that family spells its dimensions and
-// experts; a multimodal wrapper's language model is its text_config. Anything
-// that changes the model and that remat cannot represent is refused by name;
+// experts and how its layer differs from LLaMA's; a multimodal wrapper's
+// language model is its text_config (llm_config for InternVL). Absent
+// dimensions take the family's transformers defaults. Anything that changes the
+// model and that remat cannot represent is refused with the construct named;
 // keys that do not change it (dropout, rope scaling, token ids) are ignored.
 #include <nlohmann/json.hpp>
 
@@ -30,25 +33,75 @@ void throw_if(std::vector<Problem>& problems) {
   throw InputError({{file, key, value, "is not a model remat can build: " + why}});
 }
 
-// model_type refused by name, or not in the table: both end here.
-void refuse_unless_known(const std::string& file, const std::string& key, const std::string& type) {
-  const std::string why = hf_refusal_reason(type);
-  if (!why.empty()) refuse(file, key, type, why);
-  if (!find_hf_family(type) && !is_hf_text_config_wrapper(type))
-    refuse(file, key, type, "model_type not in remat's table of families (src/io/hf_families.cpp)");
-}
-
-// Keys that give layers different structures: refused in any family.
-void refuse_layer_mixes(HfJsonReader& r) {
-  for (const char* key : {"block_configs", "hybrid_override_pattern"})
-    if (r.has(key)) refuse(r.file, r.path(key), "", "layers of different kinds (" + std::string(key) + ")");
+// Constructs remat has no block for, named by the keys that declare them (in any family,
+// known or not: the construct is what the user needs to hear).
+void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
+  if (r.has("hybrid_override_pattern") && hybrid != HfHybrid::mamba2_pattern)
+    refuse(r.file, r.path("hybrid_override_pattern"), "",
+           "Mamba-2 (state-space) layers beside attention and MLP layers; remat has no block for state-space layers");
+  for (const std::string& kind : r.text_list("layers_block_type"))
+    if (kind == "mamba" || kind == "mamba2" || kind == "hybrid")
+      refuse(r.file, r.path("layers_block_type"), kind,
+             "Mamba (state-space) layers beside attention layers; remat has no block for state-space layers");
+  if (r.has("block_configs"))
+    refuse(r.file, r.path("block_configs"), "",
+           "layers of different shapes (some without attention, each its own FFN width); remat builds one layer "
+           "shape");
+  if (r.has("cross_attention_layers"))
+    refuse(r.file, r.path("cross_attention_layers"), "",
+           "cross-attention layers over another input; remat builds self-attention decoders only");
+  for (const char* key : {"ssm_cfg", "mamba_d_state", "ssm_state_size", "mamba_expand"})
+    if (r.has(key) && hybrid != HfHybrid::mamba2_pattern)
+      refuse(r.file, r.path(key), "", "state-space (Mamba) layers; remat has no block for state-space layers");
   bool encoder_decoder = false;
   r.boolean("is_encoder_decoder", encoder_decoder);
-  if (encoder_decoder) refuse(r.file, r.path("is_encoder_decoder"), "true", "an encoder-decoder model");
-  for (const std::string& kind : r.text_list("layer_types"))
-    if (kind != "full_attention" && kind != "sliding_attention" && kind != "chunked_attention")
+  if (encoder_decoder)
+    refuse(r.file, r.path("is_encoder_decoder"), "true",
+           "an encoder-decoder model (bidirectional attention); remat plans causal decoders");
+  for (const std::string& kind : r.text_list("layer_types")) {
+    if (kind == "full_attention" || kind == "sliding_attention" || kind == "chunked_attention") continue;
+    if (kind == "linear_attention" && hybrid == HfHybrid::gated_deltanet) continue;
+    if (kind == "linear_attention")
       refuse(r.file, r.path("layer_types"), kind,
-             "layer_types has " + kind + " layers; remat models attention layers only");
+             "Gated DeltaNet (linear attention) layers beside attention layers; remat has no block for "
+             "linear-attention layers");
+    if (kind == "conv")
+      refuse(r.file, r.path("layer_types"), kind,
+             "short convolution layers beside attention layers; remat has no convolution block");
+    if (kind.find("mamba") != std::string::npos)
+      refuse(r.file, r.path("layer_types"), kind,
+             "Mamba (state-space) layers beside attention layers; remat has no block for state-space layers");
+    refuse(r.file, r.path("layer_types"), kind, "layers of kind " + kind + "; remat has no block for them");
+  }
+}
+
+// The family a config's model_type names: itself, another name for one (kimi_k2), or,
+// for a model_type remat does not know, the architecture class it names.
+const HfFamily* resolve_family(HfJsonReader& r, const std::string& type, const std::vector<std::string>& archs,
+                               ModelSpec& m) {
+  if (const HfFamily* f = find_hf_family(type)) return f;
+  std::string family = hf_family_alias(type);
+  std::string via = "";
+  for (size_t i = 0; family.empty() && i < archs.size(); ++i)
+    if (!(family = hf_family_of_architecture(archs[i])).empty()) via = archs[i];
+  const HfFamily* f = family.empty() ? nullptr : find_hf_family(family);
+  if (f)
+    m.notes.push_back(
+        r.path("model_type") + " " + type + " is read as " + family +
+        (via.empty() ? std::string(" (the same layers under another name)") : " (architectures: " + via + ")"));
+  return f;
+}
+
+[[noreturn]] void refuse_unknown(const std::string& file, const std::string& key, const std::string& type,
+                                 const std::vector<std::string>& archs, bool remote_code) {
+  const std::string arch = archs.empty() ? std::string("no architectures given") : archs[0];
+  if (remote_code)
+    refuse(file, key, type,
+           "remote code (auto_map) with its own layers (" + arch +
+               ") that remat has no mapping for; if they are a known family's, set model_type to it");
+  refuse(file, key, type,
+         "an architecture remat has no mapping for (" + arch +
+             "); if its layers are a known family's, set model_type to it");
 }
 
 void read_top_k(HfJsonReader& r, ModelSpec& m) {
@@ -100,6 +153,39 @@ void read_llama4_experts(HfJsonReader& r, ModelSpec& m) {
     if (!std::binary_search(moe_layers.begin(), moe_layers.end(), i)) m.dense_mlp_layers.push_back(i);
 }
 
+// ERNIE 4.5 MoE (transformers' Ernie4_5_MoeDecoderLayer): layer i is MoE when (i + 1) %
+// moe_layer_interval == 0 and moe_layer_start_index <= i <= moe_layer_end_index (-1: the last).
+void read_ernie_experts(HfJsonReader& r, ModelSpec& m) {
+  r.integer("moe_num_experts", m.n_routed_experts, true);
+  r.integer("moe_k", m.num_experts_per_tok, true);
+  r.integer("moe_intermediate_size", m.moe_intermediate_size, true);
+  r.integer("moe_num_shared_experts", m.n_shared_experts, false);
+  int64_t start = 0, end = -1;
+  r.integer("moe_layer_start_index", start, false);
+  r.integer("moe_layer_end_index", end, false);
+  r.integer("moe_layer_interval", m.moe_layer_freq, false);
+  if (m.moe_layer_freq < 1)
+    r.fail("moe_layer_interval", std::to_string(m.moe_layer_freq), "must be a positive integer");
+  m.moe_layer_rule = MoeLayerRule::every_step;
+  const int64_t layers = std::min(m.num_hidden_layers, limits::kLayers);
+  if (end < 0) end = layers - 1;
+  for (int64_t i = 0; i < layers; ++i)
+    if (i < start || i > end) m.dense_mlp_layers.push_back(i);
+}
+
+// DBRX: the experts under ffn_config (gated, every layer); kv heads under attn_config.
+void read_dbrx_experts(HfJsonReader& r, ModelSpec& m) {
+  for (const char* key : {"ffn_config", "attn_config"})
+    if (!r.object.contains(key) || !r.object[key].is_object()) return r.fail(key, "", "must be an object");
+  HfJsonReader ffn{r.object["ffn_config"], r.file, r.path("ffn_config."), r.problems};
+  HfJsonReader attn{r.object["attn_config"], r.file, r.path("attn_config."), r.problems};
+  ffn.integer("moe_num_experts", m.n_routed_experts, true);
+  ffn.integer("moe_top_k", m.num_experts_per_tok, true);
+  ffn.integer("ffn_hidden_size", m.moe_intermediate_size, true);
+  m.intermediate_size = m.moe_intermediate_size;
+  attn.integer("kv_n_heads", m.num_key_value_heads, false);
+}
+
 void refuse_expert_keys(HfJsonReader& r, const std::string& type) {
   for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts", "moe_intermediate_size"}) {
     int64_t n = 0;
@@ -122,6 +208,10 @@ void read_experts(HfJsonReader& r, ModelSpec& m, HfExperts kind, const std::stri
       r.integer("num_experts", m.n_routed_experts, true);
       m.moe_intermediate_size = m.intermediate_size;
       break;
+    case HfExperts::optional_num_experts:
+      r.integer("num_experts", m.n_routed_experts, false);
+      if (m.n_routed_experts > 0) m.moe_intermediate_size = m.intermediate_size;
+      break;
     case HfExperts::qwen:
       read_qwen_experts(r, m);
       break;
@@ -131,11 +221,14 @@ void read_experts(HfJsonReader& r, ModelSpec& m, HfExperts kind, const std::stri
       r.integer("n_shared_experts", m.n_shared_experts, false);
       r.integer("first_k_dense_replace", m.first_k_dense_replace, false);
       r.integer("moe_layer_freq", m.moe_layer_freq, false);
-      r.integer("num_nextn_predict_layers", m.num_nextn_predict_layers, false);
       break;
     case HfExperts::llama4:
       read_llama4_experts(r, m);
       break;
+    case HfExperts::ernie:
+      return read_ernie_experts(r, m);
+    case HfExperts::dbrx:
+      return read_dbrx_experts(r, m);
   }
   read_top_k(r, m);
 }
@@ -178,19 +271,27 @@ void note_windowed_attention(HfJsonReader& r, ModelSpec& m, const std::vector<st
                       layers_of("chunked_attention") + cost);
 }
 
-// Only DeepSeek's MTP modules are modelled.
-void refuse_mtp(HfJsonReader& r) {
+// MTP modules: DeepSeek-V2/V3's, GLM-4.5's and MiMo's (one layer of the model's own
+// kind, a 2h x h projection and three norms each); refused in other families.
+void read_mtp(HfJsonReader& r, ModelSpec& m, const HfFamily& family) {
   int64_t mtp = 0;
   r.integer("num_nextn_predict_layers", mtp, false);
-  if (mtp > 0)
+  if (mtp > 0 && !family.mtp)
     refuse(r.file, r.path("num_nextn_predict_layers"), std::to_string(mtp),
-           "multi-token prediction layers outside the DeepSeek family");
+           "multi-token prediction modules in a family whose MTP layout remat does not know (" +
+               std::string(family.model_type) + ")");
+  m.num_nextn_predict_layers = mtp;
+  if (mtp > 0)
+    m.notes.push_back(r.path("num_nextn_predict_layers") + " = " + std::to_string(mtp) +
+                      ": the multi-token prediction modules are counted in the parameters and the last stage's "
+                      "weights, gradients and optimizer state (not their activations or FLOPs); transformers' model "
+                      "class does not build them, so its count is this one less the modules");
 }
 
 void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, bool nested) {
   if (nested) {
     m.name += " (language model: text_config)";
-    m.notes.push_back("text_config is the language model (" + type +
+    m.notes.push_back("the nested config is the language model (" + type +
                       "); the vision tower and projector are not counted");
   } else if (family.vision_tower_beside) {
     m.notes.push_back("the language model's keys are read (" + type +
@@ -198,55 +299,104 @@ void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& 
   }
 }
 
-void read_dimensions(HfJsonReader& r, ModelSpec& m) {
-  r.integer("hidden_size", m.hidden_size, true);
-  r.integer("intermediate_size", m.intermediate_size, true);
-  r.integer("num_attention_heads", m.num_attention_heads, true);
+// The family's spellings first (GPT-2's n_embd), then the common keys; a dimension
+// still absent takes the family's transformers default (said in a note) or is missing.
+void read_dimensions(HfJsonReader& r, ModelSpec& m, const HfFamily& family) {
+  if (family.spell) family.spell(r, m);
+  r.integer("hidden_size", m.hidden_size, false);
+  r.integer("intermediate_size", m.intermediate_size, false);
+  r.integer("num_attention_heads", m.num_attention_heads, false);
   r.integer("num_key_value_heads", m.num_key_value_heads, false);
   r.integer("head_dim", m.head_dim, false);
-  r.integer("vocab_size", m.vocab_size, true);
-  r.integer("num_hidden_layers", m.num_hidden_layers, true);
+  r.integer("vocab_size", m.vocab_size, false);
+  r.integer("num_hidden_layers", m.num_hidden_layers, false);
   if (r.has("kv_lora_rank")) read_mla(r, m);
+  const HfDefaults& d = family.defaults;
+  const auto fill = [&](const char* key, int64_t& field, int64_t fallback) {
+    if (field != 0 || fallback == 0) return;
+    field = fallback;
+    m.notes.push_back(r.path(key) + " is absent: transformers' default for " + family.model_type + ", " +
+                      std::to_string(fallback));
+  };
+  fill("vocab_size", m.vocab_size, d.vocab_size);
+  fill("hidden_size", m.hidden_size, d.hidden_size);
+  fill("intermediate_size", m.intermediate_size, d.intermediate_size);
+  fill("num_hidden_layers", m.num_hidden_layers, d.num_hidden_layers);
+  fill("num_attention_heads", m.num_attention_heads, d.num_attention_heads);
+  fill("num_key_value_heads", m.num_key_value_heads, d.num_key_value_heads);
+  if (m.attention() == AttentionKind::gqa) fill("head_dim", m.head_dim, d.head_dim);
+}
+
+void require_dimensions(HfJsonReader& r, const ModelSpec& m) {
+  const std::pair<const char*, int64_t> dims[] = {{"hidden_size", m.hidden_size},
+                                                  {"intermediate_size", m.intermediate_size},
+                                                  {"num_attention_heads", m.num_attention_heads},
+                                                  {"vocab_size", m.vocab_size},
+                                                  {"num_hidden_layers", m.num_hidden_layers}};
+  for (const auto& [key, value] : dims)
+    if (value == 0 && !r.has(key)) r.fail(key, "", "required key is missing");
 }
 
 }  // namespace
+
+// The language model of a multimodal wrapper: text_config (transformers) or llm_config
+// (InternVL's remote code); nullptr when the config is the language model itself.
+const char* nested_key(const json& root, const std::string& type) {
+  const HfFamily* family = find_hf_family(type);
+  // Qwen2-VL's newer re-saves keep the language model only in text_config
+  const bool flat_moved = family && family->vision_tower_beside && !root.contains("hidden_size");
+  for (const char* key : {"text_config", "llm_config"})
+    if (root.contains(key) && root[key].is_object() &&
+        (is_hf_text_config_wrapper(type) || flat_moved || (!family && root[key].contains("model_type"))))
+      return key;
+  return nullptr;
+}
 
 ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   const json root = parse_json_object(text, file, true);
   std::vector<Problem> problems;
   HfJsonReader top{root, file, "", problems};
   const std::string outer_type = top.text("model_type");
+  const std::vector<std::string> archs = top.text_list("architectures");
   throw_if(problems);
-  if (outer_type.empty())
+  if (outer_type.empty() && archs.empty())
     throw InputError({{file, "model_type", "", "required key is missing (remat picks the architecture by it)"}});
-  refuse_unless_known(file, "model_type", outer_type);
+  if (const std::string why = hf_refusal_reason(outer_type); !why.empty()) refuse(file, "model_type", outer_type, why);
 
-  const bool nested = is_hf_text_config_wrapper(outer_type);
-  if (nested && !(root.contains("text_config") && root["text_config"].is_object()))
+  const char* nest = nested_key(root, outer_type);
+  if (is_hf_text_config_wrapper(outer_type) && !nest)
     throw InputError({{file, "text_config", root.contains("text_config") ? root["text_config"].dump() : "",
                        "must be the language model's configuration (an object) for model_type " + outer_type}});
-  HfJsonReader r{nested ? root["text_config"] : root, file, nested ? "text_config." : "", problems};
-  const std::string type = nested ? r.text("model_type") : outer_type;
+  const std::string prefix = nest ? std::string(nest) + "." : "";
+  HfJsonReader r{nest ? root[nest] : root, file, prefix, problems};
+  const std::string type = nest ? r.text("model_type") : outer_type;
   throw_if(problems);
-  if (type.empty()) throw InputError({{file, r.path("model_type"), "", "required key is missing"}});
-  if (nested) refuse_unless_known(file, r.path("model_type"), type);
-  const HfFamily* family = find_hf_family(type);
-  if (!family) refuse(file, r.path("model_type"), type, "a multimodal wrapper inside text_config");
-  refuse_layer_mixes(r);
-  if (nested) refuse_layer_mixes(top);
-
+  if (nest && type.empty()) throw InputError({{file, r.path("model_type"), "", "required key is missing"}});
+  if (const std::string why = hf_refusal_reason(type); !why.empty()) refuse(file, r.path("model_type"), type, why);
   ModelSpec m;
+  const HfFamily* family = resolve_family(r, type, nest ? r.text_list("architectures") : archs, m);
+  refuse_layer_mixes(r, family ? family->hybrid : HfHybrid::none);
+  if (nest) refuse_layer_mixes(top, HfHybrid::none);
+  if (!family && nest && is_hf_text_config_wrapper(type))
+    refuse(file, r.path("model_type"), type, "a multimodal wrapper inside " + std::string(nest));
+  if (!family) refuse_unknown(file, r.path("model_type"), type, archs, root.contains("auto_map"));
   m.name = top.text("_name_or_path");
-  if (m.name.empty()) m.name = outer_type;
+  if (m.name.empty()) m.name = outer_type.empty() ? type : outer_type;
   m.source = file;
-  read_dimensions(r, m);
+  read_dimensions(r, m, *family);
+  if (family->layer) family->layer(r, m);
+  throw_if(problems);  // a construct the family's reader refuses (Nemotron-H's MoE blocks) before its keys
+  if (m.mlp_kind == MlpKind::gated)  // SwiGLU, GeGLU (Gemma's hidden_activation): for the Megatron-LM flags
+    for (const char* key : {"hidden_act", "hidden_activation"})
+      if (const std::string act = r.text(key); !act.empty()) m.hidden_act = act;
+  require_dimensions(r, m);
   m.tie_word_embeddings = family->tie_word_embeddings;
   top.boolean("tie_word_embeddings", m.tie_word_embeddings);
-  if (nested) r.boolean("tie_word_embeddings", m.tie_word_embeddings);
+  if (nest) r.boolean("tie_word_embeddings", m.tie_word_embeddings);
   read_experts(r, m, family->experts, type);
-  if (family->experts != HfExperts::deepseek) refuse_mtp(r);
+  read_mtp(r, m, *family);
   note_windowed_attention(r, m, r.text_list("layer_types"));
-  note_vision_tower(m, *family, type, nested);
+  note_vision_tower(m, *family, type, nest != nullptr);
   throw_if(problems);
   if (m.num_key_value_heads == 0) m.num_key_value_heads = m.num_attention_heads;
   auto checks = validate_model(m, file);

@@ -1,56 +1,704 @@
-// The table of Hugging Face families. Tied-embedding defaults are those of each
-// family's transformers configuration class (PretrainedConfig's default True is
-// overridden to False by Llama, Mistral, Qwen2/3, Phi-3, Mixtral, the MoE and
-// DeepSeek classes; the Gemma classes keep True).
+// The table of Hugging Face families: only what truly differs between them.
+// Tied-embedding defaults are those of each family's transformers configuration
+// class (PretrainedConfig's default True is overridden to False by Llama,
+// Mistral, Qwen2/3, Phi-3, Mixtral, the MoE and DeepSeek classes; the Gemma,
+// GPT-2, GPTBigCode, Falcon, StarCoder2 and Cohere classes keep True). Each
+// layer reader follows the family's transformers modeling code (or, for remote
+// code, the modeling file its Hub repository ships): which projections have
+// biases, which norms exist and whether they are LayerNorms, the MLP's shape,
+// the rotated share of each head, and whether attention and MLP run in parallel.
 #include "hf_families.hpp"
 
+#include <algorithm>
 #include <array>
 #include <utility>
+
+#include "hf_json_reader.hpp"
+#include "remat/spec/model_spec.hpp"
 
 namespace remat {
 
 namespace {
 
-constexpr std::array kFamilies = {
-    HfFamily{"llama", false, HfExperts::none, false},
-    HfFamily{"mistral", false, HfExperts::none, false},
-    HfFamily{"ministral", false, HfExperts::none, false},
-    HfFamily{"ministral3", false, HfExperts::none, false},
-    HfFamily{"qwen2", false, HfExperts::none, false},
-    HfFamily{"qwen3", false, HfExperts::none, false},
-    HfFamily{"qwen3_vl_text", false, HfExperts::none, false},
-    HfFamily{"qwen2_vl", false, HfExperts::none, true},
-    HfFamily{"qwen2_5_vl", false, HfExperts::none, true},
-    HfFamily{"phi3", false, HfExperts::none, false},
-    HfFamily{"olmo2", false, HfExperts::none, false},
-    HfFamily{"granite", false, HfExperts::none, false},
-    HfFamily{"internlm2", false, HfExperts::none, false},
-    HfFamily{"gemma", true, HfExperts::none, false},
-    HfFamily{"gemma2", true, HfExperts::none, false},
-    HfFamily{"gemma3_text", true, HfExperts::none, false},
+void read_activation(HfJsonReader& r, ModelSpec& m, const char* key) {
+  const std::string act = r.text(key);
+  if (!act.empty()) m.hidden_act = act;
+}
+
+// LLaMA's attention_bias (q, k, v and o) and mlp_bias, both default false.
+void llama_layer(HfJsonReader& r, ModelSpec& m) {
+  bool bias = false;
+  r.boolean("attention_bias", bias);
+  m.qkv_bias = m.o_bias = bias;
+  r.boolean("mlp_bias", m.mlp_bias);
+}
+
+// Qwen2Attention: q, k and v with bias=True, o without.
+void qwen2_layer(HfJsonReader&, ModelSpec& m) { m.qkv_bias = true; }
+
+// Qwen3: q_norm and k_norm of head_dim.
+void qwen3_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.qk_norm = QkNorm::shared;
+}
+
+// OLMo-2/3, OLMoE: q_norm over heads x head_dim, k_norm over kv heads x head_dim.
+void olmo2_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.qk_norm = QkNorm::per_head;
+}
+
+// Gemma 2: pre- and post-norms around attention and MLP (four per layer).
+void gemma2_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.extra_norms_per_layer = 2;
+}
+
+void gemma3_layer(HfJsonReader& r, ModelSpec& m) {
+  gemma2_layer(r, m);
+  m.qk_norm = QkNorm::shared;
+}
+
+// gpt-oss: attention_bias (default true) on q, k, v and o.
+void gpt_oss_layer(HfJsonReader& r, ModelSpec& m) {
+  bool bias = true;
+  r.boolean("attention_bias", bias);
+  m.qkv_bias = m.o_bias = bias;
+}
+
+// InternLM (remote code) and InternLM2: `bias` (default true) on q, k, v (wqkv) and o.
+void internlm_layer(HfJsonReader& r, ModelSpec& m) {
+  bool bias = true;
+  r.boolean("bias", bias);
+  m.qkv_bias = m.o_bias = bias;
+}
+
+// EXAONE 4: OLMo-2's post-norms with q/k norms of head_dim.
+void exaone4_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.qk_norm = QkNorm::shared;
+}
+
+// Cohere / Cohere2 (Command R, R+, A): one LayerNorm without bias feeds attention
+// and MLP in parallel; use_qk_norm adds per-head LayerNorms on q and k.
+void cohere_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.norm_kind = NormKind::layer;
+  m.parallel_attn_mlp = m.shared_input_norm = true;
+  bool qk_norm = false;
+  r.boolean("use_qk_norm", qk_norm);
+  if (qk_norm) m.qk_norm = QkNorm::per_head;
+}
+
+void set_rotary_fraction(HfJsonReader& r, ModelSpec& m, const char* key, double fallback) {
+  m.rotary_fraction = fallback;
+  r.number(key, m.rotary_fraction);
+}
+
+// A rotary_dim in dimensions of each head (GPT-J, MiniMax-M2).
+void set_rotary_dim(HfJsonReader& r, ModelSpec& m) {
+  int64_t rotary_dim = 0;
+  r.integer("rotary_dim", rotary_dim, false);
+  const int64_t hd =
+      m.head_dim > 0 ? m.head_dim : (m.num_attention_heads > 0 ? m.hidden_size / m.num_attention_heads : 0);
+  if (rotary_dim > 0 && hd > 0) m.rotary_fraction = double(rotary_dim) / double(hd);
+}
+
+void two_matrix_mlp(ModelSpec& m, const char* act) {
+  m.mlp_kind = MlpKind::two_matrix;
+  m.hidden_act = act;
+}
+
+void layer_norm_with_bias(ModelSpec& m) {
+  m.norm_kind = NormKind::layer;
+  m.norm_bias = true;
+}
+
+// GPT-NeoX (Pythia): LayerNorms with bias, two-matrix MLP with biases, rotary_pct of
+// each head rotated, attention_bias on qkv and dense, use_parallel_residual: attention
+// and MLP in parallel, each with its own norm.
+void gpt_neox_layer(HfJsonReader& r, ModelSpec& m) {
+  layer_norm_with_bias(m);
+  two_matrix_mlp(m, "gelu");
+  read_activation(r, m, "hidden_act");
+  m.mlp_bias = true;
+  bool bias = true;
+  r.boolean("attention_bias", bias);
+  m.qkv_bias = m.o_bias = bias;
+  set_rotary_fraction(r, m, "rotary_pct", 0.25);
+  r.number("partial_rotary_factor", m.rotary_fraction);
+  bool parallel = true;
+  r.boolean("use_parallel_residual", parallel);
+  m.parallel_attn_mlp = parallel;
+}
+
+// GPT-2's names (GPTBigCode and GPT-J share them): n_embd, n_layer, n_head, n_inner.
+void gpt2_spell(HfJsonReader& r, ModelSpec& m) {
+  r.integer("n_embd", m.hidden_size, false);
+  r.integer("n_layer", m.num_hidden_layers, false);
+  r.integer("n_head", m.num_attention_heads, false);
+  r.integer("n_inner", m.intermediate_size, false);
+}
+
+void four_h_mlp_by_default(ModelSpec& m) {
+  if (m.intermediate_size == 0) m.intermediate_size = 4 * m.hidden_size;
+}
+
+// GPT-2: learned positions (n_positions), LayerNorms with bias, biases everywhere.
+void gpt2_layer(HfJsonReader& r, ModelSpec& m) {
+  four_h_mlp_by_default(m);
+  layer_norm_with_bias(m);
+  two_matrix_mlp(m, "gelu_new");
+  read_activation(r, m, "activation_function");
+  m.qkv_bias = m.o_bias = m.mlp_bias = true;
+  m.position_embeddings = 1024;
+  r.integer("n_positions", m.position_embeddings, false);
+  m.rotary_fraction = 0;
+}
+
+// GPTBigCode (StarCoder 1, SantaCoder): GPT-2 with one key/value head (multi_query).
+void gpt_bigcode_layer(HfJsonReader& r, ModelSpec& m) {
+  gpt2_layer(r, m);
+  m.hidden_act = "gelu_pytorch_tanh";
+  read_activation(r, m, "activation_function");
+  bool multi_query = true;
+  r.boolean("multi_query", multi_query);
+  if (multi_query) m.num_key_value_heads = 1;
+}
+
+// GPT-J: one LayerNorm feeds attention and MLP in parallel; no attention biases; MLP
+// and lm_head biases; rotary_dim of each head rotated.
+void gptj_layer(HfJsonReader& r, ModelSpec& m) {
+  four_h_mlp_by_default(m);
+  layer_norm_with_bias(m);
+  two_matrix_mlp(m, "gelu_new");
+  read_activation(r, m, "activation_function");
+  m.mlp_bias = m.lm_head_bias = true;
+  m.parallel_attn_mlp = m.shared_input_norm = true;
+  set_rotary_dim(r, m);
+}
+
+// Falcon (and RefinedWeb): n_head / n_layer; key/value heads from
+// new_decoder_architecture (num_kv_heads), multi_query (one) or none (all heads).
+void falcon_spell(HfJsonReader& r, ModelSpec& m) {
+  r.integer("n_head", m.num_attention_heads, false);
+  r.integer("n_layer", m.num_hidden_layers, false);
+  r.integer("ffn_hidden_size", m.intermediate_size, false);
+  r.integer("n_head_kv", m.num_key_value_heads, false);
+}
+
+// Falcon: LayerNorms with bias, two-matrix GELU MLP, `bias` on every linear,
+// parallel_attn with one norm (7B) or two (new_decoder_architecture: ln_attn, ln_mlp).
+void falcon_layer(HfJsonReader& r, ModelSpec& m) {
+  four_h_mlp_by_default(m);
+  layer_norm_with_bias(m);
+  two_matrix_mlp(m, "gelu");
+  read_activation(r, m, "activation");
+  bool bias = false, new_arch = false, multi_query = true, parallel = true, alibi = false;
+  r.boolean("bias", bias);
+  m.qkv_bias = m.o_bias = m.mlp_bias = bias;
+  new_arch = r.text("model_type") == "RefinedWeb";  // Falcon-40B's original code: ln_attn and ln_mlp
+  r.boolean("new_decoder_architecture", new_arch);
+  r.boolean("multi_query", multi_query);
+  r.boolean("parallel_attn", parallel);
+  r.boolean("alibi", alibi);
+  if (alibi) m.rotary_fraction = 0;
+  int64_t kv = m.num_key_value_heads, norms = 2;
+  r.integer("num_kv_heads", kv, false);
+  if (new_arch)
+    m.num_key_value_heads = kv > 0 ? kv : m.num_attention_heads;
+  else
+    m.num_key_value_heads = multi_query ? 1 : m.num_attention_heads;
+  r.integer("num_ln_in_parallel_attn", norms, false);
+  m.parallel_attn_mlp = new_arch || parallel;
+  m.shared_input_norm = new_arch ? norms == 1 : parallel;
+}
+
+// Phi (phi-1, phi-1.5, phi-2): GPT-J's parallel layer with q, k, v, dense biases and
+// a partial_rotary_factor (0.5).
+void phi_layer(HfJsonReader& r, ModelSpec& m) {
+  layer_norm_with_bias(m);
+  two_matrix_mlp(m, "gelu_new");
+  read_activation(r, m, "hidden_act");
+  m.qkv_bias = m.o_bias = m.mlp_bias = m.lm_head_bias = true;
+  m.parallel_attn_mlp = m.shared_input_norm = true;
+  set_rotary_fraction(r, m, "partial_rotary_factor", 0.5);
+  bool qk = false;
+  r.boolean("qk_layernorm", qk);
+  if (qk) m.qk_norm = QkNorm::shared;
+}
+
+// StarCoder2: LayerNorms with bias, two-matrix MLP (c_fc, c_proj), use_bias on all.
+void starcoder2_layer(HfJsonReader& r, ModelSpec& m) {
+  layer_norm_with_bias(m);
+  if (r.text("norm_type") == "rms_norm") m.norm_kind = NormKind::rms, m.norm_bias = false;
+  two_matrix_mlp(m, "gelu_pytorch_tanh");
+  read_activation(r, m, "hidden_act");
+  bool bias = true;
+  r.boolean("use_bias", bias);
+  m.qkv_bias = m.o_bias = m.mlp_bias = bias;
+}
+
+// Nemotron (Nemotron-4, Minitron): LayerNorm1P (with bias), relu^2 two-matrix MLP,
+// partial_rotary_factor 0.5.
+void nemotron_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  layer_norm_with_bias(m);
+  two_matrix_mlp(m, "relu2");
+  read_activation(r, m, "hidden_act");
+  set_rotary_fraction(r, m, "partial_rotary_factor", 0.5);
+}
+
+// StableLM: LayerNorms with bias, partial_rotary_factor 0.25, use_qkv_bias,
+// qk_layernorm (per head), use_parallel_residual (one norm, parallel).
+void stablelm_layer(HfJsonReader& r, ModelSpec& m) {
+  layer_norm_with_bias(m);
+  set_rotary_fraction(r, m, "partial_rotary_factor", 0.25);
+  r.boolean("use_qkv_bias", m.qkv_bias);
+  bool qk = false, parallel = false;
+  r.boolean("qk_layernorm", qk);
+  if (qk) m.qk_norm = QkNorm::per_head;
+  r.boolean("use_parallel_residual", parallel);
+  m.parallel_attn_mlp = m.shared_input_norm = parallel;
+}
+
+// GLM (GLM-4-9B in transformers): q, k, v biases (attention_bias, default true),
+// half of each head rotated.
+void glm_layer(HfJsonReader& r, ModelSpec& m) {
+  bool bias = true;
+  r.boolean("attention_bias", bias);
+  m.qkv_bias = bias;
+  set_rotary_fraction(r, m, "partial_rotary_factor", 0.5);
+}
+
+// GLM-4 (0414): GLM's layer with post-attention and post-MLP norms (four per layer).
+void glm4_layer(HfJsonReader& r, ModelSpec& m) {
+  glm_layer(r, m);
+  m.extra_norms_per_layer = 2;
+}
+
+// GLM-4.5/4.6 (glm4_moe): attention_bias (default false) on q, k, v; use_qk_norm.
+void glm4_moe_layer(HfJsonReader& r, ModelSpec& m) {
+  bool bias = false, qk = false;
+  r.boolean("attention_bias", bias);
+  m.qkv_bias = bias;
+  set_rotary_fraction(r, m, "partial_rotary_factor", 0.5);
+  r.boolean("use_qk_norm", qk);
+  if (qk) m.qk_norm = QkNorm::shared;
+}
+
+// ChatGLM (remote code: chatglm2/3, glm-4-9b): num_layers, ffn_hidden_size,
+// padded_vocab_size, kv_channels, multi_query_group_num.
+void chatglm_spell(HfJsonReader& r, ModelSpec& m) {
+  r.integer("num_layers", m.num_hidden_layers, false);
+  r.integer("ffn_hidden_size", m.intermediate_size, false);
+  r.integer("padded_vocab_size", m.vocab_size, false);
+  r.integer("kv_channels", m.head_dim, false);
+  bool mqa = false;
+  r.boolean("multi_query_attention", mqa);
+  if (mqa) r.integer("multi_query_group_num", m.num_key_value_heads, true);
+}
+
+// ChatGLM: add_qkv_bias, add_bias_linear (dense and MLP), rmsnorm (else LayerNorm),
+// rotary over half of each head (RotaryEmbedding(rotary_dim // 2)).
+void chatglm_layer(HfJsonReader& r, ModelSpec& m) {
+  r.boolean("add_qkv_bias", m.qkv_bias);
+  bool linear_bias = false, rms = true;
+  r.boolean("add_bias_linear", linear_bias);
+  m.o_bias = m.mlp_bias = linear_bias;
+  r.boolean("rmsnorm", rms);
+  if (!rms) layer_norm_with_bias(m);
+  m.rotary_fraction = 0.5;
+}
+
+// Orion (remote code): LLaMA's layer with nn.LayerNorm (with bias) norms.
+void orion_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  layer_norm_with_bias(m);
+}
+
+// MiniMax-M2: transformers' MiniMaxM2Attention is FlexOlmo's, with q/k norms over all
+// heads (q_norm of heads x head_dim, k_norm of kv heads x head_dim); rotary_dim of each head.
+void minimax_m2_layer(HfJsonReader& r, ModelSpec& m) {
+  m.qk_norm = QkNorm::per_head;
+  set_rotary_dim(r, m);
+  r.number("partial_rotary_factor", m.rotary_fraction);
+}
+
+// OLMo (1): LayerNorms without weight or bias (F.layer_norm with None, None).
+void olmo_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.norm_kind = NormKind::layer;
+  m.norm_affine = false;
+}
+
+// Arcee (AFM): LLaMA's attention with a two-matrix relu^2 MLP (up_proj, down_proj).
+void arcee_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  two_matrix_mlp(m, "relu2");
+  read_activation(r, m, "hidden_act");
+}
+
+// Apertus: a two-matrix MLP with xIELU (two scalar parameters per layer, not counted) and
+// q/k norms of head_dim.
+void apertus_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  two_matrix_mlp(m, "xielu");
+  read_activation(r, m, "hidden_act");
+  m.qk_norm = QkNorm::shared;
+}
+
+// Seed-OSS: attention_bias (default true) on q, k, v; attention_out_bias on o.
+void seed_oss_layer(HfJsonReader& r, ModelSpec& m) {
+  m.qkv_bias = true;
+  r.boolean("attention_bias", m.qkv_bias);
+  r.boolean("attention_out_bias", m.o_bias);
+  r.boolean("mlp_bias", m.mlp_bias);
+}
+
+// ERNIE 4.5: use_bias on every attention and MLP matrix.
+void ernie_layer(HfJsonReader& r, ModelSpec& m) {
+  bool bias = false;
+  r.boolean("use_bias", bias);
+  m.qkv_bias = m.o_bias = m.mlp_bias = bias;
+}
+
+// EXAONE 3/3.5 (remote code): LLaMA's layer under num_layers.
+void exaone_spell(HfJsonReader& r, ModelSpec& m) { r.integer("num_layers", m.num_hidden_layers, false); }
+
+// Qwen (1, remote code): c_attn with bias, c_proj without; w1 and w2 of intermediate_size / 2.
+void qwen1_layer(HfJsonReader&, ModelSpec& m) {
+  m.qkv_bias = true;
+  m.intermediate_size /= 2;
+}
+
+// PhiMoE (Phi-3.5-MoE): LayerNorms with bias, attention_bias on q, k, v, o, lm_head_bias.
+void phimoe_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  layer_norm_with_bias(m);
+  r.boolean("lm_head_bias", m.lm_head_bias);
+}
+
+// Persimmon: LayerNorms with bias, relu^2 two-matrix MLP with biases, query_key_value and
+// dense with bias, qk_layernorm of head_dim, partial_rotary_factor 0.5.
+void persimmon_layer(HfJsonReader& r, ModelSpec& m) {
+  layer_norm_with_bias(m);
+  two_matrix_mlp(m, "relu2");
+  read_activation(r, m, "hidden_act");
+  m.qkv_bias = m.o_bias = m.mlp_bias = true;
+  set_rotary_fraction(r, m, "partial_rotary_factor", 0.5);
+  bool qk = false;
+  r.boolean("qk_layernorm", qk);
+  if (qk) m.qk_norm = QkNorm::shared;
+}
+
+// GPT-Neo: num_layers, num_heads; learned positions, out_proj and MLP biases, LayerNorms with bias.
+void gpt_neo_spell(HfJsonReader& r, ModelSpec& m) {
+  r.integer("num_layers", m.num_hidden_layers, false);
+  r.integer("num_heads", m.num_attention_heads, false);
+}
+
+void gpt_neo_layer(HfJsonReader& r, ModelSpec& m) {
+  four_h_mlp_by_default(m);
+  layer_norm_with_bias(m);
+  two_matrix_mlp(m, "gelu_new");
+  read_activation(r, m, "activation_function");
+  m.o_bias = m.mlp_bias = true;
+  m.position_embeddings = 2048;
+  r.integer("max_position_embeddings", m.position_embeddings, false);
+  m.rotary_fraction = 0;
+}
+
+// OPT: ffn_dim; learned positions offset by 2; enable_bias on every linear; relu.
+void opt_spell(HfJsonReader& r, ModelSpec& m) { r.integer("ffn_dim", m.intermediate_size, false); }
+
+void opt_layer(HfJsonReader& r, ModelSpec& m) {
+  layer_norm_with_bias(m);
+  r.boolean("layer_norm_elementwise_affine", m.norm_affine);
+  two_matrix_mlp(m, "relu");
+  read_activation(r, m, "activation_function");
+  bool bias = true;
+  r.boolean("enable_bias", bias);
+  m.qkv_bias = m.o_bias = m.mlp_bias = bias;
+  m.position_embeddings = 2048;
+  r.integer("max_position_embeddings", m.position_embeddings, false);
+  m.position_embeddings += 2;  // OPTLearnedPositionalEmbedding's offset
+  m.rotary_fraction = 0;
+  int64_t projected = 0;
+  r.integer("word_embed_proj_dim", projected, false);
+  if (projected > 0 && projected != m.hidden_size)
+    r.fail("word_embed_proj_dim", std::to_string(projected),
+           "is not a model remat can build: OPT's embedding projections (project_in, project_out) to a width "
+           "other than hidden_size; remat has no block for them");
+}
+
+// BLOOM: n_layer, n_head (n_embed); ALiBi, a LayerNorm on the embeddings, biases everywhere.
+void bloom_spell(HfJsonReader& r, ModelSpec& m) {
+  r.integer("n_embed", m.hidden_size, false);
+  r.integer("n_layer", m.num_hidden_layers, false);
+  r.integer("n_head", m.num_attention_heads, false);
+}
+
+void bloom_layer(HfJsonReader&, ModelSpec& m) {
+  four_h_mlp_by_default(m);
+  layer_norm_with_bias(m);
+  two_matrix_mlp(m, "gelu_new");  // bloom_gelu: GELU's tanh form
+  m.qkv_bias = m.o_bias = m.mlp_bias = true;
+  m.embedding_norm = true;
+  m.rotary_fraction = 0;
+}
+
+// MPT: d_model, n_heads, n_layers, expansion_ratio; ALiBi, no biases (no_bias), LayerNorms
+// without bias, a GELU two-matrix MLP.
+void mpt_spell(HfJsonReader& r, ModelSpec& m) {
+  r.integer("d_model", m.hidden_size, false);
+  r.integer("n_heads", m.num_attention_heads, false);
+  r.integer("n_layers", m.num_hidden_layers, false);
+}
+
+void mpt_layer(HfJsonReader& r, ModelSpec& m) {
+  int64_t ratio = 4;
+  r.integer("expansion_ratio", ratio, false);
+  if (m.intermediate_size == 0) m.intermediate_size = ratio * m.hidden_size;
+  m.norm_kind = NormKind::layer;
+  bool no_bias = true;
+  r.boolean("no_bias", no_bias);
+  m.norm_bias = m.qkv_bias = m.o_bias = m.mlp_bias = !no_bias;
+  two_matrix_mlp(m, "gelu");
+  m.rotary_fraction = 0;
+}
+
+// DBRX: d_model, n_heads, n_layers; LayerNorms without bias, no linear biases.
+void dbrx_spell(HfJsonReader& r, ModelSpec& m) {
+  r.integer("d_model", m.hidden_size, false);
+  r.integer("n_heads", m.num_attention_heads, false);
+  r.integer("n_layers", m.num_hidden_layers, false);
+}
+
+void dbrx_layer(HfJsonReader&, ModelSpec& m) {
+  m.norm_kind = NormKind::layer;
+  if (m.intermediate_size == 0) m.intermediate_size = 1;  // the experts' width comes with ffn_config
+}
+
+// Hunyuan (dense v1): q/k norms of head_dim (query_layernorm, key_layernorm), attention_bias, mlp_bias.
+void hunyuan_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.qk_norm = QkNorm::shared;
+}
+
+// Qwen3-Next / Qwen3.5: Gated DeltaNet layers where layer_types says linear_attention (else
+// every full_attention_interval-th layer is attention); attention with q/k norms, a sigmoid
+// output gate from q_proj (attn_output_gate) and a quarter of each head rotated.
+void qwen3_next_layer(HfJsonReader& r, ModelSpec& m) {
+  qwen3_layer(r, m);
+  m.attention_output_gate = true;
+  r.boolean("attn_output_gate", m.attention_output_gate);
+  set_rotary_fraction(r, m, "partial_rotary_factor", 0.25);
+  r.integer("linear_num_key_heads", m.linear_num_key_heads, true);
+  r.integer("linear_num_value_heads", m.linear_num_value_heads, true);
+  r.integer("linear_key_head_dim", m.linear_key_head_dim, true);
+  r.integer("linear_value_head_dim", m.linear_value_head_dim, true);
+  r.integer("linear_conv_kernel_dim", m.linear_conv_kernel, false);
+  int64_t mtp = 0;
+  r.integer("mtp_num_hidden_layers", mtp, false);
+  if (mtp > 0)
+    m.notes.push_back(r.path("mtp_num_hidden_layers") + " = " + std::to_string(mtp) +
+                      ": the multi-token prediction layer is not counted (transformers does not build it)");
+  const std::vector<std::string> types = r.text_list("layer_types");
+  int64_t interval = 4;
+  r.integer("full_attention_interval", interval, false);
+  if (interval < 1) return r.fail("full_attention_interval", std::to_string(interval), "must be a positive integer");
+  if (!types.empty() && int64_t(types.size()) != m.num_hidden_layers)
+    return r.fail("layer_types", std::to_string(types.size()) + " entries",
+                  "must name each of num_hidden_layers = " + std::to_string(m.num_hidden_layers) + " layers");
+  for (int64_t i = 0; i < std::min<int64_t>(m.num_hidden_layers, 100000); ++i) {
+    const bool linear = types.empty() ? (i + 1) % interval != 0 : types[size_t(i)] == "linear_attention";
+    m.layer_mixers.push_back(linear ? Mixer::gated_deltanet : Mixer::attention);
+  }
+}
+
+// Nemotron-H: hybrid_override_pattern gives each layer one block: M a Mamba-2 mixer, * attention
+// (no rotary), - a relu^2 two-matrix MLP; each with its own RMSNorm and residual.
+void nemotron_h_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  two_matrix_mlp(m, "relu2");
+  read_activation(r, m, "mlp_hidden_act");
+  m.rotary_fraction = 0;
+  r.integer("mamba_num_heads", m.mamba_num_heads, true);
+  r.integer("mamba_head_dim", m.mamba_head_dim, true);
+  r.integer("ssm_state_size", m.ssm_state_size, true);
+  r.integer("n_groups", m.mamba_n_groups, false);
+  r.integer("conv_kernel", m.mamba_conv_kernel, false);
+  r.integer("chunk_size", m.mamba_chunk_size, false);
+  r.boolean("use_bias", m.mamba_proj_bias);
+  r.boolean("use_conv_bias", m.mamba_conv_bias);
+  const std::string pattern = r.text("hybrid_override_pattern");
+  if (int64_t(pattern.size()) != m.num_hidden_layers)
+    return r.fail(
+        "hybrid_override_pattern", pattern,
+        "must have one character per layer (num_hidden_layers = " + std::to_string(m.num_hidden_layers) + ")");
+  for (char c : pattern) {
+    if (c == 'E')
+      return r.fail("hybrid_override_pattern", pattern,
+                    "is not a model remat can build: MoE blocks (E) with two-matrix relu^2 experts; remat's experts "
+                    "are gated");
+    if (c != 'M' && c != '*' && c != '-')
+      return r.fail("hybrid_override_pattern", pattern, "must hold only M (Mamba-2), * (attention) and - (MLP)");
+    m.layer_mixers.push_back(c == 'M' ? Mixer::mamba2 : c == '*' ? Mixer::attention : Mixer::none);
+    m.layer_has_ffn.push_back(c == '-');
+  }
+}
+
+constexpr HfDefaults kLlamaDefaults{32000, 4096, 11008, 32, 32};
+constexpr HfDefaults kQwen3Defaults{151936, 4096, 22016, 32, 32, 32, 128};
+constexpr HfDefaults kGemmaDefaults{256000, 3072, 24576, 28, 16, 16, 256};
+constexpr HfDefaults kGemma2Defaults{256000, 2304, 9216, 26, 8, 4, 256};
+constexpr HfDefaults kGemma3Defaults{262208, 2304, 9216, 26, 8, 4, 256};
+constexpr HfDefaults kMistralDefaults{32000, 4096, 14336, 32, 32};
+constexpr HfDefaults kQwen2Defaults{151936, 4096, 22016, 32, 32};
+constexpr HfDefaults kGpt2Defaults{50257, 768, 0, 12, 12};
+constexpr HfDefaults kGptNeoxDefaults{50432, 6144, 24576, 44, 64};
+constexpr HfDefaults kGptjDefaults{50400, 4096, 0, 28, 16};
+constexpr HfDefaults kFalconDefaults{65024, 4544, 0, 32, 71};
+constexpr HfDefaults kPhiDefaults{51200, 2048, 8192, 24, 32};
+
+constexpr HfExperts kDense = HfExperts::none;
+
+const std::array kFamilies = {
+    HfFamily{"llama", false, kDense, false, nullptr, llama_layer, kLlamaDefaults},
+    HfFamily{"mistral", false, kDense, false, nullptr, nullptr, kMistralDefaults},
+    HfFamily{"ministral", false, kDense, false},
+    HfFamily{"ministral3", false, kDense, false},
+    HfFamily{"qwen2", false, kDense, false, nullptr, qwen2_layer, kQwen2Defaults},
+    HfFamily{"qwen3", false, kDense, false, nullptr, qwen3_layer, kQwen3Defaults},
+    HfFamily{"qwen3_vl_text", false, kDense, false, nullptr, qwen3_layer},
+    HfFamily{"qwen2_vl", false, kDense, true, nullptr, qwen2_layer},
+    HfFamily{"qwen2_5_vl", false, kDense, true, nullptr, qwen2_layer},
+    HfFamily{"mimo", false, kDense, false, nullptr, qwen2_layer, {}, true},
+    HfFamily{"phi3", false, kDense, false},
+    HfFamily{"olmo2", false, kDense, false, nullptr, olmo2_layer},
+    HfFamily{"olmo3", false, kDense, false, nullptr, olmo2_layer},
+    HfFamily{"exaone4", false, kDense, false, nullptr, exaone4_layer},
+    HfFamily{"granite", false, kDense, false, nullptr, llama_layer},
+    HfFamily{"internlm", false, kDense, false, nullptr, internlm_layer},
+    HfFamily{"internlm2", false, kDense, false, nullptr, internlm_layer},
+    HfFamily{"baichuan", false, kDense, false},
+    HfFamily{"orion", false, kDense, false, nullptr, orion_layer},
+    HfFamily{"minicpm", true, HfExperts::optional_num_experts, false, nullptr, llama_layer},
+    HfFamily{"gemma", true, kDense, false, nullptr, llama_layer, kGemmaDefaults},
+    HfFamily{"gemma2", true, kDense, false, nullptr, gemma2_layer, kGemma2Defaults},
+    HfFamily{"gemma3_text", true, kDense, false, nullptr, gemma3_layer, kGemma3Defaults},
+    HfFamily{"cohere", true, kDense, false, nullptr, cohere_layer},
+    HfFamily{"cohere2", true, kDense, false, nullptr, cohere_layer},
+    HfFamily{"glm", false, kDense, false, nullptr, glm_layer},
+    HfFamily{"glm4", false, kDense, false, nullptr, glm4_layer},
+    HfFamily{"chatglm", false, kDense, false, chatglm_spell, chatglm_layer},
+    HfFamily{"stablelm", false, kDense, false, nullptr, stablelm_layer},
+    HfFamily{"nemotron", false, kDense, false, nullptr, nemotron_layer},
+    HfFamily{"gpt_neox", false, kDense, false, nullptr, gpt_neox_layer, kGptNeoxDefaults},
+    HfFamily{"gpt2", true, kDense, false, gpt2_spell, gpt2_layer, kGpt2Defaults},
+    HfFamily{"gpt_bigcode", true, kDense, false, gpt2_spell, gpt_bigcode_layer, kGpt2Defaults},
+    HfFamily{"gptj", false, kDense, false, gpt2_spell, gptj_layer, kGptjDefaults},
+    HfFamily{"falcon", true, kDense, false, falcon_spell, falcon_layer, kFalconDefaults},
+    HfFamily{"phi", false, kDense, false, nullptr, phi_layer, kPhiDefaults},
+    HfFamily{"starcoder2", true, kDense, false, nullptr, starcoder2_layer},
     HfFamily{"mixtral", false, HfExperts::mixtral, false},
-    HfFamily{"gpt_oss", false, HfExperts::mixtral, false},
-    HfFamily{"olmoe", false, HfExperts::olmoe, false},
-    HfFamily{"qwen2_moe", false, HfExperts::qwen, false},
-    HfFamily{"qwen3_moe", false, HfExperts::qwen, false},
-    HfFamily{"qwen3_vl_moe_text", false, HfExperts::qwen, false},
-    HfFamily{"deepseek_v2", false, HfExperts::deepseek, false},
-    HfFamily{"deepseek_v3", false, HfExperts::deepseek, false},
+    HfFamily{"gpt_oss", false, HfExperts::mixtral, false, nullptr, gpt_oss_layer},
+    HfFamily{"minimax_m2", false, HfExperts::mixtral, false, nullptr, minimax_m2_layer},
+    HfFamily{"olmoe", false, HfExperts::olmoe, false, nullptr, olmo2_layer},
+    HfFamily{"qwen2_moe", false, HfExperts::qwen, false, nullptr, qwen2_layer},
+    HfFamily{"qwen3_moe", false, HfExperts::qwen, false, nullptr, qwen3_layer},
+    HfFamily{"qwen3_vl_moe_text", false, HfExperts::qwen, false, nullptr, qwen3_layer},
+    HfFamily{"deepseek", false, HfExperts::deepseek, false},
+    HfFamily{"deepseek_v2", false, HfExperts::deepseek, false, nullptr, nullptr, {}, true},
+    HfFamily{"deepseek_v3", false, HfExperts::deepseek, false, nullptr, nullptr, {}, true},
+    HfFamily{"glm4_moe", false, HfExperts::deepseek, false, nullptr, glm4_moe_layer, {}, true},
     HfFamily{"llama4_text", false, HfExperts::llama4, false},
+    HfFamily{"olmo", false, kDense, false, nullptr, olmo_layer},
+    HfFamily{"smollm3", true, kDense, false, nullptr, llama_layer},
+    HfFamily{"arcee", false, kDense, false, nullptr, arcee_layer},
+    HfFamily{"apertus", false, kDense, false, nullptr, apertus_layer},
+    HfFamily{"seed_oss", false, kDense, false, nullptr, seed_oss_layer},
+    HfFamily{"ernie4_5", true, kDense, false, nullptr, ernie_layer},
+    HfFamily{"exaone", false, kDense, false, exaone_spell, nullptr},
+    HfFamily{"xverse", false, kDense, false, nullptr, llama_layer},
+    HfFamily{"qwen", false, kDense, false, nullptr, qwen1_layer},
+    HfFamily{"persimmon", false, kDense, false, nullptr, persimmon_layer},
+    HfFamily{"codegen", false, kDense, false, gpt2_spell, gptj_layer},
+    HfFamily{"gpt_neo", true, kDense, false, gpt_neo_spell, gpt_neo_layer},
+    HfFamily{"opt", true, kDense, false, opt_spell, opt_layer},
+    HfFamily{"bloom", true, kDense, false, bloom_spell, bloom_layer},
+    HfFamily{"mpt", true, kDense, false, mpt_spell, mpt_layer},
+    HfFamily{"granitemoe", false, HfExperts::mixtral, false, nullptr, llama_layer},
+    HfFamily{"phimoe", false, HfExperts::mixtral, false, nullptr, phimoe_layer},
+    HfFamily{"dots1", false, HfExperts::deepseek, false, nullptr, qwen3_layer},
+    HfFamily{"glm4_moe_lite", false, HfExperts::deepseek, false, nullptr, nullptr, {}, true},
+    HfFamily{"ernie4_5_moe", true, HfExperts::ernie, false, nullptr, ernie_layer},
+    HfFamily{"hunyuan_v1_dense", false, kDense, false, nullptr, hunyuan_layer},
+    HfFamily{"dbrx", false, HfExperts::dbrx, false, dbrx_spell, dbrx_layer},
+    HfFamily{
+        "qwen3_next", false, HfExperts::qwen, false, nullptr, qwen3_next_layer, {}, false, HfHybrid::gated_deltanet},
+    HfFamily{"qwen3_5_text", false, kDense, false, nullptr, qwen3_next_layer, {}, false, HfHybrid::gated_deltanet},
+    HfFamily{"qwen3_5_moe_text",
+             false,
+             HfExperts::qwen,
+             false,
+             nullptr,
+             qwen3_next_layer,
+             {},
+             false,
+             HfHybrid::gated_deltanet},
+    HfFamily{"nemotron_h", false, kDense, false, nullptr, nemotron_h_layer, {}, false, HfHybrid::mamba2_pattern},
 };
 
-constexpr std::array kTextConfigWrappers = {"llava",     "llava_next",   "llava_onevision", "mistral3",
-                                            "qwen3_vl",  "qwen3_vl_moe", "llama4",          "gemma3",
-                                            "paligemma", "qwen3_5",      "qwen3_5_moe"};
+// Other names for a family's layers, as their configs say (architectures or docs).
+constexpr std::array<std::pair<const char*, const char*>, 8> kAliases = {{
+    {"glm4v_text", "glm4"},  // GLM-4.1V/4.5V's language models
+    {"qwen2_vl_text", "qwen2"},
+    {"qwen2_5_vl_text", "qwen2"},
+    {"glm4v_moe_text", "glm4_moe"},
+    {"kimi_k2", "deepseek_v3"},  // Kimi K2: architectures DeepseekV3ForCausalLM
+    {"RefinedWeb", "falcon"},    // Falcon-40B's original config
+    {"RefinedWebModel", "falcon"},
+    {"yi", "llama"},
+}};
+
+// Architecture classes whose layers are a family's (used when model_type is unknown).
+constexpr std::array<std::pair<const char*, const char*>, 22> kArchitectures = {{
+    {"LlamaForCausalLM", "llama"},
+    {"MistralForCausalLM", "mistral"},
+    {"Qwen2ForCausalLM", "qwen2"},
+    {"Qwen3ForCausalLM", "qwen3"},
+    {"Qwen2MoeForCausalLM", "qwen2_moe"},
+    {"Qwen3MoeForCausalLM", "qwen3_moe"},
+    {"MixtralForCausalLM", "mixtral"},
+    {"DeepseekV2ForCausalLM", "deepseek_v2"},
+    {"DeepseekV3ForCausalLM", "deepseek_v3"},
+    {"DeepseekForCausalLM", "deepseek"},
+    {"MiMoForCausalLM", "mimo"},
+    {"GemmaForCausalLM", "gemma"},
+    {"Gemma2ForCausalLM", "gemma2"},
+    {"Phi3ForCausalLM", "phi3"},
+    {"PhiForCausalLM", "phi"},
+    {"GPTNeoXForCausalLM", "gpt_neox"},
+    {"GPTJForCausalLM", "gptj"},
+    {"GPT2LMHeadModel", "gpt2"},
+    {"GPTBigCodeForCausalLM", "gpt_bigcode"},
+    {"FalconForCausalLM", "falcon"},
+    {"RWForCausalLM", "falcon"},
+    {"Starcoder2ForCausalLM", "starcoder2"},
+}};
+
+constexpr std::array kTextConfigWrappers = {"llava",        "llava_next",  "llava_onevision", "mistral3", "qwen3_vl",
+                                            "qwen3_vl_moe", "llama4",      "gemma3",          "gemma4",   "paligemma",
+                                            "qwen3_5",      "qwen3_5_moe", "kimi_k25",        "lfm2_vl",  "internvl",
+                                            "glm4v",        "glm4v_moe",   "gemma3n"};
 
 const char* kEncoder = "an encoder or encoder-decoder model (bidirectional attention); remat plans causal decoder LLMs";
-const char* kTwoMatrixMlp =
-    "its MLP is two matrices with a GELU, not gated; remat's layer has a gated three-matrix MLP only";
-const char* kLinearAttention =
-    "layer_types has linear_attention (Gated DeltaNet) layers beside attention; remat models attention layers only";
-const char* kMamba = "mixes Mamba (state-space) layers with attention; remat models attention layers only";
+const char* kMamba2 = "Mamba-2 (state-space) layers beside attention layers; remat has no block for state-space layers";
+const char* kMamba = "Mamba (state-space) layers beside attention layers; remat has no block for state-space layers";
 
-const std::array<std::pair<const char*, const char*>, 37> kRefused = {{
+const std::array<std::pair<const char*, const char*>, 38> kRefused = {{
     {"bert", kEncoder},
     {"roberta", kEncoder},
     {"xlm-roberta", kEncoder},
@@ -65,35 +713,41 @@ const std::array<std::pair<const char*, const char*>, 37> kRefused = {{
     {"umt5", kEncoder},
     {"bart", kEncoder},
     {"whisper", kEncoder},
-    {"gpt2", kTwoMatrixMlp},
-    {"gpt_bigcode", kTwoMatrixMlp},
-    {"starcoder2", kTwoMatrixMlp},
-    {"phi", kTwoMatrixMlp},
-    {"gpt_neox", kTwoMatrixMlp},
-    {"gptj", kTwoMatrixMlp},
-    {"opt", kTwoMatrixMlp},
-    {"bloom", kTwoMatrixMlp},
-    {"falcon", kTwoMatrixMlp},
-    {"qwen3_next", kLinearAttention},
-    {"qwen3_5_text", kLinearAttention},
-    {"qwen3_5_moe_text", kLinearAttention},
-    {"nemotron_h",
-     "hybrid_override_pattern mixes Mamba-2, MLP or MoE and attention blocks layer by layer; remat models "
-     "attention layers only"},
     {"jamba", kMamba},
-    {"falcon_h1", kMamba},
-    {"zamba2", kMamba},
-    {"bamba", kMamba},
-    {"granitemoehybrid", kMamba},
-    {"lfm2", "mixes short convolution layers with attention (layer_types); remat models attention layers only"},
-    {"mamba", "a state-space model without attention; remat models attention layers only"},
-    {"mamba2", "a state-space model without attention; remat models attention layers only"},
+    {"falcon_h1", kMamba2},
+    {"zamba2", kMamba2},
+    {"bamba", kMamba2},
+    {"granitemoehybrid", kMamba2},
+    {"lfm2", "short convolution layers beside attention layers (layer_types); remat has no convolution block"},
+    {"mamba", "a state-space model (Mamba layers, no attention); remat has no block for state-space layers"},
+    {"mamba2", "a state-space model (Mamba-2 layers, no attention); remat has no block for state-space layers"},
     {"nemotron-nas",
-     "block_configs give each layer its own attention and FFN shape (some layers have no attention); remat "
-     "models one layer shape"},
+     "layers of different shapes (block_configs: some without attention, each its own FFN width); remat builds "
+     "one layer shape"},
     {"mllama",
-     "text_config.cross_attention_layers add cross-attention layers over the image; remat models self-attention "
+     "cross-attention layers over the image (text_config.cross_attention_layers); remat builds self-attention "
      "decoders only"},
+    {"gemma4_text",
+     "per-layer input embeddings and global layers with their own head_dim and key/value heads (Gemma 4); remat "
+     "builds one attention shape per model"},
+    {"gemma3n_text", "Gemma 3n's per-layer input embeddings, AltUp and LAuReL blocks; remat has no block for them"},
+    {"minimax",
+     "lightning (linear) attention layers beside softmax attention (MiniMax-01); remat has no block for "
+     "linear-attention layers"},
+    {"deepseek_v32", "DeepSeek sparse attention (its lightning indexer); remat has no block for sparse attention"},
+    {"glm_moe_dsa", "DeepSeek sparse attention (its lightning indexer); remat has no block for sparse attention"},
+    {"rwkv", "RWKV's recurrent time-mixing layers, no attention; remat has no block for them"},
+    {"rwkv7", "RWKV's recurrent time-mixing layers, no attention; remat has no block for them"},
+    {"falcon_mamba", "a state-space model (Mamba layers, no attention); remat has no block for state-space layers"},
+    {"lfm2_moe", "short convolution layers beside attention layers (layer_types); remat has no convolution block"},
+    {"kimi_linear",
+     "Kimi Delta Attention (linear attention) layers beside MLA layers; remat has no block for linear-attention "
+     "layers"},
+    {"minimax_m1",
+     "lightning (linear) attention layers beside softmax attention; remat has no block for linear-attention layers"},
+    {"hymba", "Mamba (state-space) heads beside attention heads in each layer; remat has no block for them"},
+    {"plamo2", "Mamba (state-space) layers beside attention layers; remat has no block for state-space layers"},
+    {"recurrent_gemma", "RG-LRU recurrent layers beside attention; remat has no block for recurrent layers"},
 }};
 
 }  // namespace
@@ -102,6 +756,18 @@ const HfFamily* find_hf_family(const std::string& model_type) {
   for (const auto& f : kFamilies)
     if (model_type == f.model_type) return &f;
   return nullptr;
+}
+
+std::string hf_family_alias(const std::string& model_type) {
+  for (const auto& [alias, family] : kAliases)
+    if (model_type == alias) return family;
+  return "";
+}
+
+std::string hf_family_of_architecture(const std::string& architecture) {
+  for (const auto& [arch, family] : kArchitectures)
+    if (architecture == arch) return family;
+  return "";
 }
 
 std::string hf_refusal_reason(const std::string& model_type) {

@@ -1,30 +1,67 @@
-// The Hugging Face model families remat maps (model_type -> how its config.json
-// spells the model), and the ones it refuses by name with the reason.
+// The Hugging Face model families remat maps (model_type, or the architecture
+// class a config names, -> how its config.json spells the model and how its
+// layer differs from LLaMA's), and the ones it refuses by name with the
+// construct it has no block for.
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace remat {
 
+struct HfJsonReader;
+struct ModelSpec;
+
 // How a family spells its experts (none: a dense model; any expert key is refused).
 enum class HfExperts {
   none,
-  mixtral,  // num_local_experts; intermediate_size is the expert size; every layer MoE (Mixtral, gpt-oss)
+  mixtral,  // num_local_experts; intermediate_size is the expert size; every layer MoE (Mixtral, gpt-oss, MiniMax-M2)
   olmoe,    // num_experts; intermediate_size is the expert size; every layer MoE
-  qwen,     // num_experts, moe_intermediate_size, decoder_sparse_step, mlp_only_layers, shared_expert_intermediate_size
+  optional_num_experts,  // MiniCPM: dense, or num_experts of intermediate_size in every layer (MiniCPM-MoE)
+  qwen,  // num_experts, moe_intermediate_size, decoder_sparse_step, mlp_only_layers, shared_expert_intermediate_size
   deepseek,  // n_routed_experts, moe_intermediate_size, n_shared_experts, first_k_dense_replace, moe_layer_freq
   llama4,    // num_local_experts (size intermediate_size) + one shared expert, interleave_moe_layer_step / moe_layers,
              // dense layers of intermediate_size_mlp
+  ernie,     // moe_num_experts, moe_k, moe_intermediate_size, moe_num_shared_experts, moe_layer_start_index /
+             // end_index / interval (ERNIE 4.5 MoE)
+  dbrx,      // ffn_config: moe_num_experts, moe_top_k, ffn_hidden_size (DBRX)
 };
+
+// Transformers' configuration-class defaults for the dimensions a config.json
+// leaves out (0: no default, the key is required).
+struct HfDefaults {
+  int64_t vocab_size = 0, hidden_size = 0, intermediate_size = 0, num_hidden_layers = 0, num_attention_heads = 0;
+  int64_t num_key_value_heads = 0, head_dim = 0;  // Gemma's head_dim 256 is not hidden / heads
+};
+
+// The hybrid layers a family builds (their keys are refused in every other family).
+enum class HfHybrid {
+  none,
+  gated_deltanet,  // layer_types linear_attention / full_attention (Qwen3-Next, Qwen3.5)
+  mamba2_pattern,  // hybrid_override_pattern: M Mamba-2, * attention, - MLP (Nemotron-H)
+};
+
+// Reads what one family spells or builds its own way into the model.
+using HfReadFn = void (*)(HfJsonReader& r, ModelSpec& m);
 
 struct HfFamily {
   const char* model_type;
   bool tie_word_embeddings;  // the transformers config class's default when the key is absent
   HfExperts experts;
   bool vision_tower_beside;  // a flat multimodal config (Qwen2-VL): the language model's keys at the top
+  HfReadFn spell = nullptr;  // before the common keys: its own names for them (GPT-2's n_embd, n_layer)
+  HfReadFn layer = nullptr;  // after them: how its layer differs from LLaMA's (norms, biases, MLP, rotary)
+  HfDefaults defaults = {};  // its config class's defaults for absent dimensions
+  bool mtp = false;          // num_nextn_predict_layers: multi-token prediction modules of its own layer
+  HfHybrid hybrid = HfHybrid::none;
 };
 
 // nullptr when model_type is not a family remat maps.
 const HfFamily* find_hf_family(const std::string& model_type);
+
+// The family a model_type stands for under another name (kimi_k2: DeepSeek-V3), or
+// the family of an architecture class (DeepseekV3ForCausalLM); "" when none.
+std::string hf_family_alias(const std::string& model_type);
+std::string hf_family_of_architecture(const std::string& architecture);
 
 // Why remat cannot build this model_type ("" when it is not refused by name).
 std::string hf_refusal_reason(const std::string& model_type);

@@ -51,6 +51,15 @@ void HfJsonReader::boolean(const char* key, bool& out) {
     fail(key, object[key].dump(), "must be true or false");
 }
 
+void HfJsonReader::number(const char* key, double& out) {
+  if (!has(key)) return;
+  const nlohmann::json& v = object[key];
+  if (v.is_number() && std::isfinite(v.get<double>()))
+    out = v.get<double>();
+  else
+    fail(key, v.dump(), "must be a finite number");
+}
+
 void HfJsonReader::integer_list(const char* key, std::vector<int64_t>& out) {
   if (!has(key)) return;
   const nlohmann::json& v = object[key];

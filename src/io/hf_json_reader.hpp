@@ -27,6 +27,8 @@ struct HfJsonReader {
   // A string key, "" when absent.
   std::string text(const char* key);
   void boolean(const char* key, bool& out);
+  // A number key (partial_rotary_factor); absent leaves `out`.
+  void number(const char* key, double& out);
   // A list of integers (mlp_only_layers, moe_layers); absent leaves `out`.
   void integer_list(const char* key, std::vector<int64_t>& out);
   // A list of strings (layer_types); absent gives an empty list.

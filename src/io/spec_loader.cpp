@@ -75,6 +75,33 @@ void read_efficiency(YamlFields& parent, Efficiency& e, const std::string& file,
 
 }  // namespace
 
+// The layer's construction, as ModelSpec names it (absent: LLaMA's).
+void read_layer_construction(YamlFields& f, ModelSpec& m) {
+  std::string mlp = "gated", norm = "rmsnorm", qk = "none";
+  f.text("mlp_kind", mlp, false);
+  if (mlp != "gated" && mlp != "two_matrix") f.fail("mlp_kind", mlp, "must be gated or two_matrix");
+  m.mlp_kind = mlp == "two_matrix" ? MlpKind::two_matrix : MlpKind::gated;
+  f.text("hidden_act", m.hidden_act, false);
+  f.text("norm", norm, false);
+  if (norm != "rmsnorm" && norm != "layernorm") f.fail("norm", norm, "must be rmsnorm or layernorm");
+  m.norm_kind = norm == "layernorm" ? NormKind::layer : NormKind::rms;
+  f.boolean("norm_bias", m.norm_bias, false);
+  f.boolean("qkv_bias", m.qkv_bias, false);
+  f.boolean("o_bias", m.o_bias, false);
+  f.boolean("mlp_bias", m.mlp_bias, false);
+  f.boolean("lm_head_bias", m.lm_head_bias, false);
+  f.boolean("parallel_attn_mlp", m.parallel_attn_mlp, false);
+  f.boolean("shared_input_norm", m.shared_input_norm, false);
+  f.integer("extra_norms_per_layer", m.extra_norms_per_layer, false);
+  f.number("rotary_fraction", m.rotary_fraction, false);
+  if (m.rotary_fraction < 0 || m.rotary_fraction > 1)
+    f.fail("rotary_fraction", std::to_string(m.rotary_fraction), "must be in [0, 1]");
+  f.text("qk_norm", qk, false);
+  if (qk != "none" && qk != "shared" && qk != "per_head") f.fail("qk_norm", qk, "must be none, shared or per_head");
+  m.qk_norm = qk == "shared" ? QkNorm::shared : qk == "per_head" ? QkNorm::per_head : QkNorm::none;
+  f.integer("position_embeddings", m.position_embeddings, false);
+}
+
 ModelSpec parse_model_yaml(const std::string& text, const std::string& file) {
   std::vector<Problem> problems;
   YAML::Node root = parse_yaml_map(text, file, problems);
@@ -105,6 +132,7 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& file) {
   f.integer("v_head_dim", m.v_head_dim, false);
   f.integer("paper_num_hidden_layers", m.paper_num_hidden_layers, false);
   f.number("paper_params_B", m.paper_params_B, false);
+  read_layer_construction(f, m);
   f.reject_unknown();
   throw_if(problems);
   if (m.num_key_value_heads == 0 && m.attention() == AttentionKind::gqa) m.num_key_value_heads = m.num_attention_heads;

@@ -182,7 +182,7 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
   for (double cap : caps)
     for (double staging : stagings) {
       std::vector<bool> admitted;
-      for (int kind : {0, 1})
+      for (int kind = 0; kind < kLayerKinds; ++kind)
         for (const auto& o : space.options[kind])
           admitted.push_back(o.cost.transient_bytes <= cap && o.cost.offload_bytes <= staging);
       if (!seen.insert(admitted).second) continue;

@@ -9,6 +9,7 @@
 
 #include <charconv>
 
+#include "megatron_arch.hpp"
 #include "remat/spec/pipeline_split.hpp"
 #include "remat/spec/problems.hpp"
 #include "remat/spec/validate.hpp"
@@ -64,9 +65,7 @@ std::vector<std::string> model_flags(const ModelSpec& m, const TrainingSpec& t, 
     f.push_back("--moe-token-dispatcher-type alltoall");
     if (te) f.push_back("--moe-grouped-gemm");
   }
-  for (const char* arch :
-       {"--swiglu", "--normalization RMSNorm", "--disable-bias-linear", "--position-embedding-type rope", "--bf16"})
-    f.push_back(arch);
+  for (const auto& arch : megatron_architecture_flags(m)) f.push_back(arch);
   if (!m.tie_word_embeddings) f.push_back("--untie-embeddings-and-output-weights");
   if (te) {
     f.push_back("--transformer-impl transformer_engine");
@@ -153,7 +152,8 @@ std::vector<std::string> recompute_flags(const MegatronRecompute& r) {
 
 MegatronArgs megatron_args(const ModelSpec& m, const TrainingSpec& t, const MegatronSplit& split,
                            const MegatronRecompute& r, bool te) {
-  MegatronArgs a{model_flags(m, t, te), layout_flags(t, split, m.is_moe()), recompute_flags(r), {}};
+  MegatronArgs a{model_flags(m, t, te), layout_flags(t, split, m.is_moe()), recompute_flags(r),
+                 megatron_inexpressible(m)};
   if (split.layers_per_stage.size() > 1) a.notes.push_back(split_note(split));
   if (r.granularity == MegatronGranularity::full && r.method == MegatronMethod::uniform && r.num_layers > 1)
     a.notes.push_back(fmt::format("uniform {}: each stage's layers in chunks of {}, one input kept per chunk",

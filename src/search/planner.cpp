@@ -101,7 +101,7 @@ std::vector<LayerChoice> canonical_order(const SearchSpace& sp, size_t stage, st
       if (o.choice.mode == c.mode && o.choice.blocks == c.blocks) return o.cost.kept_bytes;
     return 0.0;
   };
-  for (int kind : {0, 1}) {
+  for (int kind = 0; kind < kLayerKinds; ++kind) {
     std::vector<size_t> at;
     std::vector<LayerChoice> mine;
     for (size_t j = 0; j < st.kinds.size(); ++j)

@@ -1,6 +1,7 @@
 #include "remat/search/search_space.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "remat/cost/estimate.hpp"
 #include "remat/spec/validate.hpp"
@@ -58,7 +59,7 @@ std::vector<LayerOption> prune(std::vector<LayerOption> all) {
 }  // namespace
 
 LayerCost SearchSpace::cost(int kind, LayerChoice choice) const {
-  const LayerDef& layer = kind == 1 ? shapes.moe : shapes.dense;
+  const LayerDef& layer = shapes.kinds[size_t(kind)];
   return stage_layer_cost(model, hardware, costed, layer, choice, kind_layer[kind]);
 }
 
@@ -72,10 +73,15 @@ SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const
   const RankShape r = rank_shape(sp.costed);
   sp.shapes = build_shapes(m, r);
   const auto ranges = stage_layer_ranges(m, sp.costed);
-  for (int64_t g = ranges.back().second; g-- > 0;) sp.kind_layer[m.layer_is_moe(g) ? 1 : 0] = g;
-  const LayerDef* defs[2] = {&sp.shapes.dense, &sp.shapes.moe};
-  for (int k = 0; k < 2; ++k) {
-    const LayerDef& layer = *defs[k];
+  std::array<bool, kLayerKinds> used{};
+  used[0] = used[1] = true;  // attention + dense / MoE: always costed, as before hybrid kinds
+  for (int64_t g = ranges.back().second; g-- > 0;) {
+    sp.kind_layer[m.layer_kind(g)] = g;
+    used[size_t(m.layer_kind(g))] = true;
+  }
+  for (int k = 0; k < kLayerKinds; ++k) {
+    if (!used[size_t(k)]) continue;
+    const LayerDef& layer = sp.shapes.kinds[size_t(k)];
     sp.keep_cost[k] = sp.cost(k, choice_for(Strategy::none, layer));
     for (const StrategyInfo& s : kStrategies) sp.strategy_cost[k].push_back(sp.cost(k, choice_for(s.strategy, layer)));
     if (!opts.per_layer) continue;
@@ -85,7 +91,7 @@ SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const
   }
   for (size_t i = 0; i < ranges.size(); ++i) {
     StageSpace st{stage_base(m, hw, sp.costed, r, int64_t(i), ranges[i]), {}};
-    for (int64_t g = ranges[i].first; g < ranges[i].second; ++g) st.kinds.push_back(m.layer_is_moe(g) ? 1 : 0);
+    for (int64_t g = ranges[i].first; g < ranges[i].second; ++g) st.kinds.push_back(m.layer_kind(g));
     sp.stages.push_back(std::move(st));
   }
   return sp;

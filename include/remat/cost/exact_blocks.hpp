@@ -2,6 +2,7 @@
 // The `exact` formula set: recompute blocks (EAGLE Appendix C boundaries)
 // built from a model's real shapes on one tensor-parallel rank.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "remat/cost/block.hpp"
@@ -26,6 +27,8 @@ struct RankShape {
   bool ordered_backward = false;  // see LayerDef::ordered_backward
   // PyTorch eager stacks (TrainingSpec's flags of the same names, src/spec/profiles/hf.cpp)
   bool norm_fp32_upcast = false;
+  // From the model (with_model): LayerNorm (mean and 1/std saved) instead of RMSNorm
+  bool layer_norm = false;
   bool softmax_fp32 = false;
   bool autocast = false;  // fp32 parameters and residual stream, bf16 casts for each GEMM
   // false under LoRA: a frozen matrix saves no input for its weight's gradient, and its
@@ -41,17 +44,29 @@ struct RankShape {
 };
 
 RankShape rank_shape(const TrainingSpec& t);
+// `r` with the model's choices that change what the shared parts save (the norm kind).
+RankShape with_model(RankShape r, const ModelSpec& m);
 
 // Model-dependent sub-shapes, for the blocks and the paper's symbols.
 int64_t gqa_head_dim(const ModelSpec& m);
 
 Block rmsnorm_linear_block(const RankShape& r, int64_t hidden, int64_t out_features, const char* name);
-Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn);
+Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn);  // gated (SwiGLU)
+// Up, activation, down: one f-wide pre-activation and the activation's output saved,
+// whatever the activation (GELU and relu^2 save their input, the down GEMM its input).
+Block two_matrix_mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, const std::string& act);
+// The model's dense MLP (gated or two-matrix; in a parallel block the layer input and,
+// with one shared norm, the normed input are the attention block's: counted there).
+Block dense_mlp_block(const RankShape& r, const ModelSpec& m);
 Block gqa_block(const RankShape& r, const ModelSpec& m);
 Block mla_down_block(const RankShape& r, const ModelSpec& m);
 Block mla_up_attn_block(const RankShape& r, const ModelSpec& m);
 Block moe_shared_block(const RankShape& r, const ModelSpec& m);
 Block moe_routed_block(const RankShape& r, const ModelSpec& m);
+// Hybrid models' mixers, norm to out_proj (src/cost/exact_blocks_hybrid.cpp).
+Block mamba2_block(const RankShape& r, const ModelSpec& m);
+Block gated_deltanet_block(const RankShape& r, const ModelSpec& m);
+Block mixer_out_glue(const RankShape& r, int64_t hidden);  // reduce, residual
 
 // Ops outside any recompute block (never recomputed at block granularity).
 Block attention_out_glue(const RankShape& r, const ModelSpec& m);  // Wo, reduce, residual

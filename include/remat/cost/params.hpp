@@ -16,6 +16,12 @@ struct ParamCount {
 // One layer's parameters on one rank of tp x ep (tp = ep = 1: the whole layer).
 ParamCount layer_params(const ModelSpec& m, int64_t layer_index, int64_t tp, int64_t ep);
 double embedding_params(const ModelSpec& m, int64_t tp);  // V h / tp
+// The first stage's embeddings: the token embedding plus learned positions (replicated).
+double input_embedding_params(const ModelSpec& m, int64_t tp);
+// The last stage's parameters beside the output matrix: the final norm and the head's bias.
+double head_extra_params(const ModelSpec& m, int64_t tp);
+// A norm over `width` (weight, and bias for a LayerNorm with bias).
+double norm_params(const ModelSpec& m, double width);
 // DeepSeek-V3's multi-token prediction modules on one rank of tp x ep: per module
 // one MoE layer, eh_proj (2h x h, split over tp) and enorm, hnorm and the shared
 // head's norm; the embedding and the output head are the main model's.

@@ -2,6 +2,7 @@
 // One pipeline stage as a fixed part (weights, optimizer state, the LM head
 // and loss, p2p) plus sums over its layers' choices. `estimate` and the
 // planner both build stages from these pieces, so they agree by construction.
+#include <array>
 #include <cstdint>
 
 #include "remat/cost/exact_blocks.hpp"
@@ -13,10 +14,11 @@
 
 namespace remat {
 
-// Dense and MoE layers differ; all layers of one kind are the same.
+// Layers differ by kind (ModelSpec::layer_kind: mixer x dense, MoE or no feed-forward);
+// all layers of one kind are the same. Kinds the model does not use stay empty.
 struct LayerShapes {
-  LayerDef dense, moe;
-  const LayerDef& at(const ModelSpec& m, int64_t i) const { return m.layer_is_moe(i) ? moe : dense; }
+  std::array<LayerDef, kLayerKinds> kinds;
+  const LayerDef& at(const ModelSpec& m, int64_t i) const { return kinds[size_t(m.layer_kind(i))]; }
 };
 LayerShapes build_shapes(const ModelSpec& m, const RankShape& r);
 

@@ -29,7 +29,7 @@ struct LayerOption {
 
 struct StageSpace {
   StageBase base;
-  std::vector<int> kinds;  // per layer of the stage: 0 dense, 1 MoE
+  std::vector<int> kinds;  // per layer of the stage: ModelSpec::layer_kind (0 dense, 1 MoE, ...)
 };
 
 struct SearchSpace {
@@ -39,11 +39,11 @@ struct SearchSpace {
   TrainingSpec costed;     // what every stage, layer and the iteration are costed with (costed_training)
   double model_flops = 0;  // per iteration, for MFU (iteration_model_flops)
   LayerShapes shapes;
-  int64_t kind_layer[2] = {0, 0};  // a global layer index of each kind
+  int64_t kind_layer[kLayerKinds] = {};  // a global layer index of each kind
   std::vector<StageSpace> stages;
-  LayerCost keep_cost[2];                   // per kind: every activation kept
-  std::vector<LayerOption> options[2];      // per kind: non-dominated choices (keep included)
-  std::vector<LayerCost> strategy_cost[2];  // per kind, indexed by Strategy (kStrategies)
+  LayerCost keep_cost[kLayerKinds];                   // per kind: every activation kept
+  std::vector<LayerOption> options[kLayerKinds];      // per kind: non-dominated choices (keep included)
+  std::vector<LayerCost> strategy_cost[kLayerKinds];  // per kind, indexed by Strategy (kStrategies)
   // A layer of `kind` under `choice`, as estimate costs it (stage_layer_cost).
   LayerCost cost(int kind, LayerChoice choice) const;
 };

@@ -9,6 +9,23 @@ namespace remat {
 
 enum class AttentionKind { gqa, mla };
 
+// The feed-forward of a dense layer: gated (act(gate) * up, then down: LLaMA's
+// SwiGLU, Gemma's GeGLU) or two matrices (up, act, down: GPT-2, GPT-NeoX, Falcon,
+// StarCoder2, Nemotron's relu^2).
+enum class MlpKind { gated, two_matrix };
+// RMSNorm (weight only) or LayerNorm (mean and variance; weight, with or without bias).
+enum class NormKind { rms, layer };
+// Norms on queries and keys before rotary: none; one weight of head_dim shared by
+// every head (Qwen3, Gemma 3); a weight per head (OLMo-2's norm over all heads,
+// Cohere's and StableLM's per-head norms): (heads + kv heads) x head_dim.
+enum class QkNorm { none, shared, per_head };
+
+// A layer's token mixer: softmax attention (GQA or MLA), a Mamba-2 (SSD) state-space
+// mixer, a Gated DeltaNet linear-attention mixer, or none (Nemotron-H's MLP-only blocks).
+enum class Mixer : uint8_t { attention, mamba2, gated_deltanet, none };
+// Layer kinds: mixer x feed-forward (dense, MoE, none); kind 0 is attention + dense, 1 attention + MoE.
+constexpr int kLayerKinds = 12;
+
 // Which layers use the MoE feed-forward.
 enum class MoeLayerRule {
   // DeepSeek: index >= first_k_dense_replace and index % moe_layer_freq == 0.
@@ -46,6 +63,40 @@ struct ModelSpec {
   // MoE layer, eh_proj (2h x h) and three norms; embedding and head shared.
   int64_t num_nextn_predict_layers = 0;
 
+  // How the layer is built (defaults: LLaMA's). Biases and norms change parameters
+  // only: a bias adds to its GEMM's output in the same kernel and its gradient is the
+  // sum of the output gradient, so it saves nothing.
+  MlpKind mlp_kind = MlpKind::gated;
+  std::string hidden_act = "silu";  // the MLP's activation as config.json names it
+  NormKind norm_kind = NormKind::rms;
+  bool norm_bias = false;             // LayerNorm with a bias (GPT-NeoX, Falcon, StableLM)
+  bool norm_affine = true;            // false: norms without weights (OLMo 1's non-parametric LayerNorm)
+  bool embedding_norm = false;        // a norm on the embeddings before the first layer (BLOOM)
+  bool qkv_bias = false;              // q, k, v projections (Qwen2, StarCoder2, GPT-NeoX)
+  bool o_bias = false;                // attention output projection
+  bool mlp_bias = false;              // every MLP matrix
+  bool lm_head_bias = false;          // GPT-J, Phi-1
+  bool parallel_attn_mlp = false;     // x + attn(norm(x)) + mlp(norm'(x)): one residual (GPT-J, Cohere, Falcon)
+  bool shared_input_norm = false;     // parallel with one norm feeding both (GPT-J, Cohere, Falcon-7B)
+  int64_t extra_norms_per_layer = 0;  // sandwich norms after attention and MLP (GLM-4, Gemma 2/3)
+  double rotary_fraction = 1.0;       // share of each head's dimensions rotated (partial rotary)
+  QkNorm qk_norm = QkNorm::none;
+  int64_t position_embeddings = 0;  // learned absolute positions (GPT-2's wpe rows); 0: rotary or none
+
+  // Hybrid layers (empty: every layer attention + feed-forward). Nemotron-H's
+  // hybrid_override_pattern gives each layer one mixer or one feed-forward;
+  // Qwen3-Next's layer_types put a Gated DeltaNet or attention before each MoE.
+  std::vector<Mixer> layer_mixers;
+  std::vector<bool> layer_has_ffn;
+  // Mamba-2 (SSD): heads x head_dim = d_inner, n_groups of B and C with ssm_state_size each.
+  int64_t mamba_num_heads = 0, mamba_head_dim = 0, ssm_state_size = 0, mamba_n_groups = 1;
+  int64_t mamba_conv_kernel = 4, mamba_chunk_size = 256;
+  bool mamba_proj_bias = false, mamba_conv_bias = true;
+  // Gated DeltaNet: key heads x key dim for q and k, value heads x value dim for v, z and the output.
+  int64_t linear_num_key_heads = 0, linear_num_value_heads = 0, linear_key_head_dim = 0, linear_value_head_dim = 0;
+  int64_t linear_conv_kernel = 4;
+  bool attention_output_gate = false;  // Qwen3-Next: q_proj also makes a sigmoid gate on the attention output
+
   // What a loader mapped but the cost model does not represent (sliding window,
   // a vision tower left out); shown to the user, never changes a figure.
   std::vector<std::string> notes;
@@ -78,6 +129,17 @@ struct ModelSpec {
     return false;
   }
   int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
+  Mixer mixer(int64_t index) const {
+    return index >= 0 && index < int64_t(layer_mixers.size()) ? layer_mixers[size_t(index)] : Mixer::attention;
+  }
+  bool has_ffn(int64_t index) const {
+    return index < 0 || index >= int64_t(layer_has_ffn.size()) || layer_has_ffn[size_t(index)];
+  }
+  // 3 x mixer + (0 dense, 1 MoE, 2 no feed-forward)
+  int layer_kind(int64_t index) const {
+    return 3 * int(mixer(index)) + (!has_ffn(index) ? 2 : layer_is_moe(index) ? 1 : 0);
+  }
+  bool is_hybrid() const { return !layer_mixers.empty(); }
 };
 
 }  // namespace remat
