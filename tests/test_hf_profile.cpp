@@ -77,28 +77,31 @@ TEST(HfProfile, MeasuredSftStepsWithinThreePercent) {
   int checked = 0;
   for (const HfComparison& c : measured_cases()) {
     const std::string& name = c.measured.case_name;
-    if (c.measured.objective != "sft" || name.starts_with("qwen3") || name.find("eager") != std::string::npos) continue;
+    if (c.measured.objective != "sft" || name.find("eager") != std::string::npos) continue;
     // checkpointed LoRA steps and LoRA on MoE layers run 3-8% high (Mistral, Mixtral): not yet explained
     const bool known_gap = c.measured.mode == "lora" && (c.measured.checkpointing != "none" || c.model.is_moe());
     EXPECT_LE(std::abs(c.peak_error_pct()), known_gap ? 9.0 : 3.5) << name;
     EXPECT_LE(std::abs(c.before_error_pct()), 1.5) << name;
     ++checked;
   }
-  EXPECT_GE(checked, 60);
+  EXPECT_GE(checked, 80);  // Qwen3's q/k norms modelled: its steps count too
 }
 
 // GRPO and DPO as TRL computes them (examples/hf/hf_step.py: per-row log_softmax on bf16 logits,
 // reference and old-policy log-probs under no_grad, GRPO's logits for the completion only):
-// Llama-3.2-1B's 12 steps, full and LoRA, with and without checkpointing, within 1%.
+// Llama-3.2-1B's 12 steps, full and LoRA, with and without checkpointing, within 1%; Qwen3-4B's two
+// within 4%.
 TEST(HfProfile, MeasuredGrpoAndDpoStepsWithinOnePercent) {
   int checked = 0;
   for (const HfComparison& c : measured_cases()) {
-    if (c.measured.objective == "sft" || !c.measured.case_name.starts_with("llama1b")) continue;
-    EXPECT_LE(std::abs(c.peak_error_pct()), 1.0) << c.measured.case_name;
+    if (c.measured.objective == "sft") continue;
+    // Qwen3-4B's two LoRA steps: 3.0% and 3.5% high, as its LoRA SFT steps
+    EXPECT_LE(std::abs(c.peak_error_pct()), c.measured.case_name.starts_with("llama1b") ? 1.0 : 4.0)
+        << c.measured.case_name;
     EXPECT_LE(std::abs(c.before_error_pct()), 1.0) << c.measured.case_name;
     ++checked;
   }
-  EXPECT_EQ(checked, 12);
+  EXPECT_EQ(checked, 14);
 }
 
 }  // namespace
