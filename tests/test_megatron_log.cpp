@@ -11,6 +11,8 @@
 #include <set>
 #include <tuple>
 
+#include <unistd.h>
+
 #include "remat/cost/exact_blocks.hpp"
 #include "remat/io/megatron_log.hpp"
 #include "remat/spec/framework.hpp"
@@ -464,7 +466,8 @@ TEST(MegatronRuns, CalibrateReproducesTheCommittedConstants) {
 // of them (reports/megatron/flags-remat.jsonl, written on the GPU machine by check_flags.py).
 TEST(MegatronFlags, EveryPrintedSetIsCommittedAndAccepted) {
   const std::string root = std::string(REMAT_TEST_DATA) + "/..";
-  const std::string fresh = testing::TempDir() + "/remat_flag_sets.txt";
+  // a name of this process's own: other checkouts' test runs share the temporary directory
+  const std::string fresh = testing::TempDir() + "/remat_flag_sets_" + std::to_string(getpid()) + ".txt";
   const test::ShellResult r = test::run_shell("bash " + root + "/examples/megatron/emit_flag_sets.sh " +
                                               std::string(REMAT_BINARY) + " " + fresh + " 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -511,7 +514,7 @@ TEST(MegatronFlags, PrintedSetsPassMegatronsOwnChecksWhereItsSourceIsHere) {
     GTEST_SKIP() << "no Megatron-LM source in .megatron";
   if (test::run_shell(python + " -c 'import torch' 2>/dev/null").exit_code != 0)
     GTEST_SKIP() << python << " has no PyTorch (set REMAT_MEGATRON_PYTHON)";
-  const std::string sets = testing::TempDir() + "/printed_flag_sets.txt";
+  const std::string sets = testing::TempDir() + "/printed_flag_sets_" + std::to_string(getpid()) + ".txt";
   ASSERT_EQ(test::run_shell("bash " + root + "/examples/megatron/emit_flag_sets.sh " + std::string(REMAT_BINARY) + " " +
                             sets + " >/dev/null 2>&1")
                 .exit_code,

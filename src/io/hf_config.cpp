@@ -283,9 +283,9 @@ void read_mtp(HfJsonReader& r, ModelSpec& m, const HfFamily& family) {
   m.num_nextn_predict_layers = mtp;
   if (mtp > 0)
     m.notes.push_back(r.path("num_nextn_predict_layers") + " = " + std::to_string(mtp) +
-                      ": the multi-token prediction modules are counted in the parameters and the last stage's "
-                      "weights, gradients and optimizer state (not their activations or FLOPs); transformers' model "
-                      "class does not build them, so its count is this one less the modules");
+                      ": the multi-token prediction modules are costed on the last stage (their layer, eh_proj and "
+                      "LM head: weights, activations, logits, FLOPs; Megatron-LM's --mtp-num-layers); "
+                      "transformers' model class does not build them, so its count is this one less the modules");
 }
 
 void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, bool nested) {

@@ -39,6 +39,7 @@ std::vector<std::string> model_flags(const ModelSpec& m, const TrainingSpec& t, 
       flag("--num-layers", layers), flag("--hidden-size", m.hidden_size),
       flag("--ffn-hidden-size", m.intermediate_size > 0 ? m.intermediate_size : m.moe_intermediate_size),
       flag("--num-attention-heads", m.num_attention_heads)};
+  if (m.num_nextn_predict_layers > 0) f.push_back(flag("--mtp-num-layers", m.num_nextn_predict_layers));
   if (m.attention() == AttentionKind::mla) {
     f.push_back("--multi-latent-attention");
     if (m.q_lora_rank > 0) f.push_back(flag("--q-lora-rank", m.q_lora_rank));
