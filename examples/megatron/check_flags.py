@@ -8,11 +8,15 @@ the error Megatron raised.
 Usage: PYTHONPATH=.megatron python3 examples/megatron/check_flags.py FILE
 """
 import contextlib
+import logging
 import io
 import json
 import os
 import shlex
 import sys
+
+logging.disable(logging.INFO)  # Megatron logs the parsed layout; only the JSON lines go to stdout
+
 
 def check(gpus, flags):
     # every Megatron-LM launch sets CUDA_DEVICE_MAX_CONNECTIONS=1 (validate_args asserts it for tp > 1)

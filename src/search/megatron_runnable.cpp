@@ -76,6 +76,15 @@ std::vector<MegatronRecompute> megatron_settings(const ModelSpec& m, const Train
 RunnablePlan runnable_megatron_plan(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t,
                                     const RunnableOptions& o) {
   RunnablePlan res;
+  if (m.is_moe() && (m.o_bias || m.mlp_bias) && t.tp > 1) {  // the flags then leave --add-bias-linear on
+    // Megatron-LM: "Bias in Moe is only supported when ETP==1" (its expert tensor parallelism
+    // defaults to tp); remat splits experts over tp as that default does
+    res.training = with_defaults(t);
+    res.reason =
+        "Megatron-LM runs MoE layers with biases only at --expert-tensor-parallel-size 1, which remat does "
+        "not model with tp > 1: plan with --tp 1 for flags Megatron-LM accepts";
+    return res;
+  }
   TrainingSpec split_t = with_defaults(t);
   split_t.layers_per_stage.clear();
   for (const MegatronRecompute& setting : megatron_settings(m, t, o.transformer_engine)) {
