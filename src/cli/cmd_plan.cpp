@@ -200,12 +200,23 @@ Runner add_plan_command(CLI::App& app) {
     const bool te = in.training.framework != kMegatronLocalFramework;
     const RunnablePlan runnable = runnable_megatron_plan(in.model, in.hardware, in.training, {so.budget_bytes, te});
     if (opts->emit_megatron_args) return emit_megatron_line(in, runnable, te);
-    const SearchSpace space = build_search_space(in.model, in.hardware, in.training, so);
-    const PlanSearchResult res = plan_search(space, so);
+    SearchSpace space = build_search_space(in.model, in.hardware, in.training, so);
+    PlanSearchResult res = plan_search(space, so);
+    // the split is a plan choice: the exact search also runs on the split the Megatron-runnable
+    // search chose, and keeps whichever finds the faster plan
+    if (in.training.layers_per_stage.empty() && !runnable.training.layers_per_stage.empty() &&
+        runnable.training.layers_per_stage != megatron_split(in.model, in.training).layers_per_stage) {
+      TrainingSpec on_split = in.training;
+      on_split.layers_per_stage = runnable.training.layers_per_stage;
+      SearchSpace other = build_search_space(in.model, in.hardware, on_split, so);
+      PlanSearchResult other_res = plan_search(other, so);
+      if (other_res.best && (!res.best || other_res.best->time_s < res.best->time_s))
+        space = std::move(other), res = std::move(other_res);
+    }
     // the best plan, or when nothing fits the smallest footprint searched
     std::optional<Estimate> est;
     if (const auto plan = reported_plan(res, space))
-      est = estimate(in.model, in.hardware, in.training, *plan, so.budget_bytes);
+      est = estimate(in.model, in.hardware, space.training, *plan, so.budget_bytes);
     const Estimate* e = est ? &*est : nullptr;
     emit(opts->common, plan_search_table(space, so, res, e, &runnable, te),
          plan_search_report(in.meta, space, so, res, e, &runnable, te));
