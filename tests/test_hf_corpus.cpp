@@ -141,7 +141,7 @@ TEST(HfCorpus, GptOssExpertsAndSlidingWindowNote) {
 TEST(HfCorpus, TextConfigIsTheLanguageModel) {
   const ModelSpec m = parse_hf_config(test::read_text(corpus_dir() + "devstral-small-2-24b.json"), "d.json");
   EXPECT_EQ(m.hidden_size, 5120);
-  EXPECT_EQ(m.name, "mistral3 (language model: text_config)");
+  EXPECT_EQ(m.name, "d (mistral3) (language model: text_config)");  // named by its file, "d.json"
   EXPECT_FALSE(m.tie_word_embeddings);
   // an absent vocab_size takes LlamaConfig's default, said in a note
   const ModelSpec llava = parse_hf_config(R"({"model_type": "llava", "text_config": {"model_type": "llama",
@@ -265,6 +265,21 @@ TEST(HfCorpus, NonFiniteNumbersIgnoredOrRefusedByKey) {
             "c.json: byte 68: malformed JSON");
   // Infinityx is no token: the parser stops at its first character, the 30th
   EXPECT_EQ(rejection(R"({"model_type": "llama", "x": Infinityx})", "c.json"), "c.json: byte 30: malformed JSON");
+}
+
+}  // namespace
+}  // namespace remat
+
+namespace remat {
+namespace {
+
+// A config.json without _name_or_path is named by its file, or by its folder for a Hub checkout's
+// config.json, with its model_type beside it (DeepSeek-R1 is not "deepseek_v3").
+TEST(HfCorpus, ModelsAreNamedByTheirFile) {
+  const std::string text = test::read_text(std::string(REMAT_TEST_DATA) + "/data/hf_configs/deepseek-v3.json");
+  EXPECT_EQ(parse_hf_config(text, "/models/DeepSeek-R1/config.json").name, "DeepSeek-R1 (deepseek_v3)");
+  EXPECT_EQ(parse_hf_config(text, "deepseek-r1.json").name, "deepseek-r1 (deepseek_v3)");
+  EXPECT_EQ(parse_hf_config(text, "config.json").name, "deepseek_v3");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 #include "hf_families.hpp"
@@ -288,6 +289,17 @@ void read_mtp(HfJsonReader& r, ModelSpec& m, const HfFamily& family) {
                       "transformers' model class does not build them, so its count is this one less the modules");
 }
 
+// A config.json without _name_or_path is named by its file ("deepseek-r1.json") or, for a
+// file called config.json, by its folder (a Hub checkout "DeepSeek-R1/config.json"), with the
+// model_type beside it: not by the model_type alone.
+std::string name_from_file(const std::string& file, const std::string& model_type) {
+  const std::filesystem::path path(file);
+  std::string stem = path.stem().string();
+  if (stem == "config" && path.has_parent_path()) stem = path.parent_path().filename().string();
+  if (stem.empty() || stem == "config" || stem == "." || stem == model_type) return model_type;
+  return stem + " (" + model_type + ")";
+}
+
 void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, bool nested) {
   if (nested) {
     m.name += " (language model: text_config)";
@@ -381,7 +393,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
     refuse(file, r.path("model_type"), type, "a multimodal wrapper inside " + std::string(nest));
   if (!family) refuse_unknown(file, r.path("model_type"), type, archs, root.contains("auto_map"));
   m.name = top.text("_name_or_path");
-  if (m.name.empty()) m.name = outer_type.empty() ? type : outer_type;
+  if (m.name.empty()) m.name = name_from_file(file, outer_type.empty() ? type : outer_type);
   m.source = file;
   read_dimensions(r, m, *family);
   if (family->layer) family->layer(r, m);
