@@ -74,11 +74,11 @@ int calibrate_megatron(const CalibrateOptions& o) {
   }
   const std::string moe = e.has_moe_layer_host ? fmt::format("{:.0f} us", e.moe_layer_host_s * 1e6)
                                                : std::string("not fitted (no MoE run)");
-  std::cout << fmt::format(
-      "megatron-local on {}: gemm_scale {:.3f}, memory_bound_scale {:.3f}, layer_overhead {:.0f} us, "
-      "moe_layer_host {}; fit over {} runs: rms log error {:.3f} ({:.1f}%)\n",
-      src.label, e.gemm_scale, e.memory_bound_scale, e.layer_overhead_s * 1e6, moe, logs.size(), rms,
-      100 * (std::exp(rms) - 1));
+  write_stdout(terminal_text(
+      fmt::format("megatron-local on {}: gemm_scale {:.3f}, memory_bound_scale {:.3f}, layer_overhead {:.0f} us, "
+                  "moe_layer_host {}; fit over {} runs: rms log error {:.3f} ({:.1f}%)\n",
+                  src.label, e.gemm_scale, e.memory_bound_scale, e.layer_overhead_s * 1e6, moe, logs.size(), rms,
+                  100 * (std::exp(rms) - 1))));
   return kExitOk;
 }
 

@@ -7,6 +7,7 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "remat/report/json_text.hpp"
 #include "remat/report/svg.hpp"
 #include "remat/report/trace.hpp"
 #include "remat/sim/simulate.hpp"
@@ -26,9 +27,7 @@ struct SimulateOptions {
 };
 
 void write_file(const std::string& flag, const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) throw InputError({{path, flag, path, "cannot be written"}});
+  write_text_file(path, flag, text);
 }
 
 std::string summary_table(const Simulation& sim, int64_t only_stage) {
@@ -102,7 +101,7 @@ Runner add_simulate_command(CLI::App& app) {
     auto problems = validate_plan(plan, in.training, in.model);
     if (!problems.empty()) throw InputError(std::move(problems));
     const Simulation sim = simulate(in.model, in.hardware, in.training, plan, {o.virtual_stages, o.top});
-    if (!o.trace_path.empty()) write_file("--trace", o.trace_path, chrome_trace(sim, o.stage).dump() + "\n");
+    if (!o.trace_path.empty()) write_file("--trace", o.trace_path, dump_json_text(chrome_trace(sim, o.stage)) + "\n");
     write_plots(o, in, plan, sim);
     emit(o.common, summary_table(sim, o.stage),
          simulate_report(in.meta, in.model, in.hardware, in.training, plan, sim, o.stage));

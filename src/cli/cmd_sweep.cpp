@@ -88,15 +88,15 @@ std::vector<Column> columns() {
 }
 
 void write_csv(const std::string& path, const SweepResult& res) {
-  std::ofstream out(path);
+  std::string out;
   const auto cols = columns();
-  for (size_t i = 0; i < cols.size(); ++i) out << (i ? "," : "") << cols[i].name;
-  out << "\n";
+  for (size_t i = 0; i < cols.size(); ++i) out += (i ? "," : "") + std::string(cols[i].name);
+  out += "\n";
   for (const auto& row : res.rows) {
-    for (size_t i = 0; i < cols.size(); ++i) out << (i ? "," : "") << cols[i].text(row);
-    out << "\n";
+    for (size_t i = 0; i < cols.size(); ++i) out += (i ? "," : "") + cols[i].text(row);
+    out += "\n";
   }
-  if (!out) throw InputError({{path, "--csv", path, "cannot be written"}});
+  write_text_file(path, "--csv", out);
 }
 
 }  // namespace

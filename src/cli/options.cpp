@@ -3,14 +3,18 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 
 #include "remat/cost/op_time.hpp"
 #include "remat/io/sha256.hpp"
+#include "remat/report/json_text.hpp"
 #include "remat/spec/framework.hpp"
+#include "remat/spec/text.hpp"
 #include "remat/spec/validate.hpp"
 #include "version.hpp"
 
@@ -256,18 +260,26 @@ void check_report_numbers(const Json& j, const std::string& path) {
 
 }  // namespace
 
+void write_stdout(const std::string& text) {
+  std::cout << text << std::flush;
+  if (!std::cout)
+    throw InputError({{"stdout", "(output)", "", std::string("cannot be written: ") + std::strerror(errno)}});
+}
+
+void write_text_file(const std::string& path, const std::string& flag, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();  // a full disk shows at the flush
+  if (!out) throw InputError({{path, flag, path, "cannot be written"}});
+}
+
+std::string terminal_text(const std::string& table) { return escape_text(table, /*keep_newlines=*/true); }
+
 void emit(const CommonOptions& o, const std::string& table, const Json& report) {
   check_report_numbers(report, "");
-  const std::string json_text = report.dump(2) + "\n";
-  if (o.format == "json" || o.json_path == "-")
-    std::cout << json_text;
-  else
-    std::cout << table;
-  if (!o.json_path.empty() && o.json_path != "-") {
-    std::ofstream out(o.json_path, std::ios::binary);
-    out << json_text;
-    if (!out) throw InputError({{o.json_path, "--json", o.json_path, "cannot be written"}});
-  }
+  const std::string json_text = dump_json_text(report, 2) + "\n";
+  write_stdout(o.format == "json" || o.json_path == "-" ? json_text : terminal_text(table));
+  if (!o.json_path.empty() && o.json_path != "-") write_text_file(o.json_path, "--json", json_text);
 }
 
 }  // namespace remat::cli
