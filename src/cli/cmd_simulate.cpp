@@ -12,6 +12,7 @@
 #include "remat/report/trace.hpp"
 #include "remat/sim/simulate.hpp"
 #include "remat/spec/validate.hpp"
+#include "work_limits.hpp"
 
 namespace remat::cli {
 
@@ -94,6 +95,7 @@ Runner add_simulate_command(CLI::App& app) {
   return [opts]() {
     const SimulateOptions& o = *opts;
     const Inputs in = load_inputs(o.common, "simulate");
+    check_simulated_passes(o.common, in);
     if (o.stage < -1 || o.stage >= in.training.pp)
       throw InputError({{"command line", "--stage", std::to_string(o.stage), "must be a stage index below --pp"}});
     if (o.top < 0) throw InputError({{"command line", "--top", std::to_string(o.top), "must not be negative"}});

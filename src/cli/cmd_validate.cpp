@@ -18,6 +18,7 @@
 #include "remat/report/json_text.hpp"
 #include "remat/spec/framework.hpp"
 #include "remat/spec/problems.hpp"
+#include "remat/spec/text.hpp"
 #include "remat/validate/megatron_report.hpp"
 #include "remat/validate/validate_report.hpp"
 #include "validate_inputs.hpp"
@@ -26,7 +27,7 @@
 namespace remat::cli {
 
 std::string read_file_text(const std::string& path, const std::string& flag) {
-  return read_input_file(path, flag, kMaxLogFileBytes);
+  return read_input_file(path, flag, flag == "--measurements" ? kMaxMeasurementsBytes : kMaxLogFileBytes);
 }
 
 void write_file_text(const std::string& path, const std::string& flag, const std::string& text) {
@@ -120,7 +121,8 @@ int validate_megatron_logs(const ValidateOptions& o) {
   std::set<std::string> gaps;  // once each, not once per log
   for (const auto& run : runs)
     for (const auto& gap : framework_time_gaps(hw, kMegatronLocalFramework, run.comparison.setup.model))
-      if (gaps.insert(gap).second) std::cerr << "note: " << hw_src.label << ": " << gap << "\n";
+      if (gaps.insert(gap).second)
+        std::cerr << "note: " << escape_text(hw_src.label) << ": " << escape_text(gap) << "\n";
   const ReportMeta meta{REMAT_VERSION, REMAT_GIT_COMMIT, "validate --megatron-log", inputs};
   emit_report(o.format, o.json_path, megatron_table(runs, hw.name), megatron_report(meta, runs, hw.name));
   if (!o.svg_path.empty()) write_file_text(o.svg_path, "--svg", megatron_svg(runs, hw.name));

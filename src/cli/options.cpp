@@ -17,6 +17,7 @@
 #include "remat/spec/text.hpp"
 #include "remat/spec/validate.hpp"
 #include "version.hpp"
+#include "work_limits.hpp"
 
 namespace remat::cli {
 
@@ -194,11 +195,13 @@ TrainingSpec training_from(const CommonOptions& o) {
 }  // namespace
 
 Inputs load_inputs(const CommonOptions& o, const std::string& command) {
+  check_pipeline_stages(o);
   const SpecSource model_src = read_spec_source(o.model, "models");
   const SpecSource hw_src = read_spec_source(o.hardware, "hardware");
   Inputs in;
   in.model = load_model(model_src);
-  for (const auto& note : in.model.notes) std::cerr << "note: " << model_src.label << ": " << note << "\n";
+  for (const auto& note : in.model.notes)
+    std::cerr << "note: " << escape_text(model_src.label) << ": " << escape_text(note) << "\n";
   in.hardware = load_hardware(hw_src);
   if (o.num_layers < 0)
     throw InputError({{"command line", "--num-layers", std::to_string(o.num_layers), "must not be negative"}});
@@ -218,7 +221,7 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
   if (!problems.empty()) throw InputError(std::move(problems));
   in.training = with_defaults(in.training);
   for (const auto& gap : framework_time_gaps(in.hardware, in.training.framework, in.model))
-    std::cerr << "note: " << hw_src.label << ": " << gap << "\n";
+    std::cerr << "note: " << escape_text(hw_src.label) << ": " << escape_text(gap) << "\n";
   in.hardware = apply_framework(in.hardware, in.training.framework);
   in.meta = {
       REMAT_VERSION,

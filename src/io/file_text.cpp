@@ -7,13 +7,11 @@
 
 namespace remat {
 
-namespace {
-
 std::string size_text(uint64_t bytes) {
-  return bytes % (1ull << 20) == 0 ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes) + " bytes";
+  if (bytes % (1ull << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  if (bytes % (1ull << 10) == 0) return std::to_string(bytes >> 10) + " KiB";
+  return std::to_string(bytes) + " bytes";
 }
-
-}  // namespace
 
 uint64_t checked_file_size(const std::string& path, const std::string& flag, uint64_t max_bytes) {
   namespace fs = std::filesystem;

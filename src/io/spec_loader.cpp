@@ -109,6 +109,10 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& file) {
   f.number("paper_params_B", m.paper_params_B, false);
   f.reject_unknown();
   throw_if(problems);
+  if (f.child("num_key_value_heads") && m.num_key_value_heads == 0)
+    problems.push_back(
+        {file, "num_key_value_heads", "0", "must be a positive integer (leave it out for multi-head attention)"});
+  throw_if(problems);
   if (m.num_key_value_heads == 0 && m.attention() == AttentionKind::gqa) m.num_key_value_heads = m.num_attention_heads;
   auto checks = validate_model(m, file);
   throw_if(checks);

@@ -1,8 +1,12 @@
 #include "yaml_fields.hpp"
 
+#include <yaml-cpp/depthguard.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+
+#include "remat/io/file_text.hpp"
 
 namespace remat {
 
@@ -29,8 +33,12 @@ void YamlFields::fail(const std::string& key, const std::string& value, const st
 bool YamlFields::scalar(const std::string& key, bool required, std::string& out) {
   read_.insert(key);
   YAML::Node node;
-  if (!find_value(map_, key, node) || node.IsNull()) {
+  if (!find_value(map_, key, node)) {
     if (required) fail(key, "", "required key is missing");
+    return false;
+  }
+  if (node.IsNull()) {  // "key:", "key: ~", "key: null": not a default
+    fail(key, "null", "has no value: give one or leave the key out");
     return false;
   }
   if (!node.IsScalar()) {
@@ -65,6 +73,7 @@ void YamlFields::number(const std::string& key, double& out, bool required, doub
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
   if (s.empty() || end != s.c_str() + s.size()) return fail(key, s, "must be a number");
+  if (!std::isfinite(v) || !std::isfinite(v * scale)) return fail(key, s, "is out of range for a number");
   out = v * scale;
 }
 
@@ -105,8 +114,24 @@ void YamlFields::reject_unknown() {
 
 YAML::Node parse_yaml_map(const std::string& text, const std::string& file, std::vector<Problem>& problems) {
   YAML::Node root;
+  if (text.size() > kMaxYamlBytes) {
+    problems.push_back({file, "(file)", std::to_string(text.size()) + " bytes",
+                        "is larger than the " + size_text(kMaxYamlBytes) + " remat reads for a YAML spec"});
+    return YAML::Node();
+  }
   try {
-    root = YAML::Load(text);
+    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    if (documents.size() > 1) {
+      problems.push_back({file, "(document)", std::to_string(documents.size()) + " documents",
+                          "holds more than one YAML document ('---'); remat reads one"});
+      return YAML::Node();
+    }
+    if (!documents.empty()) root = documents.front();
+  } catch (const YAML::DeepRecursion& e) {
+    problems.push_back(
+        {file, "line " + std::to_string(e.mark.line + 1), "",
+         "nests lists and mappings deeper than the " + std::to_string(e.depth()) + " levels yaml-cpp reads"});
+    return YAML::Node();
   } catch (const YAML::Exception& e) {
     problems.push_back({file, "line " + std::to_string(e.mark.line + 1), "", "malformed YAML: " + e.msg});
     return YAML::Node();

@@ -22,9 +22,16 @@ struct Frame {
   std::set<std::string> keys;
 };
 
+// The key path of the value being read; past 8 levels, the first 8 and "...".
 std::string key_path(const std::vector<Frame>& frames) {
+  constexpr size_t kShown = 8;
   std::string path;
-  for (const Frame& f : frames) {
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const Frame& f = frames[i];
+    if (i == kShown) {
+      path += "...";
+      break;
+    }
     if (f.array)
       path += "[" + std::to_string(f.index) + "]";
     else

@@ -69,6 +69,20 @@ std::string escape_text(std::string_view s, bool keep_newlines) {
   return out;
 }
 
+std::string yaml_double_quoted(std::string_view s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\')
+      out += '\\', out += ch;
+    else if (c < 0x20 || c == 0x7f)
+      append_hex(out, c);
+    else
+      out += ch;
+  }
+  return out + "\"";
+}
+
 bool needs_escaping(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     const unsigned char c = static_cast<unsigned char>(s[i]);

@@ -266,6 +266,9 @@ MegatronComparison compare_megatron(const MegatronLog& log, const HardwareSpec& 
                          "no rank of this pipeline stage reports its memory (ranks missing from the log)"}});
   c.predicted_iteration_ms = c.estimate.iteration.time_s * 1000;
   c.measured_iteration_ms = steady_iteration_ms(log, &c.timed_iterations);
+  if (c.timed_iterations == 0)
+    throw InputError({{log.file, "elapsed time per iteration (ms)", std::to_string(log.iteration_ms.size()) + " lines",
+                       "has no iteration after the second (the first two warm up): run with --train-iters 3 or more"}});
   return c;
 }
 

@@ -18,6 +18,10 @@ bool is_valid_utf8(std::string_view s);
 // \xNN; with keep_newlines, '\n' stays (a table of several lines).
 std::string escape_text(std::string_view s, bool keep_newlines = false);
 
+// s as a YAML double-quoted scalar: '"', '\\' and control characters
+// escaped, so that a file name with a quote writes YAML that loads.
+std::string yaml_double_quoted(std::string_view s);
+
 // True when s holds a control character or a byte that is not UTF-8.
 bool needs_escaping(std::string_view s);
 
