@@ -18,6 +18,7 @@
 #include "remat/io/megatron_log.hpp"
 #include "remat/io/spec_loader.hpp"
 #include "remat/report/json_text.hpp"
+#include "remat/spec/text.hpp"
 #include "remat/validate/megatron_report.hpp"
 #include "shell_run.hpp"
 #include "test_helpers.hpp"
@@ -231,6 +232,15 @@ TEST(Hostile2Nesting, WritingEscapesBytesThatAreNotUtf8) {
   EXPECT_EQ(back["ok"], "\xc3\xa9");
 }
 
+TEST(Hostile2Text, EscapedForTheTerminalAndQuotedForYaml) {
+  EXPECT_EQ(escape_text("a\x1b[0m\xff\xc3\xa9\n\xe2\x82"), "a\\x1b[0m\\xff\xc3\xa9\\n\\xe2\\x82");
+  EXPECT_EQ(escape_text("row 1\nrow\t2\n", true), "row 1\nrow\\t2\n");
+  EXPECT_TRUE(is_valid_utf8("\xc3\xa9\xf0\x9f\x98\x80"));
+  EXPECT_FALSE(is_valid_utf8("\xed\xa0\x80"));  // a UTF-16 surrogate
+  EXPECT_FALSE(is_valid_utf8("\xc0\xaf"));      // overlong '/'
+  EXPECT_EQ(yaml_double_quoted("a\"b\\c\n"), "\"a\\\"b\\\\c\\x0a\"");
+}
+
 // The committed Megatron-LM log, changed by `edit`, parsed and compared as `remat validate` does.
 const std::string kLog =
     std::string(REMAT_TEST_DATA) + "/../reports/megatron/logs/dense-tp1pp2-s4096-mbs1-gbs4-none.log";
@@ -354,6 +364,15 @@ TEST(Hostile2Cli, ControlCharactersInANameAndNonUtf8InAPathAreEscaped) {
   const auto report = nlohmann::json::parse(json.out);
   EXPECT_EQ(report["meta"]["inputs"][0]["source"], (tmp.dir / "m\\xff\\xfe.yaml").string());
   EXPECT_EQ(report["model"]["name"], "red \x1b[31m x");  // valid UTF-8: JSON escapes it itself
+}
+
+TEST(Hostile2Cli, SweepCountsARepeatedValueOnce) {
+  const auto once = test::run_shell(test::remat_command({"sweep", "--gpus", "8", "--format", "json"}));
+  std::string repeated = "8";
+  for (int i = 0; i < 15'000; ++i) repeated += ",8";
+  const auto many = test::run_shell(test::remat_command({"sweep", "--gpus", repeated, "--format", "json"}));
+  ASSERT_EQ(once.exit_code, many.exit_code);
+  EXPECT_EQ(nlohmann::json::parse(once.out)["evaluated"], nlohmann::json::parse(many.out)["evaluated"]);
 }
 
 TEST(Hostile2Cli, KvHeadsNullIsReadAsMhaWithANote) {

@@ -147,7 +147,7 @@ int emit_megatron_line(const Inputs& in, const RunnablePlan& rp, bool te) {
     return kExitNoFit;
   }
   const MegatronArgs a = megatron_args(in.model, rp.training, rp.split, rp.best->setting, te);
-  fmt::print("{} {}\n", rp.training.gpus(), one_line(a.all()));
+  write_stdout(fmt::format("{} {}\n", rp.training.gpus(), one_line(a.all())));
   return kExitOk;
 }
 
