@@ -7,6 +7,7 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "refused.hpp"
 #include "remat/report/json_text.hpp"
 #include "remat/report/svg.hpp"
 #include "remat/report/trace.hpp"
@@ -100,6 +101,7 @@ Runner add_simulate_command(CLI::App& app) {
       throw InputError({{"command line", "--stage", std::to_string(o.stage), "must be a stage index below --pp"}});
     if (o.top < 0) throw InputError({{"command line", "--top", std::to_string(o.top), "must not be negative"}});
     const Plan plan = plan_from(o.plan);
+    refuse_streambp_chunks_unless(o.common, plan.strategy == Strategy::streambp);
     auto problems = validate_plan(plan, in.training, in.model);
     if (!problems.empty()) throw InputError(std::move(problems));
     const Simulation sim = simulate(in.model, in.hardware, in.training, plan, {o.virtual_stages, o.top});

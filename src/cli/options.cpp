@@ -99,6 +99,9 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
                  "sdpa (a fused kernel that keeps softmax statistics) or eager (materialized scores; as --no-flash)")
       ->check(CLI::IsMember({"sdpa", "eager"}));
   app.add_option("--json", o.json_path, "write the JSON report to FILE ('-' for stdout)");
+  // flags that apply only with another: remembered when given, checked in load_inputs
+  for (const char* flag : {"--num-layers", "--grpo-group", "--lora-targets", "--lora-dropout"})
+    app.get_option(flag)->each([&o, flag](const std::string&) { o.given.insert(flag); });
   app.add_option("--format", o.format, "stdout format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
 }
 
@@ -127,6 +130,9 @@ Plan plan_from(const StrategyOptions& o) {
     throw InputError({{"command line", "--strategy", o.strategy,
                        "must be one of none, full, selective, standard, eagle, offload, streambp"}});
   if (!o.recompute_layers.empty()) p.recompute_layers = parse_int_list("--recompute-layers", o.recompute_layers);
+  if (!o.recompute_layers.empty() && p.strategy == Strategy::none)
+    throw InputError({{"command line", "--recompute-layers", o.recompute_layers,
+                       "applies only with a recompute strategy (--strategy none recomputes nothing)"}});
   if (!o.offload_layers.empty()) p.offload_layers = parse_int_list("--offload-layers", o.offload_layers);
   return p;
 }
@@ -160,6 +166,21 @@ LoraTargets parse_lora_targets(const std::string& text) {
                          "takes a comma-separated list of q, k, v, o, gate, up, down (or qkv, mlp)"}});
   }
   return l;
+}
+
+// A flag given that another flag's value makes meaningless: refused, not ignored.
+void refuse_unused_flags(const CommonOptions& o) {
+  const auto refuse = [](const std::string& flag, const std::string& value, const std::string& why) {
+    throw InputError({{"command line", flag, value, why}});
+  };
+  if (o.given.count("--num-layers") && o.num_layers == 0)
+    refuse("--num-layers", "0", "must be at least 1 (leave it out for the model's layer count)");
+  if (o.given.count("--grpo-group") && o.objective != "grpo")
+    refuse("--grpo-group", std::to_string(o.grpo_group), "applies only with --objective grpo");
+  if (o.lora_rank == 0 && o.given.count("--lora-targets"))
+    refuse("--lora-targets", o.lora_targets, "applies only with --lora-rank > 0");
+  if (o.lora_rank == 0 && o.given.count("--lora-dropout"))
+    refuse("--lora-dropout", fmt::format("{}", o.lora_dropout), "applies only with --lora-rank > 0");
 }
 
 TrainingSpec training_from(const CommonOptions& o) {
@@ -215,6 +236,7 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
           {{"command line", "--num-layers", std::to_string(o.num_layers),
             "is below the model's first_k_dense_replace = " + std::to_string(in.model.first_k_dense_replace)}});
   }
+  refuse_unused_flags(o);
   in.training = training_from(o);
   auto problems = validate_training(in.training, in.model);
   if (problems.empty()) problems = network_problems(in.training, in.hardware, hw_src.label);

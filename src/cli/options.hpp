@@ -1,6 +1,7 @@
 #pragma once
 // Flags every subcommand shares, and turning them into specs.
 #include <CLI/CLI.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,7 @@ struct CommonOptions {
   std::string attention;  // sdpa | eager; empty: --no-flash decides
   std::string json_path;
   std::string format = "table";
+  std::set<std::string> given;  // set after parsing: the flags below that were on the command line
 };
 
 void add_common_options(CLI::App& app, CommonOptions& o);
