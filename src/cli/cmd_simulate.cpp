@@ -97,6 +97,12 @@ Runner add_simulate_command(CLI::App& app) {
     const SimulateOptions& o = *opts;
     const Inputs in = load_inputs(o.common, "simulate");
     check_simulated_passes(o.common, in);
+    for (const auto& [flag, path] : {std::pair{"--trace", o.trace_path},
+                                     {"--svg", o.svg_path},
+                                     {"--svg-sweep", o.svg_sweep_path},
+                                     {"--svg-stages", o.svg_stages_path}})
+      check_simulated_passes(o.common, in, flag, path);
+    check_swept_simulations(in, o.svg_sweep_path);
     if (o.stage < -1 || o.stage >= in.training.pp)
       throw InputError({{"command line", "--stage", std::to_string(o.stage), "must be a stage index below --pp"}});
     if (o.top < 0) throw InputError({{"command line", "--top", std::to_string(o.top), "must not be negative"}});

@@ -153,7 +153,7 @@ Runner add_sweep_command(CLI::App& app) {
     common.dp = common.ep = 1;
     common.mbs = 1;
     Inputs in = load_inputs(common, "sweep");
-    check_search_layers(common, in, "sweep", o->per_layer);
+    check_sweep_layers(common, in, o->per_layer);
     in.training.gbs = common.gbs;
     SweepSpace space;
     space.gpus = gpus;

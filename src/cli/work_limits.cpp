@@ -32,16 +32,52 @@ void check_pipeline_stages(const CommonOptions& o) {
                        "must be at most " + str(kMaxPipelineStages) + " pipeline stages (remat's cap on one run)"}});
 }
 
-void check_simulated_passes(const CommonOptions& o, const Inputs& in) {
+void check_simulated_passes(const CommonOptions& o, const Inputs& in, const std::string& output_flag,
+                            const std::string& output_path) {
   const int64_t layers = effective_layers(in.model, in.training);
   const int64_t microbatches = in.training.microbatches();
   int64_t passes = 0;
-  if (checked_product(microbatches, layers, kMaxSimulatedPasses, passes)) return;
+  if (!output_flag.empty() && !output_path.empty() && !checked_product(microbatches, layers, kMaxPlottedPasses, passes))
+    throw InputError(
+        {{"command line", output_flag, output_path,
+          "writes every event: " + str(microbatches) + " microbatches x " + str(layers) + " layers is more than the " +
+              str(kMaxPlottedPasses) + " layer passes it writes (a smaller --gbs, or no " + output_flag + ")"}});
+  if (checked_product(microbatches, layers, kMaxSimulatedPasses, passes)) {
+    int64_t stage_passes = 0;  // the event loop's work grows with the stages too
+    if (checked_product(passes, in.training.pp, kMaxStagePasses, stage_passes)) return;
+    throw InputError({{"command line", "--pp", str(o.pp),
+                       "makes " + str(microbatches) + " microbatches x " + str(layers) + " layers x " + str(o.pp) +
+                           " stages to simulate, more than the " + str(kMaxStagePasses) +
+                           " simulate steps through (a smaller --gbs)"}});
+  }
   const std::string message = "makes " + str(microbatches) + " microbatches x " + str(layers) +
                               " layers to simulate, more than the " + str(kMaxSimulatedPasses) +
                               " layer passes simulate steps through";
   if (o.gbs > 0) throw InputError({{"command line", "--gbs", str(o.gbs), message}});
   throw InputError({{"command line", "--pp", str(o.pp), message + " (the default --gbs is 4 x pp microbatches)"}});
+}
+
+void check_swept_simulations(const Inputs& in, const std::string& path) {
+  if (path.empty()) return;
+  int64_t smallest = effective_layers(in.model, in.training);
+  for (const auto& [first, last] : stage_layer_ranges(in.model, in.training))
+    smallest = std::min(smallest, last - first);
+  const int64_t passes = in.training.microbatches() * effective_layers(in.model, in.training);  // checked before
+  int64_t swept = 0;
+  if (!checked_product(smallest + 1, passes, kMaxSweptPasses, swept))
+    throw InputError({{"command line", "--svg-sweep", path,
+                       "simulates each R from 0 to " + str(smallest) + " (" + str(smallest + 1) + " x " + str(passes) +
+                           " layer passes), more than the " + str(kMaxSweptPasses) +
+                           " it runs (a smaller --gbs or a larger --pp)"}});
+}
+
+void check_sweep_layers(const CommonOptions& o, const Inputs& in, bool per_layer) {
+  const int64_t layers = effective_layers(in.model, in.training);
+  const int64_t cap = per_layer ? kMaxSweepPerLayerLayers : kMaxSweepLayers;
+  if (layers > cap)
+    throw InputError({layers_problem(o, in,
+                                     std::string(per_layer ? "sweep --per-layer" : "sweep") + " searches at most " +
+                                         str(cap) + " layers (its layouts include a pipeline of one stage)")});
 }
 
 void check_search_layers(const CommonOptions& o, const Inputs& in, const std::string& command, bool per_layer) {
