@@ -185,6 +185,16 @@ TEST(RobustKeys, EveryModelIntegerRejectsBadValues) {
   }
 }
 
+// Found by fuzz_hf_config (issue 25's fuzzing): a repeated key under a key
+// named "byte ..." was taken for the parser's "byte N" and std::stoull threw
+// (exit code 3).
+TEST(RobustFuzzRegressions, KeyNamedByteIsNotAnOffset) {
+  EXPECT_EQ(rejection([] { parse_hf_config(R"({"model_type": "llama", "byte 1": {"a": 1, "a": 2}})", "c.json"); }),
+            "c.json: byte 1.a: duplicate key");
+  EXPECT_EQ(rejection([] { parse_hf_config(R"({"model_type": "llama", "byte x": [1,]})", "c.json"); }),
+            "c.json: byte 38: malformed JSON");
+}
+
 // ---- issue 25: hostile input, round two ----
 
 std::string nested(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }

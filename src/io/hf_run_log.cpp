@@ -85,7 +85,7 @@ std::vector<HfStep> parse_hf_run(const std::string& text, const std::string& fil
     json j;
     JsonParseFailure failure;
     const bool parsed = parse_json_bounded(line, j, failure);
-    if (parsed ? !j.is_object() : failure.key.rfind("byte ", 0) == 0)
+    if (parsed ? !j.is_object() : failure.malformed)
       throw InputError({{file, "line " + std::to_string(number), line.substr(0, 60), "is not a JSON object"}});
     if (!parsed) throw InputError({{file, "line " + std::to_string(number) + ": " + failure.key, "", failure.message}});
     const Line l{j, file, number};

@@ -62,12 +62,10 @@ nlohmann::json parse_json_object(const std::string& text, const std::string& fil
   json root;
   JsonParseFailure failure;
   if (!parse_json_bounded(parsed, root, failure)) {
-    if (failure.key.rfind("byte ", 0) == 0) {
-      size_t byte =
-          std::stoull(failure.key.substr(5));  // back to the offset in the file: two quotes per token before it
-      const size_t parsed_byte = byte;
+    if (failure.malformed) {       // (not by the key's text: a key can be named "byte 7")
+      size_t byte = failure.byte;  // back to the offset in the file: two quotes per token before it
       for (size_t at : quoted_at)
-        if (at < parsed_byte && byte >= 2) byte -= 2;
+        if (at < failure.byte && byte >= 2) byte -= 2;
       failure.key = "byte " + std::to_string(byte);
     }
     throw InputError({{file, failure.key, failure.value, failure.message}});

@@ -114,7 +114,7 @@ bool parse_json_bounded(const std::string& text, json& out, JsonParseFailure& fa
   } catch (const DuplicateKey&) {
     failure = {key_path(frames), "", "duplicate key"};
   } catch (const json::parse_error& e) {
-    failure = {"byte " + std::to_string(e.byte), "", "malformed JSON"};
+    failure = {"byte " + std::to_string(e.byte), "", "malformed JSON", true, e.byte};
   } catch (const json::exception& e) {  // out_of_range: a number beyond double ("1e999")
     const std::string what = e.what();
     failure = {"(document)", "", "malformed JSON: " + what.substr(what.find(']') + 2)};

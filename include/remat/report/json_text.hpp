@@ -11,9 +11,11 @@ namespace remat {
 inline constexpr size_t kMaxJsonDepth = 64;  // arrays and objects inside each other
 
 struct JsonParseFailure {
-  std::string key;      // the key path ("text_config.rope_scaling"), or "byte N"
-  std::string value;    // what is quoted
-  std::string message;  // "nests deeper than 64 levels", "duplicate key", "malformed JSON"
+  std::string key;         // the key path ("text_config.rope_scaling"), or "byte N"
+  std::string value;       // what is quoted
+  std::string message;     // "nests deeper than 64 levels", "duplicate key", "malformed JSON"
+  bool malformed = false;  // the text is not JSON: `byte` is where the parser stopped
+  size_t byte = 0;
 };
 
 // Parses `text`; false with `failure` set when it is malformed, nests deeper
