@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <string_view>
 
 #include "remat/io/file_text.hpp"
 
@@ -112,6 +113,38 @@ void YamlFields::reject_unknown() {
   }
 }
 
+namespace {
+
+// The line number of a document start ("---" at column 0) or of content after
+// a document end ("..."), once the first document has content; 0 when none.
+size_t second_document_line(const std::string& text) {
+  bool content = false, ended = false;
+  size_t number = 0;
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    const std::string_view line(text.data() + start, end - start);
+    start = end + 1, ++number;
+    const auto marker = [&](std::string_view m) {
+      return line.substr(0, 3) == m && (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
+    };
+    const size_t first = line.find_first_not_of(" \t\r");
+    const bool blank = first == std::string_view::npos || line[first] == '#';
+    if (marker("---")) {
+      if (content || ended) return number;
+      content = line.find_first_not_of(" \t\r", 3) != std::string_view::npos &&
+                line[line.find_first_not_of(" \t\r", 3)] != '#';
+    } else if (marker("...")) {
+      ended = content;
+    } else if (!blank && line[0] != '%') {
+      if (ended) return number;
+      content = true;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 YAML::Node parse_yaml_map(const std::string& text, const std::string& file, std::vector<Problem>& problems) {
   YAML::Node root;
   if (text.size() > kMaxYamlBytes) {
@@ -120,13 +153,14 @@ YAML::Node parse_yaml_map(const std::string& text, const std::string& file, std:
     return YAML::Node();
   }
   try {
-    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
-    if (documents.size() > 1) {
-      problems.push_back({file, "(document)", std::to_string(documents.size()) + " documents",
-                          "holds more than one YAML document ('---'); remat reads one"});
+    // not YAML::LoadAll: yaml-cpp 0.7's loops without end (and without bound on
+    // memory) on some malformed input (found by fuzz_model_yaml)
+    if (const size_t line = second_document_line(text)) {
+      problems.push_back(
+          {file, "line " + std::to_string(line), "---", "starts a second YAML document; remat reads one"});
       return YAML::Node();
     }
-    if (!documents.empty()) root = documents.front();
+    root = YAML::Load(text);
   } catch (const YAML::DeepRecursion& e) {
     problems.push_back(
         {file, "line " + std::to_string(e.mark.line + 1), "",
