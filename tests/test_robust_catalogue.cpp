@@ -60,7 +60,10 @@ TEST(RobustCatalogue, EveryFlagHasABadValue) {
                            "--recompute-layers",
                            "--offload-layers",
                            "--memory-budget-GiB",
-                           "--formulas"})
+                           "--formulas",
+                           "--max-layouts",
+                           "--layer-plan",
+                           "--virtual-stages"})
     EXPECT_TRUE(seen.count(flag)) << flag << " has no case in the catalogue";
 }
 

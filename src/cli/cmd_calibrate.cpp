@@ -11,6 +11,7 @@
 #include "options.hpp"
 #include "remat/io/megatron_log.hpp"
 #include "remat/spec/problems.hpp"
+#include "remat/spec/text.hpp"
 #include "remat/validate/megatron_run.hpp"
 #include "remat/validate/validate_report.hpp"
 #include "validate_inputs.hpp"
@@ -31,12 +32,26 @@ struct CalibrateOptions {
   std::vector<std::string> megatron_logs;
 };
 
-// The hardware YAML with its `frameworks:` block (the file's last block, if
-// any) replaced by the fitted megatron-local entry.
-std::string with_framework_block(std::string yaml, const FrameworkEfficiency& e, size_t runs) {
-  const size_t at = yaml.find("\nframeworks:");
-  if (at != std::string::npos) yaml.resize(at + 1);
-  if (!yaml.empty() && yaml.back() != '\n') yaml += '\n';
+// The hardware YAML without its top-level `frameworks:` block: that line and
+// the indented, blank or comment lines under it; the keys after it stay.
+std::string without_framework_block(const std::string& yaml) {
+  std::string out;
+  bool inside = false;
+  for (size_t start = 0; start < yaml.size();) {
+    const size_t end = std::min(yaml.find('\n', start), yaml.size());
+    const std::string line = yaml.substr(start, end - start);
+    start = end + 1;
+    const bool top_level = !line.empty() && line[0] != ' ' && line[0] != '\t' && line[0] != '#';
+    if (top_level) inside = line.rfind("frameworks:", 0) == 0;
+    if (!inside) out += line + "\n";
+  }
+  return out;
+}
+
+// The hardware YAML with its `frameworks:` block replaced by the fitted
+// megatron-local entry, at the end.
+std::string with_framework_block(const std::string& original, const FrameworkEfficiency& e, size_t runs) {
+  std::string yaml = without_framework_block(original);
   const std::string moe_line = e.has_moe_layer_host
                                    ? fmt::format("    moe_layer_host_us: {:.0f}\n", e.moe_layer_host_s * 1e6)
                                    : "    # moe_layer_host_us: not fitted, no MoE run among these\n";
@@ -47,8 +62,9 @@ std::string with_framework_block(std::string yaml, const FrameworkEfficiency& e,
                     "    memory_bound_scale: {:.3f}\n"
                     "    layer_overhead_us: {:.0f}\n"
                     "{}"
-                    "    calibrated_from: \"{}\"\n",
-                    runs, e.gemm_scale, e.memory_bound_scale, e.layer_overhead_s * 1e6, moe_line, e.calibrated_from);
+                    "    calibrated_from: {}\n",
+                    runs, e.gemm_scale, e.memory_bound_scale, e.layer_overhead_s * 1e6, moe_line,
+                    yaml_double_quoted(e.calibrated_from));
 }
 
 int calibrate_megatron(const CalibrateOptions& o) {
@@ -63,6 +79,9 @@ int calibrate_megatron(const CalibrateOptions& o) {
   const SpecSource src = read_spec_source(o.hardware, "hardware");
   double rms = 0;
   FrameworkEfficiency e = fit_megatron_local(logs, load_hardware(src), &rms);
+  if (!std::isfinite(rms))
+    throw InputError({{o.megatron_logs.front(), "elapsed time per iteration (ms)", fmt::format("{}", rms),
+                       "the fit's rms log error is not finite: nothing was fitted"}});
   e.calibrated_from = names;
   const std::string yaml = with_framework_block(src.text, e, logs.size());
   parse_hardware_yaml(yaml, "calibrated hardware YAML");  // what we write must load
@@ -74,11 +93,11 @@ int calibrate_megatron(const CalibrateOptions& o) {
   }
   const std::string moe = e.has_moe_layer_host ? fmt::format("{:.0f} us", e.moe_layer_host_s * 1e6)
                                                : std::string("not fitted (no MoE run)");
-  std::cout << fmt::format(
-      "megatron-local on {}: gemm_scale {:.3f}, memory_bound_scale {:.3f}, layer_overhead {:.0f} us, "
-      "moe_layer_host {}; fit over {} runs: rms log error {:.3f} ({:.1f}%)\n",
-      src.label, e.gemm_scale, e.memory_bound_scale, e.layer_overhead_s * 1e6, moe, logs.size(), rms,
-      100 * (std::exp(rms) - 1));
+  write_stdout(terminal_text(
+      fmt::format("megatron-local on {}: gemm_scale {:.3f}, memory_bound_scale {:.3f}, layer_overhead {:.0f} us, "
+                  "moe_layer_host {}; fit over {} runs: rms log error {:.3f} ({:.1f}%)\n",
+                  src.label, e.gemm_scale, e.memory_bound_scale, e.layer_overhead_s * 1e6, moe, logs.size(), rms,
+                  100 * (std::exp(rms) - 1))));
   return kExitOk;
 }
 

@@ -7,6 +7,7 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "refused.hpp"
 #include "remat/cost/estimate.hpp"
 #include "remat/report/tables.hpp"
 #include "remat/search/layer_plan_text.hpp"
@@ -46,6 +47,7 @@ Runner add_estimate_command(CLI::App& app) {
     Inputs in = load_inputs(opts->common, "estimate");
     Plan plan = plan_from(opts->plan);
     profile_strategies(in.training, {plan.strategy}, true, "--strategy");
+    refuse_streambp_chunks_unless(opts->common, plan.strategy == Strategy::streambp);
     if (!opts->layer_plan.empty()) plan.layer_overrides = parse_layer_plan(opts->layer_plan, in.model, in.training);
     const auto& mt = opts->megatron;
     if (!mt.granularity.empty() || !mt.method.empty() || !mt.num_layers.empty()) {

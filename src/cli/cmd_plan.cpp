@@ -15,6 +15,7 @@
 #include "remat/spec/framework.hpp"
 #include "remat/spec/problems.hpp"
 #include "remat/spec/validate.hpp"
+#include "work_limits.hpp"
 
 namespace remat::cli {
 
@@ -146,7 +147,7 @@ int emit_megatron_line(const Inputs& in, const RunnablePlan& rp, bool te) {
     return kExitNoFit;
   }
   const MegatronArgs a = megatron_args(in.model, rp.training, rp.split, rp.best->setting, te);
-  fmt::print("{} {}\n", rp.training.gpus(), one_line(a.all()));
+  write_stdout(fmt::format("{} {}\n", rp.training.gpus(), one_line(a.all())));
   return kExitOk;
 }
 
@@ -191,6 +192,8 @@ Runner add_plan_command(CLI::App& app) {
                                              : "plan --maximize sets StreamBP's chunks from "
                                                "--streambp-partition-tokens and --lm-head-partition-tokens");
     const Inputs in = load_inputs(opts->common, "plan");
+    check_search_layers(opts->common, in, "plan",
+                        opts->maximize.empty() && !opts->no_per_layer && !opts->emit_megatron_args);
     if (!opts->maximize.empty()) return run_maximize(in, *opts);
     const SearchOptions so = search_options(*opts, in.hardware, in.training);
     if (!so.uniform_r && !so.per_stage_r && !so.per_layer)

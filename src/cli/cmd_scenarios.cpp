@@ -10,6 +10,7 @@
 #include "refused.hpp"
 #include "remat/report/tables.hpp"
 #include "remat/search/scenarios.hpp"
+#include "work_limits.hpp"
 
 namespace remat::cli {
 
@@ -66,6 +67,7 @@ Runner add_scenarios_command(CLI::App& app) {
   return [o]() {
     refuse_streambp_chunks(o->common, no_streambp("scenarios"));
     const Inputs in = load_inputs(o->common, "scenarios");
+    check_search_layers(o->common, in, "scenarios", false);
     const double budget = memory_budget_bytes(o->budget_given, o->budget_GiB, in.hardware);
     const ScenarioResult fixed = fixed_r_scenario(in.model, in.hardware, in.training, budget);
     const ScenarioResult best = best_r_scenario(in.model, in.hardware, in.training, budget);

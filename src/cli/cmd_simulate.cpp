@@ -7,10 +7,13 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "refused.hpp"
+#include "remat/report/json_text.hpp"
 #include "remat/report/svg.hpp"
 #include "remat/report/trace.hpp"
 #include "remat/sim/simulate.hpp"
 #include "remat/spec/validate.hpp"
+#include "work_limits.hpp"
 
 namespace remat::cli {
 
@@ -26,9 +29,7 @@ struct SimulateOptions {
 };
 
 void write_file(const std::string& flag, const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) throw InputError({{path, flag, path, "cannot be written"}});
+  write_text_file(path, flag, text);
 }
 
 std::string summary_table(const Simulation& sim, int64_t only_stage) {
@@ -95,14 +96,22 @@ Runner add_simulate_command(CLI::App& app) {
   return [opts]() {
     const SimulateOptions& o = *opts;
     const Inputs in = load_inputs(o.common, "simulate");
+    check_simulated_passes(o.common, in);
+    for (const auto& [flag, path] : {std::pair{"--trace", o.trace_path},
+                                     {"--svg", o.svg_path},
+                                     {"--svg-sweep", o.svg_sweep_path},
+                                     {"--svg-stages", o.svg_stages_path}})
+      check_simulated_passes(o.common, in, flag, path);
+    check_swept_simulations(in, o.svg_sweep_path);
     if (o.stage < -1 || o.stage >= in.training.pp)
       throw InputError({{"command line", "--stage", std::to_string(o.stage), "must be a stage index below --pp"}});
     if (o.top < 0) throw InputError({{"command line", "--top", std::to_string(o.top), "must not be negative"}});
     const Plan plan = plan_from(o.plan);
+    refuse_streambp_chunks_unless(o.common, plan.strategy == Strategy::streambp);
     auto problems = validate_plan(plan, in.training, in.model);
     if (!problems.empty()) throw InputError(std::move(problems));
     const Simulation sim = simulate(in.model, in.hardware, in.training, plan, {o.virtual_stages, o.top});
-    if (!o.trace_path.empty()) write_file("--trace", o.trace_path, chrome_trace(sim, o.stage).dump() + "\n");
+    if (!o.trace_path.empty()) write_file("--trace", o.trace_path, dump_json_text(chrome_trace(sim, o.stage)) + "\n");
     write_plots(o, in, plan, sim);
     emit(o.common, summary_table(sim, o.stage),
          simulate_report(in.meta, in.model, in.hardware, in.training, plan, sim, o.stage));

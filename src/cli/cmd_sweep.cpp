@@ -14,6 +14,7 @@
 #include "remat/report/tables.hpp"
 #include "remat/search/sweep.hpp"
 #include "remat/spec/problems.hpp"
+#include "work_limits.hpp"
 
 namespace remat::cli {
 
@@ -33,6 +34,7 @@ struct SweepOptions {
   bool per_layer = false;
   std::string csv_path;
   int64_t top = 20;
+  int64_t max_layouts = kDefaultMaxLayouts;
   double budget_GiB = -1;
   bool budget_given = false;
 };
@@ -48,6 +50,26 @@ std::vector<Strategy> strategy_list(const std::string& text) {
     out.push_back(s);
   }
   return out;
+}
+
+// Each value once, in the order first given.
+template <typename T>
+std::vector<T> unique_in_order(const std::vector<T>& values) {
+  std::vector<T> out;
+  for (const T& v : values)
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  return out;
+}
+
+// More layouts than --max-layouts: refused before any is planned.
+void check_layout_count(const ModelSpec& m, const SweepSpace& space, int64_t max_layouts) {
+  if (max_layouts < 1)
+    throw InputError({{"command line", "--max-layouts", std::to_string(max_layouts), "must be at least 1"}});
+  const int64_t n = count_layouts(m, space, max_layouts);
+  if (n > max_layouts)
+    throw InputError({{"command line", "--max-layouts", std::to_string(max_layouts),
+                       "the swept lists (--gpus, --tps, --pps, --eps, --mbss, --strategies) make more layouts than "
+                       "this; narrow them or raise --max-layouts"}});
 }
 
 // The layout flags every subcommand shares: sweep takes its lists instead.
@@ -88,15 +110,15 @@ std::vector<Column> columns() {
 }
 
 void write_csv(const std::string& path, const SweepResult& res) {
-  std::ofstream out(path);
+  std::string out;
   const auto cols = columns();
-  for (size_t i = 0; i < cols.size(); ++i) out << (i ? "," : "") << cols[i].name;
-  out << "\n";
+  for (size_t i = 0; i < cols.size(); ++i) out += (i ? "," : "") + std::string(cols[i].name);
+  out += "\n";
   for (const auto& row : res.rows) {
-    for (size_t i = 0; i < cols.size(); ++i) out << (i ? "," : "") << cols[i].text(row);
-    out << "\n";
+    for (size_t i = 0; i < cols.size(); ++i) out += (i ? "," : "") + cols[i].text(row);
+    out += "\n";
   }
-  if (!out) throw InputError({{path, "--csv", path, "cannot be written"}});
+  write_text_file(path, "--csv", out);
 }
 
 }  // namespace
@@ -114,27 +136,34 @@ Runner add_sweep_command(CLI::App& app) {
   sub->add_flag("--per-layer", o->per_layer, "also search per-layer choices (slower)");
   sub->add_option("--csv", o->csv_path, "write every feasible row as CSV");
   sub->add_option("--top", o->top, "rows in the table")->capture_default_str();
+  sub->add_option("--max-layouts", o->max_layouts, "refuse a sweep of more layouts than this")->capture_default_str();
   sub->add_option("--memory-budget-GiB", o->budget_GiB, "per-GPU budget; default capacity less reserve")
       ->each([o](const std::string&) { o->budget_given = true; });
   return [o, sub]() {
     refuse_layout_flags(*sub, o->common);
+    if (!o->common.layers_per_stage.empty())
+      throw InputError({{"command line", "--layers-per-stage", o->common.layers_per_stage,
+                         "sweep splits the layers evenly for each pipeline size it tries"}});
+    if (o->top < 0) throw InputError({{"command line", "--top", std::to_string(o->top), "must not be negative"}});
     refuse_streambp_chunks(o->common, no_streambp("sweep"));
     CommonOptions common = o->common;
     if (common.gbs == 0) common.gbs = 512;  // one global batch for every layout, so tokens/s compare
-    const std::vector<int64_t> gpus = parse_int_list("--gpus", o->gpus);
+    const std::vector<int64_t> gpus = unique_in_order(parse_int_list("--gpus", o->gpus));
     common.tp = common.pp = 1;  // the layout flags are swept; only the model and options are checked here
     common.dp = common.ep = 1;
     common.mbs = 1;
     Inputs in = load_inputs(common, "sweep");
+    check_sweep_layers(common, in, o->per_layer);
     in.training.gbs = common.gbs;
     SweepSpace space;
     space.gpus = gpus;
-    space.tp = parse_int_list("--tps", o->tps);
-    if (!o->pps.empty()) space.pp = parse_int_list("--pps", o->pps);
-    if (!o->eps.empty()) space.ep = parse_int_list("--eps", o->eps);
-    space.mbs = parse_int_list("--mbss", o->mbss);
-    space.strategies = profile_strategies(in.training, strategy_list(o->strategies),
-                                          o->strategies != strategy_names(sweep_strategies(), ","), "--strategies");
+    space.tp = unique_in_order(parse_int_list("--tps", o->tps));
+    if (!o->pps.empty()) space.pp = unique_in_order(parse_int_list("--pps", o->pps));
+    if (!o->eps.empty()) space.ep = unique_in_order(parse_int_list("--eps", o->eps));
+    space.mbs = unique_in_order(parse_int_list("--mbss", o->mbss));
+    space.strategies = unique_in_order(profile_strategies(in.training, strategy_list(o->strategies),
+                                                          o->strategies != strategy_names(sweep_strategies(), ","),
+                                                          "--strategies"));
     space.per_layer = o->per_layer;
     for (const auto& [flag, list] : {std::pair{"--gpus", gpus},
                                      {"--tps", space.tp},
@@ -144,6 +173,7 @@ Runner add_sweep_command(CLI::App& app) {
       for (int64_t v : list)
         if (v < 1 || v > 1000000)
           throw InputError({{"command line", flag, std::to_string(v), "values must be 1..10^6"}});
+    check_layout_count(in.model, space, o->max_layouts);
     const auto start = std::chrono::steady_clock::now();
     const auto progress = [&](int64_t done, int64_t total) {
       if (std::chrono::steady_clock::now() - start > std::chrono::seconds(1))

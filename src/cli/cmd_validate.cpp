@@ -10,13 +10,16 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "remat/io/file_text.hpp"
 #include "remat/io/hf_run_log.hpp"
 #include "remat/io/measurements.hpp"
 #include "remat/io/megatron_log.hpp"
 #include "remat/io/sha256.hpp"
 #include "remat/io/spec_loader.hpp"
+#include "remat/report/json_text.hpp"
 #include "remat/spec/framework.hpp"
 #include "remat/spec/problems.hpp"
+#include "remat/spec/text.hpp"
 #include "remat/validate/megatron_report.hpp"
 #include "remat/validate/validate_report.hpp"
 #include "validate_inputs.hpp"
@@ -25,17 +28,11 @@
 namespace remat::cli {
 
 std::string read_file_text(const std::string& path, const std::string& flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError({{path, flag, path, "cannot be read"}});
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_input_file(path, flag, flag == "--measurements" ? kMaxMeasurementsBytes : kMaxLogFileBytes);
 }
 
 void write_file_text(const std::string& path, const std::string& flag, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) throw InputError({{path, flag, path, "cannot be written"}});
+  write_text_file(path, flag, text);
 }
 
 // --hardware default: the GPU the measurements name (H200 -> h200, H100 -> h100-sxm),
@@ -73,8 +70,8 @@ ValidateInputs load_validate_inputs(const std::string& measurements_path, const 
 
 void emit_report(const std::string& format, const std::string& json_path, const std::string& table,
                  const Json& report) {
-  const std::string json_text = report.dump(2) + "\n";
-  std::cout << (format == "json" || json_path == "-" ? json_text : table);
+  const std::string json_text = dump_json_text(report, 2) + "\n";
+  write_stdout(format == "json" || json_path == "-" ? json_text : terminal_text(table));
   if (!json_path.empty() && json_path != "-") write_file_text(json_path, "--json", json_text);
 }
 
@@ -129,7 +126,8 @@ int validate_megatron_logs(const ValidateOptions& o) {
   std::set<std::string> gaps;  // once each, not once per log
   for (const auto& run : runs)
     for (const auto& gap : framework_time_gaps(hw, kMegatronLocalFramework, run.comparison.setup.model))
-      if (gaps.insert(gap).second) std::cerr << "note: " << hw_src.label << ": " << gap << "\n";
+      if (gaps.insert(gap).second)
+        std::cerr << "note: " << escape_text(hw_src.label) << ": " << escape_text(gap) << "\n";
   const ReportMeta meta{REMAT_VERSION, REMAT_GIT_COMMIT, "validate --megatron-log", inputs};
   emit_report(o.format, o.json_path, megatron_table(runs, hw.name), megatron_report(meta, runs, hw.name));
   if (!o.svg_path.empty()) write_file_text(o.svg_path, "--svg", megatron_svg(runs, hw.name));

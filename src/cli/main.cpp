@@ -22,6 +22,16 @@ std::vector<std::string> with_default_command(std::vector<std::string> args) {
 
 namespace remat::cli {
 
+namespace {
+// --help and --version print to stdout: a failed write (a full disk) is not a success.
+int checked_output(int code) {
+  std::cout.flush();
+  if (std::cout) return code;
+  std::cerr << "error: stdout: (output): cannot be written\n";
+  return kExitBadInput;
+}
+}  // namespace
+
 // The whole program but for the process: `args` without the program name;
 // returns the exit code. The fuzz target in tests/fuzz drives it in-process.
 int run_cli(std::vector<std::string> args) {
@@ -41,11 +51,11 @@ int run_cli(std::vector<std::string> args) {
     args = with_default_command(std::move(args));
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return checked_output(app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return checked_output(app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return checked_output(app.exit(e));
   } catch (const CLI::ParseError& e) {
     std::cerr << "error: command line: " << e.what() << "\n";
     return kExitBadInput;

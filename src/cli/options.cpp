@@ -3,16 +3,21 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 
 #include "remat/cost/op_time.hpp"
 #include "remat/io/sha256.hpp"
+#include "remat/report/json_text.hpp"
 #include "remat/spec/framework.hpp"
+#include "remat/spec/text.hpp"
 #include "remat/spec/validate.hpp"
 #include "version.hpp"
+#include "work_limits.hpp"
 
 namespace remat::cli {
 
@@ -131,6 +136,9 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
                  "sdpa (a fused kernel that keeps softmax statistics) or eager (materialized scores; as --no-flash)")
       ->check(CLI::IsMember({"sdpa", "eager"}));
   app.add_option("--json", o.json_path, "write the JSON report to FILE ('-' for stdout)");
+  // flags that apply only with another: remembered when given, checked in load_inputs
+  for (const char* flag : {"--num-layers", "--grpo-group", "--lora-targets", "--lora-dropout"})
+    app.get_option(flag)->each([&o, flag](const std::string&) { o.given.insert(flag); });
   app.add_option("--format", o.format, "stdout format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
 }
 
@@ -177,6 +185,9 @@ Plan plan_from(const StrategyOptions& o) {
     throw InputError({{"command line", "--strategy", o.strategy,
                        "must be one of none, full, selective, standard, eagle, offload, streambp"}});
   if (!o.recompute_layers.empty()) p.recompute_layers = parse_int_list("--recompute-layers", o.recompute_layers);
+  if (!o.recompute_layers.empty() && p.strategy == Strategy::none)
+    throw InputError({{"command line", "--recompute-layers", o.recompute_layers,
+                       "applies only with a recompute strategy (--strategy none recomputes nothing)"}});
   if (!o.offload_layers.empty()) p.offload_layers = parse_int_list("--offload-layers", o.offload_layers);
   return p;
 }
@@ -210,6 +221,21 @@ LoraTargets parse_lora_targets(const std::string& text) {
                          "takes a comma-separated list of q, k, v, o, gate, up, down (or qkv, mlp)"}});
   }
   return l;
+}
+
+// A flag given that another flag's value makes meaningless: refused, not ignored.
+void refuse_unused_flags(const CommonOptions& o) {
+  const auto refuse = [](const std::string& flag, const std::string& value, const std::string& why) {
+    throw InputError({{"command line", flag, value, why}});
+  };
+  if (o.given.count("--num-layers") && o.num_layers == 0)
+    refuse("--num-layers", "0", "must be at least 1 (leave it out for the model's layer count)");
+  if (o.given.count("--grpo-group") && o.objective != "grpo")
+    refuse("--grpo-group", std::to_string(o.grpo_group), "applies only with --objective grpo");
+  if (o.lora_rank == 0 && o.given.count("--lora-targets"))
+    refuse("--lora-targets", o.lora_targets, "applies only with --lora-rank > 0");
+  if (o.lora_rank == 0 && o.given.count("--lora-dropout"))
+    refuse("--lora-dropout", fmt::format("{}", o.lora_dropout), "applies only with --lora-rank > 0");
 }
 
 TrainingSpec training_from(const CommonOptions& o) {
@@ -249,11 +275,13 @@ TrainingSpec training_from(const CommonOptions& o) {
 }  // namespace
 
 Inputs load_inputs(const CommonOptions& o, const std::string& command) {
+  check_pipeline_stages(o);
   const SpecSource model_src = read_spec_source(o.model, "models");
   const SpecSource hw_src = read_spec_source(o.hardware, "hardware");
   Inputs in;
   in.model = load_model(model_src);
-  for (const auto& note : in.model.notes) std::cerr << "note: " << model_src.label << ": " << note << "\n";
+  for (const auto& note : in.model.notes)
+    std::cerr << "note: " << escape_text(model_src.label) << ": " << escape_text(note) << "\n";
   in.hardware = load_hardware(hw_src);
   if (o.num_layers < 0)
     throw InputError({{"command line", "--num-layers", std::to_string(o.num_layers), "must not be negative"}});
@@ -267,6 +295,7 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
           {{"command line", "--num-layers", std::to_string(o.num_layers),
             "is below the model's first_k_dense_replace = " + std::to_string(in.model.first_k_dense_replace)}});
   }
+  refuse_unused_flags(o);
   in.training = training_from(o);
   if (!o.megatron_split.empty()) {
     if (!o.layers_per_stage.empty())
@@ -290,7 +319,7 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
   if (!problems.empty()) throw InputError(std::move(problems));
   in.training = with_defaults(in.training);
   for (const auto& gap : framework_time_gaps(in.hardware, in.training.framework, in.model))
-    std::cerr << "note: " << hw_src.label << ": " << gap << "\n";
+    std::cerr << "note: " << escape_text(hw_src.label) << ": " << escape_text(gap) << "\n";
   in.hardware = apply_framework(in.hardware, in.training.framework);
   in.meta = {
       REMAT_VERSION,
@@ -332,18 +361,26 @@ void check_report_numbers(const Json& j, const std::string& path) {
 
 }  // namespace
 
+void write_stdout(const std::string& text) {
+  std::cout << text << std::flush;
+  if (!std::cout)
+    throw InputError({{"stdout", "(output)", "", std::string("cannot be written: ") + std::strerror(errno)}});
+}
+
+void write_text_file(const std::string& path, const std::string& flag, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();  // a full disk shows at the flush
+  if (!out) throw InputError({{path, flag, path, "cannot be written"}});
+}
+
+std::string terminal_text(const std::string& table) { return escape_text(table, /*keep_newlines=*/true); }
+
 void emit(const CommonOptions& o, const std::string& table, const Json& report) {
   check_report_numbers(report, "");
-  const std::string json_text = report.dump(2) + "\n";
-  if (o.format == "json" || o.json_path == "-")
-    std::cout << json_text;
-  else
-    std::cout << table;
-  if (!o.json_path.empty() && o.json_path != "-") {
-    std::ofstream out(o.json_path, std::ios::binary);
-    out << json_text;
-    if (!out) throw InputError({{o.json_path, "--json", o.json_path, "cannot be written"}});
-  }
+  const std::string json_text = dump_json_text(report, 2) + "\n";
+  write_stdout(o.format == "json" || o.json_path == "-" ? json_text : terminal_text(table));
+  if (!o.json_path.empty() && o.json_path != "-") write_text_file(o.json_path, "--json", json_text);
 }
 
 }  // namespace remat::cli

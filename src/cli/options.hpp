@@ -40,6 +40,7 @@ struct CommonOptions {
   std::string attention;  // sdpa | eager; empty: --no-flash decides
   std::string json_path;
   std::string format = "table";
+  std::set<std::string> given;  // set after parsing: the flags below that were on the command line
 };
 
 void add_common_options(CLI::App& app, CommonOptions& o);
@@ -81,5 +82,15 @@ double memory_budget_bytes(bool given, double gib, const HardwareSpec& hw);
 // Prints the table or JSON to stdout and writes --json FILE; throws InputError
 // when the file cannot be written.
 void emit(const CommonOptions& o, const std::string& table, const Json& report);
+
+// Writes to stdout and flushes; throws InputError when the write fails (a
+// full disk, a closed pipe with SIGPIPE ignored).
+void write_stdout(const std::string& text);
+// Writes FILE whole; throws InputError naming the flag when it cannot be
+// opened or written (checked after the close: a full disk shows at the flush).
+void write_text_file(const std::string& path, const std::string& flag, const std::string& text);
+// A table for the terminal: control characters and bytes that are not UTF-8
+// from names in the inputs escaped, newlines kept.
+std::string terminal_text(const std::string& table);
 
 }  // namespace remat::cli

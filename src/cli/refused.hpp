@@ -16,6 +16,11 @@ inline void refuse_streambp_chunks(const CommonOptions& o, const std::string& wh
     throw InputError({{"command line", "--lm-head-chunks", std::to_string(o.lm_head_chunks), why}});
 }
 
+// estimate and simulate: StreamBP's D and C given with another --strategy.
+inline void refuse_streambp_chunks_unless(const CommonOptions& o, bool streambp) {
+  if (!streambp) refuse_streambp_chunks(o, "applies only with --strategy streambp");
+}
+
 // What plan, sweep and scenarios say: they evaluate none of the streambp plans D and C apply to.
 inline std::string no_streambp(const std::string& command) {
   return command + " does not evaluate the streambp strategy it applies to (estimate, compare and simulate do)";

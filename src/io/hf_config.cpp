@@ -112,6 +112,21 @@ void read_top_k(HfJsonReader& r, ModelSpec& m) {
     r.integer("experts_per_token", m.num_experts_per_tok, true);  // gpt-oss's original spelling
 }
 
+// A list of layer indices (mlp_only_layers, moe_layers) with one outside 0..layers-1.
+void refuse_layers_outside(HfJsonReader& r, const char* key, const std::vector<int64_t>& sorted, int64_t layers) {
+  if (sorted.empty() || layers < 1) return;
+  const int64_t bad = sorted.front() < 0 ? sorted.front() : sorted.back();
+  if (bad < 0 || bad >= layers)
+    r.fail(key, std::to_string(bad), "names a layer outside 0.." + std::to_string(layers - 1));
+}
+
+// A mixture-of-experts family's expert count given as 0 or less: not a dense model.
+void refuse_no_experts(HfJsonReader& r, const char* key, const ModelSpec& m, const std::string& type) {
+  if (r.has(key) && m.n_routed_experts < 1)
+    r.fail(key, std::to_string(m.n_routed_experts),
+           "must be at least 1: model_type " + type + " is a mixture-of-experts family");
+}
+
 // Qwen2-MoE / Qwen3-MoE: layer i is MoE when (i + 1) % decoder_sparse_step == 0
 // and i is not in mlp_only_layers (transformers' Qwen2MoeDecoderLayer).
 void read_qwen_experts(HfJsonReader& r, ModelSpec& m) {
@@ -123,6 +138,7 @@ void read_qwen_experts(HfJsonReader& r, ModelSpec& m) {
     r.fail("decoder_sparse_step", std::to_string(m.moe_layer_freq), "must be a positive integer");
   r.integer_list("mlp_only_layers", m.dense_mlp_layers);
   std::sort(m.dense_mlp_layers.begin(), m.dense_mlp_layers.end());
+  refuse_layers_outside(r, "mlp_only_layers", m.dense_mlp_layers, m.num_hidden_layers);
   int64_t shared = 0;
   r.integer("shared_expert_intermediate_size", shared, false);
   if (shared > 0 && m.moe_intermediate_size > 0) {
@@ -150,6 +166,7 @@ void read_llama4_experts(HfJsonReader& r, ModelSpec& m) {
   if (!r.has("moe_layers")) return;
   m.moe_layer_freq = 1;
   std::sort(moe_layers.begin(), moe_layers.end());
+  refuse_layers_outside(r, "moe_layers", moe_layers, m.num_hidden_layers);
   for (int64_t i = 0; i < std::min(m.num_hidden_layers, limits::kLayers); ++i)
     if (!std::binary_search(moe_layers.begin(), moe_layers.end(), i)) m.dense_mlp_layers.push_back(i);
 }
@@ -203,10 +220,12 @@ void read_experts(HfJsonReader& r, ModelSpec& m, HfExperts kind, const std::stri
       return refuse_expert_keys(r, type);
     case HfExperts::mixtral:
       r.integer("num_local_experts", m.n_routed_experts, true);
+      refuse_no_experts(r, "num_local_experts", m, type);
       m.moe_intermediate_size = m.intermediate_size;
       break;
     case HfExperts::olmoe:
       r.integer("num_experts", m.n_routed_experts, true);
+      refuse_no_experts(r, "num_experts", m, type);
       m.moe_intermediate_size = m.intermediate_size;
       break;
     case HfExperts::optional_num_experts:
@@ -215,9 +234,11 @@ void read_experts(HfJsonReader& r, ModelSpec& m, HfExperts kind, const std::stri
       break;
     case HfExperts::qwen:
       read_qwen_experts(r, m);
+      refuse_no_experts(r, "num_experts", m, type);
       break;
     case HfExperts::deepseek:
       r.integer("n_routed_experts", m.n_routed_experts, false);
+      refuse_no_experts(r, "n_routed_experts", m, type);
       r.integer("moe_intermediate_size", m.moe_intermediate_size, false);
       r.integer("n_shared_experts", m.n_shared_experts, false);
       r.integer("first_k_dense_replace", m.first_k_dense_replace, false);
@@ -225,6 +246,7 @@ void read_experts(HfJsonReader& r, ModelSpec& m, HfExperts kind, const std::stri
       break;
     case HfExperts::llama4:
       read_llama4_experts(r, m);
+      refuse_no_experts(r, "num_local_experts", m, type);
       break;
     case HfExperts::ernie:
       return read_ernie_experts(r, m);
@@ -319,6 +341,12 @@ void read_dimensions(HfJsonReader& r, ModelSpec& m, const HfFamily& family) {
   r.integer("intermediate_size", m.intermediate_size, false);
   r.integer("num_attention_heads", m.num_attention_heads, false);
   r.integer("num_key_value_heads", m.num_key_value_heads, false);
+  if (r.has("num_key_value_heads") && m.num_key_value_heads < 1)
+    r.fail("num_key_value_heads", std::to_string(m.num_key_value_heads),
+           "must be a positive integer (leave it out, or null, for multi-head attention)");
+  else if (r.object.contains("num_key_value_heads") && !r.has("num_key_value_heads"))
+    m.notes.push_back(r.path("num_key_value_heads") +
+                      " is null: read as num_attention_heads (multi-head attention), as transformers does");
   r.integer("head_dim", m.head_dim, false);
   r.integer("vocab_size", m.vocab_size, false);
   r.integer("num_hidden_layers", m.num_hidden_layers, false);

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "remat/report/json_text.hpp"
 #include "remat/spec/problems.hpp"
 
 namespace remat {
@@ -81,9 +82,12 @@ std::vector<HfStep> parse_hf_run(const std::string& text, const std::string& fil
     if (line.size() > kMaxLineBytes)
       throw InputError({{file, "line " + std::to_string(number), std::to_string(line.size()) + " bytes",
                          "is longer than 1 MiB: not a step record"}});
-    json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object())
+    json j;
+    JsonParseFailure failure;
+    const bool parsed = parse_json_bounded(line, j, failure);
+    if (parsed ? !j.is_object() : failure.malformed)
       throw InputError({{file, "line " + std::to_string(number), line.substr(0, 60), "is not a JSON object"}});
+    if (!parsed) throw InputError({{file, "line " + std::to_string(number) + ": " + failure.key, "", failure.message}});
     const Line l{j, file, number};
     if (j.value("oom", false) || j.contains("error")) continue;
     if (!j.contains("step") || !j["step"].is_number_integer() || j["step"].get<int64_t>() < 1) continue;

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <vector>
 
+#include "remat/report/json_text.hpp"
 #include "remat/spec/problems.hpp"
 
 namespace remat {
@@ -59,16 +60,15 @@ nlohmann::json parse_json_object(const std::string& text, const std::string& fil
   std::vector<size_t> quoted_at;
   const std::string parsed = non_finite_as_strings ? quote_non_finite(text, quoted_at) : text;
   json root;
-  try {
-    root = json::parse(parsed);
-  } catch (const json::parse_error& e) {
-    size_t byte = e.byte;  // back to the offset in the file: two quotes per token before it
-    for (size_t at : quoted_at)
-      if (at < e.byte && byte >= 2) byte -= 2;
-    throw InputError({{file, "byte " + std::to_string(byte), "", "malformed JSON"}});
-  } catch (const json::exception& e) {  // out_of_range: a number beyond double ("1e999")
-    const std::string what = e.what();
-    throw InputError({{file, "(document)", "", "malformed JSON: " + what.substr(what.find(']') + 2)}});
+  JsonParseFailure failure;
+  if (!parse_json_bounded(parsed, root, failure)) {
+    if (failure.malformed) {       // (not by the key's text: a key can be named "byte 7")
+      size_t byte = failure.byte;  // back to the offset in the file: two quotes per token before it
+      for (size_t at : quoted_at)
+        if (at < failure.byte && byte >= 2) byte -= 2;
+      failure.key = "byte " + std::to_string(byte);
+    }
+    throw InputError({{file, failure.key, failure.value, failure.message}});
   }
   if (!root.is_object()) throw InputError({{file, "(document)", "", "must be a JSON object"}});
   return root;

@@ -1,9 +1,11 @@
 #include "remat/io/spec_loader.hpp"
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "remat/io/file_text.hpp"
 #include "remat/spec/validate.hpp"
 #include "yaml_fields.hpp"
 
@@ -135,6 +137,10 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& file) {
   read_layer_construction(f, m);
   f.reject_unknown();
   throw_if(problems);
+  if (f.child("num_key_value_heads") && m.num_key_value_heads == 0)
+    problems.push_back(
+        {file, "num_key_value_heads", "0", "must be a positive integer (leave it out for multi-head attention)"});
+  throw_if(problems);
   if (m.num_key_value_heads == 0 && m.attention() == AttentionKind::gqa) m.num_key_value_heads = m.num_attention_heads;
   auto checks = validate_model(m, file);
   throw_if(checks);
@@ -200,12 +206,9 @@ SpecSource read_spec_source(const std::string& path_or_name, const std::string& 
   if (path_or_name.empty()) throw InputError({{"command line", flag, "", "needs a file or a built-in spec name"}});
   std::error_code ec;
   if (fs::is_regular_file(path_or_name, ec)) {
-    std::ifstream in(path_or_name, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (!in.good() && !in.eof()) throw InputError({{path_or_name, "(file)", "", "cannot be read"}});
-    if (text.str().empty()) throw InputError({{path_or_name, "(file)", "", "is empty"}});
-    return {path_or_name, text.str()};
+    std::string text = read_input_file(path_or_name, flag, kMaxSpecFileBytes);
+    if (text.empty()) throw InputError({{path_or_name, "(file)", "", "is empty"}});
+    return {path_or_name, std::move(text)};
   }
   std::string stem = fs::path(path_or_name).stem().string();
   for (const auto& b : builtin_specs())
@@ -213,6 +216,7 @@ SpecSource read_spec_source(const std::string& path_or_name, const std::string& 
       return {std::string(b.kind) + "/" + b.name + ".yaml (built-in)", b.text};
   if (fs::is_directory(path_or_name, ec))
     throw InputError({{"command line", flag, path_or_name, "is a directory, not a spec file"}});
+  if (fs::exists(path_or_name, ec)) checked_file_size(path_or_name, flag, kMaxSpecFileBytes);  // a FIFO, a device
   std::string names;
   for (const auto& b : builtin_specs())
     if (kind == b.kind) names += (names.empty() ? "" : ", ") + std::string(b.name);
@@ -221,7 +225,9 @@ SpecSource read_spec_source(const std::string& path_or_name, const std::string& 
 }
 
 ModelSpec load_model(const SpecSource& src) {
-  const bool json = src.label.size() >= 5 && src.label.substr(src.label.size() - 5) == ".json";
+  std::string extension = std::filesystem::path(src.label).extension().string();
+  for (char& c : extension) c = char(std::tolower(static_cast<unsigned char>(c)));
+  const bool json = extension == ".json";
   return json ? parse_hf_config(src.text, src.label) : parse_model_yaml(src.text, src.label);
 }
 

@@ -1,8 +1,13 @@
 #include "yaml_fields.hpp"
 
+#include <yaml-cpp/depthguard.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <string_view>
+
+#include "remat/io/file_text.hpp"
 
 namespace remat {
 
@@ -29,8 +34,12 @@ void YamlFields::fail(const std::string& key, const std::string& value, const st
 bool YamlFields::scalar(const std::string& key, bool required, std::string& out) {
   read_.insert(key);
   YAML::Node node;
-  if (!find_value(map_, key, node) || node.IsNull()) {
+  if (!find_value(map_, key, node)) {
     if (required) fail(key, "", "required key is missing");
+    return false;
+  }
+  if (node.IsNull()) {  // "key:", "key: ~", "key: null": not a default
+    fail(key, "null", "has no value: give one or leave the key out");
     return false;
   }
   if (!node.IsScalar()) {
@@ -65,6 +74,7 @@ void YamlFields::number(const std::string& key, double& out, bool required, doub
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
   if (s.empty() || end != s.c_str() + s.size()) return fail(key, s, "must be a number");
+  if (!std::isfinite(v) || !std::isfinite(v * scale)) return fail(key, s, "is out of range for a number");
   out = v * scale;
 }
 
@@ -103,10 +113,59 @@ void YamlFields::reject_unknown() {
   }
 }
 
+namespace {
+
+// The line number of a document start ("---" at column 0) or of content after
+// a document end ("..."), once the first document has content; 0 when none.
+size_t second_document_line(const std::string& text) {
+  bool content = false, ended = false;
+  size_t number = 0;
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    const std::string_view line(text.data() + start, end - start);
+    start = end + 1, ++number;
+    const auto marker = [&](std::string_view m) {
+      return line.substr(0, 3) == m && (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
+    };
+    const size_t first = line.find_first_not_of(" \t\r");
+    const bool blank = first == std::string_view::npos || line[first] == '#';
+    if (marker("---")) {
+      if (content || ended) return number;
+      content = line.find_first_not_of(" \t\r", 3) != std::string_view::npos &&
+                line[line.find_first_not_of(" \t\r", 3)] != '#';
+    } else if (marker("...")) {
+      ended = content;
+    } else if (!blank && line[0] != '%') {
+      if (ended) return number;
+      content = true;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 YAML::Node parse_yaml_map(const std::string& text, const std::string& file, std::vector<Problem>& problems) {
   YAML::Node root;
+  if (text.size() > kMaxYamlBytes) {
+    problems.push_back({file, "(file)", std::to_string(text.size()) + " bytes",
+                        "is larger than the " + size_text(kMaxYamlBytes) + " remat reads for a YAML spec"});
+    return YAML::Node();
+  }
   try {
+    // not YAML::LoadAll: yaml-cpp 0.7's loops without end (and without bound on
+    // memory) on some malformed input (found by fuzz_model_yaml)
+    if (const size_t line = second_document_line(text)) {
+      problems.push_back(
+          {file, "line " + std::to_string(line), "---", "starts a second YAML document; remat reads one"});
+      return YAML::Node();
+    }
     root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    problems.push_back(
+        {file, "line " + std::to_string(e.mark.line + 1), "",
+         "nests lists and mappings deeper than the " + std::to_string(e.depth()) + " levels yaml-cpp reads"});
+    return YAML::Node();
   } catch (const YAML::Exception& e) {
     problems.push_back({file, "line " + std::to_string(e.mark.line + 1), "", "malformed YAML: " + e.msg});
     return YAML::Node();

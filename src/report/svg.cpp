@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "remat/spec/text.hpp"
 #include "svg_frame.hpp"
 
 namespace remat::svg_detail {
@@ -18,7 +19,7 @@ const char* color(size_t i) {
 
 std::string escape(const std::string& s) {
   std::string out;
-  for (char c : s) {
+  for (char c : escape_text(s)) {  // control characters and bytes that are not UTF-8 are not XML text
     if (c == '&')
       out += "&amp;";
     else if (c == '<')

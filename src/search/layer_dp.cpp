@@ -1,4 +1,5 @@
 #include "remat/search/layer_dp.hpp"
+#include "remat/spec/problems.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -74,14 +75,29 @@ struct Bounds {
 };
 
 // One pass of the DP under `b`; returns the fastest fitting final plan.
-std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double budget, const Fixed& fx,
-                               const Bounds& b) {
+// The partial plans one stage's search may extend (over all its bound
+// pairs) before it gives up with a named refusal instead of running for
+// minutes: MoE and MLA layers have many options and their Pareto sets grow
+// fast under a loose budget.
+constexpr int64_t kMaxExtendedPlans = 60'000'000;
+
+[[noreturn]] void refuse_search(size_t stage, int64_t layers) {
+  throw InputError({{"command line", "--no-per-layer", "stage " + std::to_string(stage),
+                     "the per-layer search of this stage's " + std::to_string(layers) + " layers passed " +
+                         std::to_string(kMaxExtendedPlans) +
+                         " partial plans; plan without it (--no-per-layer) or with more pipeline stages"}});
+}
+
+std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double budget, const Fixed& fx, const Bounds& b,
+                               int64_t& work) {
   const StageSpace& st = space.stages[stage];
   std::vector<std::vector<State>> layers;
   std::vector<State> current = {State{}};
   for (int kind : st.kinds) {
     std::vector<State> next;
     const auto& opts = space.options[kind];
+    work += int64_t(current.size() * opts.size());
+    if (work > kMaxExtendedPlans) refuse_search(stage, int64_t(st.kinds.size()));
     for (size_t p = 0; p < current.size(); ++p)
       for (size_t o = 0; o < opts.size(); ++o) {
         const LayerCost& c = opts[o].cost;
@@ -179,6 +195,7 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
   // smallest transient (the most room)
   std::set<std::vector<bool>> seen;
   std::optional<StagePlan> best;
+  int64_t work = 0;
   for (double cap : caps)
     for (double staging : stagings) {
       std::vector<bool> admitted;
@@ -200,7 +217,7 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
       if (least * double(std::max<int64_t>(1, st.base.in_flight)) > room) continue;
       if (best) known = std::min(known, best->totals.microbatch_s);
       Bounds b{room / double(std::max<int64_t>(1, st.base.in_flight)), cap, staging, known * (1 + 1e-12)};
-      auto plan = solve(space, stage, budget_bytes, fx, b);
+      auto plan = solve(space, stage, budget_bytes, fx, b, work);
       if (!plan) continue;
       if (!best || plan->totals.microbatch_s < best->totals.microbatch_s ||
           (plan->totals.microbatch_s == best->totals.microbatch_s && plan->totals.peak_bytes < best->totals.peak_bytes))

@@ -109,7 +109,10 @@ std::map<int64_t, LayerChoice> parse_layer_plan(const std::string& text, const M
     const int64_t first = parse_index(range.substr(0, dash), entry);
     const int64_t last = dash == std::string::npos ? first : parse_index(range.substr(dash + 1), entry);
     if (last < first || last >= layers) bad(entry, "layer range must lie within 0.." + std::to_string(layers - 1));
-    for (int64_t g = first; g <= last; ++g) out[g] = parse_choice(entry.substr(colon + 1), shapes.at(m, g), entry);
+    for (int64_t g = first; g <= last; ++g) {
+      if (out.count(g)) bad(entry, "layer " + std::to_string(g) + " is already given by an earlier range");
+      out[g] = parse_choice(entry.substr(colon + 1), shapes.at(m, g), entry);
+    }
   }
   return out;
 }

@@ -9,11 +9,16 @@ namespace remat {
 
 namespace {
 
+// The divisors of n up to `limit`, ascending; O(sqrt n).
 std::vector<int64_t> divisors_up_to(int64_t n, int64_t limit) {
-  std::vector<int64_t> out;
-  for (int64_t d = 1; d <= n && d <= limit; ++d)
-    if (n % d == 0) out.push_back(d);
-  return out;
+  std::vector<int64_t> low, high;
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    if (d <= limit) low.push_back(d);
+    if (d != n / d && n / d <= limit) high.push_back(n / d);
+  }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
 }
 
 struct Layout {
@@ -21,27 +26,35 @@ struct Layout {
   Strategy s;
 };
 
-std::vector<Layout> enumerate(const ModelSpec& m, const TrainingSpec& base, const SweepSpace& sp) {
-  std::vector<Layout> out;
+// Calls visit(tp, pp, dp, ep, mbs, strategy) for each layout until it returns false.
+template <typename Visit>
+void for_each_layout(const ModelSpec& m, const SweepSpace& sp, Visit visit) {
   for (int64_t gpus : sp.gpus)
     for (int64_t tp : sp.tp) {
       if (tp > gpus || gpus % tp != 0) continue;
       const auto pps = sp.pp.empty() ? divisors_up_to(gpus / tp, m.num_hidden_layers) : sp.pp;
       for (int64_t pp : pps) {
-        if (gpus % (tp * pp) != 0) continue;
+        if (pp > gpus || gpus % (tp * pp) != 0) continue;
         const int64_t dp = gpus / (tp * pp);
         const auto eps = !m.is_moe()     ? std::vector<int64_t>{1}
                          : sp.ep.empty() ? divisors_up_to(m.n_routed_experts, dp * tp)
                                          : sp.ep;
         for (int64_t ep : eps)
           for (int64_t mbs : sp.mbs)
-            for (Strategy s : sp.strategies) {
-              TrainingSpec t = base;
-              t.tp = tp, t.pp = pp, t.dp = dp, t.ep = ep, t.mbs = mbs;
-              out.push_back({t, s});
-            }
+            for (Strategy s : sp.strategies)
+              if (!visit(tp, pp, dp, ep, mbs, s)) return;
       }
     }
+}
+
+std::vector<Layout> enumerate(const ModelSpec& m, const TrainingSpec& base, const SweepSpace& sp) {
+  std::vector<Layout> out;
+  for_each_layout(m, sp, [&](int64_t tp, int64_t pp, int64_t dp, int64_t ep, int64_t mbs, Strategy s) {
+    TrainingSpec t = base;
+    t.tp = tp, t.pp = pp, t.dp = dp, t.ep = ep, t.mbs = mbs;
+    out.push_back({t, s});
+    return true;
+  });
   return out;
 }
 
@@ -57,6 +70,12 @@ static bool recomputes_nothing(const Candidate& c) {
     return true;
   }
   return std::all_of(c.r.begin(), c.r.end(), [](int64_t r) { return r == 0; });
+}
+
+int64_t count_layouts(const ModelSpec& m, const SweepSpace& space, int64_t limit) {
+  int64_t n = 0;
+  for_each_layout(m, space, [&](int64_t, int64_t, int64_t, int64_t, int64_t, Strategy) { return ++n <= limit; });
+  return n;
 }
 
 SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& base, const SweepSpace& space,

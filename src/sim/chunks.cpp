@@ -22,7 +22,12 @@ TrainingSpec virtual_layout(const ModelSpec& m, const TrainingSpec& t, const Pla
   if (t.microbatches() % t.pp != 0)
     fail("--virtual-stages", std::to_string(v),
          "needs the microbatch count (" + std::to_string(t.microbatches()) + ") to be a multiple of --pp");
-  if (effective_layers(m, t) < t.pp * v) fail("--virtual-stages", std::to_string(v), "leaves a chunk without layers");
+  // v above the layer count leaves a chunk empty; checked before pp * v, which could overflow
+  const int64_t layers = effective_layers(m, t);
+  if (v > layers || layers < t.pp * v)
+    fail("--virtual-stages", std::to_string(v),
+         "leaves a chunk without layers (pp x virtual stages must not exceed the " + std::to_string(layers) +
+             " layers)");
   if (plan.recompute_layers.size() > 1 || plan.offload_layers.size() > 1)
     fail("--virtual-stages", std::to_string(v), "takes one --recompute-layers / --offload-layers value for all chunks");
   TrainingSpec tv = t;

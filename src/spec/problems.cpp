@@ -1,5 +1,7 @@
 #include "remat/spec/problems.hpp"
 
+#include "remat/spec/text.hpp"
+
 namespace remat {
 
 namespace {
@@ -7,28 +9,15 @@ namespace {
 constexpr size_t kMaxField = 120;    // longer keys and values are cut, with "..."
 constexpr size_t kMaxMessage = 200;  // messages can quote input (a parser's token)
 
-// One printable line: control characters escaped (a key or value from a file
-// may hold newlines), long text cut.
+// One printable line: control characters and bytes that are not UTF-8
+// escaped (a key or value from a file may hold newlines), long text cut on a
+// character boundary.
 std::string printable(const std::string& s, size_t max = std::string::npos) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (out.size() >= max) return out + "...";
-    if (c == '\n')
-      out += "\\n";
-    else if (c == '\r')
-      out += "\\r";
-    else if (c == '\t')
-      out += "\\t";
-    else if (c < 0x20 || c == 0x7f) {
-      static const char* hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += char(c);
-    }
-  }
-  return out;
+  std::string out = escape_text(s);
+  if (out.size() <= max) return out;
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
+  return out.substr(0, cut) + "...";
 }
 
 std::string first_line(const std::vector<Problem>& problems) {

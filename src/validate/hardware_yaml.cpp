@@ -6,6 +6,7 @@
 
 #include <sstream>
 
+#include "remat/spec/text.hpp"
 #include "remat/validate/calibrate.hpp"
 
 namespace remat {
@@ -98,7 +99,7 @@ std::string calibrated_hardware_yaml(const std::string& original, const Calibrat
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::string& line = lines[i];
     if (indent_of(line) == 0 && sets_key(line, "calibrated_from")) {
-      out.push_back("calibrated_from: \"" + source + "\"");
+      out.push_back("calibrated_from: " + yaml_double_quoted(source));
       have_source_key = true;
       continue;
     }
@@ -124,13 +125,13 @@ std::string calibrated_hardware_yaml(const std::string& original, const Calibrat
     }
     out.push_back(line);
     if (!have_source_key && indent_of(line) == 0 && sets_key(line, "source")) {
-      out.push_back("calibrated_from: \"" + source + "\"");
+      out.push_back("calibrated_from: " + yaml_double_quoted(source));
       have_source_key = true;
     }
   }
   std::string text;
   for (const auto& l : out) text += l + "\n";
-  if (!have_source_key) text += "calibrated_from: \"" + source + "\"\n";
+  if (!have_source_key) text += "calibrated_from: " + yaml_double_quoted(source) + "\n";
   return text;
 }
 

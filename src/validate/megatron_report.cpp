@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "remat/report/json_text.hpp"
 #include "remat/report/svg.hpp"
 
 namespace remat {
@@ -178,8 +179,9 @@ namespace {
 
 // host_probe.py's JSON as a JSON value; a hand-edited line that is not JSON is kept as text
 Json probe_json(const std::string& line) {
-  const Json probe = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-  return probe.is_discarded() ? Json(line) : probe;
+  nlohmann::json probe;
+  JsonParseFailure failure;  // nested deeper than kMaxJsonDepth, repeated keys, not JSON: kept as text
+  return parse_json_bounded(line, probe, failure) ? Json(probe) : Json(line);
 }
 
 double launch_us(const Json& probe) {

@@ -1,7 +1,8 @@
 #include "remat/validate/megatron_run.hpp"
 
 #include <algorithm>
-#include <cstdlib>
+#include <charconv>
+#include <map>
 
 #include "remat/spec/framework.hpp"
 #include "remat/spec/pipeline_split.hpp"
@@ -11,6 +12,9 @@
 namespace remat {
 
 namespace {
+
+// Every integer argument remat reads is at most this: products of two stay in int64.
+constexpr int64_t kMaxArgument = 1'000'000'000;
 
 // Arguments as Megatron-LM prints them (Python reprs), read with the log's
 // name in every error.
@@ -32,10 +36,10 @@ struct ArgReader {
     const std::string* v = find(key);
     if (!v) return 0;
     if (*v == "None" && fallback_if_none >= 0) return fallback_if_none;
-    char* end = nullptr;
-    const long long x = std::strtoll(v->c_str(), &end, 10);
-    if (v->empty() || *end != '\0') {
-      problems.push_back({log.file, key, *v, "must be an integer"});
+    int64_t x = 0;
+    const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
+    if (v->empty() || ec != std::errc() || end != v->data() + v->size() || x < 0 || x > kMaxArgument) {
+      problems.push_back({log.file, key, *v, "must be an integer between 0 and " + std::to_string(kMaxArgument)});
       return 0;
     }
     return x;
@@ -115,6 +119,10 @@ TrainingSpec training_from(ArgReader& a) {
   const int64_t cp = a.integer("context_parallel_size");
   if (cp != 1) a.refuse("context_parallel_size", std::to_string(cp), "remat models no context parallelism");
   t.dp = t.tp * t.pp > 0 ? world / (t.tp * t.pp) : 0;
+  if (t.tp * t.pp > 0 && world % (t.tp * t.pp) != 0)
+    a.refuse("world_size", std::to_string(world),
+             "must be a multiple of tensor_model_parallel_size x pipeline_model_parallel_size = " +
+                 std::to_string(t.tp * t.pp));
   t.mbs = a.integer("micro_batch_size");
   t.gbs = a.integer("global_batch_size");
   t.seq = a.integer("seq_length");
@@ -199,6 +207,33 @@ Plan plan_from(ArgReader& a, std::string& words) {
   return p;
 }
 
+// The checks name remat's keys and flags; a log's problems name its arguments
+// and quote what the log says.
+std::vector<Problem> in_log_terms(std::vector<Problem> problems, const MegatronLog& log) {
+  static const std::map<std::string, std::string> argument = {{"--tp", "tensor_model_parallel_size"},
+                                                              {"--pp", "pipeline_model_parallel_size"},
+                                                              {"--dp", "world_size"},
+                                                              {"--ep", "expert_model_parallel_size"},
+                                                              {"--mbs", "micro_batch_size"},
+                                                              {"--gbs", "global_batch_size"},
+                                                              {"--seq", "seq_length"},
+                                                              {"num_hidden_layers", "num_layers"},
+                                                              {"intermediate_size", "ffn_hidden_size"},
+                                                              {"num_key_value_heads", "num_query_groups"},
+                                                              {"head_dim", "kv_channels"},
+                                                              {"n_routed_experts", "num_experts"},
+                                                              {"num_experts_per_tok", "moe_router_topk"},
+                                                              {"moe_intermediate_size", "moe_ffn_hidden_size"}};
+  for (Problem& p : problems) {
+    const auto it = argument.find(p.key);
+    if (it != argument.end()) p.key = it->second;
+    p.file = log.file;
+    const auto value = log.args.find(p.key);
+    if (value != log.args.end()) p.value = value->second;
+  }
+  return problems;
+}
+
 }  // namespace
 
 MegatronSetup megatron_setup(const MegatronLog& log) {
@@ -213,7 +248,7 @@ MegatronSetup megatron_setup(const MegatronLog& log) {
   auto checks = validate_model(s.model, log.file);
   auto layout = validate_training(s.training, s.model);
   checks.insert(checks.end(), layout.begin(), layout.end());
-  if (!checks.empty()) throw InputError(checks);
+  if (!checks.empty()) throw InputError(in_log_terms(checks, log));
   return s;
 }
 
@@ -254,8 +289,17 @@ MegatronComparison compare_megatron(const MegatronLog& log, const HardwareSpec& 
     row.measured_device_used_MiB = r.device_used_MiB;
     c.ranks.push_back(row);
   }
+  std::vector<bool> reported(c.estimate.stages.size(), false);
+  for (const MegatronRankRow& row : c.ranks) reported[size_t(row.stage)] = true;
+  for (size_t stage = 0; stage < reported.size(); ++stage)
+    if (!reported[stage])
+      throw InputError({{log.file, "memory (MB)", "stage " + std::to_string(stage),
+                         "no rank of this pipeline stage reports its memory (ranks missing from the log)"}});
   c.predicted_iteration_ms = c.estimate.iteration.time_s * 1000;
   c.measured_iteration_ms = steady_iteration_ms(log, &c.timed_iterations);
+  if (c.timed_iterations == 0)
+    throw InputError({{log.file, "elapsed time per iteration (ms)", std::to_string(log.iteration_ms.size()) + " lines",
+                       "has no iteration after the second (the first two warm up): run with --train-iters 3 or more"}});
   return c;
 }
 

@@ -14,7 +14,7 @@ root=$PWD
 build=${BUILD:-build-fuzz}
 jobs=${JOBS:-2}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_model_yaml fuzz_hardware_yaml fuzz_hf_config fuzz_measurements fuzz_megatron_log fuzz_cli)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_model_yaml fuzz_hardware_yaml fuzz_hf_config fuzz_measurements fuzz_megatron_log fuzz_hf_run fuzz_cli)
 
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREMAT_FUZZ=ON \
   -DREMAT_ENABLE_CUDA=OFF -DREMAT_BUILD_TESTS=OFF -DREMAT_BUILD_BENCHMARKS=OFF >/dev/null
@@ -30,7 +30,10 @@ seed() {  # seed TARGET: copy the committed inputs into the working corpus
     fuzz_measurements) cp tests/fuzz/seeds/measurements/*.json "$dir/" ;;
     fuzz_cli) cp tests/fuzz/seeds/cli/*.txt "$dir/" ;;
     fuzz_megatron_log) cp reports/megatron/logs/*.log reports/megatron/plans/*.log "$dir/" ;;
+    fuzz_hf_run) : ;;  # seeds/hostile/fuzz_hf_run holds the first records of reports/hf/steps-h100.jsonl
   esac
+  # hostile seeds (deep nesting, long lines, bytes not UTF-8, huge integers) per target
+  if [ -d "tests/fuzz/seeds/hostile/$1" ]; then cp tests/fuzz/seeds/hostile/"$1"/* "$dir/"; fi
 }
 
 run() {  # run TARGET: SECONDS of fuzzing in its own folder (crash files land there)
@@ -40,6 +43,7 @@ run() {  # run TARGET: SECONDS of fuzzing in its own folder (crash files land th
   [ "$t" = fuzz_cli ] && extra=(-dict="$root/tests/fuzz/cli.dict" -timeout=60)
   [ "$t" = fuzz_measurements ] && extra=(-max_len=16384)
   [ "$t" = fuzz_megatron_log ] && extra=(-max_len=131072)
+  [ "$t" = fuzz_hf_run ] && extra=(-max_len=65536)
   (cd "$work" && ASAN_OPTIONS=detect_leaks=1 "$root/$build/tests/fuzz/$t" -max_total_time="$seconds" -timeout=10 \
      -rss_limit_mb=2048 -close_fd_mask=3 -print_final_stats=1 "${extra[@]}" "$root/$build/corpus/$t") \
      >"$build/fuzz-work/$t.log" 2>&1

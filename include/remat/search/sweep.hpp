@@ -36,6 +36,10 @@ struct SweepResult {
   std::vector<int64_t> gpus_without_layout;  // GPU counts no swept tp x pp x ep divides
 };
 
+// The layouts sweep() evaluates, counted up to limit + 1 (so a huge space
+// costs no more than the limit to count).
+int64_t count_layouts(const ModelSpec& m, const SweepSpace& space, int64_t limit);
+
 // `base` supplies gbs, seq and the implementation options. `progress` is
 // called with (done, total) now and then.
 SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& base, const SweepSpace& space,
