@@ -37,14 +37,20 @@ void write_file_text(const std::string& path, const std::string& flag, const std
 
 // --hardware default: the GPU the measurements name (H200 -> h200, H100 -> h100-sxm),
 // the file under hardware/ when run from the repository, else the built-in spec.
-std::string default_hardware(const Measurements& m, const std::string& file) {
+std::string hardware_for_device(const std::string& device) {
   std::string name;
-  if (m.device.find("H200") != std::string::npos) name = "h200";
-  if (m.device.find("H100") != std::string::npos) name = "h100-sxm";
-  if (name.empty())
-    throw InputError({{file, "device.name", m.device, "names no GPU with a hardware file: pass --hardware"}});
+  if (device.find("H200") != std::string::npos) name = "h200";
+  if (device.find("H100") != std::string::npos) name = "h100-sxm";
+  if (name.empty()) return "";
   const std::string path = "hardware/" + name + ".yaml";
   return std::ifstream(path).good() ? path : name;
+}
+
+std::string default_hardware(const Measurements& m, const std::string& file) {
+  const std::string hw = hardware_for_device(m.device);
+  if (hw.empty())
+    throw InputError({{file, "device.name", m.device, "names no GPU with a hardware file: pass --hardware"}});
+  return hw;
 }
 
 ValidateInputs load_validate_inputs(const std::string& measurements_path, const std::string& hardware,
@@ -88,14 +94,6 @@ struct ValidateOptions {
 
 // The hardware file for a GPU name (H200 -> h200, H100 -> h100-sxm): the file
 // under hardware/ when run from the repository, else the built-in spec; "" when unknown.
-std::string hardware_for_device(const std::string& device) {
-  std::string name;
-  if (device.find("H200") != std::string::npos) name = "h200";
-  if (device.find("H100") != std::string::npos) name = "h100-sxm";
-  if (name.empty()) return "";
-  const std::string path = "hardware/" + name + ".yaml";
-  return std::ifstream(path).good() ? path : name;
-}
 
 int validate_megatron_logs(const ValidateOptions& o) {
   std::vector<MegatronLog> logs;
