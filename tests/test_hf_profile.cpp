@@ -8,10 +8,13 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "remat/cost/exact_blocks.hpp"
 #include "remat/cost/layer_cost.hpp"
 #include "remat/io/hf_run_log.hpp"
 #include "remat/spec/framework.hpp"
+#include "shell_run.hpp"
 #include "test_helpers.hpp"
 
 namespace remat {
@@ -102,6 +105,26 @@ TEST(HfProfile, MeasuredGrpoAndDpoStepsWithinOnePercent) {
     ++checked;
   }
   EXPECT_EQ(checked, 14);
+}
+
+}  // namespace
+}  // namespace remat
+
+namespace remat {
+namespace {
+
+// validate --hf-run --svg: one point per case in the peak and before-step panels, one per time ratio.
+TEST(HfProfile, SvgHasAPointPerCaseAndRatio) {
+  const std::string svg = testing::TempDir() + "/hf_" + std::to_string(::getpid()) + ".svg";
+  const auto r = test::run_shell(
+      test::remat_command({"validate", "--hf-run", kData + "/../reports/hf/steps-h100.jsonl", "--svg", svg}) +
+      " >/dev/null 2>&1");
+  ASSERT_EQ(r.exit_code, 0);
+  const std::string text = test::read_text(svg);
+  EXPECT_NE(text.find("Hugging Face training steps beside remat (--framework hf, H100 SXM)"), std::string::npos);
+  size_t circles = 0;
+  for (size_t at = text.find("<circle"); at != std::string::npos; at = text.find("<circle", at + 1)) ++circles;
+  EXPECT_EQ(circles, 2 * 148u + 59u);
 }
 
 }  // namespace

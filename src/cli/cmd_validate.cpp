@@ -171,6 +171,7 @@ int validate_hf_runs(const ValidateOptions& o) {
   }
   const ReportMeta meta{REMAT_VERSION, REMAT_GIT_COMMIT, "validate --hf-run", inputs};
   emit_report(o.format, o.json_path, hf_table(cases, hw.name), hf_report(meta, cases, hw.name));
+  if (!o.svg_path.empty()) write_file_text(o.svg_path, "--svg", hf_svg(cases, hw.name));
   return kExitOk;
 }
 
@@ -191,14 +192,13 @@ Runner add_validate_command(CLI::App& app) {
                   "JSON lines of examples/hf/hf_step.py: per case predicted vs measured step peak, bytes before the "
                   "step and checkpointed time over none, under --framework hf");
   sub->add_option("--svg", o->svg_path,
-                  "with --megatron-log: predicted against measured peak, iteration time and time over none");
+                  "predicted against measured: with --megatron-log peak, iteration time and time over none; with "
+                  "--hf-run step peak, bytes before the step and checkpointed time over none");
   return [o]() {
-    if (!o->svg_path.empty() && o->megatron_logs.empty())
-      throw InputError({{"command line", "--svg", o->svg_path, "needs --megatron-log"}});
+    if (!o->svg_path.empty() && o->megatron_logs.empty() && o->hf_runs.empty())
+      throw InputError({{"command line", "--svg", o->svg_path, "needs --megatron-log or --hf-run"}});
     if (!o->megatron_logs.empty() && !o->hf_runs.empty())
       throw InputError({{"command line", "--hf-run", o->hf_runs.front(), "cannot be combined with --megatron-log"}});
-    if (!o->svg_path.empty() && !o->hf_runs.empty())
-      throw InputError({{"command line", "--svg", o->svg_path, "is drawn for --megatron-log only"}});
     if (!o->hf_runs.empty()) return validate_hf_runs(*o);
     if (!o->megatron_logs.empty()) return validate_megatron_logs(*o);
     const ValidateInputs in = load_validate_inputs(o->measurements, o->hardware, "validate");

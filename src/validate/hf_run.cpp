@@ -1,5 +1,7 @@
 #include "remat/validate/hf_run.hpp"
 
+#include "remat/report/svg.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -180,6 +182,22 @@ Json spread_json(const Spread& s) {
 }
 
 }  // namespace
+
+std::string hf_svg(const std::vector<HfComparison>& cases, const std::string& hardware_name) {
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  ScatterPanel peak{"step peak, max allocated (GiB)", 3, {}}, before{"allocated before the step (GiB)", 3, {}};
+  ScatterPanel ratio{"checkpointed time over none", 10, {}};
+  const auto group = [](const HfComparison& c) -> size_t { return c.measured.mode == "lora" ? 1 : 0; };
+  for (const HfComparison& c : cases) {
+    peak.points.push_back({c.estimate.peak_memory_bytes / kGiB, c.measured.peak_bytes / kGiB, group(c)});
+    before.points.push_back({c.predicted_before_bytes / kGiB, c.measured.before_bytes / kGiB, group(c)});
+  }
+  for (const HfTimeRatio& r : hf_time_ratios(cases))
+    ratio.points.push_back({r.predicted, r.measured, group(cases[r.checkpointed])});
+  return predicted_vs_measured_svg(
+      fmt::format("Hugging Face training steps beside remat (--framework hf, {})", hardware_name),
+      {"full model", "LoRA"}, {peak, before, ratio});
+}
 
 Json hf_report(const ReportMeta& meta, const std::vector<HfComparison>& cases, const std::string& hardware_name) {
   Json j;

@@ -56,5 +56,8 @@ std::vector<HfTimeRatio> hf_time_ratios(const std::vector<HfComparison>& cases);
 
 std::string hf_table(const std::vector<HfComparison>& cases, const std::string& hardware_name);
 Json hf_report(const ReportMeta& meta, const std::vector<HfComparison>& cases, const std::string& hardware_name);
+// Predicted against measured: step peak, bytes before the step, checkpointed time over none;
+// full-model and LoRA steps in two colours.
+std::string hf_svg(const std::vector<HfComparison>& cases, const std::string& hardware_name);
 
 }  // namespace remat
