@@ -256,3 +256,21 @@ TEST(MegatronCli, PrintedFlagsEstimateToThePlansNumbers) {
 
 }  // namespace
 }  // namespace remat
+
+namespace remat {
+namespace {
+
+// Megatron-LM refuses top-1 routing without --moe-router-pre-softmax (Llama 4 Scout, Maverick).
+TEST(MegatronFlagsText, TopOneRoutingTakesPreSoftmax) {
+  ModelSpec m = test::model("moe-mla-moe-toy");
+  const TrainingSpec t = test::layout(1, 2, 1, 1, 1, 4096);
+  m.num_experts_per_tok = 1;
+  std::string line = one_line(megatron_args(m, t, megatron_split(m, t), MegatronRecompute{}, false).all());
+  EXPECT_NE(line.find("--moe-router-topk 1 --moe-router-pre-softmax"), std::string::npos) << line;
+  m.num_experts_per_tok = 2;
+  line = one_line(megatron_args(m, t, megatron_split(m, t), MegatronRecompute{}, false).all());
+  EXPECT_EQ(line.find("--moe-router-pre-softmax"), std::string::npos) << line;
+}
+
+}  // namespace
+}  // namespace remat

@@ -59,6 +59,8 @@ std::vector<std::string> model_flags(const ModelSpec& m, const TrainingSpec& t, 
   if (m.is_moe()) {
     f.push_back(flag("--num-experts", m.n_routed_experts));
     f.push_back(flag("--moe-router-topk", m.num_experts_per_tok));
+    // TransformerConfig: "Please use --moe-router-pre-softmax when topk is 1" (Llama 4)
+    if (m.num_experts_per_tok == 1) f.push_back("--moe-router-pre-softmax");
     f.push_back(flag("--moe-ffn-hidden-size", m.moe_intermediate_size));
     if (m.n_shared_experts > 0)
       f.push_back(flag("--moe-shared-expert-intermediate-size", m.n_shared_experts * m.moe_intermediate_size));
