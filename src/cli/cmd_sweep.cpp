@@ -161,9 +161,9 @@ Runner add_sweep_command(CLI::App& app) {
     if (!o->pps.empty()) space.pp = unique_in_order(parse_int_list("--pps", o->pps));
     if (!o->eps.empty()) space.ep = unique_in_order(parse_int_list("--eps", o->eps));
     space.mbs = unique_in_order(parse_int_list("--mbss", o->mbss));
-    space.strategies = unique_in_order(profile_strategies(in.training, strategy_list(o->strategies),
-                                                          o->strategies != strategy_names(sweep_strategies(), ","),
-                                                          "--strategies"));
+    space.strategies =
+        unique_in_order(profile_strategies(in.training, strategy_list(o->strategies),
+                                           o->strategies != strategy_names(sweep_strategies(), ","), "--strategies"));
     space.per_layer = o->per_layer;
     for (const auto& [flag, list] : {std::pair{"--gpus", gpus},
                                      {"--tps", space.tp},
