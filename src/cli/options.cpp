@@ -46,13 +46,6 @@ std::string framework_help() {
 
 }  // namespace
 
-std::string builtin_names(const std::string& kind) {
-  std::string names;
-  for (const auto& b : builtin_specs())
-    if (kind == b.kind) names += (names.empty() ? "" : ", ") + std::string(b.name);
-  return names;
-}
-
 void add_common_options(CLI::App& app, CommonOptions& o) {
   app.add_option("--model", o.model,
                  "model spec: YAML, Hugging Face config.json, or a built-in name (" + builtin_names("models") + ")")

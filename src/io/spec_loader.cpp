@@ -217,11 +217,16 @@ SpecSource read_spec_source(const std::string& path_or_name, const std::string& 
   if (fs::is_directory(path_or_name, ec))
     throw InputError({{"command line", flag, path_or_name, "is a directory, not a spec file"}});
   if (fs::exists(path_or_name, ec)) checked_file_size(path_or_name, flag, kMaxSpecFileBytes);  // a FIFO, a device
+  throw InputError(
+      {{"command line", flag, path_or_name,
+        "no such file, and no built-in " + kind + " spec of that name (built-in: " + builtin_names(kind) + ")"}});
+}
+
+std::string builtin_names(const std::string& kind) {
   std::string names;
   for (const auto& b : builtin_specs())
     if (kind == b.kind) names += (names.empty() ? "" : ", ") + std::string(b.name);
-  throw InputError({{"command line", flag, path_or_name,
-                     "no such file, and no built-in " + kind + " spec of that name (built-in: " + names + ")"}});
+  return names;
 }
 
 ModelSpec load_model(const SpecSource& src) {

@@ -109,16 +109,13 @@ class SplitSearch {
   LayerCostCache cache_;
 };
 
-using Table = std::vector<double>;  // (stage, first layer) -> value of the best rest
-using Choice = std::vector<int64_t>;
-
-// Minimizes over splits the max over stages of `value(cell)` among fitting stages
-// (or all stages when `need_fit` is false).
-template <class Value>
-std::vector<int64_t> min_max_split(SplitSearch& s, Value value, bool need_fit, double* best) {
+// The split that minimizes the stages' values folded by `combine` (max or sum) over the
+// stages `admit` lets in; `*best` is that minimum (infinity and an empty split when none).
+template <class Admit, class Value, class Combine>
+std::vector<int64_t> best_split_by(SplitSearch& s, Admit admit, Value value, Combine combine, double* best) {
   const int64_t pp = s.pp(), n = s.layers();
-  Table f(size_t((pp + 1) * (n + 1)), kInf);
-  Choice pick(size_t(pp * (n + 1)), 0);
+  std::vector<double> f(size_t((pp + 1) * (n + 1)), kInf);  // (stage, first layer) -> best of the rest
+  std::vector<int64_t> pick(size_t(pp * (n + 1)), 0);
   f[size_t(pp * (n + 1) + n)] = 0;
   for (int64_t i = pp - 1; i >= 0; --i)
     for (int64_t a = i; a <= n - (pp - i); ++a) {
@@ -127,8 +124,8 @@ std::vector<int64_t> min_max_split(SplitSearch& s, Value value, bool need_fit, d
         const double rest = f[size_t((i + 1) * (n + 1) + a + k)];
         if (rest == kInf) continue;
         const StageCell& c = s.cell(i, a, k);
-        if (need_fit && !c.fits) continue;
-        const double v = std::max(value(c), rest);
+        if (!admit(c)) continue;
+        const double v = combine(value(c), rest);
         if (v < out) out = v, pick[size_t(i * (n + 1) + a)] = k;
       }
     }
@@ -139,29 +136,15 @@ std::vector<int64_t> min_max_split(SplitSearch& s, Value value, bool need_fit, d
   return split;
 }
 
+const auto kMax = [](double x, double y) { return std::max(x, y); };
+const auto kSum = [](double x, double y) { return x + y; };
+const auto kTime = [](const StageCell& c) { return c.microbatch_s; };
+
 // The split of least summed stage time, every stage fitting, within `bound` and
 // with an optimizer step within `step_bound`.
 std::vector<int64_t> min_sum_split(SplitSearch& s, double bound, double step_bound, double* best) {
-  const int64_t pp = s.pp(), n = s.layers();
-  Table f(size_t((pp + 1) * (n + 1)), kInf);
-  Choice pick(size_t(pp * (n + 1)), 0);
-  f[size_t(pp * (n + 1) + n)] = 0;
-  for (int64_t i = pp - 1; i >= 0; --i)
-    for (int64_t a = i; a <= n - (pp - i); ++a) {
-      double& out = f[size_t(i * (n + 1) + a)];
-      for (int64_t k = s.smallest_k(i, a); k <= s.largest_k(i, a); ++k) {
-        const double rest = f[size_t((i + 1) * (n + 1) + a + k)];
-        if (rest == kInf) continue;
-        const StageCell& c = s.cell(i, a, k);
-        if (!c.fits || c.microbatch_s > bound || c.step_s > step_bound) continue;
-        if (c.microbatch_s + rest < out) out = c.microbatch_s + rest, pick[size_t(i * (n + 1) + a)] = k;
-      }
-    }
-  *best = f[0];
-  std::vector<int64_t> split;
-  if (f[0] == kInf) return split;
-  for (int64_t i = 0, a = 0; i < pp; a += split.back(), ++i) split.push_back(pick[size_t(i * (n + 1) + a)]);
-  return split;
+  const auto admit = [&](const StageCell& c) { return c.fits && c.microbatch_s <= bound && c.step_s <= step_bound; };
+  return best_split_by(s, admit, kTime, kSum, best);
 }
 
 // The iteration time of a split, as iteration_from_stages computes it.
@@ -185,12 +168,13 @@ SplitChoice best_split(const ModelSpec& m, const HardwareSpec& hw, const Trainin
     return {{s.layers()}, fits};
   }
   double slowest = kInf;
-  std::vector<int64_t> best = min_max_split(
-      s, [](const StageCell& c) { return c.microbatch_s; }, true, &slowest);
+  std::vector<int64_t> best = best_split_by(
+      s, [](const StageCell& c) { return c.fits; }, kTime, kMax, &slowest);
   if (best.empty()) {
     double peak = kInf;
-    return {min_max_split(
-                s, [](const StageCell& c) { return c.peak_bytes; }, false, &peak),
+    const auto any = [](const StageCell&) { return true; };
+    return {best_split_by(
+                s, any, [](const StageCell& c) { return c.peak_bytes; }, kMax, &peak),
             false};
   }
   // every bound worth trying: the stage times and optimizer steps of fitting cells, ascending

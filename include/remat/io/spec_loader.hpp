@@ -33,5 +33,7 @@ struct BuiltinSpec {
   const char* text;
 };
 const std::vector<BuiltinSpec>& builtin_specs();
+// The built-in specs of one kind ("models", "hardware"), comma-separated.
+std::string builtin_names(const std::string& kind);
 
 }  // namespace remat
