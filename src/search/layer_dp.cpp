@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
 #include <set>
 
 namespace remat {
@@ -14,29 +13,68 @@ namespace {
 struct State {
   double kept = 0, rc = 0, off = 0;
   int parent = -1;  // index in the previous layer's states
-  int option = -1;  // option taken at this layer
+  int option = -1;  // option taken at this layer (index in space.options[kind])
 };
 
-// Drops every state another state matches or beats on kept, recompute and
-// offload. Sorted by kept, a state is beaten iff an earlier one has both
-// recompute and offload no larger: a staircase over (rc -> least off) answers that.
-std::vector<State> pareto(std::vector<State> states) {
-  std::sort(states.begin(), states.end(), [](const State& a, const State& b) {
-    if (a.kept != b.kept) return a.kept < b.kept;
-    if (a.rc != b.rc) return a.rc < b.rc;
-    return a.off < b.off;
-  });
-  std::vector<State> out;
-  std::map<double, double> stairs;  // rc ascending, off strictly descending
-  for (const State& s : states) {
-    auto it = stairs.upper_bound(s.rc);
-    if (it != stairs.begin() && std::prev(it)->second <= s.off) continue;
-    out.push_back(s);
-    auto erase_from = stairs.lower_bound(s.rc);
-    while (erase_from != stairs.end() && erase_from->second >= s.off) erase_from = stairs.erase(erase_from);
-    stairs[s.rc] = s.off;
+bool lex_less(const State& a, const State& b) {
+  if (a.kept != b.kept) return a.kept < b.kept;
+  if (a.rc != b.rc) return a.rc < b.rc;
+  return a.off < b.off;
+}
+
+// Buffers one stage's search reuses from layer to layer, so the loops allocate
+// only while the fronts still grow.
+struct Workspace {
+  std::vector<State> merged, scratch, front;
+  std::vector<size_t> run_ends;
+  std::vector<std::pair<double, double>> stairs;  // rc ascending, off strictly descending
+};
+
+// Merges the sorted runs of ws.merged (ending at ws.run_ends) pairwise until one is left: the
+// candidates of one layer are the previous front shifted by each option, each run already
+// sorted, so this costs n log(options) instead of a sort's n log n.
+void merge_runs(Workspace& ws) {
+  while (ws.run_ends.size() > 1) {
+    ws.scratch.resize(ws.merged.size());
+    std::vector<size_t> ends;
+    size_t begin = 0;
+    for (size_t r = 0; r < ws.run_ends.size(); r += 2) {
+      const size_t mid = ws.run_ends[r], end = r + 1 < ws.run_ends.size() ? ws.run_ends[r + 1] : mid;
+      std::merge(ws.merged.begin() + long(begin), ws.merged.begin() + long(mid), ws.merged.begin() + long(mid),
+                 ws.merged.begin() + long(end), ws.scratch.begin() + long(begin), lex_less);
+      ends.push_back(end);
+      begin = end;
+    }
+    std::swap(ws.merged, ws.scratch);
+    ws.run_ends = std::move(ends);
   }
-  return out;
+  // adding one option's sums keeps a run's order up to rounding ties; sort in that rare case
+  if (!std::is_sorted(ws.merged.begin(), ws.merged.end(), lex_less))
+    std::sort(ws.merged.begin(), ws.merged.end(), lex_less);
+}
+
+// Keeps, of states sorted by (kept, rc, off), those no other matches or beats
+// on all three: a state is beaten iff an earlier one has both recompute and
+// offload no larger, which a staircase over (rc -> least off) answers.
+void pareto_sorted(Workspace& ws) {
+  ws.front.clear();
+  ws.stairs.clear();
+  for (const State& s : ws.merged) {
+    auto it = std::upper_bound(ws.stairs.begin(), ws.stairs.end(), s.rc,
+                               [](double rc, const std::pair<double, double>& st) { return rc < st.first; });
+    if (it != ws.stairs.begin() && std::prev(it)->second <= s.off) continue;
+    ws.front.push_back(s);
+    auto from = std::lower_bound(ws.stairs.begin(), ws.stairs.end(), s.rc,
+                                 [](const std::pair<double, double>& st, double rc) { return st.first < rc; });
+    auto to = from;
+    while (to != ws.stairs.end() && to->second >= s.off) ++to;
+    if (from != to) {
+      *from = {s.rc, s.off};
+      ws.stairs.erase(from + 1, to);
+    } else {
+      ws.stairs.insert(from, {s.rc, s.off});
+    }
+  }
 }
 
 // What every plan of the stage shares: forward and backward time, the
@@ -88,47 +126,86 @@ constexpr int64_t kMaxExtendedPlans = 60'000'000;
                          " partial plans; plan without it (--no-per-layer) or with more pipeline stages"}});
 }
 
-std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double budget, const Fixed& fx, const Bounds& b,
-                               int64_t& work) {
-  const StageSpace& st = space.stages[stage];
-  std::vector<std::vector<State>> layers;
-  std::vector<State> current = {State{}};
-  for (int kind : st.kinds) {
-    std::vector<State> next;
-    const auto& opts = space.options[kind];
-    work += int64_t(current.size() * opts.size());
-    if (work > kMaxExtendedPlans) refuse_search(stage, int64_t(st.kinds.size()));
-    for (size_t p = 0; p < current.size(); ++p)
-      for (size_t o = 0; o < opts.size(); ++o) {
-        const LayerCost& c = opts[o].cost;
-        if (c.transient_bytes > b.transient || c.offload_bytes > b.staging) continue;
-        State s{current[p].kept + c.kept_bytes, current[p].rc + c.recompute_s, current[p].off + c.offload_bytes, int(p),
-                int(o)};
-        if (s.kept <= b.kept_cap && fx.lower_bound(s.rc, s.off) <= b.known_s) next.push_back(s);
-      }
-    current = pareto(std::move(next));
-    if (current.empty()) return std::nullopt;
-    layers.push_back(current);
+// Per kind, the options a pass admits (indices in space.options[kind]).
+using Admitted = std::vector<std::vector<int>>;
+
+// The states of one layer, kept to rebuild a plan: per state its parent and option.
+struct Links {
+  std::vector<std::pair<int, int>> parent_option;
+  std::vector<size_t> layer_begin;
+};
+
+std::vector<LayerChoice> rebuild(const SearchSpace& space, const StageSpace& st, const Links& links, int final_state,
+                                 LayerSums& sums) {
+  std::vector<LayerChoice> choices(st.kinds.size());
+  std::vector<const LayerCost*> costs(st.kinds.size());
+  int idx = final_state;
+  for (size_t j = st.kinds.size(); j-- > 0;) {
+    const auto [parent, option] = links.parent_option[links.layer_begin[j] + size_t(idx)];
+    const LayerOption& opt = space.options[st.kinds[j]][size_t(option)];
+    choices[j] = opt.choice;
+    costs[j] = &opt.cost;
+    idx = parent;
   }
-  std::optional<StagePlan> best;
-  for (size_t f = 0; f < current.size(); ++f) {
-    std::vector<LayerChoice> choices(st.kinds.size());
-    std::vector<const LayerCost*> costs(st.kinds.size());
-    int idx = int(f);
-    for (size_t j = st.kinds.size(); j-- > 0;) {
-      const State& s = layers[j][size_t(idx)];
-      const LayerOption& opt = space.options[st.kinds[j]][size_t(s.option)];
-      choices[j] = opt.choice;
-      costs[j] = &opt.cost;
-      idx = s.parent;
+  for (const LayerCost* c : costs)
+    sums.add(*c);  // in layer order: under ordered backward a layer's working set
+                   // depends on the later layers
+  return choices;
+}
+
+bool better(const StageTotals& a, const std::optional<StagePlan>& best) {
+  return !best || a.microbatch_s < best->totals.microbatch_s ||
+         (a.microbatch_s == best->totals.microbatch_s && a.peak_bytes < best->totals.peak_bytes);
+}
+
+// One pass of the DP under `b`; returns the fastest fitting final plan.
+std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double budget, const Fixed& fx, const Bounds& b,
+                               const Admitted& admitted, Workspace& ws, int64_t& work) {
+  const StageSpace& st = space.stages[stage];
+  Links links;
+  ws.front.assign(1, State{});
+  for (int kind : st.kinds) {
+    ws.merged.clear();
+    ws.run_ends.clear();
+    const auto& opts = admitted[size_t(kind)];
+    work += int64_t(ws.front.size() * opts.size());
+    if (work > kMaxExtendedPlans) refuse_search(stage, int64_t(st.kinds.size()));
+    for (int o : opts) {
+      const LayerCost& c = space.options[kind][size_t(o)].cost;
+      for (size_t p = 0; p < ws.front.size(); ++p) {
+        const State& prev = ws.front[p];
+        const double kept = prev.kept + c.kept_bytes;
+        if (kept > b.kept_cap) break;  // the front is sorted by kept
+        const double rc = prev.rc + c.recompute_s, off = prev.off + c.offload_bytes;
+        if (fx.lower_bound(rc, off) <= b.known_s) ws.merged.push_back({kept, rc, off, int(p), o});
+      }
+      if (ws.run_ends.empty() ? !ws.merged.empty() : ws.run_ends.back() != ws.merged.size())
+        ws.run_ends.push_back(ws.merged.size());
     }
-    LayerSums sums;  // in layer order: under ordered backward a layer's working set depends on the later layers
-    for (const LayerCost* c : costs) sums.add(*c);
+    merge_runs(ws);
+    pareto_sorted(ws);
+    if (ws.front.empty()) return std::nullopt;
+    links.layer_begin.push_back(links.parent_option.size());
+    for (const State& s : ws.front) links.parent_option.emplace_back(s.parent, s.option);
+  }
+  // the final states by their time from the sums (a lower bound of the exact time, equal to it
+  // when the choices change only recompute and offload); each is priced exactly, in that order,
+  // until none left can be as fast as the best that fits
+  std::vector<std::pair<double, int>> by_time;
+  for (size_t f = 0; f < ws.front.size(); ++f)
+    by_time.emplace_back(fx.lower_bound(ws.front[f].rc, ws.front[f].off), int(f));
+  std::sort(by_time.begin(), by_time.end());
+  std::optional<StagePlan> best;
+  int best_state = -1;
+  for (const auto& [lower_s, f] : by_time) {
+    if (best && lower_s > best->totals.microbatch_s * (1 + 1e-12)) break;
+    LayerSums sums;
+    std::vector<LayerChoice> choices = rebuild(space, st, links, f, sums);
     const StageTotals tot = stage_totals(st.base, sums);
     if (tot.peak_bytes > budget) continue;
-    if (!best || tot.microbatch_s < best->totals.microbatch_s ||
-        (tot.microbatch_s == best->totals.microbatch_s && tot.peak_bytes < best->totals.peak_bytes))
-      best = StagePlan{std::move(choices), tot};
+    // of plans equal in time and peak, the first in the front's order (lower bounds equal up to rounding)
+    const bool tie = best && tot.microbatch_s == best->totals.microbatch_s && tot.peak_bytes == best->totals.peak_bytes;
+    if (better(tot, best) || (tie && f < best_state)) best = StagePlan{std::move(choices), tot}, best_state = f;
   }
   return best;
 }
@@ -196,13 +273,18 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
   std::set<std::vector<bool>> seen;
   std::optional<StagePlan> best;
   int64_t work = 0;
+  Workspace ws;
   for (double cap : caps)
     for (double staging : stagings) {
-      std::vector<bool> admitted;
+      std::vector<bool> mask;
+      Admitted admitted(kLayerKinds);
       for (int kind = 0; kind < kLayerKinds; ++kind)
-        for (const auto& o : space.options[kind])
-          admitted.push_back(o.cost.transient_bytes <= cap && o.cost.offload_bytes <= staging);
-      if (!seen.insert(admitted).second) continue;
+        for (size_t o = 0; o < space.options[kind].size(); ++o) {
+          const LayerCost& c = space.options[kind][o].cost;
+          mask.push_back(c.transient_bytes <= cap && c.offload_bytes <= staging);
+          if (mask.back()) admitted[size_t(kind)].push_back(int(o));
+        }
+      if (!seen.insert(mask).second) continue;
       const double transient = std::max(cap, st.base.head_transient_bytes);
       const double room = budget_bytes - st.base.static_bytes.total() - transient;
       if (room < 0) continue;
@@ -217,7 +299,7 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
       if (least * double(std::max<int64_t>(1, st.base.in_flight)) > room) continue;
       if (best) known = std::min(known, best->totals.microbatch_s);
       Bounds b{room / double(std::max<int64_t>(1, st.base.in_flight)), cap, staging, known * (1 + 1e-12)};
-      auto plan = solve(space, stage, budget_bytes, fx, b, work);
+      auto plan = solve(space, stage, budget_bytes, fx, b, admitted, ws, work);
       if (!plan) continue;
       if (!best || plan->totals.microbatch_s < best->totals.microbatch_s ||
           (plan->totals.microbatch_s == best->totals.microbatch_s && plan->totals.peak_bytes < best->totals.peak_bytes))
