@@ -192,8 +192,7 @@ Runner add_plan_command(CLI::App& app) {
                                              : "plan --maximize sets StreamBP's chunks from "
                                                "--streambp-partition-tokens and --lm-head-partition-tokens");
     const Inputs in = load_inputs(opts->common, "plan");
-    check_search_layers(opts->common, in, "plan",
-                        opts->maximize.empty() && !opts->no_per_layer && !opts->emit_megatron_args);
+    check_search_layers(opts->common, in, "plan");
     if (!opts->maximize.empty()) return run_maximize(in, *opts);
     const SearchOptions so = search_options(*opts, in.hardware, in.training);
     if (!so.uniform_r && !so.per_stage_r && !so.per_layer)

@@ -80,18 +80,13 @@ void check_sweep_layers(const CommonOptions& o, const Inputs& in, bool per_layer
                                          str(cap) + " layers (its layouts include a pipeline of one stage)")});
 }
 
-void check_search_layers(const CommonOptions& o, const Inputs& in, const std::string& command, bool per_layer) {
+void check_search_layers(const CommonOptions& o, const Inputs& in, const std::string& command) {
   const int64_t layers = effective_layers(in.model, in.training), stage = largest_stage(in);
   if (layers > kMaxSearchLayers || stage > kMaxSearchStageLayers)
     throw InputError({layers_problem(o, in,
                                      command + " searches at most " + str(kMaxSearchLayers) + " layers, " +
                                          str(kMaxSearchStageLayers) + " in one pipeline stage (" + str(stage) +
                                          " in the largest stage here)")});
-  if (per_layer && (layers > kMaxPerLayerLayers || stage > kMaxPerLayerStageLayers))
-    throw InputError({layers_problem(o, in,
-                                     "the per-layer search takes at most " + str(kMaxPerLayerLayers) + " layers, " +
-                                         str(kMaxPerLayerStageLayers) + " in one pipeline stage (" + str(stage) +
-                                         " in the largest stage here); pass --no-per-layer")});
 }
 
 }  // namespace remat::cli

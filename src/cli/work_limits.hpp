@@ -15,10 +15,8 @@ inline constexpr int64_t kMaxSimulatedPasses = 100'000;  // simulate: microbatch
 inline constexpr int64_t kMaxStagePasses = 20'000'000;   // simulate: microbatches x layers x pipeline stages
 inline constexpr int64_t kMaxPlottedPasses = 15'000;     // simulate --trace, --svg*: every event is written
 inline constexpr int64_t kMaxSweptPasses = 400'000;      // simulate --svg-sweep: one simulation per R
-inline constexpr int64_t kMaxSearchLayers = 512;         // plan, scenarios: layers in all
-inline constexpr int64_t kMaxSearchStageLayers = 256;    // plan, scenarios: layers of the largest stage
-inline constexpr int64_t kMaxPerLayerLayers = 160;       // plan's per-layer search: layers in all
-inline constexpr int64_t kMaxPerLayerStageLayers = 128;  // the per-layer search: layers of the largest stage
+inline constexpr int64_t kMaxSearchLayers = 100'000;     // plan, scenarios: layers in all (the per-layer search too)
+inline constexpr int64_t kMaxSearchStageLayers = 512;    // plan, scenarios: layers of the largest stage
 inline constexpr int64_t kMaxSweepLayers = 256;          // sweep (its layouts include a single stage)
 inline constexpr int64_t kMaxSweepPerLayerLayers = 128;  // sweep --per-layer
 inline constexpr int64_t kDefaultMaxLayouts = 10'000;    // sweep --max-layouts
@@ -35,9 +33,9 @@ void check_simulated_passes(const CommonOptions& o, const Inputs& in, const std:
 // stage's layer count (per strategy), each of microbatches x layers passes.
 void check_swept_simulations(const Inputs& in, const std::string& path);
 
-// plan and scenarios: the layers the R search walks (per_layer: also the
-// per-layer search's); `command` names the subcommand in the message.
-void check_search_layers(const CommonOptions& o, const Inputs& in, const std::string& command, bool per_layer);
+// plan and scenarios: the layers the R and per-layer searches walk; `command` names the
+// subcommand in the message.
+void check_search_layers(const CommonOptions& o, const Inputs& in, const std::string& command);
 
 // sweep: the layers each layout's search walks, a single stage among them.
 void check_sweep_layers(const CommonOptions& o, const Inputs& in, bool per_layer);

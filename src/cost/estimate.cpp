@@ -141,17 +141,37 @@ LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const Tra
   return lc;
 }
 
+namespace {
+
+size_t hash_of(const LayerDef* layer, bool first_layer, const LayerChoice& c) {
+  size_t h = std::hash<const void*>()(layer) ^ (first_layer ? 0x9e3779b97f4a7c15ULL : 0);
+  const auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ULL; };
+  mix(uint64_t(c.mode));
+  for (BlockMode b : c.blocks) mix(uint64_t(b));
+  mix(uint64_t(c.stream_chunks));
+  mix(uint64_t(c.modules));
+  mix(uint64_t(c.chunk_layers));
+  mix(uint64_t(c.chunk_position));
+  return h;
+}
+
+}  // namespace
+
 const LayerCost& LayerCostCache::cost(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& costed,
                                       const LayerDef& layer, LayerChoice& choice, int64_t g) {
   // a layer's cost depends on its shape, its choice and, for the first layer, LoRA's frozen input
-  for (Entry& e : entries_)
+  const size_t h = hash_of(&layer, g == 0, choice);
+  for (auto [it, end] = by_hash_.equal_range(h); it != end; ++it) {
+    const Entry& e = entries_[it->second];
     if (e.layer == &layer && e.first_layer == (g == 0) && e.choice == choice) {
       choice = e.costed_choice;
       return e.cost;
     }
+  }
   Entry e{&layer, g == 0, choice, choice, {}};
   e.cost = stage_layer_cost(m, hw, costed, layer, e.costed_choice, g);
   choice = e.costed_choice;
+  by_hash_.emplace(h, entries_.size());
   entries_.push_back(std::move(e));
   return entries_.back().cost;
 }

@@ -184,6 +184,26 @@ void LayerSums::add(const LayerCost& c) {
   fwd_flops += c.fwd_flops, bwd_flops += c.bwd_flops, recompute_flops += c.recompute_flops;
 }
 
+void LayerSums::add(const LayerCost& c, int64_t copies) {
+  if (copies <= 0) return;
+  if (c.chunk_replay_bytes > 0 || c.chunk_start || copies == 1) {
+    for (int64_t i = 0; i < copies; ++i) add(c);
+    return;
+  }
+  // n copies at once: each add lowers the ordered working set by the layer's kept bytes and raises
+  // it to the layer's own, so after n it is the larger of (before - n x kept) and the layer's own
+  const double n = double(copies);
+  add(c);
+  ordered_transient_bytes = std::max(ordered_transient_bytes - (n - 1) * c.kept_bytes, c.transient_bytes);
+  kept_bytes += (n - 1) * c.kept_bytes;
+  offloaded_layers += c.offload_bytes > 0 ? copies - 1 : 0;
+  offload_bytes += (n - 1) * c.offload_bytes;
+  fwd_s += (n - 1) * c.fwd_s, bwd_s += (n - 1) * c.bwd_s, recompute_s += (n - 1) * c.recompute_s;
+  comm_s += (n - 1) * c.comm_s, fwd_comm_s += (n - 1) * c.fwd_comm_s, bwd_comm_s += (n - 1) * c.bwd_comm_s;
+  fwd_flops += (n - 1) * c.fwd_flops, bwd_flops += (n - 1) * c.bwd_flops;
+  recompute_flops += (n - 1) * c.recompute_flops;
+}
+
 StageTotals stage_totals(const StageBase& base, const LayerSums& layers) {
   StageTotals t;
   t.activations_bytes = double(base.in_flight) * (layers.kept_bytes + base.stage_output_bytes) + base.mtp_saved_bytes;

@@ -110,7 +110,29 @@ struct Bounds {
   double transient = 0;  // no option above this transient
   double staging = 0;    // no option offloading more than this
   double known_s = 0;    // a fitting plan's time: partial plans that cannot beat it are dropped
+  // The best plan of the earlier passes: a partial plan no faster than it (by its time's lower
+  // bound) that will keep at least `tie_kept` bytes in all cannot peak below it, so cannot win.
+  double tie_s = std::numeric_limits<double>::infinity();
+  double tie_kept = std::numeric_limits<double>::infinity();
 };
+
+// The least kept sum at which the stage cannot peak below `peak_bytes` whatever its transient:
+// the stage's peak with those kept bytes and no layer transient, which grows with them.
+double kept_that_cannot_peak_below(const StageBase& base, double peak_bytes, double kept_cap) {
+  const auto peak_lb = [&](double kept) {
+    LayerSums sums;
+    sums.kept_bytes = kept;
+    return stage_totals(base, sums).peak_bytes;
+  };
+  if (peak_lb(0) >= peak_bytes) return 0;
+  double lo = 0, hi = std::max(kept_cap, 1.0);
+  if (peak_lb(hi) < peak_bytes) return std::numeric_limits<double>::infinity();
+  for (int i = 0; i < 64 && hi - lo > 1; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (peak_lb(mid) >= peak_bytes ? hi : lo) = mid;
+  }
+  return hi;
+}
 
 // One pass of the DP under `b`; returns the fastest fitting final plan.
 // The partial plans one stage's search may extend (over all its bound
@@ -162,9 +184,19 @@ bool better(const StageTotals& a, const std::optional<StagePlan>& best) {
 std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double budget, const Fixed& fx, const Bounds& b,
                                const Admitted& admitted, Workspace& ws, int64_t& work) {
   const StageSpace& st = space.stages[stage];
+  // per layer, the least kept bytes the layers after it can add
+  std::vector<double> least_after(st.kinds.size() + 1, 0.0);
+  for (size_t j = st.kinds.size(); j-- > 0;) {
+    double least = std::numeric_limits<double>::infinity();
+    for (int o : admitted[size_t(st.kinds[j])])
+      least = std::min(least, space.options[st.kinds[j]][size_t(o)].cost.kept_bytes);
+    least_after[j] = least_after[j + 1] + least;
+  }
   Links links;
   ws.front.assign(1, State{});
-  for (int kind : st.kinds) {
+  for (size_t layer = 0; layer < st.kinds.size(); ++layer) {
+    const int kind = st.kinds[layer];
+    const double tie_kept = b.tie_kept - least_after[layer + 1];
     ws.merged.clear();
     ws.run_ends.clear();
     const auto& opts = admitted[size_t(kind)];
@@ -177,7 +209,9 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
         const double kept = prev.kept + c.kept_bytes;
         if (kept > b.kept_cap) break;  // the front is sorted by kept
         const double rc = prev.rc + c.recompute_s, off = prev.off + c.offload_bytes;
-        if (fx.lower_bound(rc, off) <= b.known_s) ws.merged.push_back({kept, rc, off, int(p), o});
+        const double lower_s = fx.lower_bound(rc, off);
+        if (lower_s > b.known_s || (lower_s >= b.tie_s && kept >= tie_kept)) continue;
+        ws.merged.push_back({kept, rc, off, int(p), o});
       }
       if (ws.run_ends.empty() ? !ws.merged.empty() : ws.run_ends.back() != ws.merged.size())
         ws.run_ends.push_back(ws.merged.size());
@@ -199,6 +233,11 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
   int best_state = -1;
   for (const auto& [lower_s, f] : by_time) {
     if (best && lower_s > best->totals.microbatch_s * (1 + 1e-12)) break;
+    if (best && lower_s >= best->totals.microbatch_s) {  // only a lower peak can win: its least peak first
+      LayerSums kept_only;
+      kept_only.kept_bytes = ws.front[size_t(f)].kept;
+      if (stage_totals(st.base, kept_only).peak_bytes > best->totals.peak_bytes) continue;
+    }
     LayerSums sums;
     std::vector<LayerChoice> choices = rebuild(space, st, links, f, sums);
     const StageTotals tot = stage_totals(st.base, sums);
@@ -228,17 +267,23 @@ double pair_family_bound(const SearchSpace& space, size_t stage, double budget) 
     if (!beaten) opts.push_back(a);
   }
   const size_t n = st.kinds.size();
+  const int last_kind = st.kinds.back();
   for (size_t a = 0; a < opts.size(); ++a)
     for (size_t b = 0; b < opts.size(); ++b)
       for (size_t na = 0; na <= n; ++na)
         for (size_t nb = 0; na + nb <= n; ++nb) {
+          // layer j's cost; consecutive equal ones are added as one run
+          const auto cost_at = [&](size_t j) -> const LayerCost* {
+            if (st.kinds[j] != last_kind) return &space.keep_cost[st.kinds[j]];
+            return j < na ? &opts[a].cost : j < na + nb ? &opts[b].cost : &space.keep_cost[last_kind];
+          };
           LayerSums sums;
-          for (size_t j = 0; j < n; ++j) {
-            const int kind = st.kinds[j];
-            if (kind != st.kinds.back())
-              sums.add(space.keep_cost[kind]);
-            else
-              sums.add(j < na ? opts[a].cost : j < na + nb ? opts[b].cost : space.keep_cost[kind]);
+          for (size_t j = 0; j < n;) {
+            const LayerCost* c = cost_at(j);
+            size_t end = j + 1;
+            while (end < n && cost_at(end) == c) ++end;
+            sums.add(*c, int64_t(end - j));
+            j = end;
           }
           const StageTotals t = stage_totals(st.base, sums);
           if (t.peak_bytes <= budget) best = std::min(best, t.microbatch_s);
@@ -266,6 +311,7 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
   for (int kind : st.kinds)
     for (const auto& o : space.options[kind])
       caps.insert(o.cost.transient_bytes), stagings.insert(o.cost.offload_bytes);
+  if (st.base.static_bytes.total() > budget_bytes) return std::nullopt;  // weights and optimizer alone exceed it
   const Fixed fx = fixed_part(space, stage);
   double known = std::min(known_microbatch_s, pair_family_bound(space, stage, budget_bytes));
   // bound pairs that admit the same options need one pass, with the
@@ -299,6 +345,10 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
       if (least * double(std::max<int64_t>(1, st.base.in_flight)) > room) continue;
       if (best) known = std::min(known, best->totals.microbatch_s);
       Bounds b{room / double(std::max<int64_t>(1, st.base.in_flight)), cap, staging, known * (1 + 1e-12)};
+      if (best) {
+        b.tie_s = best->totals.microbatch_s;
+        b.tie_kept = kept_that_cannot_peak_below(st.base, best->totals.peak_bytes, b.kept_cap);
+      }
       auto plan = solve(space, stage, budget_bytes, fx, b, admitted, ws, work);
       if (!plan) continue;
       if (!best || plan->totals.microbatch_s < best->totals.microbatch_s ||

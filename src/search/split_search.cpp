@@ -18,7 +18,8 @@ namespace remat {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr int kMaxRuns = 512;  // bound pairs tried; the stopping rule ends far sooner on real models
+constexpr int64_t kMaxRuns = 512;               // bound pairs tried; the stopping rule ends far sooner on real models
+constexpr int64_t kMaxCellVisits = 40'000'000;  // over all runs
 
 struct StageCell {
   double microbatch_s = kInf, peak_bytes = kInf, step_s = 0;
@@ -162,11 +163,16 @@ double iteration_s(SplitSearch& s, const std::vector<int64_t>& split) {
 
 SplitChoice best_split(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,
                        double budget_bytes) {
-  SplitSearch s(m, hw, t, plan, budget_bytes);
-  if (s.pp() == 1) {
-    const bool fits = s.cell(0, 0, s.layers()).fits;
-    return {{s.layers()}, fits};
+  const int64_t layers = effective_layers(m, t);
+  const int64_t even = (layers + t.pp - 1) / t.pp;
+  if (t.pp == 1 || even > kMaxSearchedStageLayers || t.pp * layers * (3 * even + 2) > kMaxSearchedCells) {
+    // deep stages or pipelines: the search's cells grow as layers squared, so the default split is priced
+    const TrainingSpec even = with_defaults(t);
+    std::vector<int64_t> split;
+    for (const auto& [first, last] : stage_layer_ranges(m, even)) split.push_back(last - first);
+    return {split, estimate(m, hw, even, plan, budget_bytes).fits};
   }
+  SplitSearch s(m, hw, t, plan, budget_bytes);
   double slowest = kInf;
   std::vector<int64_t> best = best_split_by(
       s, [](const StageCell& c) { return c.fits; }, kTime, kMax, &slowest);
@@ -195,11 +201,15 @@ SplitChoice best_split(const ModelSpec& m, const HardwareSpec& hw, const Trainin
   min_sum_split(s, kInf, kInf, &least_sum);
   double best_s = iteration_s(s, best);
   const double fill = double(s.microbatches() - 1);
-  int runs = 0;
+  // bounded work: each run visits up to pp x layers x widest cells; past the cap the best split
+  // found so far stands (exact on every model whose search ends sooner, which real ones do)
+  const int64_t cells_per_run = std::max<int64_t>(1, s.pp() * s.layers() * s.widest());
+  const int64_t max_runs = std::clamp<int64_t>(kMaxCellVisits / cells_per_run, 1, kMaxRuns);
+  int64_t runs = 0;
   for (double step : step_bounds) {
     if (step + fill * slowest + least_sum >= best_s) break;
     for (double bound : bounds) {
-      if (step + fill * bound + least_sum >= best_s || ++runs > kMaxRuns) break;
+      if (step + fill * bound + least_sum >= best_s || ++runs > max_runs) break;
       double sum = kInf;
       const std::vector<int64_t> split = min_sum_split(s, bound, step, &sum);
       if (split.empty()) continue;

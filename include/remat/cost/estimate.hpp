@@ -2,6 +2,7 @@
 // Whole model, per pipeline stage: memory, FLOPs and time of one iteration.
 #include <cstdint>
 #include <deque>
+#include <unordered_map>
 #include <vector>
 
 #include "remat/cost/exact_blocks.hpp"
@@ -105,6 +106,8 @@ class LayerCostCache {
     LayerCost cost;
   };
   std::deque<Entry> entries_;  // stable addresses for the references returned
+  // entries by a hash of (layer, first layer, choice); equal hashes are told apart by comparing
+  std::unordered_multimap<size_t, size_t> by_hash_;
 };
 
 // One stage of `plan` over layers [range.first, range.second) as stage `i` of

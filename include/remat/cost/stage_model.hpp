@@ -64,6 +64,7 @@ struct LayerSums {
   double fwd_flops = 0, bwd_flops = 0, recompute_flops = 0;
   double open_chunk_bytes = 0;  // replayed bytes of the chunk's earlier layers (full recompute in chunks)
   void add(const LayerCost& c);
+  void add(const LayerCost& c, int64_t copies);  // `copies` layers of cost c in a row (sums as added one by one)
 };
 
 struct StageTotals {

@@ -18,6 +18,12 @@ struct SplitChoice {
 // the widest stage considered stays small (3 x the even count + 2 layers a stage);
 // `plan` applies by position in a stage (a Megatron setting, or R for every
 // stage), not per global layer.
+// Beyond this many layers in a stage of the even split, or beyond this many (stage, first layer,
+// layer count) cells, the split is not searched: the default split (stage_layer_ranges) is
+// returned, priced.
+inline constexpr int64_t kMaxSearchedStageLayers = 64;
+inline constexpr int64_t kMaxSearchedCells = 1'000'000;
+
 SplitChoice best_split(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,
                        double budget_bytes);
 
