@@ -139,7 +139,7 @@ Block mamba2_torch(const RankShape& r, const ModelSpec& m) {
   // The scan multiplies broadcast views and sums them (no einsum, no GEMM): C B^T as a
   // (b, chunks, Q, Q, heads, N) fp32 product is the largest; its backward writes both inputs'
   // gradients at that full size before reducing them, the block's peak.
-  const double cb_product = padded * q * heads * n, products = cb_product + 3 * padded * heads * p * n +
+  const double cb_product = padded * q * heads * n, products = cb_product + 2 * padded * heads * p * n +
                                                                padded * q * heads * p +
                                                                r.b * (chunks + 1) * (chunks + 1) * heads * p * n;
   OpDef scan = ops::streaming("ssd_scan", 2 * products * kFp32, 6 * products * kFp32,
