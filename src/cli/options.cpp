@@ -128,6 +128,10 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
   app.add_option("--attention", o.attention,
                  "sdpa (a fused kernel that keeps softmax statistics) or eager (materialized scores; as --no-flash)")
       ->check(CLI::IsMember({"sdpa", "eager"}));
+  app.add_option("--mixer-kernels", o.mixer_kernels,
+                 "hybrid models' Mamba-2 / Gated DeltaNet mixers: fused (mamba_ssm, fla) or torch (transformers' "
+                 "plain-PyTorch fallback); default: the framework's (torch under hf, fused otherwise)")
+      ->check(CLI::IsMember({"fused", "torch"}));
   app.add_option("--json", o.json_path, "write the JSON report to FILE ('-' for stdout)");
   // flags that apply only with another: remembered when given, checked in load_inputs
   for (const char* flag : {"--num-layers", "--grpo-group", "--lora-targets", "--lora-dropout"})
@@ -249,6 +253,8 @@ TrainingSpec training_from(const CommonOptions& o) {
   const FrameworkProfile* profile = find_framework(o.framework);
   if (!profile) throw InputError({{"command line", "--framework", o.framework, "must be one of " + framework_names()}});
   t = apply_framework(t, profile->name);
+  if (!o.mixer_kernels.empty())
+    t.mixer_kernels = o.mixer_kernels == "torch" ? MixerKernels::torch : MixerKernels::fused;
   if (profile->default_zero_stage >= 0 && !o.zero_stage_given) t.zero_stage = profile->default_zero_stage;
   t.streambp_chunks = o.streambp_chunks, t.lm_head_chunks = o.lm_head_chunks;
   if (o.objective == "sft" || o.objective == "grpo" || o.objective == "dpo")

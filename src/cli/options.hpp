@@ -37,7 +37,8 @@ struct CommonOptions {
   int64_t grpo_group = 8, lora_rank = 0;
   std::string lora_targets = "qkv,o,mlp";
   double lora_dropout = 0;
-  std::string attention;  // sdpa | eager; empty: --no-flash decides
+  std::string attention;      // sdpa | eager; empty: --no-flash decides
+  std::string mixer_kernels;  // fused | torch; empty: the framework profile's
   std::string json_path;
   std::string format = "table";
   std::set<std::string> given;  // set after parsing: the flags below that were on the command line

@@ -86,6 +86,9 @@ double module_freed_bytes(const Block& block, ModuleTags modules) {
 }
 
 double grad_working_bytes(const Block& block) {
+  double stated = 0;
+  for (const auto& op : block.ops) stated = std::max(stated, op.working_bytes);
+  if (stated > 0) return stated;
   double largest = 0;
   for (const auto& t : block.tensors) largest = std::max(largest, t.bytes);
   return 3 * largest;

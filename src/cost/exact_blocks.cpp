@@ -27,6 +27,7 @@ RankShape rank_shape(const TrainingSpec& t) {
   r.v_views_qkv = t.v_views_qkv;
   r.ordered_backward = t.ordered_backward;
   r.norm_fp32_upcast = t.norm_fp32_upcast;
+  r.mixer_kernels = t.mixer_kernels;
   r.softmax_fp32 = t.softmax_fp32;
   r.autocast = t.params_fp32_autocast;
   r.weights_train = t.lora_rank == 0;

@@ -1,14 +1,20 @@
 // The mixers of hybrid models as recompute blocks: Mamba-2 (SSD) and Gated DeltaNet, each
-// from its input norm to its out_proj, with what the training kernels save for backward.
-// Mamba-2: mamba_ssm's mamba_split_conv1d_scan_combined (what transformers' Nemotron-H and
-// Mamba-2 layers run in training) saves the in_proj output (z, x, B, C, dt), the scan output
-// before the gated norm and the norm's 1/rms; the conv output and the chunk states are
-// recomputed in backward, and out_proj's input (the gated norm's output) too.
-// Gated DeltaNet: fla's causal_conv1d and chunk_gated_delta_rule (what transformers'
-// Qwen3-Next layer runs with flash-linear-attention installed): the conv saves its input, the
-// rule its q, k, v, decay, beta and the chunk's WY matrix (64 fp32 per value head and row),
-// the gated norm its input, gate and 1/rms, out_proj its input.
+// from its input norm to its out_proj, with what the training code saves for backward, in two
+// variants (RankShape::mixer_kernels, set by the framework profile or --mixer-kernels):
+// fused: the kernels of mamba_ssm, causal_conv1d and fla.
+// - Mamba-2: mamba_ssm's mamba_split_conv1d_scan_combined (what transformers' Nemotron-H and
+//   Mamba-2 layers run in training with mamba_ssm installed) saves the in_proj output (z, x, B, C,
+//   dt), the scan output before the gated norm and the norm's 1/rms; the conv output and the chunk
+//   states are recomputed in backward, and out_proj's input (the gated norm's output) too.
+// - Gated DeltaNet: fla's causal_conv1d and chunk_gated_delta_rule (what transformers' Qwen3-Next
+//   layer runs with flash-linear-attention installed): the conv saves its input, the rule its q,
+//   k, v, decay, beta and the chunk's WY matrix (64 fp32 per value head and row), the gated norm
+//   its input, gate and 1/rms, out_proj its input.
+// torch: transformers 5.17's plain-PyTorch fallbacks, which run when those packages are absent
+// (every op's autograd saves, read from the source and checked against the saved tensors that
+// examples/hybrid/hybrid_ref.py logged on an H100: reports/hybrid/).
 #include <algorithm>
+#include <cmath>
 
 #include "exact_ops.hpp"
 #include "exact_parts.hpp"
@@ -32,9 +38,7 @@ OpDef chunked_scan(const std::string& name, double fwd_flops, double chunk_gemm_
   return op;
 }
 
-}  // namespace
-
-Block mamba2_block(const RankShape& r, const ModelSpec& m) {
+Block mamba2_fused(const RankShape& r, const ModelSpec& m) {
   Block b;
   b.name = "mamba2";
   const double t = double(r.tp), rows = r.tokens(), h = double(m.hidden_size);
@@ -59,7 +63,7 @@ Block mamba2_block(const RankShape& r, const ModelSpec& m) {
   return b;
 }
 
-Block gated_deltanet_block(const RankShape& r, const ModelSpec& m) {
+Block gated_deltanet_fused(const RankShape& r, const ModelSpec& m) {
   Block b;
   b.name = "gated_deltanet";
   const double t = double(r.tp), rows = r.tokens(), h = double(m.hidden_size);
@@ -87,6 +91,161 @@ Block gated_deltanet_block(const RankShape& r, const ModelSpec& m) {
       ops::streaming("gated_norm", 3 * rows * vd * kBf16, 5 * rows * vd * kBf16, {"gdn_o", "qkvz", "gdn_rstd"}));
   b.ops.push_back(parts::linear(b, r, "out_proj", rows, vd, h, "gdn_o_normed", {}));
   return b;
+}
+
+// transformers' NemotronHMamba2Mixer.torch_forward (models/nemotron_h/modeling_nemotron_h.py; the
+// Mamba-2, Bamba, FalconH1 and Zamba2 mixers share it), training without a cache or padding mask.
+Block mamba2_torch(const RankShape& r, const ModelSpec& m) {
+  Block b;
+  b.name = "mamba2";
+  const double t = double(r.tp), rows = r.tokens(), h = double(m.hidden_size);
+  const double heads = double(m.mamba_num_heads) / t, p = double(m.mamba_head_dim);
+  const double n = double(m.ssm_state_size), groups = double(m.mamba_n_groups) / t, q = double(m.mamba_chunk_size);
+  const double inner = heads * p, conv_dim = inner + 2 * groups * n, projected = inner + conv_dim + heads;
+  const double chunks = std::ceil(r.s / q), padded = r.b * chunks * q;  // rows padded to whole chunks
+  parts::add_input_norm(b, r, h, true, 1);
+  b.ops.push_back(parts::linear(b, r, "in_proj", rows, h, projected, "x_norm", {}));
+  // conv1d reads a view of the whole in_proj output; SiLU saves the conv output before its causal trim
+  b.tensors.push_back({"zxbcdt", rows * projected * kBf16});
+  b.tensors.push_back({"conv_out", r.b * conv_dim * (r.s + double(m.mamba_conv_kernel) - 1) * kBf16});
+  const double conv_flops = 2 * rows * conv_dim * double(m.mamba_conv_kernel);
+  OpDef conv =
+      ops::streaming("conv1d", 4 * rows * conv_dim * kBf16, 6 * rows * conv_dim * kBf16, {"zxbcdt", "conv_out"});
+  conv.fwd_flops = conv_flops;
+  b.ops.push_back(conv);
+  // dt + dt_bias, its softplus and clamp: each output saved by the next op
+  b.tensors.push_back({"dt", 3 * rows * heads * kBf16});
+  // the scan's inputs: x upcast to fp32 (read by x * dt's backward), the D skip's input (F.pad's
+  // copy, saved when D trains), then reshape_into_chunks's zero-pad copies of x * dt, of B and C
+  // repeated to every head, and of A * dt with its two decays (to the chunk end, from its start)
+  b.tensors.push_back({"x_fp32", rows * inner * kFp32});
+  b.tensors.push_back({"x_skip", padded * inner * kFp32});
+  b.tensors.push_back({"x_dt", padded * inner * kFp32});
+  b.tensors.push_back({"b_heads", padded * heads * n * kFp32});
+  b.tensors.push_back({"c_heads", padded * heads * n * kFp32});
+  b.tensors.push_back({"a_dt", 3 * padded * heads * kFp32});
+  // intra-chunk products, (b, chunks, Q, Q, heads) fp32 each: exp(segment_sum(A dt)), C B^T summed
+  // over the state and its product with the decays, each saved by the next broadcast multiply
+  for (const char* name : {"segsum_exp", "cb", "cb_decayed"}) b.tensors.push_back({name, padded * heads * q * kFp32});
+  // chunk states: B times the decay to the chunk end, the states (b, chunks + 1, heads, P, N) with a
+  // zero state prepended and after the inter-chunk decay, C times the states summed over the state
+  b.tensors.push_back({"b_decayed", padded * heads * n * kFp32});
+  b.tensors.push_back({"states", r.b * (chunks + 1) * heads * p * n * kFp32});
+  b.tensors.push_back({"states_decayed", r.b * (chunks + 1) * heads * p * n * kFp32});
+  b.tensors.push_back({"c_states", padded * inner * kFp32});
+  std::vector<std::string> inputs = {"x_fp32", "dt", "x_dt", "b_heads", "c_heads", "a_dt"};
+  if (r.weights_train) inputs.push_back("x_skip");
+  b.ops.push_back(ops::streaming("ssd_inputs", 12 * rows * inner * kFp32, 18 * rows * inner * kFp32, inputs));
+  // The scan multiplies broadcast views and sums them (no einsum, no GEMM): C B^T as a
+  // (b, chunks, Q, Q, heads, N) fp32 product is the largest; its backward writes both inputs'
+  // gradients at that full size before reducing them, the block's peak.
+  const double cb_product = padded * q * heads * n, products = cb_product + 2 * padded * heads * p * n +
+                                                               padded * q * heads * p +
+                                                               r.b * (chunks + 1) * (chunks + 1) * heads * p * n;
+  OpDef scan = ops::streaming("ssd_scan", 2 * products * kFp32, 6 * products * kFp32,
+                              {"b_heads", "c_heads", "x_dt", "a_dt", "segsum_exp", "cb", "cb_decayed", "b_decayed",
+                               "states", "states_decayed", "c_states"});
+  scan.fwd_flops = rows * heads * (q * (n + p) + 4 * n * p);
+  scan.bwd_flops = scan.bwd_exec_flops = 2 * scan.fwd_flops;
+  scan.working_bytes = 2 * cb_product * kFp32;
+  b.ops.push_back(scan);
+  // y + D x in fp32, then Zamba2RMSNormGated on it: the gate's fp32 copy (SiLU's input), silu(gate),
+  // the gated product, 1/rms per group, the normalized product (saved when the norm weight trains)
+  for (const char* name : {"y", "gate_fp32", "gate_silu", "gated"}) b.tensors.push_back({name, rows * inner * kFp32});
+  b.tensors.push_back({"gated_rstd", rows * groups * kFp32});
+  b.tensors.push_back({"gated_normed", rows * inner * kFp32});
+  std::vector<std::string> norm_saves = {"y", "gate_fp32", "gate_silu", "gated", "gated_rstd"};
+  if (r.weights_train) norm_saves.push_back("gated_normed");
+  b.ops.push_back(ops::streaming("gated_norm", 8 * rows * inner * kFp32, 14 * rows * inner * kFp32, norm_saves));
+  b.tensors.push_back({"y_out", rows * inner * kBf16});  // cast back for out_proj
+  b.ops.push_back(parts::linear(b, r, "out_proj", rows, inner, h, "y_out", {}));
+  return b;
+}
+
+// transformers' Qwen3NextGatedDeltaNet.forward with the fallbacks causal_conv1d_fn and
+// torch_chunk_gated_delta_rule (models/qwen3_next/modeling_qwen3_next.py: the UT system solved by
+// torch.linalg.solve_triangular, then a loop over chunks), training without a cache.
+Block gated_deltanet_torch(const RankShape& r, const ModelSpec& m) {
+  Block b;
+  b.name = "gated_deltanet";
+  const double t = double(r.tp), rows = r.tokens(), h = double(m.hidden_size);
+  const double kh = double(m.linear_num_key_heads) / t, vh = double(m.linear_num_value_heads) / t;
+  const double dk = double(m.linear_key_head_dim), dv = double(m.linear_value_head_dim);
+  const double kd = kh * dk, vd = vh * dv, conv_dim = 2 * kd + vd, c = 64;
+  const double chunks = std::ceil(r.s / c), padded = r.b * chunks * c;  // rows padded to whole chunks
+  const double qk = vh * dk;                                            // q, k repeated to the value heads
+  parts::add_input_norm(b, r, h, true, 2);
+  b.ops.push_back(parts::linear(b, r, "in_proj_qkvz", rows, h, conv_dim + vd, "x_norm", {}));
+  b.ops.push_back(parts::linear(b, r, "in_proj_ba", rows, h, 2 * vh, "x_norm", {}));
+  // q, k, v copied out of the interleaved projection and concatenated (the conv's input); SiLU
+  // saves the conv output before its causal trim
+  b.tensors.push_back({"conv_in", rows * conv_dim * kBf16});
+  b.tensors.push_back({"conv_out", r.b * conv_dim * (r.s + double(m.linear_conv_kernel) - 1) * kBf16});
+  b.ops.push_back(
+      ops::streaming("conv1d", 4 * rows * conv_dim * kBf16, 6 * rows * conv_dim * kBf16, {"conv_in", "conv_out"}));
+  // beta = sigmoid(b) (bf16), the decay's softplus input and output (fp32)
+  b.tensors.push_back({"gates", rows * vh * (kBf16 + 2 * kFp32)});
+  // l2norm in fp32 of q and k: their fp32 copies and 1/norm per head
+  b.tensors.push_back({"q_fp32", rows * qk * kFp32});
+  b.tensors.push_back({"k_fp32", rows * qk * kFp32});
+  b.tensors.push_back({"qk_rnorm", 2 * rows * vh * kFp32});
+  b.ops.push_back(ops::streaming("l2norm", 4 * rows * qk * kFp32, 6 * rows * qk * kFp32,
+                                 {"gates", "q_fp32", "k_fp32", "qk_rnorm"}));
+  // the rule, fp32 throughout: F.pad's copies of the scaled q, of k, v and beta; k and v times beta;
+  // the chunk squares (b, heads, chunks, 64, 64): pairwise decays, k_beta k^T and the UT system,
+  // q k^T and the masked intra-chunk attention; solve_triangular's results u and w; q and k with
+  // their decays applied (and the three decay exps); per chunk, v_new and the state before it
+  b.tensors.push_back({"q_scaled", padded * qk * kFp32});
+  b.tensors.push_back({"k_padded", padded * qk * kFp32});
+  b.tensors.push_back({"v_padded", padded * vd * kFp32});
+  b.tensors.push_back({"beta_padded", padded * vh * kFp32});
+  b.tensors.push_back({"k_beta", padded * qk * kFp32});
+  for (const char* name : {"pair_decay", "kk", "ut", "qk", "intra"})
+    b.tensors.push_back({name, padded * vh * c * kFp32});
+  b.tensors.push_back({"u", padded * vd * kFp32});
+  b.tensors.push_back({"w", padded * qk * kFp32});
+  b.tensors.push_back({"decay_exp", 3 * padded * vh * kFp32});
+  b.tensors.push_back({"q_decayed", padded * qk * kFp32});
+  b.tensors.push_back({"k_decayed", padded * qk * kFp32});
+  b.tensors.push_back({"v_new", padded * vd * kFp32});
+  b.tensors.push_back({"chunk_states", r.b * chunks * vh * dk * dv * kFp32});
+  const double rule_flops = rows * vh * (2 * c * (dk + dv) + 6 * dk * dv);
+  b.ops.push_back(
+      chunked_scan("gated_delta_rule", rule_flops, 2 * c * c * std::max(dk, dv),
+                   {"q_scaled", "k_padded", "v_padded", "beta_padded", "k_beta", "pair_decay", "kk", "ut", "qk",
+                    "intra", "u", "w", "decay_exp", "q_decayed", "k_decayed", "v_new", "chunk_states"}));
+  // Qwen3NextRMSNormGated (norm, weight, then gate): the output's fp32 copy, 1/rms per head, the
+  // normalized bf16 cast (saved when the weight trains), the gate's fp32 copy and silu, the
+  // weighted output; then the bf16 cast for out_proj
+  b.tensors.push_back({"o_fp32", rows * vd * kFp32});
+  b.tensors.push_back({"o_rstd", rows * vh * kFp32});
+  b.tensors.push_back({"o_normed", rows * vd * kBf16});
+  b.tensors.push_back({"z_fp32", rows * vd * kFp32});
+  b.tensors.push_back({"z_silu", rows * vd * kFp32});
+  b.tensors.push_back({"o_weighted", rows * vd * kBf16});
+  std::vector<std::string> norm_saves = {"o_fp32", "o_rstd", "z_fp32", "z_silu", "o_weighted"};
+  if (r.weights_train) norm_saves.push_back("o_normed");
+  OpDef norm = ops::streaming("gated_norm", 8 * rows * vd * kFp32, 14 * rows * vd * kFp32, norm_saves);
+  // The layer's peak is here, in forward: beside everything saved, the module's locals (the qkvz
+  // projection, z's copy, the conv output after SiLU, q and k repeated to the value heads in bf16)
+  // and the norm's bf16 input and fp32 gated product.
+  const double repeats = vh > kh ? 2 * rows * qk * kBf16 : 0;
+  norm.working_bytes =
+      rows * ((conv_dim + vd) * kBf16 + vd * kBf16 + conv_dim * kBf16 + vd * kBf16 + vd * kFp32) + repeats;
+  b.ops.push_back(norm);
+  b.tensors.push_back({"o_out", rows * vd * kBf16});
+  b.ops.push_back(parts::linear(b, r, "out_proj", rows, vd, h, "o_out", {}));
+  return b;
+}
+
+}  // namespace
+
+Block mamba2_block(const RankShape& r, const ModelSpec& m) {
+  return r.mixer_kernels == MixerKernels::torch ? mamba2_torch(r, m) : mamba2_fused(r, m);
+}
+
+Block gated_deltanet_block(const RankShape& r, const ModelSpec& m) {
+  return r.mixer_kernels == MixerKernels::torch ? gated_deltanet_torch(r, m) : gated_deltanet_fused(r, m);
 }
 
 Block mixer_out_glue(const RankShape& r, int64_t hidden) {

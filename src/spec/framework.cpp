@@ -45,6 +45,7 @@ const FrameworkProfile& profile_named(std::string_view name) {
 TrainingSpec apply_framework(TrainingSpec t, std::string_view name) {
   const FrameworkProfile& p = profile_named(name);
   t.framework = p.name;
+  t.mixer_kernels = p.mixer_kernels;
   return p.apply_training ? p.apply_training(std::move(t)) : t;
 }
 

@@ -38,7 +38,10 @@ struct OpDef {
   // their gradients)
   bool materialized_scores = false;
   std::vector<std::string> saves;  // tensors its backward reads
-  ModuleTags replayed_by = 0;      // Megatron modules whose selective recompute reruns this op
+  // bytes it holds at once beyond the saved tensors, in forward or backward, where the code says
+  // (an unfused broadcast product and its gradients); 0: not stated
+  double working_bytes = 0;
+  ModuleTags replayed_by = 0;  // Megatron modules whose selective recompute reruns this op
 };
 
 struct Block {
@@ -77,7 +80,8 @@ double saved_bytes(const Block& block);
 // Saved bytes that selective recompute of `modules` drops (tensors tagged with one of them).
 double module_freed_bytes(const Block& block, ModuleTags modules);
 // Gradient buffers alive while the block's backward runs: the largest op's
-// output gradient and input gradients, bounded by three of its largest tensor.
+// output gradient and input gradients, bounded by three of its largest tensor;
+// or, where its ops state their working sets, the largest of those.
 double grad_working_bytes(const Block& block);
 
 }  // namespace remat

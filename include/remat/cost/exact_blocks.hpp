@@ -27,6 +27,7 @@ struct RankShape {
   bool ordered_backward = false;  // see LayerDef::ordered_backward
   // PyTorch eager stacks (TrainingSpec's flags of the same names, src/spec/profiles/hf.cpp)
   bool norm_fp32_upcast = false;
+  MixerKernels mixer_kernels = MixerKernels::fused;  // Mamba-2 and Gated DeltaNet
   // From the model (with_model): LayerNorm (mean and 1/std saved) instead of RMSNorm
   bool layer_norm = false;
   bool softmax_fp32 = false;
@@ -63,7 +64,7 @@ Block mla_down_block(const RankShape& r, const ModelSpec& m);
 Block mla_up_attn_block(const RankShape& r, const ModelSpec& m);
 Block moe_shared_block(const RankShape& r, const ModelSpec& m);
 Block moe_routed_block(const RankShape& r, const ModelSpec& m);
-// Hybrid models' mixers, norm to out_proj (src/cost/exact_blocks_hybrid.cpp).
+// Hybrid models' mixers, norm to out_proj (src/cost/exact_blocks_hybrid.cpp), as r.mixer_kernels runs them.
 Block mamba2_block(const RankShape& r, const ModelSpec& m);
 Block gated_deltanet_block(const RankShape& r, const ModelSpec& m);
 Block mixer_out_glue(const RankShape& r, int64_t hidden);  // reduce, residual

@@ -26,6 +26,8 @@ struct FrameworkProfile {
   int64_t default_zero_stage = -1;
   // the --strategy values this stack runs; a plan using another is refused
   std::vector<Strategy> strategies;
+  // the hybrid mixers' kernels this stack runs when --mixer-kernels is not given
+  MixerKernels mixer_kernels = MixerKernels::fused;
   // whether --replay picks the checkpoint's replay (PyTorch's use_reentrant) or the stack fixes it
   bool replay_choosable = true;
   // `t` with every implementation choice and buffer of the stack set; layout,

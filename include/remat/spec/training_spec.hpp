@@ -11,6 +11,10 @@ enum class Precision { mixed, bf16 };             // mixed: bf16 weights, fp32 g
 enum class Optimizer { adam, sgd, none };         // none: backprop only, no optimizer state
 enum class RecomputeReplay { full, early_stop };  // Megatron / PyTorch non-reentrant checkpoint
 enum class Objective { sft, grpo, dpo };          // StreamBP paper sec. 3.2.1
+// The kernels behind a hybrid model's Mamba-2 and Gated DeltaNet mixers: the fused ones
+// (mamba_ssm, causal_conv1d, fla) or transformers' plain-torch fallbacks, which run when those
+// packages are absent and save far more (src/cost/exact_blocks_hybrid.cpp).
+enum class MixerKernels { fused, torch };
 
 // Matrices of each layer that carry a LoRA adapter (PEFT's target_modules).
 struct LoraTargets {
@@ -66,6 +70,7 @@ struct TrainingSpec {
   bool loss_fp32_logits = true;  // the loss keeps an fp32 copy of the logits
   bool flash_attention = true;   // false: softmax probabilities are materialized
   RecomputeReplay replay = RecomputeReplay::full;
+  MixerKernels mixer_kernels = MixerKernels::fused;  // the profile's unless --mixer-kernels says
 
   // What a framework keeps beyond the blocks' tensors (set by apply_framework).
   // The registered profile that set these choices (src/spec/profiles/): generic

@@ -24,6 +24,9 @@
 // - torch/optim/adam.py _multi_tensor_adam (AdamW foreach): moments in the
 //   parameter dtype, one temporary of all trained parameters (the sqrt of the
 //   second moment) during the step;
+// - transformers' Mamba-2 (NemotronHMamba2Mixer.torch_forward) and Gated DeltaNet
+//   (torch_chunk_gated_delta_rule) fallbacks: what runs when mamba_ssm, causal_conv1d and fla are
+//   not installed, as on the measured image (mixer_kernels torch; --mixer-kernels fused when they are);
 // - torch cuBLAS handles: a 32 MiB workspace on sm90 for each of the forward
 //   and the autograd thread (as measured under megatron-local: 66 MiB).
 #include "remat/spec/framework.hpp"
@@ -68,6 +71,7 @@ const FrameworkProfile& framework_profile_hf() {
       .read_from = "transformers 5.17, peft 0.21, torch 2.11",
       .default_zero_stage = 0,
       .strategies = {Strategy::none, Strategy::full},
+      .mixer_kernels = MixerKernels::torch,
       .replay_choosable = true,
       .apply_training = hf_training,
       .apply_hardware = nullptr,
