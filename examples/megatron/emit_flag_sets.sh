@@ -14,12 +14,13 @@ OUT=${2:-examples/megatron/remat_flag_sets.txt}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-# grid.json's common flags that remat does not print itself (training loop, data, logging)
+# grid.json's common flags that remat does not print itself (training loop, data, logging); remat prints
+# the rotary base (the grid's 500000: rope_theta in the model files below) and the norm epsilon
 COMMON="--mock-data --tokenizer-type NullTokenizer --vocab-size 128255 --no-gradient-accumulation-fusion \
 --no-masked-softmax-fusion --no-bias-swiglu-fusion --no-rope-fusion --no-persist-layer-norm --optimizer adam \
 --lr 1e-5 --min-lr 1e-6 --weight-decay 0.1 --clip-grad 1.0 --train-iters 6 --eval-iters 0 --eval-interval 1000 \
 --log-interval 1 --attention-dropout 0 --hidden-dropout 0 --init-method-std 0.02 --seed 1234 \
---distributed-backend nccl --rotary-base 500000"
+--distributed-backend nccl"
 
 # the grid's MoE and MLA models (make_grid.py) as remat model files
 cat > "$TMP/grid-moe.yaml" <<'YAML'
@@ -35,6 +36,7 @@ num_hidden_layers: 4
 n_routed_experts: 8
 num_experts_per_tok: 2
 moe_intermediate_size: 2048
+rope_theta: 500000
 YAML
 cat > "$TMP/grid-mla.yaml" <<'YAML'
 name: grid-mla
@@ -50,6 +52,7 @@ kv_lora_rank: 512
 qk_rope_head_dim: 64
 qk_nope_head_dim: 128
 v_head_dim: 128
+rope_theta: 500000
 YAML
 
 # make_moe_grid.py --widths: the small MoE with wider experts

@@ -5,7 +5,8 @@
 // language model is its text_config (llm_config for InternVL). Absent
 // dimensions take the family's transformers defaults. Anything that changes the
 // model and that remat cannot represent is refused with the construct named;
-// keys that do not change it (dropout, rope scaling, token ids) are ignored.
+// keys that do not change it (dropout, token ids) are ignored, but for the rotary base and
+// scaling, norm epsilon and sliding windows, which the Megatron-LM flags need.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -146,6 +147,7 @@ void read_qwen_experts(HfJsonReader& r, ModelSpec& m) {
       r.fail("shared_expert_intermediate_size", std::to_string(shared),
              "must be a multiple of moe_intermediate_size = " + std::to_string(m.moe_intermediate_size));
     m.n_shared_experts = shared / m.moe_intermediate_size;
+    m.shared_expert_gate = true;  // Qwen2MoeSparseMoeBlock's shared_expert_gate (Qwen3-Next's too)
   }
 }
 
@@ -265,9 +267,35 @@ void read_mla(HfJsonReader& r, ModelSpec& m) {
   m.head_dim = 0;
 }
 
+// Which layers a window applies to: layer_types; else sliding_window_pattern (Gemma 3's every
+// N-th layer global, EXAONE 4's "LLLG"), the family's own (Gemma 2 alternates, Gemma 3 and
+// Cohere 2 keep every 6th and 4th global); else Qwen2's layers from max_window_layers on;
+// else every layer (empty).
+std::vector<bool> windowed_layers(HfJsonReader& r, const std::string& type, const std::vector<std::string>& layer_types,
+                                  int64_t layers) {
+  std::vector<bool> out;
+  for (const auto& kind : layer_types) out.push_back(kind == "sliding_attention");
+  if (!layer_types.empty()) return out;
+  int64_t every = type == "gemma2" ? 2 : type == "gemma3_text" ? 6 : type == "cohere2" ? 4 : 0, from = -1;
+  std::string letters;
+  if (r.has("sliding_window_pattern") && r.object["sliding_window_pattern"].is_string())
+    letters = r.text("sliding_window_pattern");
+  else
+    r.integer("sliding_window_pattern", every, false);
+  if (r.has("max_window_layers") && type.rfind("qwen2", 0) == 0) r.integer("max_window_layers", from, false);
+  if (every <= 0 && letters.empty() && from < 0) return out;
+  for (int64_t i = 0; i < std::min(layers, limits::kLayers); ++i)
+    out.push_back(!letters.empty() ? letters[size_t(i) % letters.size()] == 'L'
+                  : every > 0      ? (i + 1) % every != 0
+                                   : i >= from);
+  return out;
+}
+
 // A window shorter than the context: flash attention's memory is the same, its
-// FLOPs over the window are fewer; remat counts the full causal sequence.
-void note_windowed_attention(HfJsonReader& r, ModelSpec& m, const std::vector<std::string>& layer_types) {
+// FLOPs over the window are fewer; remat counts the full causal sequence. The window
+// and its layers are kept for the Megatron-LM flags.
+void read_windowed_attention(HfJsonReader& r, ModelSpec& m, const std::string& type,
+                             const std::vector<std::string>& layer_types) {
   int64_t window = 0, chunk = 0, context = 0;
   bool used = true;
   r.integer("sliding_window", window, false);
@@ -286,12 +314,75 @@ void note_windowed_attention(HfJsonReader& r, ModelSpec& m, const std::vector<st
       "when --seq is longer); memory is unchanged under flash attention";
   const bool any_sliding =
       layer_types.empty() || std::count(layer_types.begin(), layer_types.end(), "sliding_attention");
-  if (window > 0 && used && any_sliding && (context <= 0 || window < context))
+  if (window > 0 && used && any_sliding && (context <= 0 || window < context)) {
     m.notes.push_back(r.path("sliding_window") + " = " + std::to_string(window) + " on " +
                       layers_of("sliding_attention") + cost);
-  if (chunk > 0 && (context <= 0 || chunk < context))
+    m.windowed_layers = windowed_layers(r, type, layer_types, m.num_hidden_layers);
+    const bool all = std::find(m.windowed_layers.begin(), m.windowed_layers.end(), false) == m.windowed_layers.end();
+    if (all) m.windowed_layers.clear();
+    if (all || std::find(m.windowed_layers.begin(), m.windowed_layers.end(), true) != m.windowed_layers.end())
+      m.sliding_window_tokens = window;
+  }
+  if (chunk > 0 && (context <= 0 || chunk < context)) {
     m.notes.push_back(r.path("attention_chunk_size") + " = " + std::to_string(chunk) + " on " +
                       layers_of("chunked_attention") + cost);
+    m.attention_chunk_tokens = chunk;
+  }
+}
+
+// A positive finite number under the first of `keys` the config has; `out` keeps its
+// default when none is there.
+void read_positive(HfJsonReader& r, std::initializer_list<const char*> keys, double& out) {
+  for (const char* key : keys) {
+    if (!r.has(key)) continue;
+    double v = 0;
+    const size_t before = r.problems.size();
+    r.number(key, v);
+    if (r.problems.size() > before) return;
+    if (v > 0)
+      out = v;
+    else
+      r.fail(key, r.object[key].dump(), "must be a positive number");
+    return;
+  }
+}
+
+// rope_scaling (or transformers 5's rope_parameters): its type and the numbers Megatron-LM's
+// flags take; "default" is no scaling.
+void read_rope_scaling(HfJsonReader& r, const char* key, RopeScaling& s) {
+  HfJsonReader o{r.object[key], r.file, r.path(key) + ".", r.problems};
+  s.type = o.has("rope_type") ? o.text("rope_type") : o.text("type");
+  if (s.type == "default") s.type = "";
+  read_positive(o, {"llama_4_scaling_beta"}, s.llama4_scaling_beta);
+  if (s.type.empty()) return;
+  read_positive(o, {"factor"}, s.factor);
+  o.integer("original_max_position_embeddings", s.original_context_tokens, false);
+  read_positive(o, {"low_freq_factor"}, s.low_freq_factor);
+  read_positive(o, {"high_freq_factor"}, s.high_freq_factor);
+  read_positive(o, {"beta_fast"}, s.beta_fast);
+  read_positive(o, {"beta_slow"}, s.beta_slow);
+  read_positive(o, {"mscale"}, s.mscale);
+  read_positive(o, {"mscale_all_dim"}, s.mscale_all_dim);
+  read_positive(o, {"attention_factor"}, s.attention_factor);
+  o.boolean("truncate", s.truncate);
+}
+
+// Rotary base and scaling, norm epsilon. Absent: transformers' LlamaConfig defaults (rope_theta
+// 10000; rms_norm_eps 1e-6) and nn.LayerNorm's 1e-5 for LayerNorms. They change no figure.
+void read_numerics(HfJsonReader& r, ModelSpec& m) {
+  m.norm_eps = m.norm_kind == NormKind::rms ? 1e-6 : 1e-5;
+  read_positive(r, {"rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps"}, m.norm_eps);
+  const bool parameters = r.has("rope_parameters") && r.object["rope_parameters"].is_object();
+  if (parameters) {
+    HfJsonReader p{r.object["rope_parameters"], r.file, r.path("rope_parameters."), r.problems};
+    read_positive(p, {"rope_theta"}, m.rope_theta);
+  }
+  read_positive(r, {"rope_theta", "rotary_emb_base"}, m.rope_theta);
+  read_positive(r, {"rope_local_base_freq"}, m.rope_local_theta);
+  if (r.has("rope_scaling") && r.object["rope_scaling"].is_object())
+    read_rope_scaling(r, "rope_scaling", m.rope_scaling);
+  else if (parameters)
+    read_rope_scaling(r, "rope_parameters", m.rope_scaling);
 }
 
 // MTP modules: DeepSeek-V2/V3's, GLM-4.5's and MiMo's (one layer of the model's own
@@ -435,7 +526,8 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   if (nest) r.boolean("tie_word_embeddings", m.tie_word_embeddings);
   read_experts(r, m, family->experts, type);
   read_mtp(r, m, *family);
-  note_windowed_attention(r, m, r.text_list("layer_types"));
+  read_windowed_attention(r, m, type, r.text_list("layer_types"));
+  read_numerics(r, m);
   note_vision_tower(m, *family, type, nest != nullptr);
   throw_if(problems);
   if (m.num_key_value_heads == 0) m.num_key_value_heads = m.num_attention_heads;

@@ -15,6 +15,7 @@
 
 #include "hf_json_reader.hpp"
 #include "remat/spec/model_spec.hpp"
+#include "remat/spec/validate.hpp"
 
 namespace remat {
 
@@ -57,6 +58,25 @@ void gemma2_layer(HfJsonReader& r, ModelSpec& m) {
 void gemma3_layer(HfJsonReader& r, ModelSpec& m) {
   gemma2_layer(r, m);
   m.qk_norm = QkNorm::shared;
+}
+
+// Llama 4: use_qk_norm (default true): a weightless L2 norm on q and k of the rotary layers;
+// no_rope_layers (1: rotary, 0: none; absent or empty: every no_rope_layer_interval-th layer,
+// default 4, has none), whose attention attn_temperature_tuning (default true) rescales.
+void llama4_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.qk_l2_norm = true;
+  r.boolean("use_qk_norm", m.qk_l2_norm);
+  std::vector<int64_t> rope;
+  r.integer_list("no_rope_layers", rope);
+  int64_t interval = 4;
+  r.integer("no_rope_layer_interval", interval, false);
+  for (int64_t i = 0; i < std::min(m.num_hidden_layers, limits::kLayers); ++i)
+    m.nope_layers.push_back(rope.empty() ? interval > 0 && (i + 1) % interval == 0
+                                         : size_t(i) < rope.size() && rope[size_t(i)] == 0);
+  if (std::find(m.nope_layers.begin(), m.nope_layers.end(), true) == m.nope_layers.end()) m.nope_layers.clear();
+  m.nope_attention_temperature = !m.nope_layers.empty();
+  r.boolean("attn_temperature_tuning", m.nope_attention_temperature);
 }
 
 // gpt-oss: attention_bias (default true) on q, k, v and o.
@@ -613,7 +633,7 @@ const std::array kFamilies = {
     HfFamily{"deepseek_v2", false, HfExperts::deepseek, false, nullptr, nullptr, {}, true},
     HfFamily{"deepseek_v3", false, HfExperts::deepseek, false, nullptr, nullptr, {}, true},
     HfFamily{"glm4_moe", false, HfExperts::deepseek, false, nullptr, glm4_moe_layer, {}, true},
-    HfFamily{"llama4_text", false, HfExperts::llama4, false},
+    HfFamily{"llama4_text", false, HfExperts::llama4, false, nullptr, llama4_layer},
     HfFamily{"olmo", false, kDense, false, nullptr, olmo_layer},
     HfFamily{"smollm3", true, kDense, false, nullptr, llama_layer},
     HfFamily{"arcee", false, kDense, false, nullptr, arcee_layer},

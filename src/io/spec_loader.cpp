@@ -77,6 +77,32 @@ void read_efficiency(YamlFields& parent, Efficiency& e, const std::string& file,
 
 }  // namespace
 
+// Rotary base, rotary scaling and norm epsilon, named as in config.json (absent: rope_theta
+// 10000, no rope_scaling, norm_eps 1e-5, Megatron-LM's defaults). They change no figure, only
+// the Megatron-LM flags.
+void read_numerics(YamlFields& f, ModelSpec& m, const std::string& file, std::vector<Problem>& problems) {
+  f.number("rope_theta", m.rope_theta, false);
+  f.number("norm_eps", m.norm_eps, false);
+  YAML::Node node = f.child("rope_scaling");
+  if (!node) return;
+  if (!node.IsMap()) return f.fail("rope_scaling", "", "must be a mapping {rope_type, factor, ...}");
+  YamlFields s(node, file, "rope_scaling.", problems);
+  RopeScaling& r = m.rope_scaling;
+  s.text("rope_type", r.type, true);
+  s.number("factor", r.factor, false);
+  s.integer("original_max_position_embeddings", r.original_context_tokens, false);
+  s.number("low_freq_factor", r.low_freq_factor, false);
+  s.number("high_freq_factor", r.high_freq_factor, false);
+  s.number("beta_fast", r.beta_fast, false);
+  s.number("beta_slow", r.beta_slow, false);
+  s.number("mscale", r.mscale, false);
+  s.number("mscale_all_dim", r.mscale_all_dim, false);
+  s.number("attention_factor", r.attention_factor, false);
+  s.boolean("truncate", r.truncate, false);
+  s.reject_unknown();
+  if (r.type == "default") r.type = "";
+}
+
 // The layer's construction, as ModelSpec names it (absent: LLaMA's).
 void read_layer_construction(YamlFields& f, ModelSpec& m) {
   std::string mlp = "gated", norm = "rmsnorm", qk = "none";
@@ -135,6 +161,7 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& file) {
   f.integer("paper_num_hidden_layers", m.paper_num_hidden_layers, false);
   f.number("paper_params_B", m.paper_params_B, false);
   read_layer_construction(f, m);
+  read_numerics(f, m, file, problems);
   f.reject_unknown();
   throw_if(problems);
   if (f.child("num_key_value_heads") && m.num_key_value_heads == 0)

@@ -22,15 +22,7 @@ std::string flag(const char* name, int64_t value) { return fmt::format("{} {}", 
 
 // Megatron's --moe-layer-freq list expression: 0 dense, 1 MoE, per layer.
 std::string moe_pattern(const ModelSpec& m, int64_t layers) {
-  std::string out;
-  int64_t i = 0;
-  while (i < layers) {
-    const bool moe = m.layer_is_moe(i);
-    int64_t run = 0;
-    while (i < layers && m.layer_is_moe(i) == moe) ++i, ++run;
-    out += fmt::format("{}[{}]*{}", out.empty() ? "" : "+", moe ? 1 : 0, run);
-  }
-  return "'(" + out + ")'";
+  return megatron_layer_pattern(layers, [&m](int64_t i) { return m.layer_is_moe(i); });
 }
 
 std::vector<std::string> model_flags(const ModelSpec& m, const TrainingSpec& t, bool te) {
@@ -69,6 +61,7 @@ std::vector<std::string> model_flags(const ModelSpec& m, const TrainingSpec& t, 
     if (te) f.push_back("--moe-grouped-gemm");
   }
   for (const auto& arch : megatron_architecture_flags(m)) f.push_back(arch);
+  for (const auto& pattern : megatron_layer_pattern_flags(m, layers)) f.push_back(pattern);
   if (!m.tie_word_embeddings) f.push_back("--untie-embeddings-and-output-weights");
   if (te) {
     f.push_back("--transformer-impl transformer_engine");

@@ -87,6 +87,26 @@ void check_attention(Checker& c, const ModelSpec& m) {
            "must divide hidden_size = " + std::to_string(m.hidden_size) + " when head_dim is not given");
 }
 
+// Numbers that only the Megatron-LM flags read; still never NaN, zero or negative.
+void check_numerics(Checker& c, const ModelSpec& m) {
+  const RopeScaling& r = m.rope_scaling;
+  for (auto [key, v] : {std::pair{"rope_theta", m.rope_theta},
+                        {"norm_eps", m.norm_eps},
+                        {"rope_scaling.factor", r.factor},
+                        {"rope_scaling.low_freq_factor", r.low_freq_factor},
+                        {"rope_scaling.high_freq_factor", r.high_freq_factor},
+                        {"rope_scaling.beta_fast", r.beta_fast},
+                        {"rope_scaling.beta_slow", r.beta_slow}})
+    if (!std::isfinite(v) || v <= 0) c.fail(key, fmt(v), "must be a positive finite number");
+  for (auto [key, v] : {std::pair{"rope_scaling.mscale", r.mscale},
+                        {"rope_scaling.mscale_all_dim", r.mscale_all_dim},
+                        {"rope_scaling.attention_factor", r.attention_factor},
+                        {"rope_local_base_freq", m.rope_local_theta}})
+    if (!std::isfinite(v) || v < 0) c.fail(key, fmt(v), "must be a finite number >= 0");
+  c.non_negative("rope_scaling.original_max_position_embeddings", r.original_context_tokens, kSeq);
+  c.non_negative("sliding_window", m.sliding_window_tokens, kSeq);
+}
+
 }  // namespace
 
 std::vector<Problem> validate_model(const ModelSpec& m, const std::string& file) {
@@ -107,6 +127,7 @@ std::vector<Problem> validate_model(const ModelSpec& m, const std::string& file)
     c.fail("first_k_dense_replace", std::to_string(m.first_k_dense_replace),
            "must be between 0 and num_hidden_layers = " + std::to_string(m.num_hidden_layers));
   check_attention(c, m);
+  check_numerics(c, m);
   if (m.is_moe()) {
     check_moe(c, m);
   } else {  // unused by a dense model, but never negative or out of range

@@ -35,6 +35,20 @@ enum class MoeLayerRule {
   every_step,
 };
 
+// Rotary scaling as config.json's rope_scaling (or rope_parameters) gives it; changes no
+// figure, only the Megatron-LM flags.
+struct RopeScaling {
+  std::string type;  // rope_type (or type): "" none, llama3, linear, yarn, dynamic, longrope, mrope, ...
+  double factor = 1;
+  int64_t original_context_tokens = 0;               // original_max_position_embeddings (0: absent)
+  double low_freq_factor = 1, high_freq_factor = 4;  // llama3
+  double beta_fast = 32, beta_slow = 1;              // yarn
+  double mscale = 0, mscale_all_dim = 0;             // yarn as DeepSeek writes it (0: absent)
+  double attention_factor = 0;                       // yarn: the logit scale, when given (0: absent)
+  bool truncate = true;                              // yarn: the correction range rounded to integers
+  double llama4_scaling_beta = 0;  // Ministral 3's llama_4_scaling_beta: queries scaled by position (0: none)
+};
+
 struct ModelSpec {
   std::string name;
   std::string source;
@@ -82,6 +96,20 @@ struct ModelSpec {
   double rotary_fraction = 1.0;       // share of each head's dimensions rotated (partial rotary)
   QkNorm qk_norm = QkNorm::none;
   int64_t position_embeddings = 0;  // learned absolute positions (GPT-2's wpe rows); 0: rotary or none
+
+  // Numerics and attention masks: they change no memory, FLOP or time figure, only the
+  // Megatron-LM flags that build the same model.
+  double rope_theta = 10000;           // rotary base (rope_theta)
+  double rope_local_theta = 0;         // windowed layers' own rotary base (Gemma 3's rope_local_base_freq); 0: none
+  RopeScaling rope_scaling;            // rotary scaling (type "": none)
+  double norm_eps = 1e-5;              // epsilon of every norm (rms_norm_eps, layer_norm_eps, layer_norm_epsilon)
+  int64_t sliding_window_tokens = 0;   // keys a windowed layer's query sees, itself included (sliding_window); 0: none
+  std::vector<bool> windowed_layers;   // which layers use that window; empty: every layer
+  int64_t attention_chunk_tokens = 0;  // Llama 4's chunked attention (attention_chunk_size); 0: none
+  std::vector<bool> nope_layers;       // layers without rotary (Llama 4's no_rope_layers, inverted); empty: none
+  bool qk_l2_norm = false;             // Llama 4: weightless L2 norm on q and k (on its rotary layers)
+  bool nope_attention_temperature = false;  // Llama 4's attn_temperature_tuning on the layers without rotary
+  bool shared_expert_gate = false;  // Qwen2-MoE: sigmoid(x W_g), W_g of h x 1, scales the shared experts' output
 
   // Hybrid layers (empty: every layer attention + feed-forward). Nemotron-H's
   // hybrid_override_pattern gives each layer one mixer or one feed-forward;
@@ -140,6 +168,16 @@ struct ModelSpec {
     return 3 * int(mixer(index)) + (!has_ffn(index) ? 2 : layer_is_moe(index) ? 1 : 0);
   }
   bool is_hybrid() const { return !layer_mixers.empty(); }
+  // Whether layer `index` attends within sliding_window_tokens only.
+  bool layer_is_windowed(int64_t index) const {
+    if (sliding_window_tokens <= 0) return false;
+    return windowed_layers.empty() ||
+           (index >= 0 && index < int64_t(windowed_layers.size()) && windowed_layers[size_t(index)]);
+  }
+  // Whether layer `index` has no rotary embedding (Llama 4's NoPE layers).
+  bool layer_is_nope(int64_t index) const {
+    return index >= 0 && index < int64_t(nope_layers.size()) && nope_layers[size_t(index)];
+  }
 };
 
 }  // namespace remat
