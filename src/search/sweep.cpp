@@ -1,6 +1,7 @@
 #include "remat/search/sweep.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "remat/cost/op_time.hpp"
 #include "remat/spec/validate.hpp"
@@ -86,6 +87,8 @@ SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec
   for (int64_t gpus : space.gpus)
     if (std::none_of(layouts.begin(), layouts.end(), [&](const Layout& l) { return l.t.gpus() == gpus; }))
       res.gpus_without_layout.push_back(gpus);
+  std::optional<SearchSpace> built;
+  bool built_per_layer = false;
   for (size_t i = 0; i < layouts.size(); ++i) {
     if (progress && i % 256 == 0) progress(int64_t(i), res.evaluated);
     const Layout& l = layouts[i];
@@ -101,7 +104,13 @@ SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec
     o.offload = false;
     o.intervals = false;
     o.budget_bytes = budget_bytes;
-    const SearchSpace ss = build_search_space(m, hw, l.t, o);
+    // without the per-layer search a layout's space does not depend on the strategy: the
+    // strategies of one layout (visited in a row) share it
+    const bool same_layout = built && !o.per_layer && !built_per_layer && built->training.tp == l.t.tp &&
+                             built->training.pp == l.t.pp && built->training.dp == l.t.dp &&
+                             built->training.ep == l.t.ep && built->training.mbs == l.t.mbs;
+    if (!same_layout) built = build_search_space(m, hw, l.t, o), built_per_layer = o.per_layer;
+    const SearchSpace& ss = *built;
     const PlanSearchResult pr = plan_search(ss, o);
     if (!pr.best) {
       std::string why = "does not fit the memory budget";
