@@ -116,14 +116,17 @@ struct Bounds {
   double tie_kept = std::numeric_limits<double>::infinity();
 };
 
-// The least kept sum at which the stage cannot peak below `peak_bytes` whatever its transient:
-// the stage's peak with those kept bytes and no layer transient, which grows with them.
+// The stage's peak with `kept` bytes kept and no layer transient: a lower bound on the peak of
+// every plan that keeps that much, growing with it.
+double least_peak_keeping(const StageBase& base, double kept) {
+  LayerSums sums;
+  sums.kept_bytes = kept;
+  return stage_totals(base, sums).peak_bytes;
+}
+
+// The least kept sum at which the stage cannot peak below `peak_bytes` whatever its transient.
 double kept_that_cannot_peak_below(const StageBase& base, double peak_bytes, double kept_cap) {
-  const auto peak_lb = [&](double kept) {
-    LayerSums sums;
-    sums.kept_bytes = kept;
-    return stage_totals(base, sums).peak_bytes;
-  };
+  const auto peak_lb = [&](double kept) { return least_peak_keeping(base, kept); };
   if (peak_lb(0) >= peak_bytes) return 0;
   double lo = 0, hi = std::max(kept_cap, 1.0);
   if (peak_lb(hi) < peak_bytes) return std::numeric_limits<double>::infinity();
@@ -233,11 +236,10 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
   int best_state = -1;
   for (const auto& [lower_s, f] : by_time) {
     if (best && lower_s > best->totals.microbatch_s * (1 + 1e-12)) break;
-    if (best && lower_s >= best->totals.microbatch_s) {  // only a lower peak can win: its least peak first
-      LayerSums kept_only;
-      kept_only.kept_bytes = ws.front[size_t(f)].kept;
-      if (stage_totals(st.base, kept_only).peak_bytes > best->totals.peak_bytes) continue;
-    }
+    // only a lower peak can win a tie in time: its least peak first
+    if (best && lower_s >= best->totals.microbatch_s &&
+        least_peak_keeping(st.base, ws.front[size_t(f)].kept) > best->totals.peak_bytes)
+      continue;
     LayerSums sums;
     std::vector<LayerChoice> choices = rebuild(space, st, links, f, sums);
     const StageTotals tot = stage_totals(st.base, sums);
