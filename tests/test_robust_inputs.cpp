@@ -235,6 +235,31 @@ TEST(Hostile2Nesting, DeepHfRunLineIsOneLine) {
             "r.jsonl: line 1: is longer than 1 MiB: not a step record (got 2000000 bytes)");
 }
 
+// A record without "oom" or "error" is a step: its "step" must be there and an integer >= 0 (0 is the
+// diagnostic record, which holds no measured step).
+TEST(Hostile2HfRun, StepKeyIsCheckedNotSkipped) {
+  const std::string run = read_text(std::string(REMAT_TEST_DATA) + "/../reports/hf/steps-h100.jsonl");
+  const size_t line_start = run.rfind('\n', run.find("\"step\": 3")) + 1;  // a measured step's record
+  const std::string first = run.substr(line_start, run.find('\n', line_start) - line_start);
+  const size_t at = first.find("\"step\": ");
+  ASSERT_NE(at, std::string::npos);
+  const size_t end = first.find_first_of(",}", at);
+  auto with_step = [&](const std::string& value) {
+    return first.substr(0, at) + "\"step\": " + value + first.substr(end) + "\n";
+  };
+  EXPECT_EQ(rejection([&] { parse_hf_run(with_step("-1"), "r.jsonl"); }),
+            "r.jsonl: line 1: step: must be a non-negative integer (got -1)");
+  EXPECT_EQ(rejection([&] { parse_hf_run(with_step("1.5"), "r.jsonl"); }),
+            "r.jsonl: line 1: step: must be a non-negative integer (got 1.5)");
+  EXPECT_EQ(rejection([&] { parse_hf_run(with_step("\"3\""), "r.jsonl"); }),
+            "r.jsonl: line 1: step: must be a non-negative integer (got \"3\")");
+  EXPECT_EQ(rejection([&] { parse_hf_run(with_step("0"), "r.jsonl"); }),
+            "r.jsonl: step: holds no measured step (step >= 1)");
+  const auto steps = parse_hf_run(with_step("0") + with_step("2"), "r.jsonl");
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].step, 2);
+}
+
 TEST(Hostile2Nesting, WritingEscapesBytesThatAreNotUtf8) {
   nlohmann::ordered_json j = {{"name", std::string("a\xff\xfe b")}, {"ok", "\xc3\xa9"}};
   const nlohmann::json back = nlohmann::json::parse(dump_json_text(j));

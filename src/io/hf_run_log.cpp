@@ -90,7 +90,8 @@ std::vector<HfStep> parse_hf_run(const std::string& text, const std::string& fil
     if (!parsed) throw InputError({{file, "line " + std::to_string(number) + ": " + failure.key, "", failure.message}});
     const Line l{j, file, number};
     if (j.value("oom", false) || j.contains("error")) continue;
-    if (!j.contains("step") || !j["step"].is_number_integer() || j["step"].get<int64_t>() < 1) continue;
+    // step 0 is hf_step.py's saved-tensor diagnostic: a forward and backward before the measured steps
+    if (l.integer("step") == 0) continue;
     steps.push_back(step_from(l));
   }
   if (steps.empty()) throw InputError({{file, "step", "", "holds no measured step (step >= 1)"}});

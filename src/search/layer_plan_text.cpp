@@ -100,8 +100,10 @@ std::map<int64_t, LayerChoice> parse_layer_plan(const std::string& text, const M
   const LayerShapes shapes = build_shapes(m, rank_shape(t));
   const int64_t layers = effective_layers(m, t);
   std::map<int64_t, LayerChoice> out;
-  for (const std::string& entry : split(text, ';')) {
-    if (entry.empty()) continue;
+  std::vector<std::string> entries = split(text, ';');
+  if (entries.size() > 1 && entries.back().empty()) entries.pop_back();  // one trailing ';' is harmless
+  for (const std::string& entry : entries) {
+    if (entry.empty()) bad(text, "empty entry between ';' (each entry is RANGE:CHOICE, e.g. 0-9:eagle)");
     const size_t colon = entry.find(':');
     if (colon == std::string::npos) bad(entry, "each entry is RANGE:CHOICE, e.g. 0-9:eagle");
     const std::string range = entry.substr(0, colon);
