@@ -20,6 +20,10 @@ dpo_loss; TRL itself is not installed on the GPU machine).
 
 Usage: python3 hf_step.py --cases examples/hf/cases_a.json --out OUT.jsonl
                           [--deadline 540] [--abort-first N] [--only NAME,...] [--start I --t0 EPOCH]
+                          [--trace-peak DIR]
+--trace-peak records the caching allocator's history during step 3 and writes DIR/CASE.json: the
+bytes allocated in the step at its peak, grouped by the source line (transformers, peft, torch)
+that allocated them.
 Exit code 3 (with OUT.jsonl.next holding the next index) when GPU memory stays allocated after a
 case: run it again with --start $(cat OUT.jsonl.next) and the same --t0 (see README).
 One JSON line per step (and one per case for step 0), flushed after each line.
@@ -270,7 +274,41 @@ class SavedTensorProbe:
 # ----------------------------------------------------------------------------------------
 # one case
 # ----------------------------------------------------------------------------------------
-def run_case(c, versions, write, meta):
+
+def first_frame(frames):
+    """The innermost frame in library or harness code: where a tensor was made."""
+    for f in frames:
+        name = f.get("filename", "")
+        if any(k in name for k in ("transformers/", "peft/", "torch/utils/checkpoint", "torch/nn/", "hf_step.py",
+                                   "torch/autograd", "torch/optim")):
+            short = name.split("site-packages/")[-1]
+            return f"{short}:{f.get('line')} {f.get('name')}"
+    return "(no python frame: autograd engine)" if frames else "(no frames)"
+
+
+def peak_report(snapshot, case):
+    """Replays the allocator trace of one step: the running total of blocks allocated during the
+    step, its peak, and what was alive then, grouped by the line that allocated it."""
+    alive, total, peak, peak_set, phase = {}, 0, 0, {}, "?"
+    for ev in snapshot["device_traces"][0]:
+        act = ev["action"]
+        if act == "alloc":
+            alive[ev["addr"]] = (ev["size"], first_frame(ev.get("frames", [])))
+            total += ev["size"]
+            if total > peak:
+                peak, peak_set = total, dict(alive)
+        elif act == "free_requested" and ev["addr"] in alive:
+            total -= alive.pop(ev["addr"])[0]
+    groups = {}
+    for size, where in peak_set.values():
+        n, b = groups.get(where, (0, 0))
+        groups[where] = (n + 1, b + size)
+    rows = sorted(groups.items(), key=lambda kv: -kv[1][1])
+    return {"case": case, "step_peak_bytes_over_start": peak,
+            "alive_at_peak": [{"where": w, "blocks": n, "bytes": b} for w, (n, b) in rows[:40]]}
+
+
+def run_case(c, versions, write, meta, trace_dir=None):
     name = c["case"]
     precision = c.get("precision", "bf16")
     mode = c.get("mode", "full")
@@ -445,6 +483,9 @@ def run_case(c, versions, write, meta):
         ids = new_ids()
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
+        tracing = trace_dir and step == 3
+        if tracing:
+            torch.cuda.memory._record_memory_history(max_entries=1_000_000, stacks="python")
         before = torch.cuda.memory_allocated()
         t0 = time.perf_counter()
         loss = forward_loss(ids)
@@ -463,6 +504,12 @@ def run_case(c, versions, write, meta):
         t3 = time.perf_counter()
         peak = torch.cuda.max_memory_allocated()
         after = torch.cuda.memory_allocated()
+        if tracing:
+            report = peak_report(torch.cuda.memory._snapshot(), name)
+            torch.cuda.memory._record_memory_history(enabled=None)
+            report.update(before_bytes=before, peak_allocated_bytes=peak)
+            with open(os.path.join(trace_dir, name + ".json"), "w") as f:
+                json.dump(report, f, indent=1)
         loss_val = float(loss.detach().float().item())
         del loss, ids
         rec = dict(base, step=step,
@@ -495,6 +542,7 @@ def main():
     ap.add_argument("--abort-first", type=int, default=0,
                     help="exit if any of the first N cases fails with an error other than OOM")
     ap.add_argument("--only", default="")
+    ap.add_argument("--trace-peak", default="", help="directory for each case's allocations alive at the step-3 peak")
     ap.add_argument("--start", type=int, default=0, help="index of the first case to run")
     ap.add_argument("--t0", type=float, default=0.0, help="epoch seconds the deadline counts from "
                     "(default: this process's start); lets a restarted process keep one deadline")
@@ -543,7 +591,7 @@ def main():
         status = "ok"
         meta = {}
         try:
-            run_case(c, versions, write, meta)
+            run_case(c, versions, write, meta, args.trace_peak or None)
             n_ok += 1
         except torch.cuda.OutOfMemoryError as e:
             status = "oom"

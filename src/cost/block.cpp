@@ -89,9 +89,14 @@ double grad_working_bytes(const Block& block) {
   double stated = 0;
   for (const auto& op : block.ops) stated = std::max(stated, op.working_bytes);
   if (stated > 0) return stated;
-  double largest = 0;
-  for (const auto& t : block.tensors) largest = std::max(largest, t.bytes);
-  return 3 * largest;
+  double largest = 0, one_copy = 0;
+  for (const auto& t : block.tensors) {
+    if (t.reader_copies > 0)
+      one_copy = std::max(one_copy, t.bytes / t.reader_copies);  // its gradient, beside the saved copy
+    else
+      largest = std::max(largest, t.bytes);
+  }
+  return std::max(3 * largest, one_copy);
 }
 
 BlockCost block_cost(const Block& block, BlockMode mode, bool early_stop) {

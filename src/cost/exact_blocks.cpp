@@ -24,7 +24,9 @@ RankShape rank_shape(const TrainingSpec& t) {
   r.gqa_expand_kv = t.gqa_expand_kv;
   r.flash_attention = t.flash_attention;
   r.glu_linear_copy = t.glu_linear_copy;
+  r.moe_probs_scale_outputs = t.moe_probs_scale_outputs;
   r.v_views_qkv = t.v_views_qkv;
+  r.layouts_from_model_code = t.layouts_from_model_code;
   r.ordered_backward = t.ordered_backward;
   r.norm_fp32_upcast = t.norm_fp32_upcast;
   r.mixer_kernels = t.mixer_kernels;
@@ -117,7 +119,7 @@ OpDef linear(Block& b, const RankShape& r, const std::string& name, double rows,
   const bool own_copy = r.lora_dropout > 0 || r.lora_bytes != kBf16;
   if (own_copy) {
     const double per_element = (r.lora_dropout > 0 ? 1 : 0) + (r.lora_bytes != kBf16 ? r.lora_bytes : kBf16);
-    b.tensors.push_back({name + ".input", adapted * rows * in * per_element});
+    b.tensors.push_back({name + ".input", adapted * rows * in * per_element, 0, 0, adapted});
     lora_saves.push_back(name + ".input");
   }
   b.ops.push_back(ops::streaming(name + ".lora", 0, 0, lora_saves));
@@ -244,14 +246,15 @@ Block dense_mlp_block(const RankShape& r, const ModelSpec& m) {
 namespace {
 
 // Norms on q and k per head before rotary (Qwen3, OLMo-2, Cohere): each saves its
-// input (fp32 under the eager upcast, which also saves the bf16 normed copy) and 1/rms
-// per head and row.
+// input (fp32 under the eager upcast, which also saves the bf16 normed copy when its
+// weight trains, as add_upcast_norm) and 1/rms per head and row.
 void add_qk_norm(Block& b, const RankShape& r, double rows, double heads, double hd) {
   const double elems = rows * heads * hd;
   b.tensors.push_back({"qk_raw", elems * (r.norm_fp32_upcast ? kFp32 : kBf16)});
   b.tensors.push_back({"qk_rstd", rows * heads * kFp32});
   std::vector<std::string> saves = {"qk_raw", "qk_rstd"};
-  if (r.norm_fp32_upcast) b.tensors.push_back({"qk_normed", elems * kBf16}), saves.push_back("qk_normed");
+  if (r.norm_fp32_upcast) b.tensors.push_back({"qk_normed", elems * kBf16});
+  if (r.norm_fp32_upcast && r.weights_train) saves.push_back("qk_normed");
   b.ops.push_back(ops::streaming("qk_norm", 2 * elems * kBf16, 3 * elems * kBf16, saves));
 }
 
@@ -270,8 +273,10 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
   b.tensors.push_back({"q", rows * nh * hd * kBf16});
   b.tensors.push_back({"k", rows * g * hd * kBf16});
   // Megatron local slices v out of the fused qkv output: a checkpoint that
-  // takes v as input keeps the whole projection alive
-  b.tensors.push_back({"v", rows * (r.v_views_qkv ? nh + 2 * g : g) * hd * kBf16});
+  // takes v as input keeps the whole projection alive. So does Phi-3's code, where
+  // the attention saves v: a view of the whole projection
+  const bool model_views = r.layouts_from_model_code && m.fused_qkv_projection;
+  b.tensors.push_back({"v", rows * (r.v_views_qkv || model_views ? nh + 2 * g : g) * hd * kBf16});
   b.tensors.push_back({"o", rows * nh * hd * kBf16});  // attention output, saved by Wo
   if (m.qk_norm != QkNorm::none) add_qk_norm(b, r, rows, nh + g, hd);
   const double rotated = 2 * rows * (nh + g) * hd * kBf16 * m.rotary_fraction;  // partial rotary: the rotated share
@@ -306,10 +311,22 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
     op.gemm_flops_each = 4 * rows * r.s * nh * hd;
     op.fwd_bytes = 12 * scores;
     op.bwd_bytes = 22 * scores;
+    // the softmax's backward holds three fp32 score-sized gradient buffers beside the saved fp32
+    // probabilities; PV's backward has freed the bf16 ones by then (torch's allocator history of an
+    // eager step, reports/hf/peak-traces-h100)
+    if (r.softmax_fp32) op.working_bytes = 3 * scores * kFp32 - scores * kBf16;
     b.ops.push_back(op);
     b.attention_stats = {"probs"};
   }
   if (parts::saves_input(r, r.lora.o)) b.kept_outside = {"o"};
+  if (model_views && r.flash_attention) {
+    // rotary on q and k sliced out of the fused output writes them heads-major, so the sdpa output
+    // is too: reshaping it back for Wo copies it, and Wo saves the copy beside the kernel's o
+    const double bytes = rows * nh * hd * kBf16;
+    b.tensors.push_back({"o_contiguous", bytes});
+    b.ops.push_back(ops::streaming("o_copy", 2 * bytes, 2 * bytes, {}));
+    if (parts::saves_input(r, r.lora.o)) b.kept_outside = {"o_contiguous"};
+  }
   if (m.attention_output_gate) {
     // o * sigmoid(gate): the product saves o and the sigmoid; Wo then reads the product, not o
     const double bytes = rows * nh * hd * kBf16;

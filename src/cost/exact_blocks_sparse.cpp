@@ -83,14 +83,16 @@ Block moe_shared_block(const RankShape& r, const ModelSpec& m) {
   const double rows = moe_rows(r);
   parts::add_input_norm(b, r, h, /*gather=*/false);
   b.tensors.push_back({"router_scores", rows * e * kFp32});
-  b.ops.push_back(ops::gemm("router", rows, h, e, {"x_norm"}));
+  // a frozen router (LoRA) saves no input: only its weight's gradient reads it
+  b.ops.push_back(parts::linear(b, r, "router", rows, h, e, "x_norm", {}));
   b.ops.push_back(ops::streaming("topk", 2 * rows * e * kFp32, 2 * rows * e * kFp32, {"router_scores"}));
   if (m.n_shared_experts > 0) {
     const double f = double(m.n_shared_experts * m.moe_intermediate_size) / double(r.tp);
     if (r.tp > 1) b.ops.push_back(parts::input_gather(r, h));
-    b.ops.push_back(ops::gemm("shared_gate_up", r.tokens(), h, 2 * f, {"x_norm"}));
+    b.ops.push_back(
+        parts::linear(b, r, "shared_gate_up", r.tokens(), h, 2 * f, "x_norm", {&LoraTargets::gate, &LoraTargets::up}));
     parts::add_swiglu(b, r.tokens(), f, "shared_", r.swiglu_fused, r.glu_linear_copy);
-    b.ops.push_back(ops::gemm("shared_down", r.tokens(), f, h, {"shared_act"}));
+    b.ops.push_back(parts::linear(b, r, "shared_down", r.tokens(), f, h, "shared_act", {&LoraTargets::down}));
   }
   // `moe` checkpoints the whole MoE layer from the router on (its input, the normed hidden, stays)
   b.tag(parts::kMoeTag, {"router_scores", "router", "topk"});
@@ -120,9 +122,12 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
   const double h = double(m.hidden_size), f = double(m.moe_intermediate_size);
   const double rows = moe_rows(r) * double(m.num_experts_per_tok);  // K copies, balanced over ep
   const double local_experts = double(m.n_routed_experts / r.ep);
+  // frozen experts (LoRA on other matrices) save no GEMM input: only the weights' gradients read them
+  const std::vector<std::string> none;
   b.inputs = {"x_permuted"};
+  b.inputs_saved = r.weights_train;
   b.tensors.push_back({"x_permuted", rows * h * kBf16});
-  b.ops.push_back(ops::gemm("experts_gate_up", rows, h, 2 * f, {"x_permuted"}, local_experts));
+  b.ops.push_back(ops::gemm("experts_gate_up", rows, h, 2 * f, r.weights_train ? b.inputs : none, local_experts));
   parts::add_swiglu(b, rows, f, "experts_", r.swiglu_fused, r.glu_linear_copy);
   std::string down_input = "experts_act";
   if (r.glu_linear_copy) {  // Megatron-LM's unfused MLP weights the activation by the router probability
@@ -133,8 +138,17 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
     b.ops.push_back(ops::streaming("experts_probs_mul", 6 * bytes, 8 * bytes, {"experts_act"}));
     down_input = "experts_weighted";
   }
-  b.ops.push_back(ops::gemm("experts_down", rows, f, h, {down_input}, local_experts));
-  b.tag(parts::kMoeTag, {"x_permuted", "experts_gate_up", "experts_gate", "experts_up", "experts_down"});
+  const std::vector<std::string> down_saves = {down_input};
+  b.ops.push_back(ops::gemm("experts_down", rows, f, h, r.weights_train ? down_saves : none, local_experts));
+  if (r.moe_probs_scale_outputs) {
+    // transformers' experts (grouped_mm and the per-expert loop alike): the outputs times their
+    // routing weights, then summed into place; the multiply saves the outputs for the weights'
+    // gradient
+    b.tensors.push_back({"experts_out", rows * h * kBf16});
+    b.ops.push_back(ops::streaming("experts_probs_out", 3 * rows * h * kBf16, 5 * rows * h * kBf16, {"experts_out"}));
+  }
+  b.tag(parts::kMoeTag, {"x_permuted", "experts_gate_up", "experts_gate", "experts_up", "experts_down", "experts_out",
+                         "experts_probs_out"});
   // `moe_act` discards the experts' activation output and reruns the activation
   b.tag(parts::kMoeTag | parts::kMoeActTag, {"experts_silu", "experts_up_copy", "experts_act", "experts_swiglu",
                                              "experts_mul", "experts_weighted", "experts_probs_mul"});

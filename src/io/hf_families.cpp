@@ -36,6 +36,8 @@ void llama_layer(HfJsonReader& r, ModelSpec& m) {
 
 // Qwen2Attention: q, k and v with bias=True, o without.
 void qwen2_layer(HfJsonReader&, ModelSpec& m) { m.qkv_bias = true; }
+// Phi3Attention: qkv_proj's output sliced into q, k and v (views of it)
+void phi3_layer(HfJsonReader&, ModelSpec& m) { m.fused_qkv_projection = true; }
 
 // Qwen3: q_norm and k_norm of head_dim.
 void qwen3_layer(HfJsonReader& r, ModelSpec& m) {
@@ -595,7 +597,7 @@ const std::array kFamilies = {
     HfFamily{"qwen2_vl", false, kDense, true, nullptr, qwen2_layer},
     HfFamily{"qwen2_5_vl", false, kDense, true, nullptr, qwen2_layer},
     HfFamily{"mimo", false, kDense, false, nullptr, qwen2_layer, {}, true},
-    HfFamily{"phi3", false, kDense, false},
+    HfFamily{"phi3", false, kDense, false, nullptr, phi3_layer},
     HfFamily{"olmo2", false, kDense, false, nullptr, olmo2_layer},
     HfFamily{"olmo3", false, kDense, false, nullptr, olmo2_layer},
     HfFamily{"exaone4", false, kDense, false, nullptr, exaone4_layer},

@@ -17,6 +17,10 @@ struct TensorDef {
   // Megatron modules whose checkpoint takes this tensor as an input: saved
   // while one of them is recomputed (when nothing else saves it already)
   ModuleTags checkpoint_input_of = 0;
+  // > 0: the tensor holds this many per-reader casts of one input (each LoRA adapter's fp32 or
+  // dropped copy). One reader's backward at a time writes that copy's gradient; the cast's own
+  // gradient then lands in the input's bf16 gradient, so grad_working_bytes counts one copy.
+  double reader_copies = 0;
 };
 
 enum class OpKind { gemm, attention, memory_bound, collective, host_copy };
@@ -80,8 +84,9 @@ double saved_bytes(const Block& block);
 // Saved bytes that selective recompute of `modules` drops (tensors tagged with one of them).
 double module_freed_bytes(const Block& block, ModuleTags modules);
 // Gradient buffers alive while the block's backward runs: the largest op's
-// output gradient and input gradients, bounded by three of its largest tensor;
-// or, where its ops state their working sets, the largest of those.
+// output gradient and input gradients, bounded by three of its largest tensor
+// (or one reader's copy, where larger); or, where its ops state
+// their working sets, the largest of those.
 double grad_working_bytes(const Block& block);
 
 }  // namespace remat

@@ -22,9 +22,11 @@ struct RankShape {
   bool swiglu_fused = true;
   bool gqa_expand_kv = false;
   bool flash_attention = true;
-  bool glu_linear_copy = false;   // unfused GLU saves a copy of its linear half
-  bool v_views_qkv = false;       // v is a view of the fused qkv projection's output
-  bool ordered_backward = false;  // see LayerDef::ordered_backward
+  bool moe_probs_scale_outputs = false;  // the experts' outputs saved for the probabilities' gradient
+  bool glu_linear_copy = false;          // unfused GLU saves a copy of its linear half
+  bool layouts_from_model_code = false;  // TrainingSpec::layouts_from_model_code
+  bool v_views_qkv = false;              // v is a view of the fused qkv projection's output
+  bool ordered_backward = false;         // see LayerDef::ordered_backward
   // PyTorch eager stacks (TrainingSpec's flags of the same names, src/spec/profiles/hf.cpp)
   bool norm_fp32_upcast = false;
   MixerKernels mixer_kernels = MixerKernels::fused;  // Mamba-2 and Gated DeltaNet

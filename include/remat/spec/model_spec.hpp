@@ -87,6 +87,7 @@ struct ModelSpec {
   bool norm_affine = true;            // false: norms without weights (OLMo 1's non-parametric LayerNorm)
   bool embedding_norm = false;        // a norm on the embeddings before the first layer (BLOOM)
   bool qkv_bias = false;              // q, k, v projections (Qwen2, StarCoder2, GPT-NeoX)
+  bool fused_qkv_projection = false;  // one q|k|v projection its code slices into views (Phi-3's qkv_proj)
   bool o_bias = false;                // attention output projection
   bool mlp_bias = false;              // every MLP matrix
   bool lm_head_bias = false;          // GPT-J, Phi-1

@@ -76,7 +76,12 @@ struct TrainingSpec {
   // The registered profile that set these choices (src/spec/profiles/): generic
   // is remat's reference implementation.
   std::string framework = "generic";
-  bool glu_linear_copy = false;         // unfused GLU multiplies a copy of its linear half (Megatron's offset add)
+  // router probabilities multiply the experts' outputs, which the multiply saves (transformers);
+  // else they scale the rows inside the experts' activation
+  bool moe_probs_scale_outputs = false;
+  bool glu_linear_copy = false;  // unfused GLU multiplies a copy of its linear half (Megatron's offset add)
+  // tensor layouts follow the model's own code (transformers): a fused q|k|v projection's views
+  bool layouts_from_model_code = false;
   bool v_views_qkv = false;             // v is a view of the fused qkv output (kept whole by core_attn's checkpoint)
   bool attention_score_buffer = false;  // one persistent [b*heads, s, s] bf16 buffer for QK^T (Megatron local)
   bool keeps_stage_outputs = false;     // the pipeline holds each in-flight microbatch's stage output

@@ -46,6 +46,9 @@ TrainingSpec hf_training(TrainingSpec t) {
   if (t.lora_adapter_bytes == 0) t.lora_adapter_bytes = 4;  // peft: autocast_adapter_dtype=True
   t.swiglu_fused = false;
   t.glu_linear_copy = false;
+  t.moe_probs_scale_outputs = true;
+  t.layouts_from_model_code = true;
+  t.ordered_backward = true;  // autograd frees a node's saved tensors once it ran: later blocks' go first
   t.norm_fp32_upcast = true;
   t.loss_fp32_logits = true;
   t.loss_log_softmax_saved = true;
