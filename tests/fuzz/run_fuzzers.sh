@@ -5,7 +5,8 @@
 # measurements, CLI argument lists). Prints executions and executions/s per
 # target; exits non-zero when a target crashed, hung or leaked.
 #   tests/fuzz/run_fuzzers.sh SECONDS [TARGET...]
-# Environment: BUILD (default build-fuzz), JOBS (parallel targets, default 2).
+# Environment: BUILD (default build-fuzz), JOBS (parallel targets, default 2), SKIP_BUILD=1 to run
+# the binaries already in BUILD/tests/fuzz (built elsewhere and copied, e.g. to a many-core machine).
 set -euo pipefail
 seconds=${1:?usage: run_fuzzers.sh SECONDS [TARGET...]}
 shift
@@ -16,9 +17,11 @@ jobs=${JOBS:-2}
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_model_yaml fuzz_hardware_yaml fuzz_hf_config fuzz_measurements fuzz_megatron_log fuzz_hf_run fuzz_cli)
 
-CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREMAT_FUZZ=ON \
-  -DREMAT_ENABLE_CUDA=OFF -DREMAT_BUILD_TESTS=OFF -DREMAT_BUILD_BENCHMARKS=OFF >/dev/null
-cmake --build "$build" --target "${targets[@]}"
+if [ -z "${SKIP_BUILD:-}" ]; then
+  CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREMAT_FUZZ=ON \
+    -DREMAT_ENABLE_CUDA=OFF -DREMAT_BUILD_TESTS=OFF -DREMAT_BUILD_BENCHMARKS=OFF >/dev/null
+  cmake --build "$build" --target "${targets[@]}"
+fi
 
 seed() {  # seed TARGET: copy the committed inputs into the working corpus
   local dir="$build/corpus/$1"
@@ -70,6 +73,7 @@ for t in "${names[@]}"; do
   execs=$(awk '/stat::number_of_executed_units/{print $2}' "$log" | tail -1)
   rate=$(awk '/stat::average_exec_per_sec/{print $2}' "$log" | tail -1)
   result=clean
+  [ -n "$execs" ] || result="FAILED (no run: see $log)"
   grep -qE 'ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: ' "$log" && result="FAILED (see $log)"
   printf '%-20s %10s %14s %8s  %s\n' "$t" "$seconds" "${execs:-?}" "${rate:-?}" "$result"
 done
