@@ -44,6 +44,25 @@ TEST(StreamBpCli, MaximizeSeqOrdersTheStrategies) {
   }
 }
 
+// --framework hf runs none and full only: --maximize prices those two and says StreamBP is not run,
+// and the longest sequence is the one `estimate --framework hf` fits.
+TEST(StreamBpCli, MaximizeUnderHfPricesOnlyWhatTheProfileRuns) {
+  const std::string hf = kOneGpu + " --framework hf --precision bf16 --replay early-stop";
+  const Output o = remat("plan " + hf + " --maximize seq --format json");
+  ASSERT_EQ(o.exit_code, 0) << o.text;
+  const auto j = nlohmann::json::parse(o.text);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][1]["strategy"], "full");
+  EXPECT_FALSE(j.contains("streambp_over_full"));
+  const int64_t full = j["results"][1]["value"];
+  for (int64_t seq : {full, full + 1}) {
+    const Output e = remat("estimate " + hf + " --strategy full --seq " + std::to_string(seq) + " --format json");
+    EXPECT_EQ(nlohmann::json::parse(e.text)["fits"].get<bool>(), seq == full) << seq;
+  }
+  EXPECT_NE(remat("plan " + hf + " --maximize seq").text.find("streambp: not run by the hf profile"),
+            std::string::npos);
+}
+
 TEST(StreamBpCli, MaximizeMbsAndZero2) {
   const Output o = remat(
       "plan --model qwen3-8b --hardware a800-80gb --tp 1 --pp 1 --dp 8 --zero-stage 2 --seq 4096 "

@@ -1,6 +1,7 @@
 // remat plan: the fastest plan under the memory budget, the frontier, the
 // Megatron-LM flags that run it.
 #include <fmt/format.h>
+#include <algorithm>
 
 #include <memory>
 
@@ -87,16 +88,24 @@ int run_maximize(const Inputs& in, const PlanOptions& o) {
     throw InputError(
         {{"command line", "--lm-head-partition-tokens", std::to_string(o.head_partition), "must be at least 1"}});
   const double budget = memory_budget_bytes(o.budget_given, o.budget_GiB, in.hardware);
-  std::vector<MaxRow> rows = {maximize_one(in, o, Strategy::none, 0, budget),
-                              maximize_one(in, o, Strategy::full, 0, budget)};
-  MaxRow best;
-  for (int64_t p : parse_int_list("--streambp-partition-tokens", o.layer_partitions)) {
-    if (p < 1)
-      throw InputError({{"command line", "--streambp-partition-tokens", o.layer_partitions, "values must be >= 1"}});
-    MaxRow r = maximize_one(in, o, Strategy::streambp, p, budget);
-    if (best.layer_partition == 0 || r.value > best.value) best = std::move(r);
+  // only what the framework profile runs (hf: no StreamBP)
+  const std::vector<Strategy> runs =
+      profile_strategies(in.training, {Strategy::none, Strategy::full, Strategy::streambp}, false, "--maximize");
+  std::vector<MaxRow> rows;
+  for (Strategy s : runs) {
+    if (s != Strategy::streambp) {
+      rows.push_back(maximize_one(in, o, s, 0, budget));
+      continue;
+    }
+    MaxRow best;
+    for (int64_t p : parse_int_list("--streambp-partition-tokens", o.layer_partitions)) {
+      if (p < 1)
+        throw InputError({{"command line", "--streambp-partition-tokens", o.layer_partitions, "values must be >= 1"}});
+      MaxRow r = maximize_one(in, o, Strategy::streambp, p, budget);
+      if (best.layer_partition == 0 || r.value > best.value) best = std::move(r);
+    }
+    rows.push_back(std::move(best));
   }
-  rows.push_back(std::move(best));
   Json list = Json::array();
   std::vector<std::vector<std::string>> table_rows;
   for (const MaxRow& r : rows) {
@@ -106,22 +115,35 @@ int run_maximize(const Inputs& in, const PlanOptions& o) {
                           fmt::format("{:.1f}", r.est.peak_memory_bytes / kGiB),
                           fmt::format("{:.3f}", r.est.iteration.time_s)});
   }
-  const double ratio = rows[1].value > 0 ? double(rows[2].value) / double(rows[1].value) : 0;
+  const auto value_of = [&rows](Strategy s) {
+    for (const MaxRow& r : rows)
+      if (r.strategy == s) return r.value;
+    return int64_t(0);
+  };
+  const bool streambp =
+      std::any_of(rows.begin(), rows.end(), [](const MaxRow& r) { return r.strategy == Strategy::streambp; });
+  const int64_t full_value = value_of(Strategy::full);
+  const double ratio = streambp && full_value > 0 ? double(value_of(Strategy::streambp)) / double(full_value) : 0;
   Json report = {{"meta", meta_json(in.meta)},
                  {"model", model_json(in.model)},
                  {"hardware", hardware_json(in.hardware)},
                  {"training", training_json(in.training)},
                  {"maximize", o.maximize},
                  {"budget_bytes", budget},
-                 {"results", list},
-                 {"streambp_over_full", ratio}};
+                 {"results", list}};
+  if (streambp) report["streambp_over_full"] = ratio;
   std::string table = fmt::format("{} on {}: largest {} under {:.1f} GiB (tp {} pp {} dp {} zero {})\n", in.model.name,
                                   in.hardware.name, o.maximize, budget / kGiB, in.training.tp, in.training.pp,
                                   in.training.dp, in.training.zero_stage);
   table += render_table({"strategy", o.maximize, "D / C", "peak GiB", "iter s"}, table_rows);
-  table += fmt::format("streambp / full: {:.2f}x\n", ratio);
+  if (streambp)
+    table += fmt::format("streambp / full: {:.2f}x\n", ratio);
+  else
+    table += fmt::format("streambp: not run by the {} profile\n", in.training.framework);
+  int64_t longest = 0;
+  for (const MaxRow& r : rows) longest = std::max(longest, r.value);
   emit(o.common, table, report);
-  return rows[2].value > 0 ? kExitOk : kExitNoFit;
+  return longest > 0 ? kExitOk : kExitNoFit;
 }
 
 std::vector<Strategy> parse_strategies(const std::string& text) {
