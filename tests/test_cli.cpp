@@ -110,6 +110,23 @@ TEST(Cli, SweepRanksByTokensPerSecond) {
               std::stod(j["rows"][i]["tokens_per_s"].get<std::string>()));
 }
 
+// Worker threads split the layouts; the rows, their order and the rejection counts are the same
+// for any count (the MoE model's ep axis gives parts of uneven work).
+TEST(Cli, SweepThreadsDoNotChangeTheResult) {
+  std::string reports[3];
+  int i = 0;
+  for (const char* threads : {"1", "3", "0"}) {
+    const Result r = run({"sweep", "--model", "deepseek-v2", "--hardware", "h200", "--gpus", "64,128", "--mbss", "1,2",
+                          "--threads", threads, "--json", "-"},
+                         true);
+    ASSERT_EQ(r.exit_code, 0) << threads;
+    reports[i++] = r.out;
+  }
+  EXPECT_GT(nlohmann::json::parse(reports[0])["evaluated"].get<int>(), 1000);
+  EXPECT_EQ(reports[1], reports[0]);
+  EXPECT_EQ(reports[2], reports[0]);
+}
+
 TEST(Cli, HfConfigAsModel) {
   const Result r = run({"estimate", "--model", std::string(REMAT_TEST_DATA) + "/data/llama3-8b-config.json", "--tp",
                         "1", "--pp", "1", "--hardware", "h100-sxm", "--mbs", "1", "--json", "-"},

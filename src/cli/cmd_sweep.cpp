@@ -7,6 +7,7 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <thread>
 
 #include "commands.hpp"
 #include "options.hpp"
@@ -35,6 +36,7 @@ struct SweepOptions {
   std::string csv_path;
   int64_t top = 20;
   int64_t max_layouts = kDefaultMaxLayouts;
+  int64_t threads = 0;  // 0: one per core
   double budget_GiB = -1;
   bool budget_given = false;
 };
@@ -137,6 +139,9 @@ Runner add_sweep_command(CLI::App& app) {
   sub->add_option("--csv", o->csv_path, "write every feasible row as CSV");
   sub->add_option("--top", o->top, "rows in the table")->capture_default_str();
   sub->add_option("--max-layouts", o->max_layouts, "refuse a sweep of more layouts than this")->capture_default_str();
+  sub->add_option("--threads", o->threads,
+                  "worker threads (0: one per core); the rows and their order do not depend on it")
+      ->capture_default_str();
   sub->add_option("--memory-budget-GiB", o->budget_GiB, "per-GPU budget; default capacity less reserve")
       ->each([o](const std::string&) { o->budget_given = true; });
   return [o, sub]() {
@@ -145,6 +150,8 @@ Runner add_sweep_command(CLI::App& app) {
       throw InputError({{"command line", "--layers-per-stage", o->common.layers_per_stage,
                          "sweep splits the layers evenly for each pipeline size it tries"}});
     if (o->top < 0) throw InputError({{"command line", "--top", std::to_string(o->top), "must not be negative"}});
+    if (o->threads < 0 || o->threads > 1024)
+      throw InputError({{"command line", "--threads", std::to_string(o->threads), "must be 0 (one per core) to 1024"}});
     refuse_streambp_chunks(o->common, no_streambp("sweep"));
     CommonOptions common = o->common;
     if (common.gbs == 0) common.gbs = 512;  // one global batch for every layout, so tokens/s compare
@@ -165,6 +172,7 @@ Runner add_sweep_command(CLI::App& app) {
         unique_in_order(profile_strategies(in.training, strategy_list(o->strategies),
                                            o->strategies != strategy_names(sweep_strategies(), ","), "--strategies"));
     space.per_layer = o->per_layer;
+    space.threads = o->threads > 0 ? o->threads : std::max<int64_t>(1, std::thread::hardware_concurrency());
     for (const auto& [flag, list] : {std::pair{"--gpus", gpus},
                                      {"--tps", space.tp},
                                      {"--pps", space.pp},

@@ -1,7 +1,11 @@
 #include "remat/search/sweep.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <iterator>
 #include <optional>
+#include <thread>
 
 #include "remat/cost/op_time.hpp"
 #include "remat/spec/validate.hpp"
@@ -79,23 +83,26 @@ int64_t count_layouts(const ModelSpec& m, const SweepSpace& space, int64_t limit
   return n;
 }
 
-SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& base, const SweepSpace& space,
-                  double budget_bytes, const std::function<void(int64_t, int64_t)>& progress) {
-  const std::vector<Layout> layouts = enumerate(m, base, space);
-  SweepResult res;
-  res.evaluated = int64_t(layouts.size());
-  for (int64_t gpus : space.gpus)
-    if (std::none_of(layouts.begin(), layouts.end(), [&](const Layout& l) { return l.t.gpus() == gpus; }))
-      res.gpus_without_layout.push_back(gpus);
+namespace {
+
+// One worker's share of the layouts, in layout order.
+struct SweepPart {
+  std::vector<SweepRow> rows;
+  std::map<std::string, int64_t> infeasible_by_reason;
+};
+
+// Plans layouts [first, last) into `out`; `done` counts the layouts finished.
+void sweep_range(const ModelSpec& m, const HardwareSpec& hw, const SweepSpace& space,
+                 const std::vector<Layout>& layouts, size_t first, size_t last, double budget_bytes, SweepPart& out,
+                 std::atomic<int64_t>& done) {
   std::optional<SearchSpace> built;
   bool built_per_layer = false;
-  for (size_t i = 0; i < layouts.size(); ++i) {
-    if (progress && i % 256 == 0) progress(int64_t(i), res.evaluated);
+  for (size_t i = first; i < last; ++i, ++done) {
     const Layout& l = layouts[i];
     auto problems = validate_training(l.t, m);
     if (problems.empty()) problems = network_problems(l.t, hw, hw.name);
     if (!problems.empty()) {
-      ++res.infeasible_by_reason[category(problems.front())];
+      ++out.infeasible_by_reason[category(problems.front())];
       continue;
     }
     SearchOptions o;
@@ -115,7 +122,7 @@ SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec
     if (!pr.best) {
       std::string why = "does not fit the memory budget";
       if (pr.shortfall) why += std::string(": ") + describe(pr.shortfall->cause);
-      ++res.infeasible_by_reason[why];
+      ++out.infeasible_by_reason[why];
       continue;
     }
     // a strategy whose best plan recomputes no layer is the none plan: listed once, under none
@@ -125,9 +132,56 @@ SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec
     }
     SweepRow row{ss.training, l.s, true, "", *pr.best, pr.best->mfu, pr.best->tokens_per_s};
     if (recomputes_nothing(*pr.best)) row.strategy = Strategy::none;
-    res.rows.push_back(std::move(row));
+    out.rows.push_back(std::move(row));
   }
+}
+
+// Layouts per unit of work: the strategies of a layout stay together (they share its space).
+constexpr size_t kLayoutsPerPart = 64;
+
+}  // namespace
+
+SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& base, const SweepSpace& space,
+                  double budget_bytes, const std::function<void(int64_t, int64_t)>& progress) {
+  const std::vector<Layout> layouts = enumerate(m, base, space);
+  SweepResult res;
+  res.evaluated = int64_t(layouts.size());
+  for (int64_t gpus : space.gpus)
+    if (std::none_of(layouts.begin(), layouts.end(), [&](const Layout& l) { return l.t.gpus() == gpus; }))
+      res.gpus_without_layout.push_back(gpus);
+  const size_t stride = kLayoutsPerPart * std::max<size_t>(space.strategies.size(), 1);
+  std::vector<SweepPart> parts((layouts.size() + stride - 1) / stride);
+  std::atomic<size_t> next_part = 0;
+  std::atomic<int64_t> done = 0;
+  const auto work = [&] {
+    for (size_t p; (p = next_part++) < parts.size();)
+      sweep_range(m, hw, space, layouts, p * stride, std::min(layouts.size(), (p + 1) * stride), budget_bytes, parts[p],
+                  done);
+  };
+  const size_t threads = std::min(parts.size(), space.threads > 0 ? size_t(space.threads) : size_t(1));
+  std::vector<std::thread> workers;
+  for (size_t i = 1; i < threads; ++i) workers.emplace_back(work);
+  if (!progress) {
+    work();
+  } else {
+    // the calling thread reports progress between its own parts
+    for (size_t p; (p = next_part++) < parts.size();) {
+      progress(done.load(), res.evaluated);
+      sweep_range(m, hw, space, layouts, p * stride, std::min(layouts.size(), (p + 1) * stride), budget_bytes, parts[p],
+                  done);
+    }
+    while (done.load() < res.evaluated) {
+      progress(done.load(), res.evaluated);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  for (auto& w : workers) w.join();
   if (progress) progress(res.evaluated, res.evaluated);
+  // parts in layout order, then a stable sort: the same rows in the same order for any thread count
+  for (SweepPart& part : parts) {
+    std::move(part.rows.begin(), part.rows.end(), std::back_inserter(res.rows));
+    for (const auto& [why, n] : part.infeasible_by_reason) res.infeasible_by_reason[why] += n;
+  }
   std::stable_sort(res.rows.begin(), res.rows.end(),
                    [](const SweepRow& a, const SweepRow& b) { return a.tokens_per_s > b.tokens_per_s; });
   return res;

@@ -18,6 +18,7 @@ struct SweepSpace {
   std::vector<Strategy> strategies = {Strategy::none, Strategy::full, Strategy::selective, Strategy::standard,
                                       Strategy::eagle};
   bool per_layer = false;  // also the per-layer search (slower)
+  int64_t threads = 1;     // worker threads; the result does not depend on them
 };
 
 struct SweepRow {
