@@ -167,3 +167,68 @@ TEST(HfProfile, SavedBytesPerLayerWithinHalfAPercentOfSavedTensorHooks) {
 
 }  // namespace
 }  // namespace remat
+
+namespace remat {
+namespace {
+
+// reports/hf/longest-h100-*.jsonl (examples/hf/longest_seq.py): the longest sequence a step fits
+// under a 30 GiB cap of torch's allocator, found on the H100 by binary search in steps of 128
+// tokens, beside `remat plan --maximize seq --framework hf` with the same budget. The measured
+// longest lies in [longest_fitting_seq, shortest_failing_seq); the prediction is held to 5% of
+// that interval (SFT, GRPO, DPO; full and LoRA; no and non-reentrant checkpointing).
+TEST(HfProfile, LongestSequencesWithinFivePercentOfMeasured) {
+  int checked = 0;
+  for (const char* part : {"a", "b"}) {
+    std::ifstream in(kData + "/../reports/hf/longest-h100-" + part + ".jsonl");
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto r = nlohmann::json::parse(line);
+      std::vector<std::string> args = {"plan",
+                                       "--maximize",
+                                       "seq",
+                                       "--model",
+                                       kData + "/../" + r["config"].get<std::string>(),
+                                       "--hardware",
+                                       "h100-sxm",
+                                       "--framework",
+                                       "hf",
+                                       "--tp",
+                                       "1",
+                                       "--pp",
+                                       "1",
+                                       "--mbs",
+                                       "1",
+                                       "--gbs",
+                                       "1",
+                                       "--precision",
+                                       "bf16",
+                                       "--replay",
+                                       "early-stop",
+                                       "--format",
+                                       "json",
+                                       "--memory-budget-GiB",
+                                       std::to_string(r["budget_bytes"].get<double>() / (1 << 30))};
+      if (r.contains("layers")) args.insert(args.end(), {"--num-layers", std::to_string(r["layers"].get<int>())});
+      if (r["mode"] == "lora") args.insert(args.end(), {"--lora-rank", "16", "--lora-targets", "q,k,v,o,gate,up,down"});
+      if (r["objective"] == "grpo")
+        args.insert(args.end(), {"--objective", "grpo", "--grpo-group", std::to_string(r["grpo_group"].get<int>()),
+                                 "--prompt-tokens", std::to_string(r["prompt_tokens"].get<int>())});
+      if (r["objective"] == "dpo") args.insert(args.end(), {"--objective", "dpo"});
+      const auto out = test::run_shell(test::remat_command(args) + " 2>/dev/null");
+      ASSERT_EQ(out.exit_code, 0) << r["case"];
+      const std::string strategy = r["checkpointing"] == "none" ? "none" : "full";
+      double predicted = 0;
+      const auto report = nlohmann::json::parse(out.out);
+      for (const auto& row : report["results"])
+        if (row["strategy"] == strategy) predicted = row["value"].get<double>();
+      const double lo = r["longest_fitting_seq"], hi = r["shortest_failing_seq"];
+      EXPECT_GE(predicted, 0.95 * lo) << r["case"];
+      EXPECT_LT(predicted, 1.05 * hi) << r["case"];
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 12);
+}
+
+}  // namespace
+}  // namespace remat

@@ -46,7 +46,7 @@ struct MaxRow {
 // The spec at `value` of the maximized quantity, with StreamBP's chunks from the partition sizes.
 TrainingSpec at_value(TrainingSpec t, bool seq, int64_t value, int64_t layer_tokens, int64_t head_tokens) {
   (seq ? t.seq : t.mbs) = value;
-  t.gbs = 0;  // 4 pp microbatches per dp rank at this mbs
+  if (!seq) t.gbs = 0;  // 4 pp microbatches per dp rank at this mbs; a longer sequence keeps --gbs
   t.streambp_chunks = layer_tokens > 0 ? chunks_for(t.seq, layer_tokens) : 1;
   t.lm_head_chunks = layer_tokens > 0 ? chunks_for(t.seq, head_tokens) : 1;
   return with_defaults(t);
