@@ -174,8 +174,9 @@ namespace {
 // reports/hf/longest-h100-*.jsonl (examples/hf/longest_seq.py): the longest sequence a step fits
 // under a 30 GiB cap of torch's allocator, found on the H100 by binary search in steps of 128
 // tokens, beside `remat plan --maximize seq --framework hf` with the same budget. The measured
-// longest lies in [longest_fitting_seq, shortest_failing_seq); the prediction is held to 5% of
-// that interval (SFT, GRPO, DPO; full and LoRA; no and non-reentrant checkpointing).
+// longest lies in [longest_fitting_seq, shortest_failing_seq); the prediction is held to 2% of
+// that interval (the issue asks 5%): Llama-3.2-1B SFT, GRPO and DPO, Qwen3-4B and Mistral-7B
+// SFT, full and LoRA, no and non-reentrant checkpointing, 2.4k to 58k tokens.
 TEST(HfProfile, LongestSequencesWithinFivePercentOfMeasured) {
   int checked = 0;
   for (const char* part : {"a", "b"}) {
@@ -222,12 +223,12 @@ TEST(HfProfile, LongestSequencesWithinFivePercentOfMeasured) {
       for (const auto& row : report["results"])
         if (row["strategy"] == strategy) predicted = row["value"].get<double>();
       const double lo = r["longest_fitting_seq"], hi = r["shortest_failing_seq"];
-      EXPECT_GE(predicted, 0.95 * lo) << r["case"];
-      EXPECT_LT(predicted, 1.05 * hi) << r["case"];
+      EXPECT_GE(predicted, 0.98 * lo) << r["case"];  // worst: -1.0% (Mistral LoRA, checkpointed, 58k tokens)
+      EXPECT_LT(predicted, 1.02 * hi) << r["case"];  // worst: +1.3% (Qwen3-4B full, checkpointed)
       ++checked;
     }
   }
-  EXPECT_GE(checked, 12);
+  EXPECT_EQ(checked, 18);
 }
 
 }  // namespace
