@@ -101,6 +101,24 @@ bool saves_input(const RankShape& r, bool adapted) {
   return r.weights_train || (r.lora_rank > 0 && adapted && r.lora_dropout == 0 && r.lora_bytes == kBf16);
 }
 
+// HBM bytes per row and per input or output element that one LoRA adapter's elementwise work moves
+// beside the base GEMM, read from peft/tuners/lora/layer.py (Linear.forward) with adapters of
+// `e` bytes on a bf16 model: forward, x cast to e (2 + e, when e is not 2), lora_A reading it (e),
+// lora_B writing its output (e), * scaling (e + e), result + it (2 + e + e: the sum in e), the
+// sum cast back (e + 2); backward, the casts' gradients (2 + e each), the scaling's (e + e), lora_B's
+// and lora_A's input and weight gradients reading theirs (e + e on either side), the input's
+// gradient added to the base path's (2 + 2 + 2). Dropout adds its mask (1) and product (2 + 2)
+// each way. The rank-wide tensors are left out. Measured under torch.profiler on the H100:
+// reports/hf/profile-h100.jsonl (direct_copy, bfloat16_copy, the fp32 multiply and add kernels).
+LoraBytes lora_bytes_per_row(double e, bool dropout) {
+  const double cast = e != kBf16 ? kBf16 + e : 0;
+  const double drop = dropout ? 1 + kBf16 + kBf16 : 0;
+  return {.fwd_in = cast + e + drop,
+          .fwd_out = e + 2 * e + (kBf16 + 2 * e) + cast,
+          .bwd_in = 2 * e + cast + 3 * kBf16 + drop,
+          .bwd_out = 2 * cast + 2 * e + 2 * e};
+}
+
 OpDef linear(Block& b, const RankShape& r, const std::string& name, double rows, double in, double out,
              const std::string& input, const std::vector<bool LoraTargets::*>& matrices, double count) {
   double adapted = r.lora_rank > 0 ? adapted_count(r.lora, matrices) : 0;
@@ -122,7 +140,11 @@ OpDef linear(Block& b, const RankShape& r, const std::string& name, double rows,
     b.tensors.push_back({name + ".input", adapted * rows * in * per_element, 0, 0, adapted});
     lora_saves.push_back(name + ".input");
   }
-  b.ops.push_back(ops::streaming(name + ".lora", 0, 0, lora_saves));
+  const LoraBytes traffic = lora_bytes_per_row(r.lora_bytes, r.lora_dropout > 0);
+  // every adapter reads the whole input; the outputs split over the matrices of the op
+  const double in_all = adapted * in, out_all = out * adapted / double(std::max<size_t>(matrices.size(), 1));
+  b.ops.push_back(ops::streaming(name + ".lora", rows * (traffic.fwd_in * in_all + traffic.fwd_out * out_all),
+                                 rows * (traffic.bwd_in * in_all + traffic.bwd_out * out_all), lora_saves));
   return op;
 }
 

@@ -37,9 +37,15 @@ OpDef residual_add(const RankShape& r, double hidden);
 void add_input_norm(Block& b, const RankShape& r, double hidden, bool gather = true, int readers = 1);
 // Whether a linear saves its input: its weight trains, or a LoRA adapter without dropout reads it.
 bool saves_input(const RankShape& r, bool adapted);
+// HBM bytes one LoRA adapter moves per row, per element of its input and of its output, in forward
+// and backward, with adapters of `adapter_bytes` bytes (fp32 by PEFT's default) on a bf16 model.
+struct LoraBytes {
+  double fwd_in = 0, fwd_out = 0, bwd_in = 0, bwd_out = 0;
+};
+LoraBytes lora_bytes_per_row(double adapter_bytes, bool dropout);
 // A linear layer on rows x in -> out reading `input`: it saves its input when its weight trains or a
 // LoRA adapter without dropout reads it; under LoRA its backward computes the input's gradient only,
-// and each adapted matrix of `matrices` adds its adapter's saved tensors to `b`.
+// and each adapted matrix of `matrices` adds its adapter's saved tensors and HBM traffic to `b`.
 OpDef linear(Block& b, const RankShape& r, const std::string& name, double rows, double in, double out,
              const std::string& input, const std::vector<bool LoraTargets::*>& matrices, double count = 1);
 // SwiGLU on rows x width, tensors named with prefix `p`: fused saves gate and
