@@ -152,8 +152,9 @@ std::vector<Candidate> frontier_of(const std::vector<Candidate>& all) {
     return a.peak_bytes != b.peak_bytes ? a.peak_bytes < b.peak_bytes : a.time_s < b.time_s;
   });
   std::vector<Candidate> out;
+  // faster by more than rounding: plans summed along different paths tie to the last bits
   for (const auto& c : sorted)
-    if (out.empty() || c.time_s < out.back().time_s) out.push_back(c);
+    if (out.empty() || c.time_s < out.back().time_s * (1 - 1e-12)) out.push_back(c);
   return out;
 }
 

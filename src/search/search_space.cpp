@@ -100,9 +100,14 @@ SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const
 StageTotals stage_with_r(const SearchSpace& space, size_t stage, Strategy s, int64_t r) {
   const StageSpace& st = space.stages[stage];
   LayerSums sums;
-  for (size_t j = 0; j < st.kinds.size(); ++j) {
+  // runs of equal layers (one kind, all recomputed or all kept) are added at once
+  for (size_t j = 0; j < st.kinds.size();) {
     const int k = st.kinds[j];
-    sums.add(int64_t(j) < r ? space.strategy_cost[k][size_t(s)] : space.keep_cost[k]);
+    const bool recomputed = int64_t(j) < r;
+    size_t end = j + 1;
+    while (end < st.kinds.size() && st.kinds[end] == k && (int64_t(end) < r) == recomputed) ++end;
+    sums.add(recomputed ? space.strategy_cost[k][size_t(s)] : space.keep_cost[k], int64_t(end - j));
+    j = end;
   }
   return stage_totals(st.base, sums);
 }
