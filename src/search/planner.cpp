@@ -34,7 +34,7 @@ Candidate candidate(SearchMode mode, Strategy s) {
 }
 
 // Fills time, peak, fit and reason from per-stage totals.
-void finish(Candidate& c, const SearchSpace& sp, const std::vector<StageTotals>& stages, double budget) {
+void finish(Candidate& c, const SearchSpace& sp, const std::vector<StageTotals>& stages, double budget, bool explain) {
   const IterationEstimate it = iteration_of(sp, stages);
   c.time_s = it.time_s, c.mfu = it.mfu, c.tokens_per_s = it.tokens_per_s;
   c.peak_bytes = 0;
@@ -44,7 +44,7 @@ void finish(Candidate& c, const SearchSpace& sp, const std::vector<StageTotals>&
     if (stages[i].peak_bytes > c.peak_bytes) c.peak_bytes = stages[i].peak_bytes, c.worst_stage = int64_t(i);
   }
   c.fits = c.peak_bytes <= budget;
-  if (!c.fits)
+  if (!c.fits && explain)
     c.reason = fmt::format("stage {} peaks at {:.2f} GiB > budget {:.2f} GiB", c.worst_stage, c.peak_bytes / kGiB,
                            budget / kGiB);
 }
@@ -66,7 +66,7 @@ void uniform_candidates(const SearchSpace& sp, const SearchOptions& o, std::vect
         c.r.push_back(std::min<int64_t>(r, int64_t(sp.stages[i].kinds.size())));
         stages.push_back(stage_with_r(sp, i, s, c.r.back()));
       }
-      finish(c, sp, stages, o.budget_bytes);
+      finish(c, sp, stages, o.budget_bytes, o.explain);
       out.push_back(std::move(c));
     }
 }
@@ -85,8 +85,8 @@ void per_stage_candidates(const SearchSpace& sp, const SearchOptions& o, std::ve
       c.r.push_back(r);
       stages.push_back(tot);
     }
-    finish(c, sp, stages, o.budget_bytes);
-    if (!c.fits) c.reason += fmt::format(" even with every layer under {}", to_string(s));
+    finish(c, sp, stages, o.budget_bytes, o.explain);
+    if (!c.fits && o.explain) c.reason += fmt::format(" even with every layer under {}", to_string(s));
     out.push_back(std::move(c));
   }
 }
@@ -141,8 +141,8 @@ void per_layer_candidate(const SearchSpace& sp, const SearchOptions& o, std::vec
     c.per_layer.push_back(canonical_order(sp, i, plan->per_layer));
     stages.push_back(plan->totals);
   }
-  finish(c, sp, stages, o.budget_bytes);
-  if (!c.fits) c.reason += " with its smallest per-layer assignment";
+  finish(c, sp, stages, o.budget_bytes, o.explain);
+  if (!c.fits && o.explain) c.reason += " with its smallest per-layer assignment";
   out.push_back(std::move(c));
 }
 
@@ -228,6 +228,15 @@ PlanSearchResult plan_search(const SearchSpace& sp, const SearchOptions& o) {
   for (size_t i = 0; i < all.size(); ++i)
     if (all[i].fits && (best_i == all.size() || all[i].time_s < all[best_i].time_s)) best_i = i;
   if (best_i < all.size()) res.best = all[best_i];
+  if (!o.explain) {
+    if (!res.best && !all.empty()) {
+      const auto lowest = std::min_element(
+          all.begin(), all.end(), [](const Candidate& a, const Candidate& b) { return a.peak_bytes < b.peak_bytes; });
+      res.shortfall = shortfall_of(sp, *lowest, o.budget_bytes);
+    }
+    if (res.best) res.best_plan = to_plan(*res.best, sp);
+    return res;
+  }
   for (size_t i = 0; i < all.size(); ++i) {
     if (!all[i].fits) {
       ++res.over_budget;

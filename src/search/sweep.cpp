@@ -110,6 +110,7 @@ void sweep_range(const ModelSpec& m, const HardwareSpec& hw, const SweepSpace& s
     o.per_layer = space.per_layer && l.s != Strategy::none;
     o.offload = false;
     o.intervals = false;
+    o.explain = false;
     o.budget_bytes = budget_bytes;
     // without the per-layer search a layout's space does not depend on the strategy: the
     // strategies of one layout (visited in a row) share it

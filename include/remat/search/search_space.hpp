@@ -19,6 +19,9 @@ struct SearchOptions {
   bool per_layer = true;    // per layer and block: keep, recompute or offload
   bool offload = true;      // offload may be chosen
   bool intervals = true;    // Chen's checkpoint-interval rows (plan's report)
+  // why each candidate lost, the frontier and each strategy's best (plan's report); sweep needs
+  // only the best plan, or the shortfall when none fits
+  bool explain = true;
   double budget_bytes = 0;
 };
 
