@@ -63,6 +63,20 @@ LayerCost SearchSpace::cost(int kind, LayerChoice choice) const {
   return stage_layer_cost(model, hardware, costed, layer, choice, kind_layer[kind]);
 }
 
+namespace {
+
+// The stages of `sp.costed`'s pipeline: each one's fixed part and its layers' kinds.
+void add_stages(SearchSpace& sp, const RankShape& r) {
+  const auto ranges = stage_layer_ranges(sp.model, sp.costed);
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    StageSpace st{stage_base(sp.model, sp.hardware, sp.costed, r, int64_t(i), ranges[i]), {}};
+    for (int64_t g = ranges[i].first; g < ranges[i].second; ++g) st.kinds.push_back(sp.model.layer_kind(g));
+    sp.stages.push_back(std::move(st));
+  }
+}
+
+}  // namespace
+
 SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t_in,
                                const SearchOptions& opts) {
   SearchSpace sp;
@@ -89,11 +103,17 @@ SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const
     for (const LayerChoice& c : enumerate_choices(layer, opts)) all.push_back({c, sp.cost(k, c)});
     sp.options[k] = prune(std::move(all));
   }
-  for (size_t i = 0; i < ranges.size(); ++i) {
-    StageSpace st{stage_base(m, hw, sp.costed, r, int64_t(i), ranges[i]), {}};
-    for (int64_t g = ranges[i].first; g < ranges[i].second; ++g) st.kinds.push_back(m.layer_kind(g));
-    sp.stages.push_back(std::move(st));
-  }
+  add_stages(sp, r);
+  return sp;
+}
+
+SearchSpace with_pipeline(const SearchSpace& built, const TrainingSpec& t_in) {
+  SearchSpace sp = built;
+  sp.training = with_defaults(t_in);
+  sp.costed = costed_training(sp.training, Strategy::none);
+  sp.model_flops = iteration_model_flops(sp.model, sp.costed);
+  sp.stages.clear();
+  add_stages(sp, rank_shape(sp.costed));
   return sp;
 }
 

@@ -4,8 +4,10 @@
 #include <atomic>
 #include <chrono>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include "remat/cost/op_time.hpp"
 #include "remat/spec/validate.hpp"
@@ -91,12 +93,32 @@ struct SweepPart {
   std::map<std::string, int64_t> infeasible_by_reason;
 };
 
+// One worker's search spaces by what their layers depend on (tp, ep, mbs; with the per-layer
+// search, whose options depend on it, the strategy): layouts that differ only in pp and dp share
+// the layers' shapes and costs and rebuild only their stages (with_pipeline).
+struct SpaceCache {
+  using Key = std::tuple<int64_t, int64_t, int64_t, int>;
+  std::map<Key, SearchSpace> spaces;
+  static constexpr size_t kMaxSpaces = 64;  // a worker's memory stays bounded
+
+  const SearchSpace& space_for(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t,
+                               const SearchOptions& o, Strategy s) {
+    const Key key{t.tp, t.ep, t.mbs, o.per_layer ? int(s) : -1};
+    auto it = spaces.find(key);
+    if (it == spaces.end()) {
+      if (spaces.size() >= kMaxSpaces) spaces.clear();
+      return spaces.emplace(key, build_search_space(m, hw, t, o)).first->second;
+    }
+    // the strategies of one layout (visited in a row) share its space as it is
+    if (it->second.training.pp != t.pp || it->second.training.dp != t.dp) it->second = with_pipeline(it->second, t);
+    return it->second;
+  }
+};
+
 // Plans layouts [first, last) into `out`; `done` counts the layouts finished.
 void sweep_range(const ModelSpec& m, const HardwareSpec& hw, const SweepSpace& space,
                  const std::vector<Layout>& layouts, size_t first, size_t last, double budget_bytes, SweepPart& out,
-                 std::atomic<int64_t>& done) {
-  std::optional<SearchSpace> built;
-  bool built_per_layer = false;
+                 SpaceCache& cache, std::atomic<int64_t>& done) {
   for (size_t i = first; i < last; ++i, ++done) {
     const Layout& l = layouts[i];
     auto problems = validate_training(l.t, m);
@@ -112,13 +134,7 @@ void sweep_range(const ModelSpec& m, const HardwareSpec& hw, const SweepSpace& s
     o.intervals = false;
     o.explain = false;
     o.budget_bytes = budget_bytes;
-    // without the per-layer search a layout's space does not depend on the strategy: the
-    // strategies of one layout (visited in a row) share it
-    const bool same_layout = built && !o.per_layer && !built_per_layer && built->training.tp == l.t.tp &&
-                             built->training.pp == l.t.pp && built->training.dp == l.t.dp &&
-                             built->training.ep == l.t.ep && built->training.mbs == l.t.mbs;
-    if (!same_layout) built = build_search_space(m, hw, l.t, o), built_per_layer = o.per_layer;
-    const SearchSpace& ss = *built;
+    const SearchSpace& ss = cache.space_for(m, hw, l.t, o, l.s);
     const PlanSearchResult pr = plan_search(ss, o);
     if (!pr.best) {
       std::string why = "does not fit the memory budget";
@@ -155,9 +171,10 @@ SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec
   std::atomic<size_t> next_part = 0;
   std::atomic<int64_t> done = 0;
   const auto work = [&] {
+    SpaceCache cache;
     for (size_t p; (p = next_part++) < parts.size();)
       sweep_range(m, hw, space, layouts, p * stride, std::min(layouts.size(), (p + 1) * stride), budget_bytes, parts[p],
-                  done);
+                  cache, done);
   };
   const size_t threads = std::min(parts.size(), space.threads > 0 ? size_t(space.threads) : size_t(1));
   std::vector<std::thread> workers;
@@ -166,10 +183,11 @@ SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec
     work();
   } else {
     // the calling thread reports progress between its own parts
+    SpaceCache cache;
     for (size_t p; (p = next_part++) < parts.size();) {
       progress(done.load(), res.evaluated);
       sweep_range(m, hw, space, layouts, p * stride, std::min(layouts.size(), (p + 1) * stride), budget_bytes, parts[p],
-                  done);
+                  cache, done);
     }
     while (done.load() < res.evaluated) {
       progress(done.load(), res.evaluated);

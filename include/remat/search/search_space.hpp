@@ -55,6 +55,10 @@ struct SearchSpace {
 // StreamBP (the space is costed as estimate costs a plan of any other strategy).
 SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t,
                                const SearchOptions& opts);
+// `built` for another pipeline and data-parallel size (t_in's pp, dp, gbs), same tp, ep, mbs, seq
+// and options: the layer shapes and costs do not depend on pp or dp (rank_shape), only the stages
+// are rebuilt.
+SearchSpace with_pipeline(const SearchSpace& built, const TrainingSpec& t_in);
 
 // Stage totals when the first `r` layers use strategy `s` and the rest keep.
 StageTotals stage_with_r(const SearchSpace& space, size_t stage, Strategy s, int64_t r);
