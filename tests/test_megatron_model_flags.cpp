@@ -83,6 +83,11 @@ TEST(MegatronModelFlags, AbsentKeysTakeTransformersDefaults) {
       "vocab_size": 100})",
                                          "c.json");
   EXPECT_EQ(gpt2.norm_eps, 1e-5);  // nn.LayerNorm's
+  // MixtralConfig and Phi3Config default rms_norm_eps to 1e-5
+  for (const std::string& type : {R"("phi3")", R"("mixtral", "num_local_experts": 8, "num_experts_per_tok": 2)"}) {
+    const ModelSpec m = parse_hf_config(R"({"model_type": )" + type + ", " + kDims + "}", "c.json");
+    EXPECT_EQ(m.norm_eps, 1e-5) << type;
+  }
   // transformers 5 writes rope_theta inside rope_parameters (qwen3.5-9b.json: 10000000)
   EXPECT_EQ(corpus("qwen3.5-9b").rope_theta, 1e7);
 }

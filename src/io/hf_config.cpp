@@ -368,9 +368,12 @@ void read_rope_scaling(HfJsonReader& r, const char* key, RopeScaling& s) {
 }
 
 // Rotary base and scaling, norm epsilon. Absent: transformers' LlamaConfig defaults (rope_theta
-// 10000; rms_norm_eps 1e-6) and nn.LayerNorm's 1e-5 for LayerNorms. They change no figure.
-void read_numerics(HfJsonReader& r, ModelSpec& m) {
-  m.norm_eps = m.norm_kind == NormKind::rms ? 1e-6 : 1e-5;
+// 10000; rms_norm_eps 1e-6, or the family's config class's) and nn.LayerNorm's 1e-5 for
+// LayerNorms. They change no figure, only Megatron-LM's flags.
+void read_numerics(HfJsonReader& r, ModelSpec& m, const HfFamily& family) {
+  m.norm_eps = m.norm_kind == NormKind::layer     ? 1e-5
+               : family.defaults.rms_norm_eps > 0 ? family.defaults.rms_norm_eps
+                                                  : 1e-6;
   read_positive(r, {"rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps"}, m.norm_eps);
   const bool parameters = r.has("rope_parameters") && r.object["rope_parameters"].is_object();
   if (parameters) {
@@ -527,7 +530,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   read_experts(r, m, family->experts, type);
   read_mtp(r, m, *family);
   read_windowed_attention(r, m, type, r.text_list("layer_types"));
-  read_numerics(r, m);
+  read_numerics(r, m, *family);
   note_vision_tower(m, *family, type, nest != nullptr);
   throw_if(problems);
   if (m.num_key_value_heads == 0) m.num_key_value_heads = m.num_attention_heads;

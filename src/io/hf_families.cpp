@@ -573,6 +573,9 @@ void nemotron_h_layer(HfJsonReader& r, ModelSpec& m) {
 
 constexpr HfDefaults kLlamaDefaults{32000, 4096, 11008, 32, 32};
 constexpr HfDefaults kQwen3Defaults{151936, 4096, 22016, 32, 32, 32, 128};
+// rms_norm_eps 1e-5 in their config classes (MixtralConfig, Phi3Config, OlmoeConfig, GptOssConfig,
+// Llama4TextConfig) where LlamaConfig has 1e-6
+constexpr HfDefaults kEps1e5{.rms_norm_eps = 1e-5};
 constexpr HfDefaults kGemmaDefaults{256000, 3072, 24576, 28, 16, 16, 256};
 constexpr HfDefaults kGemma2Defaults{256000, 2304, 9216, 26, 8, 4, 256};
 constexpr HfDefaults kGemma3Defaults{262208, 2304, 9216, 26, 8, 4, 256};
@@ -597,7 +600,7 @@ const std::array kFamilies = {
     HfFamily{"qwen2_vl", false, kDense, true, nullptr, qwen2_layer},
     HfFamily{"qwen2_5_vl", false, kDense, true, nullptr, qwen2_layer},
     HfFamily{"mimo", false, kDense, false, nullptr, qwen2_layer, {}, true},
-    HfFamily{"phi3", false, kDense, false, nullptr, phi3_layer},
+    HfFamily{"phi3", false, kDense, false, nullptr, phi3_layer, kEps1e5},
     HfFamily{"olmo2", false, kDense, false, nullptr, olmo2_layer},
     HfFamily{"olmo3", false, kDense, false, nullptr, olmo2_layer},
     HfFamily{"exaone4", false, kDense, false, nullptr, exaone4_layer},
@@ -624,10 +627,10 @@ const std::array kFamilies = {
     HfFamily{"falcon", true, kDense, false, falcon_spell, falcon_layer, kFalconDefaults},
     HfFamily{"phi", false, kDense, false, nullptr, phi_layer, kPhiDefaults},
     HfFamily{"starcoder2", true, kDense, false, nullptr, starcoder2_layer},
-    HfFamily{"mixtral", false, HfExperts::mixtral, false},
-    HfFamily{"gpt_oss", false, HfExperts::mixtral, false, nullptr, gpt_oss_layer},
+    HfFamily{"mixtral", false, HfExperts::mixtral, false, nullptr, nullptr, kEps1e5},
+    HfFamily{"gpt_oss", false, HfExperts::mixtral, false, nullptr, gpt_oss_layer, kEps1e5},
     HfFamily{"minimax_m2", false, HfExperts::mixtral, false, nullptr, minimax_m2_layer},
-    HfFamily{"olmoe", false, HfExperts::olmoe, false, nullptr, olmo2_layer},
+    HfFamily{"olmoe", false, HfExperts::olmoe, false, nullptr, olmo2_layer, kEps1e5},
     HfFamily{"qwen2_moe", false, HfExperts::qwen, false, nullptr, qwen2_layer},
     HfFamily{"qwen3_moe", false, HfExperts::qwen, false, nullptr, qwen3_layer},
     HfFamily{"qwen3_vl_moe_text", false, HfExperts::qwen, false, nullptr, qwen3_layer},
@@ -635,7 +638,7 @@ const std::array kFamilies = {
     HfFamily{"deepseek_v2", false, HfExperts::deepseek, false, nullptr, nullptr, {}, true},
     HfFamily{"deepseek_v3", false, HfExperts::deepseek, false, nullptr, nullptr, {}, true},
     HfFamily{"glm4_moe", false, HfExperts::deepseek, false, nullptr, glm4_moe_layer, {}, true},
-    HfFamily{"llama4_text", false, HfExperts::llama4, false, nullptr, llama4_layer},
+    HfFamily{"llama4_text", false, HfExperts::llama4, false, nullptr, llama4_layer, kEps1e5},
     HfFamily{"olmo", false, kDense, false, nullptr, olmo_layer},
     HfFamily{"smollm3", true, kDense, false, nullptr, llama_layer},
     HfFamily{"arcee", false, kDense, false, nullptr, arcee_layer},
