@@ -55,6 +55,15 @@ void add_head(StageBase& s, const ModelSpec& m, const RankShape& r, const Traini
     s.fixed_bwd_s += 14 * logits / mem_bw;
     return;
   }
+  if (t.loss_log_softmax_saved && t.objective == Objective::sft) {
+    // transformers' ForCausalLMLoss (bytes per logit): logits.float() 2+4, log_softmax reading
+    // its input twice and writing 4+4+4; backward: nll_loss's zero-filled fp32 gradient 4,
+    // log_softmax's gradient reading it and the saved output and writing 4+4+4 (its row sums 4),
+    // the cast back to bf16 4+2
+    s.fixed_fwd_s += (6 + 12) * logits / mem_bw;
+    s.fixed_bwd_s += (4 + 16 + 6) * logits / mem_bw;
+    return;
+  }
   s.fixed_fwd_s += (2 + 4) * logits / mem_bw * 2;  // softmax cross-entropy: two passes over the logits
   s.fixed_bwd_s += (4 + 2) * logits / mem_bw;      // gradient of the logits
 }
