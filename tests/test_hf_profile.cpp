@@ -60,18 +60,33 @@ TEST(HfProfile, RegisteredAndRunsOnlyNoneAndFull) {
   EXPECT_EQ(framework_names(), "generic, hf, megatron-local");
 }
 
-std::vector<HfComparison> measured_cases() {
-  std::ifstream in(kData + "/../reports/hf/steps-h100.jsonl");
+std::vector<HfComparison> measured_cases(const std::string& file = "steps-h100.jsonl") {
+  std::ifstream in(kData + "/../reports/hf/" + file);
   std::stringstream text;
   text << in.rdbuf();
   const HardwareSpec hw = test::hardware("h100-sxm");
   std::vector<HfComparison> out;
-  for (const HfStep& s : last_steps(parse_hf_run(text.str(), "steps-h100.jsonl"))) {
+  for (const HfStep& s : last_steps(parse_hf_run(text.str(), file))) {
     ModelSpec m = test::model(kData + "/../" + s.config);
     m.num_hidden_layers = s.num_layers;
-    out.push_back(compare_hf(s, m, hw, "steps-h100.jsonl"));
+    out.push_back(compare_hf(s, m, hw, file));
   }
   return out;
+}
+
+// Families whose attention slices one fused q|k|v projection (reports/hf/steps-fused-h100.jsonl,
+// synthetic configs in tests/data/hf_synthetic/): GPT-NeoX saves v as a view of the whole
+// projection and Wo's input as a copy, within 1% now (-6% before). Falcon (-4%: its sdpa gets a
+// materialized causal mask, saved per layer) and GPTBigCode (-4 to -5%: dropout 0.1 by default
+// and a 64 MiB causal-mask buffer) are not modelled yet; their bound is loose on purpose.
+TEST(HfProfile, FusedQkvFamilies) {
+  int checked = 0;
+  for (const HfComparison& c : measured_cases("steps-fused-h100.jsonl")) {
+    const bool modelled = c.measured.case_name.starts_with("neox");
+    EXPECT_LE(std::abs(c.peak_error_pct()), modelled ? 1.0 : 6.0) << c.measured.case_name;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 9);
 }
 
 // Every measured step (148 cases: seven families, dense and MoE, s 1k-32k, full and LoRA, fp32 and

@@ -152,6 +152,9 @@ void gpt_neox_layer(HfJsonReader& r, ModelSpec& m) {
   bool parallel = true;
   r.boolean("use_parallel_residual", parallel);
   m.parallel_attn_mlp = parallel;
+  // GPTNeoXAttention: query_key_value's output viewed per head and chunked into q, k, v (views;
+  // measured: reports/hf/steps-fused-h100.jsonl)
+  m.fused_qkv_projection = true;
 }
 
 // GPT-2's names (GPTBigCode and GPT-J share them): n_embd, n_layer, n_head, n_inner.
