@@ -341,9 +341,16 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
     b.attention_stats = {"probs"};
   }
   if (parts::saves_input(r, r.lora.o)) b.kept_outside = {"o"};
+  const bool masked_sdpa = r.layouts_from_model_code && m.sdpa_mask_materialized && r.flash_attention;
+  if (masked_sdpa) {
+    // an s x s bf16 mask handed to sdpa (Falcon): each layer's kernel saves its own
+    b.tensors.push_back({"sdpa_mask", r.b * r.s * r.s * kBf16});
+    b.ops.back().saves.push_back("sdpa_mask");
+  }
   if (model_views && r.flash_attention) {
     // rotary on q and k sliced out of the fused output writes them heads-major, so the sdpa output
     // is too: reshaping it back for Wo copies it, and Wo saves the copy beside the kernel's o
+    // (Phi-3, GPT-NeoX: reports/hf/steps-fused-h100.jsonl)
     const double bytes = rows * nh * hd * kBf16;
     b.tensors.push_back({"o_contiguous", bytes});
     b.ops.push_back(ops::streaming("o_copy", 2 * bytes, 2 * bytes, {}));
@@ -365,6 +372,19 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
   return b;
 }
 
+namespace {
+
+// Dropout on a block's output before the residual add, as transformers runs it in training when
+// the config asks for it (GPT-2's resid_pdrop): it saves its bool mask for backward.
+void add_residual_dropout(Block& b, const RankShape& r, const ModelSpec& m) {
+  if (!r.layouts_from_model_code || m.residual_dropout <= 0) return;
+  const double elems = r.seq_tokens() * double(m.hidden_size);
+  b.tensors.push_back({"dropout_mask", elems});
+  b.ops.push_back(ops::streaming("residual_dropout", 5 * elems, 5 * elems, {"dropout_mask"}));
+}
+
+}  // namespace
+
 Block attention_out_glue(const RankShape& r, const ModelSpec& m) {
   Block b;
   b.name = "attn.out";
@@ -377,15 +397,18 @@ Block attention_out_glue(const RankShape& r, const ModelSpec& m) {
   wo.saves.clear();
   b.ops.push_back(wo);
   if (r.tp > 1) b.ops.push_back(parts::output_reduce(r, h));
+  add_residual_dropout(b, r, m);
   b.ops.push_back(parts::residual_add(r, h));
   return b;
 }
 
-Block mlp_out_glue(const RankShape& r, int64_t hidden) {
+Block mlp_out_glue(const RankShape& r, const ModelSpec& m) {
   Block b;
   b.name = "mlp.out";
-  if (r.tp > 1) b.ops.push_back(parts::output_reduce(r, double(hidden)));
-  b.ops.push_back(parts::residual_add(r, double(hidden)));
+  const double hidden = double(m.hidden_size);
+  if (r.tp > 1) b.ops.push_back(parts::output_reduce(r, hidden));
+  add_residual_dropout(b, r, m);
+  b.ops.push_back(parts::residual_add(r, hidden));
   b.tag(parts::kMlpTag, {"reduce_scatter_output", "allreduce_output"});  // fc2's reduction is inside the MLP
   return b;
 }

@@ -225,7 +225,7 @@ LayerDef build_layer(const ModelSpec& m, const RankShape& rank, int64_t layer_in
     add(moe_combine_glue(r, m), false);
   } else if (ffn) {
     add(dense_mlp_block(r, m), true);
-    add(mlp_out_glue(r, m.hidden_size), false);
+    add(mlp_out_glue(r, m), false);
   }
   layer.input_bytes = r.seq_tokens() * double(m.hidden_size) * r.stream_bytes();
   layer.ordered_backward = r.ordered_backward;

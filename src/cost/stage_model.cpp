@@ -107,6 +107,7 @@ void add_p2p(StageBase& s, const ModelSpec& m, const RankShape& r, const Trainin
 // and the stage output the pipeline holds per in-flight microbatch.
 void add_framework_bytes(StageBase& s, const ModelSpec& m, const RankShape& r, const TrainingSpec& t) {
   s.runtime_bytes = t.runtime_bytes;
+  if (t.layouts_from_model_code) s.runtime_bytes += m.buffer_bytes;  // the model's own buffers
   s.ordered_backward = t.ordered_backward;
   if (t.attention_score_buffer && s.last_layer > s.first_layer) {
     const double heads = double(m.num_attention_heads / t.tp);

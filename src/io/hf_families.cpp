@@ -179,6 +179,10 @@ void gpt2_layer(HfJsonReader& r, ModelSpec& m) {
   m.position_embeddings = 1024;
   r.integer("n_positions", m.position_embeddings, false);
   m.rotary_fraction = 0;
+  m.residual_dropout = 0.1;  // GPT2Config and GPTBigCodeConfig: resid_pdrop
+  r.number("resid_pdrop", m.residual_dropout);
+  if (!(m.residual_dropout >= 0 && m.residual_dropout < 1))
+    r.fail("resid_pdrop", std::to_string(m.residual_dropout), "must be a probability in [0, 1)");
 }
 
 // GPTBigCode (StarCoder 1, SantaCoder): GPT-2 with one key/value head (multi_query).
@@ -189,6 +193,8 @@ void gpt_bigcode_layer(HfJsonReader& r, ModelSpec& m) {
   bool multi_query = true;
   r.boolean("multi_query", multi_query);
   if (multi_query) m.num_key_value_heads = 1;
+  // GPTBigCodeModel registers a bool causal mask of n_positions x n_positions (the `bias` buffer)
+  m.buffer_bytes = double(m.position_embeddings) * double(m.position_embeddings);
 }
 
 // GPT-J: one LayerNorm feeds attention and MLP in parallel; no attention biases; MLP
@@ -237,6 +243,7 @@ void falcon_layer(HfJsonReader& r, ModelSpec& m) {
   r.integer("num_ln_in_parallel_attn", norms, false);
   m.parallel_attn_mlp = new_arch || parallel;
   m.shared_input_norm = new_arch ? norms == 1 : parallel;
+  m.sdpa_mask_materialized = true;  // FalconAttention passes the causal mask to sdpa (measured)
 }
 
 // Phi (phi-1, phi-1.5, phi-2): GPT-J's parallel layer with q, k, v, dense biases and

@@ -73,7 +73,7 @@ Block mixer_out_glue(const RankShape& r, int64_t hidden);  // reduce, residual
 
 // Ops outside any recompute block (never recomputed at block granularity).
 Block attention_out_glue(const RankShape& r, const ModelSpec& m);  // Wo, reduce, residual
-Block mlp_out_glue(const RankShape& r, int64_t hidden);            // reduce, residual
+Block mlp_out_glue(const RankShape& r, const ModelSpec& m);        // reduce, (dropout,) residual
 Block moe_dispatch_glue(const RankShape& r, const ModelSpec& m);   // permute, all-to-all
 Block moe_combine_glue(const RankShape& r, const ModelSpec& m);    // all-to-all, unpermute (sum of the K copies)
 
