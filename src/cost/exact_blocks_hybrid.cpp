@@ -63,16 +63,39 @@ Block mamba2_fused(const RankShape& r, const ModelSpec& m) {
   return b;
 }
 
-Block gated_deltanet_fused(const RankShape& r, const ModelSpec& m) {
-  Block b;
-  b.name = "gated_deltanet";
-  const double t = double(r.tp), rows = r.tokens(), h = double(m.hidden_size);
+// Gated DeltaNet's widths on one rank (heads split over tp), shared by both blocks.
+struct GdnShape {
+  double kh, vh, dk, dv, kd, vd, conv_dim;
+};
+
+GdnShape gdn_shape(const RankShape& r, const ModelSpec& m) {
+  const double t = double(r.tp);
   const double kh = double(m.linear_num_key_heads) / t, vh = double(m.linear_num_value_heads) / t;
   const double dk = double(m.linear_key_head_dim), dv = double(m.linear_value_head_dim);
-  const double kd = kh * dk, vd = vh * dv, conv_dim = 2 * kd + vd, chunk = 64;
+  return {kh, vh, dk, dv, kh * dk, vh * dv, 2 * kh * dk + vh * dv};
+}
+
+// Both blocks up to their input projections: the norm, in_proj_qkvz and in_proj_ba.
+Block gdn_projections(const RankShape& r, const ModelSpec& m, const GdnShape& g) {
+  Block b;
+  b.name = "gated_deltanet";
+  const double rows = r.tokens(), h = double(m.hidden_size);
   parts::add_input_norm(b, r, h, true, 2);
-  b.ops.push_back(parts::linear(b, r, "in_proj_qkvz", rows, h, conv_dim + vd, "x_norm", {}));
-  b.ops.push_back(parts::linear(b, r, "in_proj_ba", rows, h, 2 * vh, "x_norm", {}));
+  b.ops.push_back(parts::linear(b, r, "in_proj_qkvz", rows, h, g.conv_dim + g.vd, "x_norm", {}));
+  b.ops.push_back(parts::linear(b, r, "in_proj_ba", rows, h, 2 * g.vh, "x_norm", {}));
+  return b;
+}
+
+// The delta rule's FLOPs over chunks of `chunk` rows.
+double gdn_rule_flops(double rows, const GdnShape& g, double chunk) {
+  return rows * g.vh * (2 * chunk * (g.dk + g.dv) + 6 * g.dk * g.dv);
+}
+
+Block gated_deltanet_fused(const RankShape& r, const ModelSpec& m) {
+  const GdnShape g = gdn_shape(r, m);
+  Block b = gdn_projections(r, m, g);
+  const double rows = r.tokens(), h = double(m.hidden_size), chunk = 64;
+  const auto [kh, vh, dk, dv, kd, vd, conv_dim] = g;
   b.tensors.push_back({"qkvz", rows * (conv_dim + vd) * kBf16});
   b.tensors.push_back({"conv_in", rows * conv_dim * kBf16});  // q, k, v gathered for the conv
   b.tensors.push_back({"qkv", rows * conv_dim * kBf16});      // the conv's output (silu), the rule's q, k, v
@@ -84,7 +107,7 @@ Block gated_deltanet_fused(const RankShape& r, const ModelSpec& m) {
   b.ops.push_back(ops::streaming("conv1d", 2 * rows * conv_dim * kBf16, 3 * rows * conv_dim * kBf16, {"conv_in"}));
   // per value head and token: the chunk's k k^T and q k^T (2 C dk), the WY update and output
   // within the chunk (2 C dv), the state update and read-out (6 dk dv)
-  const double rule_flops = rows * vh * (2 * chunk * (dk + dv) + 6 * dk * dv);
+  const double rule_flops = gdn_rule_flops(rows, g, chunk);
   b.ops.push_back(
       chunked_scan("gated_delta_rule", rule_flops, 2 * chunk * chunk * std::max(dk, dv), {"qkv", "decay_beta", "wy"}));
   b.ops.push_back(
@@ -166,17 +189,12 @@ Block mamba2_torch(const RankShape& r, const ModelSpec& m) {
 // torch_chunk_gated_delta_rule (models/qwen3_next/modeling_qwen3_next.py: the UT system solved by
 // torch.linalg.solve_triangular, then a loop over chunks), training without a cache.
 Block gated_deltanet_torch(const RankShape& r, const ModelSpec& m) {
-  Block b;
-  b.name = "gated_deltanet";
-  const double t = double(r.tp), rows = r.tokens(), h = double(m.hidden_size);
-  const double kh = double(m.linear_num_key_heads) / t, vh = double(m.linear_num_value_heads) / t;
-  const double dk = double(m.linear_key_head_dim), dv = double(m.linear_value_head_dim);
-  const double kd = kh * dk, vd = vh * dv, conv_dim = 2 * kd + vd, c = 64;
+  const GdnShape g = gdn_shape(r, m);
+  Block b = gdn_projections(r, m, g);
+  const double rows = r.tokens(), h = double(m.hidden_size), c = 64;
+  const auto [kh, vh, dk, dv, kd, vd, conv_dim] = g;
   const double chunks = std::ceil(r.s / c), padded = r.b * chunks * c;  // rows padded to whole chunks
   const double qk = vh * dk;                                            // q, k repeated to the value heads
-  parts::add_input_norm(b, r, h, true, 2);
-  b.ops.push_back(parts::linear(b, r, "in_proj_qkvz", rows, h, conv_dim + vd, "x_norm", {}));
-  b.ops.push_back(parts::linear(b, r, "in_proj_ba", rows, h, 2 * vh, "x_norm", {}));
   // q, k, v copied out of the interleaved projection and concatenated (the conv's input); SiLU
   // saves the conv output before its causal trim
   b.tensors.push_back({"conv_in", rows * conv_dim * kBf16});
@@ -209,7 +227,7 @@ Block gated_deltanet_torch(const RankShape& r, const ModelSpec& m) {
   b.tensors.push_back({"k_decayed", padded * qk * kFp32});
   b.tensors.push_back({"v_new", padded * vd * kFp32});
   b.tensors.push_back({"chunk_states", r.b * chunks * vh * dk * dv * kFp32});
-  const double rule_flops = rows * vh * (2 * c * (dk + dv) + 6 * dk * dv);
+  const double rule_flops = gdn_rule_flops(rows, g, c);
   b.ops.push_back(
       chunked_scan("gated_delta_rule", rule_flops, 2 * c * c * std::max(dk, dv),
                    {"q_scaled", "k_padded", "v_padded", "beta_padded", "k_beta", "pair_decay", "kk", "ut", "qk",

@@ -228,15 +228,14 @@ PlanSearchResult plan_search(const SearchSpace& sp, const SearchOptions& o) {
   for (size_t i = 0; i < all.size(); ++i)
     if (all[i].fits && (best_i == all.size() || all[i].time_s < all[best_i].time_s)) best_i = i;
   if (best_i < all.size()) res.best = all[best_i];
-  if (!o.explain) {
-    if (!res.best && !all.empty()) {
-      const auto lowest = std::min_element(
-          all.begin(), all.end(), [](const Candidate& a, const Candidate& b) { return a.peak_bytes < b.peak_bytes; });
-      res.shortfall = shortfall_of(sp, *lowest, o.budget_bytes);
-    }
-    if (res.best) res.best_plan = to_plan(*res.best, sp);
-    return res;
+  const Candidate* lowest = nullptr;  // when nothing fits: the smallest footprint searched
+  if (!res.best && !all.empty()) {
+    lowest = &*std::min_element(all.begin(), all.end(),
+                                [](const Candidate& a, const Candidate& b) { return a.peak_bytes < b.peak_bytes; });
+    res.shortfall = shortfall_of(sp, *lowest, o.budget_bytes);
   }
+  if (res.best) res.best_plan = to_plan(*res.best, sp);
+  if (!o.explain) return res;
   for (size_t i = 0; i < all.size(); ++i) {
     if (!all[i].fits) {
       ++res.over_budget;
@@ -256,14 +255,9 @@ PlanSearchResult plan_search(const SearchSpace& sp, const SearchOptions& o) {
     }
   res.frontier = frontier_of(all);
   if (o.intervals) res.intervals = interval_rows(sp);
-  if (res.best) {
-    res.best_plan = to_plan(*res.best, sp);
-  } else if (all.empty()) {
+  if (all.empty()) {
     res.reason = "no candidate was searched";
-  } else {
-    const auto lowest = std::min_element(
-        all.begin(), all.end(), [](const Candidate& a, const Candidate& b) { return a.peak_bytes < b.peak_bytes; });
-    res.shortfall = shortfall_of(sp, *lowest, o.budget_bytes);
+  } else if (lowest) {
     res.reason = fmt::format(
         "no plan fits: the smallest footprint searched ({} {}) peaks at {:.2f} GiB on stage {}, over the budget of "
         "{:.2f} GiB: {}",

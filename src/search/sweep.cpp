@@ -170,29 +170,22 @@ SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec
   std::vector<SweepPart> parts((layouts.size() + stride - 1) / stride);
   std::atomic<size_t> next_part = 0;
   std::atomic<int64_t> done = 0;
-  const auto work = [&] {
+  // a worker plans parts until none is left; the calling thread reports progress between its own
+  const auto work = [&](bool report) {
     SpaceCache cache;
-    for (size_t p; (p = next_part++) < parts.size();)
+    for (size_t p; (p = next_part++) < parts.size();) {
+      if (report) progress(done.load(), res.evaluated);
       sweep_range(m, hw, space, layouts, p * stride, std::min(layouts.size(), (p + 1) * stride), budget_bytes, parts[p],
                   cache, done);
+    }
   };
   const size_t threads = std::min(parts.size(), space.threads > 0 ? size_t(space.threads) : size_t(1));
   std::vector<std::thread> workers;
-  for (size_t i = 1; i < threads; ++i) workers.emplace_back(work);
-  if (!progress) {
-    work();
-  } else {
-    // the calling thread reports progress between its own parts
-    SpaceCache cache;
-    for (size_t p; (p = next_part++) < parts.size();) {
-      progress(done.load(), res.evaluated);
-      sweep_range(m, hw, space, layouts, p * stride, std::min(layouts.size(), (p + 1) * stride), budget_bytes, parts[p],
-                  cache, done);
-    }
-    while (done.load() < res.evaluated) {
-      progress(done.load(), res.evaluated);
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+  for (size_t i = 1; i < threads; ++i) workers.emplace_back(work, false);
+  work(bool(progress));
+  while (progress && done.load() < res.evaluated) {
+    progress(done.load(), res.evaluated);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   for (auto& w : workers) w.join();
   if (progress) progress(res.evaluated, res.evaluated);

@@ -1,0 +1,139 @@
+// Names of Hugging Face model types and architectures beside the family table
+// (hf_families.cpp): aliases of a family, architecture classes, multimodal
+// wrappers whose language model is text_config, and the types refused by name
+// with the construct remat lacks.
+#include <array>
+#include <utility>
+
+#include "hf_families.hpp"
+
+namespace remat {
+
+namespace {
+
+// Other names for a family's layers, as their configs say (architectures or docs).
+constexpr std::array<std::pair<const char*, const char*>, 8> kAliases = {{
+    {"glm4v_text", "glm4"},  // GLM-4.1V/4.5V's language models
+    {"qwen2_vl_text", "qwen2"},
+    {"qwen2_5_vl_text", "qwen2"},
+    {"glm4v_moe_text", "glm4_moe"},
+    {"kimi_k2", "deepseek_v3"},  // Kimi K2: architectures DeepseekV3ForCausalLM
+    {"RefinedWeb", "falcon"},    // Falcon-40B's original config
+    {"RefinedWebModel", "falcon"},
+    {"yi", "llama"},
+}};
+
+// Architecture classes whose layers are a family's (used when model_type is unknown).
+constexpr std::array<std::pair<const char*, const char*>, 22> kArchitectures = {{
+    {"LlamaForCausalLM", "llama"},
+    {"MistralForCausalLM", "mistral"},
+    {"Qwen2ForCausalLM", "qwen2"},
+    {"Qwen3ForCausalLM", "qwen3"},
+    {"Qwen2MoeForCausalLM", "qwen2_moe"},
+    {"Qwen3MoeForCausalLM", "qwen3_moe"},
+    {"MixtralForCausalLM", "mixtral"},
+    {"DeepseekV2ForCausalLM", "deepseek_v2"},
+    {"DeepseekV3ForCausalLM", "deepseek_v3"},
+    {"DeepseekForCausalLM", "deepseek"},
+    {"MiMoForCausalLM", "mimo"},
+    {"GemmaForCausalLM", "gemma"},
+    {"Gemma2ForCausalLM", "gemma2"},
+    {"Phi3ForCausalLM", "phi3"},
+    {"PhiForCausalLM", "phi"},
+    {"GPTNeoXForCausalLM", "gpt_neox"},
+    {"GPTJForCausalLM", "gptj"},
+    {"GPT2LMHeadModel", "gpt2"},
+    {"GPTBigCodeForCausalLM", "gpt_bigcode"},
+    {"FalconForCausalLM", "falcon"},
+    {"RWForCausalLM", "falcon"},
+    {"Starcoder2ForCausalLM", "starcoder2"},
+}};
+
+constexpr std::array kTextConfigWrappers = {"llava",        "llava_next",  "llava_onevision", "mistral3", "qwen3_vl",
+                                            "qwen3_vl_moe", "llama4",      "gemma3",          "gemma4",   "paligemma",
+                                            "qwen3_5",      "qwen3_5_moe", "kimi_k25",        "lfm2_vl",  "internvl",
+                                            "glm4v",        "glm4v_moe",   "gemma3n"};
+
+const char* kEncoder = "an encoder or encoder-decoder model (bidirectional attention); remat plans causal decoder LLMs";
+const char* kMamba2 = "Mamba-2 (state-space) layers beside attention layers; remat has no block for state-space layers";
+const char* kMamba = "Mamba (state-space) layers beside attention layers; remat has no block for state-space layers";
+
+const std::array<std::pair<const char*, const char*>, 38> kRefused = {{
+    {"bert", kEncoder},
+    {"roberta", kEncoder},
+    {"xlm-roberta", kEncoder},
+    {"distilbert", kEncoder},
+    {"albert", kEncoder},
+    {"electra", kEncoder},
+    {"deberta", kEncoder},
+    {"deberta-v2", kEncoder},
+    {"modernbert", kEncoder},
+    {"t5", kEncoder},
+    {"mt5", kEncoder},
+    {"umt5", kEncoder},
+    {"bart", kEncoder},
+    {"whisper", kEncoder},
+    {"jamba", kMamba},
+    {"falcon_h1", kMamba2},
+    {"zamba2", kMamba2},
+    {"bamba", kMamba2},
+    {"granitemoehybrid", kMamba2},
+    {"lfm2", "short convolution layers beside attention layers (layer_types); remat has no convolution block"},
+    {"mamba", "a state-space model (Mamba layers, no attention); remat has no block for state-space layers"},
+    {"mamba2", "a state-space model (Mamba-2 layers, no attention); remat has no block for state-space layers"},
+    {"nemotron-nas",
+     "layers of different shapes (block_configs: some without attention, each its own FFN width); remat builds "
+     "one layer shape"},
+    {"mllama",
+     "cross-attention layers over the image (text_config.cross_attention_layers); remat builds self-attention "
+     "decoders only"},
+    {"gemma4_text",
+     "per-layer input embeddings and global layers with their own head_dim and key/value heads (Gemma 4); remat "
+     "builds one attention shape per model"},
+    {"gemma3n_text", "Gemma 3n's per-layer input embeddings, AltUp and LAuReL blocks; remat has no block for them"},
+    {"minimax",
+     "lightning (linear) attention layers beside softmax attention (MiniMax-01); remat has no block for "
+     "linear-attention layers"},
+    {"deepseek_v32", "DeepSeek sparse attention (its lightning indexer); remat has no block for sparse attention"},
+    {"glm_moe_dsa", "DeepSeek sparse attention (its lightning indexer); remat has no block for sparse attention"},
+    {"rwkv", "RWKV's recurrent time-mixing layers, no attention; remat has no block for them"},
+    {"rwkv7", "RWKV's recurrent time-mixing layers, no attention; remat has no block for them"},
+    {"falcon_mamba", "a state-space model (Mamba layers, no attention); remat has no block for state-space layers"},
+    {"lfm2_moe", "short convolution layers beside attention layers (layer_types); remat has no convolution block"},
+    {"kimi_linear",
+     "Kimi Delta Attention (linear attention) layers beside MLA layers; remat has no block for linear-attention "
+     "layers"},
+    {"minimax_m1",
+     "lightning (linear) attention layers beside softmax attention; remat has no block for linear-attention layers"},
+    {"hymba", "Mamba (state-space) heads beside attention heads in each layer; remat has no block for them"},
+    {"plamo2", "Mamba (state-space) layers beside attention layers; remat has no block for state-space layers"},
+    {"recurrent_gemma", "RG-LRU recurrent layers beside attention; remat has no block for recurrent layers"},
+}};
+
+}  // namespace
+
+std::string hf_family_alias(const std::string& model_type) {
+  for (const auto& [alias, family] : kAliases)
+    if (model_type == alias) return family;
+  return "";
+}
+
+std::string hf_family_of_architecture(const std::string& architecture) {
+  for (const auto& [arch, family] : kArchitectures)
+    if (architecture == arch) return family;
+  return "";
+}
+
+std::string hf_refusal_reason(const std::string& model_type) {
+  for (const auto& [type, reason] : kRefused)
+    if (model_type == type) return reason;
+  return "";
+}
+
+bool is_hf_text_config_wrapper(const std::string& model_type) {
+  for (const char* w : kTextConfigWrappers)
+    if (model_type == w) return true;
+  return false;
+}
+
+}  // namespace remat
