@@ -38,15 +38,33 @@ OpDef chunked_scan(const std::string& name, double fwd_flops, double chunk_gemm_
   return op;
 }
 
-Block mamba2_fused(const RankShape& r, const ModelSpec& m) {
-  Block b;
-  b.name = "mamba2";
-  const double t = double(r.tp), rows = r.tokens(), h = double(m.hidden_size);
+// Mamba-2's widths on one rank (heads and groups split over tp), shared by both blocks.
+struct Mamba2Shape {
+  double heads, p, n, groups, q, inner, conv_dim, projected;
+};
+
+Mamba2Shape mamba2_shape(const RankShape& r, const ModelSpec& m) {
+  const double t = double(r.tp);
   const double heads = double(m.mamba_num_heads) / t, p = double(m.mamba_head_dim);
   const double n = double(m.ssm_state_size), groups = double(m.mamba_n_groups) / t, q = double(m.mamba_chunk_size);
-  const double inner = heads * p, conv_dim = inner + 2 * groups * n, projected = inner + conv_dim + heads;
-  parts::add_input_norm(b, r, h, true, 1);
-  b.ops.push_back(parts::linear(b, r, "in_proj", rows, h, projected, "x_norm", {}));
+  const double inner = heads * p, conv_dim = inner + 2 * groups * n;
+  return {heads, p, n, groups, q, inner, conv_dim, inner + conv_dim + heads};
+}
+
+// Both blocks up to their input projection: the norm and in_proj.
+Block mamba2_projection(const RankShape& r, const ModelSpec& m, const Mamba2Shape& g) {
+  Block b;
+  b.name = "mamba2";
+  parts::add_input_norm(b, r, double(m.hidden_size), true, 1);
+  b.ops.push_back(parts::linear(b, r, "in_proj", r.tokens(), double(m.hidden_size), g.projected, "x_norm", {}));
+  return b;
+}
+
+Block mamba2_fused(const RankShape& r, const ModelSpec& m) {
+  const Mamba2Shape g = mamba2_shape(r, m);
+  Block b = mamba2_projection(r, m, g);
+  const double rows = r.tokens(), h = double(m.hidden_size);
+  const auto [heads, p, n, groups, q, inner, conv_dim, projected] = g;
   b.tensors.push_back({"zxbcdt", rows * projected * kBf16});
   b.tensors.push_back({"ssm_y", rows * inner * kBf16});
   b.tensors.push_back({"ssm_rstd", rows * groups * kFp32});
@@ -119,15 +137,11 @@ Block gated_deltanet_fused(const RankShape& r, const ModelSpec& m) {
 // transformers' NemotronHMamba2Mixer.torch_forward (models/nemotron_h/modeling_nemotron_h.py; the
 // Mamba-2, Bamba, FalconH1 and Zamba2 mixers share it), training without a cache or padding mask.
 Block mamba2_torch(const RankShape& r, const ModelSpec& m) {
-  Block b;
-  b.name = "mamba2";
-  const double t = double(r.tp), rows = r.tokens(), h = double(m.hidden_size);
-  const double heads = double(m.mamba_num_heads) / t, p = double(m.mamba_head_dim);
-  const double n = double(m.ssm_state_size), groups = double(m.mamba_n_groups) / t, q = double(m.mamba_chunk_size);
-  const double inner = heads * p, conv_dim = inner + 2 * groups * n, projected = inner + conv_dim + heads;
+  const Mamba2Shape g = mamba2_shape(r, m);
+  Block b = mamba2_projection(r, m, g);
+  const double rows = r.tokens(), h = double(m.hidden_size);
+  const auto [heads, p, n, groups, q, inner, conv_dim, projected] = g;
   const double chunks = std::ceil(r.s / q), padded = r.b * chunks * q;  // rows padded to whole chunks
-  parts::add_input_norm(b, r, h, true, 1);
-  b.ops.push_back(parts::linear(b, r, "in_proj", rows, h, projected, "x_norm", {}));
   // conv1d reads a view of the whole in_proj output; SiLU saves the conv output before its causal trim
   b.tensors.push_back({"zxbcdt", rows * projected * kBf16});
   b.tensors.push_back({"conv_out", r.b * conv_dim * (r.s + double(m.mamba_conv_kernel) - 1) * kBf16});
