@@ -309,7 +309,7 @@ def peak_report(snapshot, case):
             "alive_at_peak": [{"where": w, "blocks": n, "bytes": b} for w, (n, b) in rows[:40]]}
 
 
-def run_case(c, versions, write, meta, trace_dir=None):
+def run_case(c, versions, write, meta, trace_dir=None, steps=3, diagnostic=True):
     name = c["case"]
     precision = c.get("precision", "bf16")
     mode = c.get("mode", "full")
@@ -439,7 +439,7 @@ def run_case(c, versions, write, meta, trace_dir=None):
     # ---- step 0: saved-for-backward diagnostic (not under checkpointing) ----
     diag = dict(base, step=0, oom=False)
     meta["phase"] = "diag"
-    if ckpt == "none":
+    if ckpt == "none" and diagnostic:
         lname, layers = find_layers(model, n_layers)
         probe = SavedTensorProbe(model, layers, n_layers)
         ids = new_ids()
@@ -478,13 +478,13 @@ def run_case(c, versions, write, meta, trace_dir=None):
                      "saved_bytes_outside": None, "saved_tensors_layer0": None})
     write(diag)
 
-    # ---- steps 1..3 ----
-    for step in (1, 2, 3):
+    # ---- steps 1..steps ----
+    for step in range(1, steps + 1):
         meta["phase"] = f"step{step}"
         ids = new_ids()
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-        tracing = trace_dir and step == 3
+        tracing = trace_dir and step == steps
         if tracing:
             torch.cuda.memory._record_memory_history(max_entries=1_000_000, stacks="python")
         before = torch.cuda.memory_allocated()
@@ -544,6 +544,8 @@ def main():
                     help="exit if any of the first N cases fails with an error other than OOM")
     ap.add_argument("--only", default="")
     ap.add_argument("--trace-peak", default="", help="directory for each case's allocations alive at the step-3 peak")
+    ap.add_argument("--steps", type=int, default=3, help="measured steps per case (AdamW's states exist from step 2)")
+    ap.add_argument("--no-diag", action="store_true", help="skip step 0, the saved-tensor diagnostic")
     ap.add_argument("--start", type=int, default=0, help="index of the first case to run")
     ap.add_argument("--t0", type=float, default=0.0, help="epoch seconds the deadline counts from "
                     "(default: this process's start); lets a restarted process keep one deadline")
@@ -592,7 +594,7 @@ def main():
         status = "ok"
         meta = {}
         try:
-            run_case(c, versions, write, meta, args.trace_peak or None)
+            run_case(c, versions, write, meta, args.trace_peak or None, args.steps, not args.no_diag)
             n_ok += 1
         except torch.cuda.OutOfMemoryError as e:
             status = "oom"
