@@ -150,6 +150,22 @@ TEST(StreamBp, ObjectiveLogitsByHand) {
   EXPECT_DOUBLE_EQ(b.stages[0].memory_bytes.activations, 2 * a.stages[0].memory_bytes.activations);
 }
 
+// GRPO runs the G responses through the model three times (pi_old and pi_ref under no_grad, then
+// the policy), DPO the chosen and rejected pair twice (pi_ref, then the policy): forward time 3x
+// and 2x that of SFT on as many sequences; backward and recompute unchanged.
+TEST(StreamBp, ObjectivesPayTheirNoGradForwards) {
+  for (const auto& [objective, passes] : {std::pair{Objective::grpo, 3.0}, std::pair{Objective::dpo, 2.0}}) {
+    TrainingSpec policy = one_gpu(1024);
+    policy.objective = objective, policy.grpo_group = 4, policy.mbs = policy.gbs = 1;
+    TrainingSpec sft = one_gpu(1024);
+    sft.mbs = sequences_per_example(policy), sft.gbs = sft.mbs;
+    const Estimate a = run(sft, Strategy::full), b = run(policy, Strategy::full);
+    EXPECT_NEAR(b.stages[0].time_s.forward, passes * a.stages[0].time_s.forward, 1e-12);
+    EXPECT_NEAR(b.stages[0].time_s.backward, a.stages[0].time_s.backward, 1e-12);
+    EXPECT_NEAR(b.stages[0].time_s.recompute, a.stages[0].time_s.recompute, 1e-12);
+  }
+}
+
 // Qwen3-8B, r = 32 on q, k, v, o, gate, up, down (h 4096, q 4096, kv 1024, f 12288):
 // qkv 32 (4096 + 4096) + 2 * 32 (4096 + 1024) = 589824; o 262144; mlp 1572864.
 TEST(StreamBp, LoraStaticByHand) {

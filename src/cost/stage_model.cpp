@@ -145,6 +145,7 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
     add_mtp_heads(s, m, r, hw);
   }
   add_p2p(s, m, r, t, hw);
+  s.forward_passes = double(1 + no_grad_forwards(t));
   add_framework_bytes(s, m, r, t);
   s.static_bytes = static_bytes(s.params, t);
   for (int64_t g = layers.first; g < layers.second; ++g) s.adapter_params += lora_layer_params(m, t, t.tp, g);
@@ -230,7 +231,7 @@ StageTotals stage_totals(const StageBase& base, const LayerSums& layers) {
   t.optimizer_step_peak_bytes = fixed + base.optimizer_step_bytes;
   const double at_activation_peak = fixed - base.grads_absent_bytes + base.autocast_cast_bytes;
   t.peak_bytes = std::max(at_activation_peak + t.activations_bytes + t.transient_bytes, t.optimizer_step_peak_bytes);
-  t.fwd_s = layers.fwd_s + base.fixed_fwd_s;
+  t.fwd_s = base.forward_passes * (layers.fwd_s + base.fixed_fwd_s);
   t.bwd_s = layers.bwd_s + base.fixed_bwd_s;
   t.recompute_s = layers.recompute_s;
   t.comm_s = layers.comm_s + base.fixed_comm_s;

@@ -147,6 +147,18 @@ int64_t sequences_per_example(const TrainingSpec& t) {
   return 1;
 }
 
+int64_t no_grad_forwards(const TrainingSpec& t) {
+  switch (t.objective) {
+    case Objective::grpo:
+      return 2;  // pi_old and pi_ref, each a forward of the G responses under no_grad
+    case Objective::dpo:
+      return 1;  // pi_ref on the chosen and the rejected response
+    case Objective::sft:
+      break;
+  }
+  return 0;
+}
+
 TrainingSpec streambp_effective_training(const TrainingSpec& t, Strategy s) {
   TrainingSpec e = t;
   const int64_t k = sequences_per_example(t);

@@ -42,11 +42,12 @@ void split_fixed(Chunk& c, const StageBase& base, int64_t stages) {
   const bool send_fwd = c.virtual_index + 1 < stages, send_bwd = c.virtual_index > 0;
   const int sends = int(send_fwd) + int(send_bwd);
   const double send_s = sends > 0 ? base.fixed_comm_s / sends : 0;
-  c.send_fwd_s = send_fwd ? send_s : 0;
+  c.send_fwd_s = send_fwd ? send_s * base.forward_passes : 0;
   c.send_bwd_s = send_bwd ? send_s : 0;
   c.has_head = !send_fwd;
   c.head_bytes = base.head_transient_bytes;
-  c.head_fwd_s = base.fixed_fwd_s - c.send_fwd_s;
+  c.head_fwd_s = base.fixed_fwd_s * base.forward_passes - c.send_fwd_s;
+  c.forward_passes = base.forward_passes;
   c.head_bwd_s = base.fixed_bwd_s - c.send_bwd_s;
 }
 

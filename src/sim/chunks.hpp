@@ -28,6 +28,7 @@ struct Chunk {
   double autocast_cast_bytes = 0;   // autocast's bf16 weight casts, alive until backward ends (hf)
   bool has_head = false;
   double head_bytes = 0, head_fwd_s = 0, head_bwd_s = 0;
+  double forward_passes = 1;              // StageBase::forward_passes: each layer's forward runs this often
   double send_fwd_s = 0, send_bwd_s = 0;  // 0 where there is no neighbour
   double p2p_bytes = 0;
   double copy_bytes_per_s = 0;  // host link for offload, less the share tp collectives take

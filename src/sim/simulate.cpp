@@ -139,7 +139,7 @@ void Engine::forward(const Chunk& c, int64_t mb) {
       staging = alloc(c.stage, buffer_name("offload out", mb, g), MemCategory::offload, lc.offload_bytes, t);
     }
     kept_[vs][size_t(mb)][i] = alloc(c.stage, buffer_name("kept", mb, g), MemCategory::activations, lc.kept_bytes, t);
-    t = emit(c, SimStream::compute, SimOp::forward, mb, g, t, lc.fwd_s);
+    t = emit(c, SimStream::compute, SimOp::forward, mb, g, t, lc.fwd_s * c.forward_passes);
     if (staging != kNoBuffer) {
       const double start = std::max(t, ck.out);
       const double end =

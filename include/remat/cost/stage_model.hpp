@@ -39,6 +39,9 @@ struct StageBase {
   double optimizer_step_bytes = 0;  // the optimizer step's temporary, on top of the static bytes
   bool ordered_backward = false;    // TrainingSpec::ordered_backward
   double fixed_fwd_s = 0, fixed_bwd_s = 0, fixed_comm_s = 0;  // head and p2p
+  // the policy's forward and the objective's no-grad passes (no_grad_forwards): each runs the
+  // stage's layers, head and send once more, saves nothing and replays nothing
+  double forward_passes = 1;
   double fixed_fwd_flops = 0, fixed_bwd_flops = 0;
   double copy_bytes_per_s = 0;  // host link for offload
   bool link_shared = false;     // tp collectives also cross the host link

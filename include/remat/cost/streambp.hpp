@@ -49,6 +49,9 @@ double streambp_weight_read_s(double weight_bytes, double grad_bytes, int64_t ch
 
 // Sequences one example puts through the model: SFT 1, GRPO G, DPO 2.
 int64_t sequences_per_example(const TrainingSpec& t);
+// Forward passes per microbatch without gradient before the policy's own: GRPO's old-policy and
+// reference log-probabilities (eq. 4), DPO's reference (eq. 7); 0 for SFT.
+int64_t no_grad_forwards(const TrainingSpec& t);
 // The spec the cost model runs: mbs and gbs in sequences, and the StreamBP
 // partitions only where the plan's strategy is streambp.
 TrainingSpec streambp_effective_training(const TrainingSpec& t, Strategy s);
