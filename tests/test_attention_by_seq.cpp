@@ -8,6 +8,7 @@
 #include "remat/cost/op_time.hpp"
 #include "remat/io/measurements.hpp"
 #include "remat/io/spec_loader.hpp"
+#include "remat/spec/framework.hpp"
 #include "remat/validate/calibrate.hpp"
 #include "test_helpers.hpp"
 
@@ -52,6 +53,48 @@ TEST(AttentionBySeq, OpTimeUsesTheOpsSequenceLength) {
   const OpTime t = op_time(op, hw);
   EXPECT_NEAR(t.fwd_s, 1e12 / (1e15 * 0.40), 1e-12);
   EXPECT_NEAR(t.bwd_s, 2.5e12 / (1e15 * 0.30), 1e-12);
+}
+
+// frameworks.hf.attention: torch SDPA's fractions by head dim and seq. hf's hardware takes them
+// (apply_framework); a layer's attention op reads the points at its head dim, linear between
+// measured head dims and in log2(seq) within one, clamped at the ends; an op without a head dim
+// and the generic profile keep the file's flash figures.
+TEST(AttentionBySeq, FrameworkGridByHeadDimThenLog2Seq) {
+  const std::string grid =
+      "frameworks:\n  hf:\n    attention:\n"
+      "      - {head_dim: 64, seq: 4096, fwd: 0.30, bwd: 0.20}\n"
+      "      - {head_dim: 64, seq: 16384, fwd: 0.50, bwd: 0.40}\n"
+      "      - {head_dim: 128, seq: 4096, fwd: 0.40, bwd: 0.30}\n"
+      "      - {head_dim: 128, seq: 16384, fwd: 0.70, bwd: 0.50}\n";
+  const HardwareSpec file = parse_hardware_yaml(kHardware + grid, "tiny.yaml");
+  ASSERT_EQ(file.framework_fit(kHfFramework)->attention.size(), 4u);
+  EXPECT_TRUE(file.efficiency.attention_by_head_dim.empty());
+  const HardwareSpec hf = apply_framework(file, kHfFramework);
+  const Efficiency& e = hf.efficiency;
+  // d 64 at 8192, halfway from 4096 to 16384 in log2: 0.40 / 0.30; d 128 there: 0.55 / 0.40;
+  // d 96 halfway between them: 0.475 / 0.35
+  EXPECT_NEAR(attention_efficiency(e, 8192, 64).fwd, 0.40, 1e-12);
+  EXPECT_NEAR(attention_efficiency(e, 8192, 128).bwd, 0.40, 1e-12);
+  EXPECT_NEAR(attention_efficiency(e, 8192, 96).fwd, 0.475, 1e-12);
+  EXPECT_NEAR(attention_efficiency(e, 8192, 96).bwd, 0.35, 1e-12);
+  // d 80 a quarter of the way: 0.40 + (0.55 - 0.40) / 4
+  EXPECT_NEAR(attention_efficiency(e, 8192, 80).fwd, 0.4375, 1e-12);
+  // clamped: below d 64, above d 128, below 4096 and above 16384 tokens
+  EXPECT_NEAR(attention_efficiency(e, 8192, 32).fwd, 0.40, 1e-12);
+  EXPECT_NEAR(attention_efficiency(e, 1 << 20, 256).fwd, 0.70, 1e-12);
+  EXPECT_NEAR(attention_efficiency(e, 1024, 128).bwd, 0.30, 1e-12);
+  // no head dim stated, or another profile: the file's scalars
+  EXPECT_DOUBLE_EQ(attention_efficiency(e, 8192, 0).fwd, 0.6);
+  EXPECT_DOUBLE_EQ(attention_efficiency(apply_framework(file, kGenericFramework).efficiency, 8192, 64).bwd, 0.5);
+  OpDef op;
+  op.kind = OpKind::attention;
+  op.fwd_flops = 1e12;
+  op.bwd_exec_flops = 2.5e12;
+  op.attention_seq = 16384;
+  op.attention_head_dim = 64;
+  const OpTime t = op_time(op, hf);
+  EXPECT_NEAR(t.fwd_s, 1e12 / (1e15 * 0.50), 1e-12);
+  EXPECT_NEAR(t.bwd_s, 2.5e12 / (1e15 * 0.40), 1e-12);
 }
 
 // Calibrating the committed run: a point per fit length, the held-out

@@ -341,8 +341,8 @@ TEST(MegatronLocalMoe, ExpertsKeepTheProbabilityWeightedActivation) {
 // s 2048 (harness run 13, predicted before it ran) is the furthest off: full uniform 1 +22.0%.
 TEST(MegatronRuns, CommittedRunsWithinTheIssueBounds) {
   const HardwareSpec hw = test::hardware("hardware/h200.yaml");
-  ASSERT_TRUE(hw.has_megatron_local);
-  const std::set<std::string> fitted = fitted_logs(hw.megatron_local);
+  ASSERT_NE(hw.framework_fit(kMegatronLocalFramework), nullptr);
+  const std::set<std::string> fitted = fitted_logs(hw.framework_fits.at(std::string(kMegatronLocalFramework)));
   EXPECT_EQ(fitted.size(), 9u);
   const std::vector<MegatronRun> runs = runs_of(committed_logs(), hw);
   ASSERT_EQ(runs.size(), 86u);
@@ -448,8 +448,8 @@ TEST(MegatronRuns, PlotHasAPointPerRankRunAndRatio) {
 
 TEST(MegatronRuns, CalibrateReproducesTheCommittedConstants) {
   HardwareSpec hw = test::hardware("hardware/h200.yaml");
-  const FrameworkEfficiency committed = hw.megatron_local;
-  hw.has_megatron_local = false;
+  const FrameworkEfficiency committed = hw.framework_fits.at(std::string(kMegatronLocalFramework));
+  hw.framework_fits.erase(std::string(kMegatronLocalFramework));
   std::vector<MegatronLog> logs;
   for (const auto& n : fitted_logs(committed)) logs.push_back(read_log(kReports + "/logs/" + n));
   double rms = 0;
@@ -563,9 +563,9 @@ TEST(MegatronCliValidate, CommittedLogsAndATruncatedOne) {
 // out to the issue's bounds. Memory has no fitted constant: every run.
 TEST(MegatronRuns, H100FitOnItsNoneRunsHoldsOnItsRecomputeRuns) {
   const HardwareSpec hw = test::hardware("hardware/h100-sxm.yaml");
-  ASSERT_TRUE(hw.has_megatron_local);
-  EXPECT_TRUE(hw.megatron_local.has_moe_layer_host);
-  const std::set<std::string> fitted = fitted_logs(hw.megatron_local);
+  ASSERT_NE(hw.framework_fit(kMegatronLocalFramework), nullptr);
+  EXPECT_TRUE(hw.framework_fits.at(std::string(kMegatronLocalFramework)).has_moe_layer_host);
+  const std::set<std::string> fitted = fitted_logs(hw.framework_fits.at(std::string(kMegatronLocalFramework)));
   EXPECT_EQ(fitted.size(), 6u);
   const std::vector<MegatronRun> runs = runs_of(logs_in({"/h100/logs"}), hw);
   std::vector<MegatronLog> fit_logs;
@@ -588,14 +588,17 @@ TEST(MegatronRuns, H100FitOnItsNoneRunsHoldsOnItsRecomputeRuns) {
   EXPECT_EQ(held_out, 9);
   EXPECT_EQ(host_bound, 5);  // every small-MoE run
   HardwareSpec bare = hw;
-  bare.has_megatron_local = false;
+  bare.framework_fits.erase(std::string(kMegatronLocalFramework));
   double rms = 0;
   const FrameworkEfficiency fit = fit_megatron_local(fit_logs, bare, &rms);
   EXPECT_TRUE(fit.has_moe_layer_host);
-  EXPECT_NEAR(fit.gemm_scale, hw.megatron_local.gemm_scale, 0.0005);
-  EXPECT_NEAR(fit.memory_bound_scale, hw.megatron_local.memory_bound_scale, 0.0005);
-  EXPECT_NEAR(fit.layer_overhead_s * 1e6, hw.megatron_local.layer_overhead_s * 1e6, 0.5);
-  EXPECT_NEAR(fit.moe_layer_host_s * 1e6, hw.megatron_local.moe_layer_host_s * 1e6, 0.5);
+  EXPECT_NEAR(fit.gemm_scale, hw.framework_fits.at(std::string(kMegatronLocalFramework)).gemm_scale, 0.0005);
+  EXPECT_NEAR(fit.memory_bound_scale, hw.framework_fits.at(std::string(kMegatronLocalFramework)).memory_bound_scale,
+              0.0005);
+  EXPECT_NEAR(fit.layer_overhead_s * 1e6,
+              hw.framework_fits.at(std::string(kMegatronLocalFramework)).layer_overhead_s * 1e6, 0.5);
+  EXPECT_NEAR(fit.moe_layer_host_s * 1e6,
+              hw.framework_fits.at(std::string(kMegatronLocalFramework)).moe_layer_host_s * 1e6, 0.5);
   EXPECT_LT(rms, 0.05);
 }
 
@@ -609,7 +612,8 @@ TEST(MegatronFramework, UnfittedTimesAreNamed) {
   EXPECT_TRUE(framework_time_gaps(test::hardware("a100-80gb-sxm"), kGenericFramework, dense).empty());
   HardwareSpec dense_fit = test::hardware("hardware/h100-sxm.yaml");
   EXPECT_TRUE(framework_time_gaps(dense_fit, kMegatronLocalFramework, moe).empty());
-  dense_fit.megatron_local.has_moe_layer_host = false;  // as calibrate leaves it from dense runs only
+  dense_fit.framework_fits.at(std::string(kMegatronLocalFramework)).has_moe_layer_host =
+      false;  // as calibrate leaves it from dense runs only
   EXPECT_TRUE(framework_time_gaps(dense_fit, kMegatronLocalFramework, dense).empty());
   const auto dense_fit_moe = framework_time_gaps(dense_fit, kMegatronLocalFramework, moe);
   ASSERT_EQ(dense_fit_moe.size(), 1u);
@@ -629,8 +633,14 @@ TEST(MegatronFramework, CalibrateWithoutMoeRunsLeavesTheMoeHostTimeOut) {
   EXPECT_NE(r.out.find("gemm_scale 0.788, memory_bound_scale 0.700"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("moe_layer_host not fitted (no MoE run)"), std::string::npos) << r.out;
   const HardwareSpec refit = test::hardware(out);
-  EXPECT_TRUE(refit.has_megatron_local);
-  EXPECT_FALSE(refit.megatron_local.has_moe_layer_host);
+  EXPECT_NE(refit.framework_fit(kMegatronLocalFramework), nullptr);
+  EXPECT_FALSE(refit.framework_fits.at(std::string(kMegatronLocalFramework)).has_moe_layer_host);
+  // the file's other frameworks' entries stay as they were (the hf profile's measured attention)
+  const FrameworkEfficiency* hf = refit.framework_fit(kHfFramework);
+  ASSERT_NE(hf, nullptr);
+  EXPECT_EQ(hf->attention.size(),
+            test::hardware("hardware/h100-sxm.yaml").framework_fit(kHfFramework)->attention.size());
+  EXPECT_EQ(hf->attention.size(), 20u);
   std::ifstream in(out);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("    # moe_layer_host_us: not fitted, no MoE run among these\n"), std::string::npos);

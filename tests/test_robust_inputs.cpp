@@ -18,6 +18,7 @@
 #include "remat/io/megatron_log.hpp"
 #include "remat/io/spec_loader.hpp"
 #include "remat/report/json_text.hpp"
+#include "remat/spec/framework.hpp"
 #include "remat/spec/text.hpp"
 #include "remat/validate/megatron_report.hpp"
 #include "shell_run.hpp"
@@ -439,7 +440,7 @@ TEST(Hostile2Cli, CalibrateKeepsKeysAfterFrameworksAndQuotesNames) {
       test::remat_command({"calibrate", "--megatron-log", log, "--hardware", hw, "--out", out}) + " 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const HardwareSpec fitted = parse_hardware_yaml(read_text(out), "out.yaml");
-  EXPECT_EQ(fitted.megatron_local.calibrated_from, "a\"b.log");
+  EXPECT_EQ(fitted.framework_fits.at(std::string(kMegatronLocalFramework)).calibrated_from, "a\"b.log");
   EXPECT_EQ(fitted.name, parse_hardware_yaml(hw_text, "h200.yaml").name);
   EXPECT_GT(fitted.hbm_bytes, 0);
 }

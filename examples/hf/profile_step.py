@@ -39,6 +39,7 @@ def main():
     ap.add_argument("--cases", required=True, nargs="+")
     ap.add_argument("--only", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--top", type=int, default=25, help="kernels listed per case (0: all)")
     args = ap.parse_args()
     cases = []
     for p in args.cases:
@@ -67,10 +68,10 @@ def main():
         for e in kernels:
             n, t = by_name.get(e.name, (0, 0.0))
             by_name[e.name] = (n + 1, t + e.device_time)
-        top = sorted(by_name.items(), key=lambda kv: -kv[1][1])[:25]
+        top = sorted(by_name.items(), key=lambda kv: -kv[1][1])[:args.top or None]
         rec = {"case": c["case"], "seq": seq, "wall_s": wall, "gpu_kernel_s": gpu_us / 1e6,
                "gpu_idle_share": 1 - gpu_us / 1e6 / wall, "kernel_launches": len(kernels),
-               "top_kernels": [{"name": n[:120], "calls": k, "gpu_s": t / 1e6} for n, (k, t) in top],
+               "top_kernels": [{"name": n[:200], "calls": k, "gpu_s": t / 1e6} for n, (k, t) in top],
                "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
         out.write(json.dumps(rec) + "\n")
         out.flush()

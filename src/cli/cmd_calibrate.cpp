@@ -32,39 +32,44 @@ struct CalibrateOptions {
   std::vector<std::string> megatron_logs;
 };
 
-// The hardware YAML without its top-level `frameworks:` block: that line and
-// the indented, blank or comment lines under it; the keys after it stay.
-std::string without_framework_block(const std::string& yaml) {
+// The hardware YAML without the `megatron-local:` entry of its top-level `frameworks:` block: that
+// line and the lines indented deeper under it; the block's other entries and the keys after it stay.
+std::string without_megatron_entry(const std::string& yaml) {
   std::string out;
-  bool inside = false;
+  bool in_block = false, in_entry = false;
   for (size_t start = 0; start < yaml.size();) {
     const size_t end = std::min(yaml.find('\n', start), yaml.size());
     const std::string line = yaml.substr(start, end - start);
     start = end + 1;
     const bool top_level = !line.empty() && line[0] != ' ' && line[0] != '\t' && line[0] != '#';
-    if (top_level) inside = line.rfind("frameworks:", 0) == 0;
-    if (!inside) out += line + "\n";
+    if (top_level) in_block = line.rfind("frameworks:", 0) == 0, in_entry = false;
+    const bool entry_key = in_block && line.size() > 2 && line.rfind("  ", 0) == 0 && line[2] != ' ' && line[2] != '#';
+    if (entry_key) in_entry = line.rfind("  megatron-local:", 0) == 0;
+    if (!in_entry) out += line + "\n";
   }
   return out;
 }
 
-// The hardware YAML with its `frameworks:` block replaced by the fitted
-// megatron-local entry, at the end.
+// The hardware YAML with the fitted megatron-local entry first under `frameworks:` (the block
+// added at the end when the file has none); other frameworks' entries kept.
 std::string with_framework_block(const std::string& original, const FrameworkEfficiency& e, size_t runs) {
-  std::string yaml = without_framework_block(original);
   const std::string moe_line = e.has_moe_layer_host
                                    ? fmt::format("    moe_layer_host_us: {:.0f}\n", e.moe_layer_host_s * 1e6)
                                    : "    # moe_layer_host_us: not fitted, no MoE run among these\n";
-  return yaml + fmt::format(
-                    "frameworks:\n"
-                    "  megatron-local:   # remat calibrate --megatron-log: fitted to {} Megatron-LM runs\n"
-                    "    gemm_scale: {:.3f}\n"
-                    "    memory_bound_scale: {:.3f}\n"
-                    "    layer_overhead_us: {:.0f}\n"
-                    "{}"
-                    "    calibrated_from: {}\n",
-                    runs, e.gemm_scale, e.memory_bound_scale, e.layer_overhead_s * 1e6, moe_line,
-                    yaml_double_quoted(e.calibrated_from));
+  const std::string entry = fmt::format(
+      "  megatron-local:   # remat calibrate --megatron-log: fitted to {} Megatron-LM runs\n"
+      "    gemm_scale: {:.3f}\n"
+      "    memory_bound_scale: {:.3f}\n"
+      "    layer_overhead_us: {:.0f}\n"
+      "{}"
+      "    calibrated_from: {}\n",
+      runs, e.gemm_scale, e.memory_bound_scale, e.layer_overhead_s * 1e6, moe_line,
+      yaml_double_quoted(e.calibrated_from));
+  std::string yaml = without_megatron_entry(original);
+  const size_t block = yaml.rfind("frameworks:", 0) == 0 ? 0 : yaml.find("\nframeworks:");
+  if (block == std::string::npos) return yaml + "frameworks:\n" + entry;
+  const size_t after = yaml.find('\n', block == 0 ? 0 : block + 1);
+  return yaml.substr(0, after + 1) + entry + yaml.substr(after + 1);
 }
 
 int calibrate_megatron(const CalibrateOptions& o) {

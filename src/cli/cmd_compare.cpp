@@ -54,6 +54,7 @@ Runner add_compare_command(CLI::App& app) {
                   "R per stage (one value or one per stage); default all");
   return [opts]() {
     const Inputs in = load_inputs(opts->common, "compare");
+    print_notes(in);
     Json report = {{"meta", meta_json(in.meta)},
                    {"model", model_json(in.model)},
                    {"hardware", hardware_json(in.hardware)},

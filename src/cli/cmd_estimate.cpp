@@ -55,6 +55,7 @@ Runner add_estimate_command(CLI::App& app) {
     }
     auto problems = validate_plan(plan, in.training, in.model);
     if (!problems.empty()) throw InputError(std::move(problems));
+    print_notes(in);
     const MegatronSplit split = megatron_split(in.model, in.training);
     const bool split_given = !opts->common.layers_per_stage.empty() || !opts->common.megatron_split.empty();
     if (!split_given && !split_flags(split).empty()) std::cerr << "note: " << split_note(split) << "\n";

@@ -24,6 +24,7 @@ Runner add_modules_command(CLI::App& app) {
       ->capture_default_str();
   return [opts]() {
     const Inputs in = load_inputs(opts->common, "modules");
+    print_notes(in);
     const Formulas f = opts->formulas == "paper" ? Formulas::paper : Formulas::exact;
     const auto rows = module_rows(in.model, in.hardware, in.training, f);
     emit(opts->common, modules_table(in.model, in.hardware, rows),

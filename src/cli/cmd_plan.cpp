@@ -88,6 +88,7 @@ int run_maximize(const Inputs& in, const PlanOptions& o) {
     throw InputError(
         {{"command line", "--lm-head-partition-tokens", std::to_string(o.head_partition), "must be at least 1"}});
   const double budget = memory_budget_bytes(o.budget_given, o.budget_GiB, in.hardware);
+  print_notes(in);
   // only what the framework profile runs (hf: no StreamBP)
   const std::vector<Strategy> runs =
       profile_strategies(in.training, {Strategy::none, Strategy::full, Strategy::streambp}, false, "--maximize");
@@ -220,6 +221,7 @@ Runner add_plan_command(CLI::App& app) {
     if (!so.uniform_r && !so.per_stage_r && !so.per_layer)
       throw InputError(
           {{"command line", "--no-uniform-r --no-per-stage-r --no-per-layer", "", "leave nothing to search"}});
+    print_notes(in);
     // generic costs are those of fused kernels and flash attention: Megatron with Transformer Engine
     const bool te = in.training.framework != kMegatronLocalFramework;
     const RunnablePlan runnable = runnable_megatron_plan(in.model, in.hardware, in.training, {so.budget_bytes, te});

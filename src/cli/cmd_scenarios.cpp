@@ -68,6 +68,7 @@ Runner add_scenarios_command(CLI::App& app) {
     refuse_streambp_chunks(o->common, no_streambp("scenarios"));
     const Inputs in = load_inputs(o->common, "scenarios");
     check_search_layers(o->common, in, "scenarios");
+    print_notes(in);
     const double budget = memory_budget_bytes(o->budget_given, o->budget_GiB, in.hardware);
     const ScenarioResult fixed = fixed_r_scenario(in.model, in.hardware, in.training, budget);
     const ScenarioResult best = best_r_scenario(in.model, in.hardware, in.training, budget);

@@ -110,6 +110,7 @@ Runner add_simulate_command(CLI::App& app) {
     refuse_streambp_chunks_unless(o.common, plan.strategy == Strategy::streambp);
     auto problems = validate_plan(plan, in.training, in.model);
     if (!problems.empty()) throw InputError(std::move(problems));
+    print_notes(in);
     const Simulation sim = simulate(in.model, in.hardware, in.training, plan, {o.virtual_stages, o.top});
     if (!o.trace_path.empty()) write_file("--trace", o.trace_path, dump_json_text(chrome_trace(sim, o.stage)) + "\n");
     write_plots(o, in, plan, sim);

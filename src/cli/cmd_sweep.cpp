@@ -182,6 +182,7 @@ Runner add_sweep_command(CLI::App& app) {
         if (v < 1 || v > 1000000)
           throw InputError({{"command line", flag, std::to_string(v), "values must be 1..10^6"}});
     check_layout_count(in.model, space, o->max_layouts);
+    print_notes(in);
     const auto start = std::chrono::steady_clock::now();
     const auto progress = [&](int64_t done, int64_t total) {
       if (std::chrono::steady_clock::now() - start > std::chrono::seconds(1))

@@ -318,7 +318,7 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
   if (!problems.empty()) throw InputError(std::move(problems));
   in.training = with_defaults(in.training);
   for (const auto& gap : framework_time_gaps(in.hardware, in.training.framework, in.model))
-    std::cerr << "note: " << escape_text(hw_src.label) << ": " << escape_text(gap) << "\n";
+    in.notes.push_back(hw_src.label + ": " + gap);
   in.hardware = apply_framework(in.hardware, in.training.framework);
   in.meta = {
       REMAT_VERSION,
@@ -326,6 +326,10 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
       command,
       {{"model", model_src.label, sha256_hex(model_src.text)}, {"hardware", hw_src.label, sha256_hex(hw_src.text)}}};
   return in;
+}
+
+void print_notes(const Inputs& in) {
+  for (const auto& note : in.notes) std::cerr << "note: " << escape_text(note) << "\n";
 }
 
 double memory_budget_bytes(bool given, double gib, const HardwareSpec& hw) {

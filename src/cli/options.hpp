@@ -52,10 +52,15 @@ struct Inputs {
   HardwareSpec hardware;
   TrainingSpec training;
   ReportMeta meta;
+  std::vector<std::string> notes;  // the framework's gaps on this GPU (framework_time_gaps), for print_notes
 };
 
 // Throws InputError on any bad value.
 Inputs load_inputs(const CommonOptions& o, const std::string& command);
+
+// The inputs' notes on stderr, one line each. A command calls it once its own options passed their
+// checks, so that a refused option prints its one-line error alone.
+void print_notes(const Inputs& in);
 
 // "a,b,c" -> {"a","b","c"}
 std::vector<std::string> split_list(const std::string& text);

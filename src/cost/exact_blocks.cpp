@@ -315,14 +315,14 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
   const double fwd = 4 * rows * r.s * nh * hd * (r.causal ? 0.5 : 1.0);
   if (r.flash_attention) {
     b.tensors.push_back({"lse", r.b * nh * r.s * kFp32});  // softmax statistics
-    b.ops.push_back(ops::attention("flash_attention", fwd, r.s, {"q", k, v, "o", "lse"}));
+    b.ops.push_back(ops::attention("flash_attention", fwd, r.s, hd, {"q", k, v, "o", "lse"}));
     b.attention_stats = {"lse"};
   } else {
     b.tensors.push_back({"probs", r.b * nh * r.s * r.s * kBf16});  // materialized softmax
     std::vector<std::string> saves = {"q", k, v, "probs"};
     // Transformers' eager path: softmax(dtype=float32), saved, then cast to bf16 for PV
     if (r.softmax_fp32) b.tensors.push_back({"probs32", r.b * nh * r.s * r.s * kFp32}), saves.push_back("probs32");
-    OpDef op = ops::attention("attention", fwd, r.s, saves);
+    OpDef op = ops::attention("attention", fwd, r.s, hd, saves);
     // bytes per score: forward writes QK^T, masks it in place, reads it into the
     // softmax, PV reads the probabilities (2 + 4 + 4 + 2); backward writes and
     // reads the probabilities' gradient, the softmax gradient, autograd's clone

@@ -67,7 +67,7 @@ Block mla_up_attn_block(const RankShape& r, const ModelSpec& m) {
   // QK^T with head dim d + r, PV with dv; half under the causal mask
   const double fwd = (2 * rows * r.s * nh * (d + rope) + 2 * rows * r.s * nh * dv) * (r.causal ? 0.5 : 1.0);
   b.tensors.push_back({"lse", r.b * nh * r.s * kFp32});
-  b.ops.push_back(ops::attention("flash_attention", fwd, r.s, {"q", "k", "v", "o", "lse"}));
+  b.ops.push_back(ops::attention("flash_attention", fwd, r.s, d + rope, {"q", "k", "v", "o", "lse"}));
   b.attention_stats = {"lse"};
   b.kept_outside = {"o"};
   // Megatron's `mla_up_proj` discards q, k, v (up projections and rope) and reruns them

@@ -58,12 +58,14 @@ inline OpDef collective(std::string name, double fwd_wire_bytes, double bwd_wire
 // of its forward. The backward counts twice the forward as model FLOPs; the
 // kernel executes 2.5x, since it recomputes the scores from q, k and the
 // softmax statistics.
-inline OpDef attention(std::string name, double fwd_flops, double seq, std::vector<std::string> saves) {
+inline OpDef attention(std::string name, double fwd_flops, double seq, double head_dim,
+                       std::vector<std::string> saves) {
   OpDef op;
   op.name = std::move(name);
   op.kind = OpKind::attention;
   op.fwd_flops = fwd_flops;
   op.attention_seq = seq;
+  op.attention_head_dim = head_dim;
   op.bwd_flops = 2 * fwd_flops;
   op.bwd_exec_flops = 2.5 * fwd_flops;
   op.saves = std::move(saves);

@@ -31,6 +31,35 @@ AttentionPoint attention_efficiency(const Efficiency& eff, double seq) {
   return {seq, a.fwd + w * (b.fwd - a.fwd), a.bwd + w * (b.bwd - a.bwd)};
 }
 
+namespace {
+
+// The grid's fractions at `head_dim` (one of its head dims), interpolated in log2(seq) as above.
+AttentionPoint grid_at_head_dim(const std::vector<AttentionGridPoint>& grid, double head_dim, double seq) {
+  Efficiency one_dim;
+  for (const AttentionGridPoint& p : grid)
+    if (p.head_dim == head_dim) one_dim.attention_by_seq.push_back({p.seq, p.fwd, p.bwd});
+  return attention_efficiency(one_dim, seq);
+}
+
+}  // namespace
+
+AttentionPoint attention_efficiency(const Efficiency& eff, double seq, double head_dim) {
+  const auto& grid = eff.attention_by_head_dim;
+  if (grid.empty() || head_dim <= 0) return attention_efficiency(eff, seq);
+  // the measured head dims around head_dim (clamped at the ends), linear between them
+  double below = grid.front().head_dim, above = grid.back().head_dim;
+  for (const AttentionGridPoint& p : grid) {
+    if (p.head_dim <= head_dim) below = p.head_dim;
+    if (p.head_dim >= head_dim && p.head_dim < above) above = p.head_dim;
+  }
+  if (head_dim <= grid.front().head_dim) below = above = grid.front().head_dim;
+  if (head_dim >= grid.back().head_dim) below = above = grid.back().head_dim;
+  const AttentionPoint a = grid_at_head_dim(grid, below, seq), b = grid_at_head_dim(grid, above, seq);
+  if (above == below) return a;
+  const double w = (head_dim - below) / (above - below);
+  return {seq, a.fwd + w * (b.fwd - a.fwd), a.bwd + w * (b.bwd - a.bwd)};
+}
+
 double link_bytes_per_s(const HardwareSpec& hw, int64_t ranks) {
   const auto& e = hw.efficiency;
   // NVLink figures are bidirectional totals: a ring uses one direction's half
@@ -74,7 +103,7 @@ OpTime op_time(const OpDef& op, const HardwareSpec& hw) {
         return {op.gemm_flops_each / rate + op.fwd_bytes / mem_bw,
                 2 * op.gemm_flops_each / rate + op.bwd_bytes / mem_bw};
       }
-      const AttentionPoint a = attention_efficiency(e, op.attention_seq);
+      const AttentionPoint a = attention_efficiency(e, op.attention_seq, op.attention_head_dim);
       return {op.fwd_flops / (hw.peak_bf16_flops * a.fwd), op.bwd_exec_flops / (hw.peak_bf16_flops * a.bwd)};
     }
     case OpKind::memory_bound:

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "remat/io/file_text.hpp"
+#include "remat/spec/framework.hpp"
 #include "remat/spec/validate.hpp"
 #include "yaml_fields.hpp"
 
@@ -21,13 +22,13 @@ void throw_if(std::vector<Problem>& problems) {
   if (!problems.empty()) throw InputError(std::move(problems));
 }
 
-// Each item of the list `node` (the key efficiency.<key>) as a mapping of the
-// keys `read_item` reads; a non-mapping item or an unknown key is a problem.
+// Each item of the list `node` (at the key path `key`) as a mapping of the keys `read_item` reads;
+// a non-mapping item or an unknown key is a problem.
 template <typename ReadItem>
 void read_point_list(const YAML::Node& node, const std::string& key, const std::string& shape, const std::string& file,
                      std::vector<Problem>& problems, ReadItem read_item) {
   for (size_t i = 0; i < node.size(); ++i) {
-    const std::string item = "efficiency." + key + "[" + std::to_string(i) + "]";
+    const std::string item = key + "[" + std::to_string(i) + "]";
     if (!node[i].IsMap()) {
       problems.push_back({file, item, "", "must be a mapping " + shape});
       continue;
@@ -53,7 +54,7 @@ void read_efficiency(YamlFields& parent, Efficiency& e, const std::string& file,
   if (!gemm || !gemm.IsSequence()) {
     f.fail("gemm_by_flops", "", "required list of {flops, fraction} points");
   } else {
-    read_point_list(gemm, "gemm_by_flops", "{flops, fraction}", file, problems, [&](YamlFields& pf) {
+    read_point_list(gemm, "efficiency.gemm_by_flops", "{flops, fraction}", file, problems, [&](YamlFields& pf) {
       EfficiencyPoint p;
       pf.number("flops", p.flops, true);
       pf.number("fraction", p.fraction, true);
@@ -64,7 +65,7 @@ void read_efficiency(YamlFields& parent, Efficiency& e, const std::string& file,
   if (attention && !attention.IsSequence()) {
     f.fail("attention_by_seq", "", "must be a list of {seq, fwd, bwd} points");
   } else if (attention) {
-    read_point_list(attention, "attention_by_seq", "{seq, fwd, bwd}", file, problems, [&](YamlFields& pf) {
+    read_point_list(attention, "efficiency.attention_by_seq", "{seq, fwd, bwd}", file, problems, [&](YamlFields& pf) {
       AttentionPoint p;
       pf.number("seq", p.seq, true);
       pf.number("fwd", p.fwd, true);
@@ -174,27 +175,54 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& file) {
   return m;
 }
 
-// Optional `frameworks: {megatron-local: {gemm_scale, memory_bound_scale, layer_overhead_us, calibrated_from}}`.
+// One `frameworks.<name>` entry: its fitted time constants (remat calibrate --megatron-log) and its
+// measured attention kernel, each optional.
+FrameworkEfficiency read_framework_fit(const YAML::Node& node, const std::string& key, const std::string& file,
+                                       std::vector<Problem>& problems) {
+  FrameworkEfficiency e;
+  YamlFields f(node, file, key + ".", problems);
+  f.number("gemm_scale", e.gemm_scale, false);
+  f.number("memory_bound_scale", e.memory_bound_scale, false);
+  f.number("layer_overhead_us", e.layer_overhead_s, false, 1e-6);
+  f.number("moe_layer_host_us", e.moe_layer_host_s, false, 1e-6);
+  e.has_moe_layer_host = bool(node["moe_layer_host_us"]);
+  f.text("calibrated_from", e.calibrated_from, false);
+  f.text("attention_source", e.attention_source, false);
+  YAML::Node attention = f.child("attention");
+  if (attention && !attention.IsSequence()) {
+    f.fail("attention", "", "must be a list of {head_dim, seq, fwd, bwd} points");
+  } else if (attention) {
+    read_point_list(attention, key + ".attention", "{head_dim, seq, fwd, bwd}", file, problems, [&](YamlFields& pf) {
+      AttentionGridPoint p;
+      pf.number("head_dim", p.head_dim, true);
+      pf.number("seq", p.seq, true);
+      pf.number("fwd", p.fwd, true);
+      pf.number("bwd", p.bwd, true);
+      e.attention.push_back(p);
+    });
+  }
+  f.reject_unknown();
+  return e;
+}
+
+// Optional `frameworks: {<registered profile name>: {...}}`.
 void read_frameworks(YamlFields& parent, HardwareSpec& h, const std::string& file, std::vector<Problem>& problems) {
   YAML::Node node = parent.child("frameworks");
   if (!node) return;
   if (!node.IsMap()) return parent.fail("frameworks", "", "must be a mapping of framework names");
-  YamlFields frameworks(node, file, "frameworks.", problems);
-  YAML::Node local = frameworks.child("megatron-local");
-  if (local) {
-    if (!local.IsMap()) return frameworks.fail("megatron-local", "", "must be a mapping");
-    YamlFields f(local, file, "frameworks.megatron-local.", problems);
-    FrameworkEfficiency& e = h.megatron_local;
-    f.number("gemm_scale", e.gemm_scale, true);
-    f.number("memory_bound_scale", e.memory_bound_scale, true);
-    f.number("layer_overhead_us", e.layer_overhead_s, true, 1e-6);
-    f.number("moe_layer_host_us", e.moe_layer_host_s, false, 1e-6);
-    e.has_moe_layer_host = bool(local["moe_layer_host_us"]);
-    f.text("calibrated_from", e.calibrated_from, false);
-    f.reject_unknown();
-    h.has_megatron_local = true;
+  for (const auto& entry : node) {
+    const std::string name = entry.first.as<std::string>();
+    const std::string key = "frameworks." + name;
+    if (!find_framework(name)) {
+      problems.push_back({file, key, "", "is not a registered framework (" + framework_names() + ")"});
+      continue;
+    }
+    if (!entry.second.IsMap()) {
+      problems.push_back({file, key, "", "must be a mapping"});
+      continue;
+    }
+    h.framework_fits[name] = read_framework_fit(entry.second, key, file, problems);
   }
-  frameworks.reject_unknown();
 }
 
 HardwareSpec parse_hardware_yaml(const std::string& text, const std::string& file) {

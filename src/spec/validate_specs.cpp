@@ -138,6 +138,24 @@ std::vector<Problem> validate_model(const ModelSpec& m, const std::string& file)
   return c.problems;
 }
 
+// A framework's measured attention: fractions at (head dim, seq) points, ascending in head dim and,
+// within one head dim, in seq.
+void check_attention_grid(Checker& c, const std::string& key, const std::vector<AttentionGridPoint>& grid) {
+  constexpr double kMaxHeadDim = 1024;
+  for (size_t i = 0; i < grid.size(); ++i) {
+    const AttentionGridPoint& p = grid[i];
+    const std::string item = key + "[" + std::to_string(i) + "]";
+    c.positive(item + ".head_dim", p.head_dim, 1, kMaxHeadDim);
+    c.positive(item + ".seq", p.seq, 1, kAttentionSeq);
+    c.fraction(item + ".fwd", p.fwd);
+    c.fraction(item + ".bwd", p.bwd);
+    if (i == 0) continue;
+    const AttentionGridPoint& q = grid[i - 1];
+    if (p.head_dim < q.head_dim || (p.head_dim == q.head_dim && !(p.seq > q.seq)))
+      c.fail(item, fmt(p.head_dim) + "/" + fmt(p.seq), "must follow the previous point in head dim, then seq");
+  }
+}
+
 std::vector<Problem> validate_hardware(const HardwareSpec& h, const std::string& file) {
   Checker c{file, {}};
   constexpr double tera = 1e12, giga = 1e9, gib = 1024.0 * 1024.0 * 1024.0;
@@ -170,14 +188,14 @@ std::vector<Problem> validate_hardware(const HardwareSpec& h, const std::string&
     if (i > 0 && !(e.gemm_by_flops[i].flops > e.gemm_by_flops[i - 1].flops))
       c.fail(key + ".flops", fmt(e.gemm_by_flops[i].flops), "must be larger than the previous point's");
   }
-  if (h.has_megatron_local) {
-    const FrameworkEfficiency& f = h.megatron_local;
-    const std::string key = "frameworks.megatron-local.";
+  for (const auto& [framework, f] : h.framework_fits) {
+    const std::string key = "frameworks." + framework + ".";
     for (auto [name, v] : {std::pair{"gemm_scale", f.gemm_scale}, {"memory_bound_scale", f.memory_bound_scale}})
       if (!std::isfinite(v) || v <= 0 || v > 4) c.fail(key + name, fmt(v), "must be a finite number in (0, 4]");
     for (auto [name, v] :
          {std::pair{"layer_overhead_us", f.layer_overhead_s}, {"moe_layer_host_us", f.moe_layer_host_s}})
       if (!std::isfinite(v) || v < 0 || v > 1) c.fail(key + name, fmt(v * 1e6), "must be a finite number in [0, 1e6]");
+    check_attention_grid(c, key + "attention", f.attention);
   }
   for (size_t i = 0; i < e.attention_by_seq.size(); ++i) {
     const std::string key = "efficiency.attention_by_seq[" + std::to_string(i) + "]";

@@ -1,5 +1,6 @@
 #include <cmath>
 
+#include "remat/spec/framework.hpp"
 #include "remat/validate/megatron_run.hpp"
 
 namespace remat {
@@ -7,8 +8,7 @@ namespace remat {
 namespace {
 
 double rms_error(const std::vector<MegatronLog>& logs, HardwareSpec hw, const FrameworkEfficiency& e) {
-  hw.has_megatron_local = true;
-  hw.megatron_local = e;
+  hw.framework_fits[kMegatronLocalFramework] = e;
   double sum = 0;
   for (const auto& log : logs) {
     const MegatronComparison c = compare_megatron(log, hw);

@@ -33,9 +33,10 @@ struct OpDef {
   double bwd_exec_flops = 0;  // FLOPs the backward kernel executes (flash backward recomputes scores)
   double fwd_bytes = 0;       // HBM traffic (memory-bound ops) or bytes on the wire (collectives)
   double bwd_bytes = 0;
-  double gemm_flops_each = 0;  // FLOPs of one GEMM call, for size-dependent efficiency
-  double attention_seq = 0;    // attention: the sequence length, for length-dependent efficiency
-  int64_t link_ranks = 1;      // collectives: ranks in the group
+  double gemm_flops_each = 0;     // FLOPs of one GEMM call, for size-dependent efficiency
+  double attention_seq = 0;       // attention: the sequence length, for length-dependent efficiency
+  double attention_head_dim = 0;  // attention: q/k head dim, for a framework's measured kernel (0: unstated)
+  int64_t link_ranks = 1;         // collectives: ranks in the group
   // attention without flash: QK^T and PV as batched GEMMs over the whole
   // s x s square (gemm_flops_each: both, forward; the mask is applied after),
   // plus fwd_bytes/bwd_bytes of score traffic (scores, mask, softmax and

@@ -21,6 +21,10 @@ double gemm_efficiency(const Efficiency& eff, double flops);
 // sequence length `seq`: interpolated in log2(seq) between the hardware file's
 // attention_by_seq points, clamped at the ends; the scalars when it has none.
 AttentionPoint attention_efficiency(const Efficiency& eff, double seq);
+// With a framework's measured kernel in effect (eff.attention_by_head_dim), its fractions at this
+// head dim and seq: log2-interpolated in seq, linear in head dim between the measured ones, clamped
+// at the ends; otherwise (or head_dim 0) the overload above.
+AttentionPoint attention_efficiency(const Efficiency& eff, double seq, double head_dim);
 // Achieved bytes/s per direction for a collective over `ranks` GPUs.
 double link_bytes_per_s(const HardwareSpec& hw, int64_t ranks);
 double host_copy_bytes_per_s(const HardwareSpec& hw);

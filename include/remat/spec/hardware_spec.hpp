@@ -1,6 +1,8 @@
 #pragma once
 // GPU facts in SI units: FLOP/s, bytes, bytes/s.
+#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace remat {
@@ -16,11 +18,21 @@ struct AttentionPoint {
   double fwd = 0, bwd = 0;
 };
 
+// A framework's own attention kernel at one head dim and sequence length: its achieved fraction
+// of the bf16 peak (frameworks.<name>.attention, measured: examples/hf/sdpa_bench.py).
+struct AttentionGridPoint {
+  double head_dim = 0, seq = 0;
+  double fwd = 0, bwd = 0;
+};
+
 struct Efficiency {
   std::vector<EfficiencyPoint> gemm_by_flops;  // ascending in flops
   double attention_fwd = 0.6;                  // used when attention_by_seq is empty
   double attention_bwd = 0.5;
   std::vector<AttentionPoint> attention_by_seq;  // optional, ascending in seq
+  // in effect when a framework measured its attention kernel (apply_framework): used instead of
+  // the two above for flash attention ops that state their head dim
+  std::vector<AttentionGridPoint> attention_by_head_dim;
   double memory_bound = 0.85;
   double host_link = 0.8;
   double nvlink = 0.8;
@@ -38,6 +50,10 @@ struct FrameworkEfficiency {
   double moe_layer_host_s = 0;      // host time of an MoE layer's pass (dispatch syncs, per-expert loop): its floor
   bool has_moe_layer_host = false;  // fitted from MoE runs; without, MoE layers have no host floor
   std::string calibrated_from;
+  // the framework's attention kernel measured on this GPU (ascending in head dim, then seq); empty:
+  // the file's flash efficiencies
+  std::vector<AttentionGridPoint> attention;
+  std::string attention_source;  // where the attention points were measured
 };
 
 struct HardwareSpec {
@@ -59,8 +75,13 @@ struct HardwareSpec {
   std::string calibrated_from;  // measurement file the efficiencies were fitted to
   double layer_overhead_s = 0;  // in effect: set by apply_framework from the framework's entry
   double moe_layer_host_s = 0;  // likewise
-  bool has_megatron_local = false;
-  FrameworkEfficiency megatron_local;  // frameworks.megatron-local, when has_megatron_local
+  // frameworks.<name>: what each registered framework reaches on this GPU, by profile name
+  std::map<std::string, FrameworkEfficiency, std::less<>> framework_fits;
+  // framework_fits' entry for `name`, or nullptr
+  const FrameworkEfficiency* framework_fit(std::string_view name) const {
+    const auto it = framework_fits.find(name);
+    return it == framework_fits.end() ? nullptr : &it->second;
+  }
 };
 
 }  // namespace remat

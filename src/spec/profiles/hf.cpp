@@ -31,6 +31,8 @@
 //   and the autograd thread (as measured under megatron-local: 66 MiB).
 #include "remat/spec/framework.hpp"
 
+#include <algorithm>
+
 namespace remat {
 
 namespace {
@@ -62,6 +64,29 @@ TrainingSpec hf_training(TrainingSpec t) {
   return t;
 }
 
+// torch's scaled_dot_product_attention (transformers' sdpa path) as measured on this GPU
+// (frameworks.hf.attention): its efficiency depends on the head dim, unlike the file's flash figures.
+HardwareSpec hf_hardware(HardwareSpec hw) {
+  const FrameworkEfficiency* fit = hw.framework_fit(kHfFramework);
+  if (!fit) return hw;
+  for (auto& p : hw.efficiency.gemm_by_flops) p.fraction = std::min(1.0, p.fraction * fit->gemm_scale);
+  hw.efficiency.memory_bound = std::min(1.0, hw.efficiency.memory_bound * fit->memory_bound_scale);
+  hw.efficiency.attention_by_head_dim = fit->attention;
+  return hw;
+}
+
+std::vector<std::string> hf_time_gaps(const HardwareSpec& hw, const ModelSpec&) {
+  std::vector<std::string> gaps = {
+      "times are the GPU's: below about 8k tokens a transformers step waits on Python (module calls, "
+      "autograd, the checkpoint's hooks), more so under checkpointing and LoRA (reports/hf/README.md)"};
+  const FrameworkEfficiency* fit = hw.framework_fit(kHfFramework);
+  if (!fit || fit->attention.empty())
+    gaps.push_back("no torch SDPA measurement for " + hw.name +
+                   " (frameworks.hf.attention; examples/hf/sdpa_bench.py): attention uses the file's flash "
+                   "efficiencies, whatever the head dim");
+  return gaps;
+}
+
 }  // namespace
 
 const FrameworkProfile& framework_profile_hf() {
@@ -77,8 +102,8 @@ const FrameworkProfile& framework_profile_hf() {
       .mixer_kernels = MixerKernels::torch,
       .replay_choosable = true,
       .apply_training = hf_training,
-      .apply_hardware = nullptr,
-      .time_gaps = nullptr,
+      .apply_hardware = hf_hardware,
+      .time_gaps = hf_time_gaps,
   };
   return p;
 }

@@ -55,8 +55,9 @@ TrainingSpec megatron_local_training(TrainingSpec t) {
 }
 
 HardwareSpec megatron_local_hardware(HardwareSpec hw) {
-  if (!hw.has_megatron_local) return hw;
-  const FrameworkEfficiency& e = hw.megatron_local;
+  const FrameworkEfficiency* fit = hw.framework_fit(kMegatronLocalFramework);
+  if (!fit) return hw;
+  const FrameworkEfficiency& e = *fit;
   for (auto& p : hw.efficiency.gemm_by_flops) p.fraction = std::min(1.0, p.fraction * e.gemm_scale);
   hw.efficiency.memory_bound = std::min(1.0, hw.efficiency.memory_bound * e.memory_bound_scale);
   hw.layer_overhead_s = e.layer_overhead_s;
@@ -65,11 +66,12 @@ HardwareSpec megatron_local_hardware(HardwareSpec hw) {
 }
 
 std::vector<std::string> megatron_local_time_gaps(const HardwareSpec& hw, const ModelSpec& model) {
-  if (!hw.has_megatron_local)
+  const FrameworkEfficiency* fit = hw.framework_fit(kMegatronLocalFramework);
+  if (!fit)
     return {"no megatron-local time fit for " + hw.name +
             " (frameworks: in its file; remat calibrate --megatron-log): times use remat-bench's kernel "
             "efficiencies, which ran 23-33% fast against Megatron-LM on the H100 before its fit"};
-  if (model.is_moe() && !hw.megatron_local.has_moe_layer_host)
+  if (model.is_moe() && !fit->has_moe_layer_host)
     return {"the megatron-local fit for " + hw.name +
             " had no MoE run: MoE layers get no host-time floor, so small experts may wait on the host longer than "
             "predicted"};
