@@ -54,6 +54,29 @@ TEST(HfProfile, SavedBytesPerLayerByHandAndMeasured) {
   EXPECT_DOUBLE_EQ(layer_kept_bytes(m, hf_training(4096, 16)), lora * 4096);
 }
 
+// The element-wise kernels of transformers' RMSNorm and rotary embedding (exact_blocks.cpp
+// upcast_norm_op, rope_op), bytes per element by hand: the norm 36 forward and 92 backward with a
+// trained weight, 84 under LoRA (no weight gradient); rotate_half 20 and 30 per rotated element.
+// Llama-3.2-1B at s 1024: rows 1024, hidden 2048; q and k 32 + 8 heads of 64.
+TEST(HfProfile, NormAndRotaryKernelBytesByHand) {
+  const ModelSpec m = test::model(kData + "/data/hf_configs/llama-3.2-1b-instruct.json");
+  const auto op_of = [&](int64_t lora_rank, const std::string& block, const std::string& name) {
+    const LayerDef layer = build_layer(m, with_model(rank_shape(hf_training(1024, lora_rank)), m), 0);
+    for (const Block& b : layer.blocks)
+      if (b.name == block)
+        for (const OpDef& op : b.ops)
+          if (op.name == name) return op;
+    ADD_FAILURE() << block << "." << name;
+    return OpDef{};
+  };
+  const double norm_elems = 1024.0 * 2048, rotated = 1024.0 * 40 * 64;
+  EXPECT_DOUBLE_EQ(op_of(0, "mlp", "rmsnorm").fwd_bytes, 36 * norm_elems);
+  EXPECT_DOUBLE_EQ(op_of(0, "mlp", "rmsnorm").bwd_bytes, 92 * norm_elems);
+  EXPECT_DOUBLE_EQ(op_of(16, "gqa", "rmsnorm").bwd_bytes, 84 * norm_elems);
+  EXPECT_DOUBLE_EQ(op_of(0, "gqa", "rope").fwd_bytes, 20 * rotated);
+  EXPECT_DOUBLE_EQ(op_of(0, "gqa", "rope").bwd_bytes, 30 * rotated);
+}
+
 TEST(HfProfile, RegisteredAndRunsOnlyNoneAndFull) {
   const FrameworkProfile* p = find_framework("hf");
   ASSERT_TRUE(p);
@@ -149,23 +172,25 @@ TEST(HfProfile, AttentionTimeMatchesProfiledSdpaKernels) {
 }
 
 // Whole GPU-paced steps (s >= 8192, where the GPU, not Python, sets the pace: reports/hf/README.md)
-// of the second lent H100 (steps-time-h100.jsonl). remat under-predicts them: torch's unfused
-// element-wise kernels (rotary embedding, fp32 norms, the loss's fp32 logits) move more bytes than
-// remat prices. With torch SDPA's measured efficiency by head dim the mean error is -18.4% (worst
-// -27.6%, Qwen3-4B full at 8192); with the file's flash figures it was -21% (worst -29.6%).
+// of the second lent H100 (steps-time-h100.jsonl). With the file's flash figures and fused-kernel
+// bytes for the rotary embedding and the norms they were -21% on average (worst -29.6%); torch
+// SDPA's efficiency by head dim: -18.4% (worst -27.6%); rotate_half's and the fp32 norms' kernels
+// as transformers and autograd run them (exact_blocks.cpp): -13.0% (-21.2% to -6.1%). What is still
+// missing: the step's slower kernels (the unrolled fp32 upcast runs at a third of HBM bandwidth),
+// AdamW's foreach passes, the embedding's backward.
 TEST(HfProfile, GpuPacedStepTimesWithinTheKnownUnderPrediction) {
   std::vector<double> errors_pct;
   for (const HfComparison& c : measured_cases("steps-time-h100.jsonl")) {
     if (c.measured.seq < 8192) continue;
     const double error_pct = 100 * (c.estimate.iteration.time_s / c.measured.step_time_s - 1);
-    EXPECT_GE(error_pct, -28.5) << c.measured.case_name;
+    EXPECT_GE(error_pct, -22.0) << c.measured.case_name;
     EXPECT_LE(error_pct, -5.0) << c.measured.case_name;
     errors_pct.push_back(error_pct);
   }
   ASSERT_EQ(errors_pct.size(), 43u);
   double mean = 0;
   for (double e : errors_pct) mean += e / double(errors_pct.size());
-  EXPECT_NEAR(mean, -18.4, 0.5);
+  EXPECT_NEAR(mean, -13.0, 0.5);
 }
 
 }  // namespace

@@ -29,6 +29,7 @@ RankShape rank_shape(const TrainingSpec& t) {
   r.layouts_from_model_code = t.layouts_from_model_code;
   r.ordered_backward = t.ordered_backward;
   r.norm_fp32_upcast = t.norm_fp32_upcast;
+  r.rope_rotate_half = t.rope_rotate_half;
   r.mixer_kernels = t.mixer_kernels;
   r.softmax_fp32 = t.softmax_fp32;
   r.autocast = t.params_fp32_autocast;
@@ -72,6 +73,24 @@ OpDef residual_add(const RankShape& r, double hidden) {
 // multiply; then weight * normalized.to(bf16), which saves the bf16 normalized tensor when the
 // weight trains. The block input itself is saved by nothing. Under autocast the stream is already
 // fp32 (no copy), the product stays fp32, and each GEMM reading the output saves its own bf16 cast.
+// LlamaRMSNorm.forward (transformers/models/llama/modeling_llama.py) as eager kernels over `elems`
+// elements of the stream dtype (s bytes: 2, or 4 under autocast, where both casts are no-ops), and
+// their gradients as torch's autograd formulas (tools/autograd/derivatives.yaml) run them, bytes
+// read + written per element. Forward: x.to(fp32) 2+4, pow(2) 4+4, mean 4, x * rsqrt 4+4 (the
+// per-row factor is negligible), .to(bf16) 4+2, weight * h s+s: 36 in bf16. Backward: weight's
+// product: dy * w s+s and, when the weight trains, dy * h s+s+s with its row sum s; .to(bf16)'s
+// gradient 2+4; in fp32: d * rsqrt 4+4, d * x 4+4+4 and its row sum 4, mean's expand 4, pow's
+// x.pow(1) copy 4+4, times 2 4+4, times d 4+4+4, the two paths into x added 4+4+4; .to(fp32)'s
+// gradient 4+2: 92 in bf16 with a trained weight. Counted kernel by kernel in a profiled step
+// (reports/hf/profile-all-h100.jsonl: 33 norms of Llama-3.2-1B, each of these kernels 33 times).
+OpDef upcast_norm_op(const std::string& name, double elems, const RankShape& r, std::vector<std::string> saves) {
+  const double s = r.stream_bytes(), casts = s == kBf16 ? 6 : 0;
+  const double fwd = casts + 8 + 4 + 8 + casts + 2 * s;
+  const double weight_grad = r.weights_train ? 4 * s : 0;
+  const double bwd = 2 * s + weight_grad + casts + (8 + 12 + 4 + 4 + 8 + 8 + 12 + 12) + casts;
+  return ops::streaming(name, fwd * elems, bwd * elems, std::move(saves));
+}
+
 void add_upcast_norm(Block& b, const RankShape& r, double hidden, int readers) {
   const double rows = r.seq_tokens();
   b.inputs = {"x"};
@@ -86,9 +105,7 @@ void add_upcast_norm(Block& b, const RankShape& r, double hidden, int readers) {
   b.tensors.push_back({"x_normed", rows * hidden * r.stream_bytes()});
   if (r.weights_train) saves.push_back("x_normed");
   b.tensors.push_back({"x_norm", rows * hidden * kBf16 * (r.autocast ? readers : 1)});
-  // fp32 upcast 2+4, square and mean 4, normalize 4+4, cast 4+2, weight 2+2; backward about twice
-  OpDef op = ops::streaming("rmsnorm", 28 * rows * hidden, 56 * rows * hidden, saves);
-  b.ops.push_back(op);
+  b.ops.push_back(upcast_norm_op("rmsnorm", rows * hidden, r, saves));
 }
 
 double adapted_count(const LoraTargets& l, const std::vector<bool LoraTargets::*>& matrices) {
@@ -267,6 +284,17 @@ Block dense_mlp_block(const RankShape& r, const ModelSpec& m) {
 
 namespace {
 
+// Rotary embedding over `elems` rotated elements of q and k (bf16). Fused: read and written once.
+// transformers' apply_rotary_pos_emb (modeling_llama.py): q * cos + rotate_half(q) * sin, where
+// rotate_half is cat(-x2, x1) of the two halves; bytes per element, forward: the negation 1+1,
+// the concatenation 2+2, two products 2+2 each, the sum 2+2+2 (20). Backward, autograd: the two
+// products' gradients 2+2 each, the negation's 1+1, each half's slice gradient a zero-filled full
+// tensor 2 and its copy 1+1 (twice), and q's three gradients summed 2+2+2 twice (30).
+OpDef rope_op(const RankShape& r, double elems) {
+  if (r.rope_rotate_half) return ops::streaming("rope", 20 * elems, 30 * elems, {});
+  return ops::streaming("rope", 2 * elems * kBf16, 2 * elems * kBf16, {});
+}
+
 // Norms on q and k per head before rotary (Qwen3, OLMo-2, Cohere): each saves its
 // input (fp32 under the eager upcast, which also saves the bf16 normed copy when its
 // weight trains, as add_upcast_norm) and 1/rms per head and row.
@@ -277,6 +305,10 @@ void add_qk_norm(Block& b, const RankShape& r, double rows, double heads, double
   std::vector<std::string> saves = {"qk_raw", "qk_rstd"};
   if (r.norm_fp32_upcast) b.tensors.push_back({"qk_normed", elems * kBf16});
   if (r.norm_fp32_upcast && r.weights_train) saves.push_back("qk_normed");
+  if (r.norm_fp32_upcast) {
+    b.ops.push_back(parts::upcast_norm_op("qk_norm", elems, r, saves));
+    return;
+  }
   b.ops.push_back(ops::streaming("qk_norm", 2 * elems * kBf16, 3 * elems * kBf16, saves));
 }
 
@@ -302,7 +334,7 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
   b.tensors.push_back({"o", rows * nh * hd * kBf16});  // attention output, saved by Wo
   if (m.qk_norm != QkNorm::none) add_qk_norm(b, r, rows, nh + g, hd);
   const double rotated = 2 * rows * (nh + g) * hd * kBf16 * m.rotary_fraction;  // partial rotary: the rotated share
-  if (m.position_embeddings == 0) b.ops.push_back(ops::streaming("rope", rotated, rotated, {}));
+  if (m.position_embeddings == 0) b.ops.push_back(rope_op(r, rotated / (2 * kBf16)));
   std::string k = "k", v = "v";
   if (r.gqa_expand_kv) {  // keys and values repeated to every query head
     b.tensors.push_back({"k_expanded", rows * nh * hd * kBf16});

@@ -29,6 +29,7 @@ struct RankShape {
   bool ordered_backward = false;         // see LayerDef::ordered_backward
   // PyTorch eager stacks (TrainingSpec's flags of the same names, src/spec/profiles/hf.cpp)
   bool norm_fp32_upcast = false;
+  bool rope_rotate_half = false;
   MixerKernels mixer_kernels = MixerKernels::fused;  // Mamba-2 and Gated DeltaNet
   // From the model (with_model): LayerNorm (mean and 1/std saved) instead of RMSNorm
   bool layer_norm = false;

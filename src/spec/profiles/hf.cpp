@@ -52,6 +52,7 @@ TrainingSpec hf_training(TrainingSpec t) {
   t.layouts_from_model_code = true;
   t.ordered_backward = true;  // autograd frees a node's saved tensors once it ran: later blocks' go first
   t.norm_fp32_upcast = true;
+  t.rope_rotate_half = true;
   t.loss_fp32_logits = true;
   t.loss_log_softmax_saved = true;
   t.per_row_logps = true;
