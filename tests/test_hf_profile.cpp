@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "remat/cost/estimate.hpp"
 #include "remat/cost/exact_blocks.hpp"
 #include "remat/cost/layer_cost.hpp"
 #include "remat/cost/op_time.hpp"
@@ -75,6 +76,22 @@ TEST(HfProfile, NormAndRotaryKernelBytesByHand) {
   EXPECT_DOUBLE_EQ(op_of(16, "gqa", "rmsnorm").bwd_bytes, 84 * norm_elems);
   EXPECT_DOUBLE_EQ(op_of(0, "gqa", "rope").fwd_bytes, 20 * rotated);
   EXPECT_DOUBLE_EQ(op_of(0, "gqa", "rope").bwd_bytes, 30 * rotated);
+}
+
+// AdamW's foreach step touches 21 bytes per byte of gradient (hf.cpp): Llama-3.2-1B (1,235,814,400
+// parameters, tied embedding) in bf16 moves 21 x 2 bytes each; a LoRA step only its adapters'
+// (fp32) parameters. On the H100: 3350 GB/s x 0.88.
+TEST(HfProfile, OptimizerStepTrafficByHand) {
+  const ModelSpec m = test::model(kData + "/data/hf_configs/llama-3.2-1b-instruct.json");
+  const HardwareSpec hw = apply_framework(test::hardware("h100-sxm"), kHfFramework);
+  const double bw = 3350e9 * 0.88;
+  const Estimate full = estimate(m, hw, hf_training(2048, 0), Plan{}, 80e9);
+  EXPECT_NEAR(full.iteration.optimizer_step_s, 21 * 2 * 1235814400.0 / bw, 1e-9);
+  const Estimate lora = estimate(m, hw, hf_training(2048, 16), Plan{}, 80e9);
+  EXPECT_NEAR(lora.iteration.optimizer_step_s, 21 * lora.stages[0].memory_bytes.gradients / bw, 1e-12);
+  // r 16 on q, k, v, o, gate, up, down of 16 layers: 16 x (4096 + 2560 + 2560 + 4096 + 3 x 10240) x 16
+  // parameters, fp32
+  EXPECT_DOUBLE_EQ(lora.stages[0].memory_bytes.gradients, 16.0 * 44032 * 16 * 4);
 }
 
 TEST(HfProfile, RegisteredAndRunsOnlyNoneAndFull) {
@@ -175,22 +192,22 @@ TEST(HfProfile, AttentionTimeMatchesProfiledSdpaKernels) {
 // of the second lent H100 (steps-time-h100.jsonl). With the file's flash figures and fused-kernel
 // bytes for the rotary embedding and the norms they were -21% on average (worst -29.6%); torch
 // SDPA's efficiency by head dim: -18.4% (worst -27.6%); rotate_half's and the fp32 norms' kernels
-// as transformers and autograd run them (exact_blocks.cpp): -13.0% (-21.2% to -6.1%). What is still
-// missing: the step's slower kernels (the unrolled fp32 upcast runs at a third of HBM bandwidth),
-// AdamW's foreach passes, the embedding's backward.
+// as transformers and autograd run them (exact_blocks.cpp): -13.0% (-21.2% to -6.1%); AdamW's
+// foreach passes (hf.cpp): -11.4% (-22.2% to -4.8%). What is still missing: the step's slower
+// kernels (the unrolled fp32 upcast runs at a third of HBM bandwidth), the embedding's backward.
 TEST(HfProfile, GpuPacedStepTimesWithinTheKnownUnderPrediction) {
   std::vector<double> errors_pct;
   for (const HfComparison& c : measured_cases("steps-time-h100.jsonl")) {
     if (c.measured.seq < 8192) continue;
     const double error_pct = 100 * (c.estimate.iteration.time_s / c.measured.step_time_s - 1);
-    EXPECT_GE(error_pct, -22.0) << c.measured.case_name;
-    EXPECT_LE(error_pct, -5.0) << c.measured.case_name;
+    EXPECT_GE(error_pct, -23.0) << c.measured.case_name;
+    EXPECT_LE(error_pct, -4.0) << c.measured.case_name;
     errors_pct.push_back(error_pct);
   }
   ASSERT_EQ(errors_pct.size(), 43u);
   double mean = 0;
   for (double e : errors_pct) mean += e / double(errors_pct.size());
-  EXPECT_NEAR(mean, -13.0, 0.5);
+  EXPECT_NEAR(mean, -11.4, 0.5);
 }
 
 }  // namespace

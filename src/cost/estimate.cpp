@@ -124,7 +124,8 @@ int64_t host_bound_layers(const Estimate& e) {
 double optimizer_step_s(const StageMemory& mem, const TrainingSpec& t, const HardwareSpec& hw) {
   if (t.optimizer == Optimizer::none) return 0;
   const double state = mem.weights + mem.gradients + mem.optimizer;
-  const double bytes = t.optimizer_bytes_per_param > 0 ? t.optimizer_bytes_per_param * mem.weights / 2 : 2 * state;
+  double bytes = t.optimizer_bytes_per_param > 0 ? t.optimizer_bytes_per_param * mem.weights / 2 : 2 * state;
+  if (t.optimizer_bytes_per_grad_byte > 0) bytes = t.optimizer_bytes_per_grad_byte * mem.gradients;
   return bytes / (hw.hbm_bytes_per_s * hw.efficiency.memory_bound);
 }
 

@@ -92,8 +92,11 @@ struct TrainingSpec {
   double optimizer_temp_bytes_per_param = 0;
   bool grad_accumulation_pass = false;   // each microbatch adds bf16 weight gradients into fp32 main grads
   double optimizer_bytes_per_param = 0;  // HBM traffic of the step; 0: weights, grads and state read and written once
-  double runtime_bytes = 0;              // allocated besides weights and activations (library workspaces)
-  double outside_allocator_bytes = 0;    // CUDA context and NCCL buffers: device memory the allocator never sees
+  // HBM traffic of the step per byte of gradient, where every tensor it touches has the gradient's
+  // dtype (torch's foreach AdamW); 0: the line above
+  double optimizer_bytes_per_grad_byte = 0;
+  double runtime_bytes = 0;            // allocated besides weights and activations (library workspaces)
+  double outside_allocator_bytes = 0;  // CUDA context and NCCL buffers: device memory the allocator never sees
   // PyTorch eager stacks (--framework hf):
   bool norm_fp32_upcast = false;  // RMSNorm upcasts its input to fp32 and saves that copy, then its
                                   // normalized tensor for the weight's gradient, before the output

@@ -61,6 +61,12 @@ TrainingSpec hf_training(TrainingSpec t) {
   // --precision mixed: fp32 parameters under torch.autocast(bf16), as Trainer's bf16=True runs them
   t.params_fp32_autocast = t.precision == Precision::mixed;
   t.optimizer_temp_bytes_per_param = t.params_fp32_autocast ? 4 : 2;
+  // _multi_tensor_adam with decoupled weight decay, per element of the parameter's dtype (reads +
+  // writes): params *= 1 - lr wd (2), m.lerp_(g) (3), v *= beta2 (2), v.addcmul_(g, g) (4),
+  // sqrt(v) (2), / bias correction (2), + eps (2), params.addcdiv_(m, denom) (4): 21 per byte of
+  // gradient, trained parameters only (a LoRA step leaves the frozen weights alone). The profiled
+  // Llama-3.2-1B step's foreach kernels: 19.8 ms, this 17.6 ms.
+  if (t.optimizer == Optimizer::adam) t.optimizer_bytes_per_grad_byte = 21;
   t.runtime_bytes = 66 * kMiB;
   return t;
 }
