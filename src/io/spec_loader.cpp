@@ -211,7 +211,11 @@ void read_frameworks(YamlFields& parent, HardwareSpec& h, const std::string& fil
   if (!node) return;
   if (!node.IsMap()) return parent.fail("frameworks", "", "must be a mapping of framework names");
   for (const auto& entry : node) {
-    const std::string name = entry.first.as<std::string>();
+    if (!entry.first.IsScalar()) {
+      problems.push_back({file, "frameworks", "", "must be keyed by framework names"});
+      continue;
+    }
+    const std::string name = entry.first.Scalar();
     const std::string key = "frameworks." + name;
     if (!find_framework(name)) {
       problems.push_back({file, key, "", "is not a registered framework (" + framework_names() + ")"});
