@@ -26,7 +26,8 @@ bool lex_less(const State& a, const State& b) {
 // only while the fronts still grow.
 struct Workspace {
   std::vector<State> merged, scratch, front;
-  std::vector<size_t> run_ends;
+  std::vector<std::vector<State>> runs;  // per admitted option, its candidates in front order
+  std::vector<size_t> run_ends, next_ends;
   std::vector<std::pair<double, double>> stairs;  // rc ascending, off strictly descending
 };
 
@@ -36,7 +37,8 @@ struct Workspace {
 void merge_runs(Workspace& ws) {
   while (ws.run_ends.size() > 1) {
     ws.scratch.resize(ws.merged.size());
-    std::vector<size_t> ends;
+    std::vector<size_t>& ends = ws.next_ends;
+    ends.clear();
     size_t begin = 0;
     for (size_t r = 0; r < ws.run_ends.size(); r += 2) {
       const size_t mid = ws.run_ends[r], end = r + 1 < ws.run_ends.size() ? ws.run_ends[r + 1] : mid;
@@ -46,7 +48,7 @@ void merge_runs(Workspace& ws) {
       begin = end;
     }
     std::swap(ws.merged, ws.scratch);
-    ws.run_ends = std::move(ends);
+    std::swap(ws.run_ends, ws.next_ends);
   }
   // adding one option's sums keeps a run's order up to rounding ties; sort in that rare case
   if (!std::is_sorted(ws.merged.begin(), ws.merged.end(), lex_less))
@@ -178,14 +180,65 @@ std::vector<LayerChoice> rebuild(const SearchSpace& space, const StageSpace& st,
   return choices;
 }
 
+// Per kind, every option's index in ascending order of its recompute time (ties by index).
+Admitted by_recompute_time(const SearchSpace& space) {
+  Admitted out(kLayerKinds);
+  for (int kind = 0; kind < kLayerKinds; ++kind) {
+    const auto& options = space.options[kind];
+    for (size_t o = 0; o < options.size(); ++o) out[size_t(kind)].push_back(int(o));
+    std::stable_sort(out[size_t(kind)].begin(), out[size_t(kind)].end(), [&](int x, int y) {
+      return options[size_t(x)].cost.recompute_s < options[size_t(y)].cost.recompute_s;
+    });
+  }
+  return out;
+}
+
+// The candidates of one layer into ws.merged: each front state shifted by each admitted option
+// that keeps it within the bounds, as one run per option (in `opts` order, each in front order,
+// so sorted by kept as the front is). A state tries its options in ascending recompute time and
+// stops at the first whose recompute alone lifts its time's lower bound over the known time:
+// floor + recompute never exceeds the lower bound, and grows with the option's recompute.
+// `one_offload`: a state that offloads already (off > 0) takes no other offloading option.
+void extend_front(const std::vector<LayerOption>& options, const std::vector<int>& opts,
+                  const std::vector<int>& by_recompute, const Fixed& fx, const Bounds& b, double tie_kept,
+                  bool one_offload, Workspace& ws) {
+  if (ws.runs.size() < opts.size()) ws.runs.resize(opts.size());
+  for (size_t pos = 0; pos < opts.size(); ++pos) ws.runs[pos].clear();
+  for (size_t p = 0; p < ws.front.size(); ++p) {
+    const State& prev = ws.front[p];
+    for (int pos : by_recompute) {
+      const int o = opts[size_t(pos)];
+      const LayerCost& c = options[size_t(o)].cost;
+      const double rc = prev.rc + c.recompute_s;
+      if (fx.floor_s + rc > b.known_s) break;
+      const double kept = prev.kept + c.kept_bytes;
+      if (kept > b.kept_cap || (one_offload && prev.off > 0 && c.offload_bytes > 0)) continue;
+      const double off = prev.off + c.offload_bytes;
+      const double lower_s = fx.lower_bound(rc, off);
+      if (lower_s > b.known_s || (lower_s >= b.tie_s && kept >= tie_kept)) continue;
+      ws.runs[size_t(pos)].push_back({kept, rc, off, int(p), o});
+    }
+  }
+  ws.merged.clear();
+  ws.run_ends.clear();
+  for (size_t pos = 0; pos < opts.size(); ++pos) {
+    if (ws.runs[pos].empty()) continue;
+    ws.merged.insert(ws.merged.end(), ws.runs[pos].begin(), ws.runs[pos].end());
+    ws.run_ends.push_back(ws.merged.size());
+  }
+}
+
 bool better(const StageTotals& a, const std::optional<StagePlan>& best) {
   return !best || a.microbatch_s < best->totals.microbatch_s ||
          (a.microbatch_s == best->totals.microbatch_s && a.peak_bytes < best->totals.peak_bytes);
 }
 
 // One pass of the DP under `b`; returns the fastest fitting final plan.
+// `by_recompute`: per kind, positions in admitted[kind] in ascending order of recompute time.
+// `one_offload`: the pass's plans offload at most one layer (best_stage_plan).
 std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double budget, const Fixed& fx, const Bounds& b,
-                               const Admitted& admitted, Workspace& ws, int64_t& work) {
+                               const Admitted& admitted, const Admitted& by_recompute, bool one_offload, Workspace& ws,
+                               int64_t& work) {
   const StageSpace& st = space.stages[stage];
   // per layer, the least kept bytes the layers after it can add
   std::vector<double> least_after(st.kinds.size() + 1, 0.0);
@@ -200,25 +253,10 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
   for (size_t layer = 0; layer < st.kinds.size(); ++layer) {
     const int kind = st.kinds[layer];
     const double tie_kept = b.tie_kept - least_after[layer + 1];
-    ws.merged.clear();
-    ws.run_ends.clear();
     const auto& opts = admitted[size_t(kind)];
     work += int64_t(ws.front.size() * opts.size());
     if (work > kMaxExtendedPlans) refuse_search(stage, int64_t(st.kinds.size()));
-    for (int o : opts) {
-      const LayerCost& c = space.options[kind][size_t(o)].cost;
-      for (size_t p = 0; p < ws.front.size(); ++p) {
-        const State& prev = ws.front[p];
-        const double kept = prev.kept + c.kept_bytes;
-        if (kept > b.kept_cap) break;  // the front is sorted by kept
-        const double rc = prev.rc + c.recompute_s, off = prev.off + c.offload_bytes;
-        const double lower_s = fx.lower_bound(rc, off);
-        if (lower_s > b.known_s || (lower_s >= b.tie_s && kept >= tie_kept)) continue;
-        ws.merged.push_back({kept, rc, off, int(p), o});
-      }
-      if (ws.run_ends.empty() ? !ws.merged.empty() : ws.run_ends.back() != ws.merged.size())
-        ws.run_ends.push_back(ws.merged.size());
-    }
+    extend_front(space.options[kind], opts, by_recompute[size_t(kind)], fx, b, tie_kept, one_offload, ws);
     merge_runs(ws);
     pareto_sorted(ws);
     if (ws.front.empty()) return std::nullopt;
@@ -251,16 +289,10 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
   return best;
 }
 
-// A good fitting plan, fast: the first a layers (of each kind) take option A,
-// the next b option B, the rest keep, over all pairs and counts. Its time
-// bounds the exact search.
-double pair_family_bound(const SearchSpace& space, size_t stage, double budget) {
-  const StageSpace& st = space.stages[stage];
-  double best = std::numeric_limits<double>::infinity();
-  // the options no other beats on both kept bytes and recompute + copy time
+// The options of `all` no other beats on both kept bytes and recompute + copy time.
+std::vector<LayerOption> undominated(const std::vector<LayerOption>& all, double copy_bytes_per_s) {
   std::vector<LayerOption> opts;
-  const auto& all = space.options[st.kinds.back()];
-  const auto cost_s = [&](const LayerCost& c) { return c.recompute_s + c.offload_bytes / st.base.copy_bytes_per_s; };
+  const auto cost_s = [&](const LayerCost& c) { return c.recompute_s + c.offload_bytes / copy_bytes_per_s; };
   for (const auto& a : all) {
     bool beaten = false;
     for (const auto& b : all)
@@ -268,28 +300,49 @@ double pair_family_bound(const SearchSpace& space, size_t stage, double budget) 
                (b.cost.kept_bytes < a.cost.kept_bytes && cost_s(b.cost) <= cost_s(a.cost));
     if (!beaten) opts.push_back(a);
   }
+  return opts;
+}
+
+// A good fitting plan, fast: the first a layers of the last layer's kind take option A, the
+// next b option B, the rest keep (the other kinds keep), over all pairs and counts. Its time
+// bounds the exact search. Each distinct assignment is priced once: with no layer under B it
+// does not depend on B, and A = B is the single-option family.
+double pair_family_bound(const SearchSpace& space, size_t stage, double budget) {
+  const StageSpace& st = space.stages[stage];
+  const std::vector<LayerOption> opts = undominated(space.options[st.kinds.back()], st.base.copy_bytes_per_s);
   const size_t n = st.kinds.size();
   const int last_kind = st.kinds.back();
+  // per layer of the last kind, how many of that kind come before it
+  std::vector<size_t> rank(n, 0);
+  size_t of_last_kind = 0;
+  for (size_t j = 0; j < n; ++j)
+    if (st.kinds[j] == last_kind) rank[j] = of_last_kind++;
+  double best = std::numeric_limits<double>::infinity();
+  const auto price = [&](const LayerCost* a, size_t count_a, const LayerCost* b, size_t count_b) {
+    // layer j's cost; consecutive equal ones are added as one run
+    const auto cost_at = [&](size_t j) -> const LayerCost* {
+      if (st.kinds[j] != last_kind) return &space.keep_cost[st.kinds[j]];
+      return rank[j] < count_a ? a : rank[j] < count_a + count_b ? b : &space.keep_cost[last_kind];
+    };
+    LayerSums sums;
+    for (size_t j = 0; j < n;) {
+      const LayerCost* c = cost_at(j);
+      size_t end = j + 1;
+      while (end < n && cost_at(end) == c) ++end;
+      sums.add(*c, int64_t(end - j));
+      j = end;
+    }
+    const StageTotals t = stage_totals(st.base, sums);
+    if (t.peak_bytes <= budget) best = std::min(best, t.microbatch_s);
+  };
+  price(nullptr, 0, nullptr, 0);  // every layer keeps
   for (size_t a = 0; a < opts.size(); ++a)
-    for (size_t b = 0; b < opts.size(); ++b)
-      for (size_t na = 0; na <= n; ++na)
-        for (size_t nb = 0; na + nb <= n; ++nb) {
-          // layer j's cost; consecutive equal ones are added as one run
-          const auto cost_at = [&](size_t j) -> const LayerCost* {
-            if (st.kinds[j] != last_kind) return &space.keep_cost[st.kinds[j]];
-            return j < na ? &opts[a].cost : j < na + nb ? &opts[b].cost : &space.keep_cost[last_kind];
-          };
-          LayerSums sums;
-          for (size_t j = 0; j < n;) {
-            const LayerCost* c = cost_at(j);
-            size_t end = j + 1;
-            while (end < n && cost_at(end) == c) ++end;
-            sums.add(*c, int64_t(end - j));
-            j = end;
-          }
-          const StageTotals t = stage_totals(st.base, sums);
-          if (t.peak_bytes <= budget) best = std::min(best, t.microbatch_s);
-        }
+    for (size_t count_a = 1; count_a <= of_last_kind; ++count_a) {
+      price(&opts[a].cost, count_a, nullptr, 0);
+      for (size_t b = 0; b < opts.size(); ++b)
+        for (size_t count_b = 1; b != a && count_a + count_b <= of_last_kind; ++count_b)
+          price(&opts[a].cost, count_a, &opts[b].cost, count_b);
+    }
   return best;
 }
 
@@ -298,11 +351,24 @@ double pair_family_bound(const SearchSpace& space, size_t stage, double budget) 
 std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage, double budget_bytes,
                                          double known_microbatch_s) {
   const StageSpace& st = space.stages[stage];
-  // The stage's transient is the largest layer transient plus, with offload,
-  // the largest offloaded layer (a staging buffer). Bounding both and
-  // letting only options within the bounds take part keeps the Pareto
-  // pruning exact: a pruned partial plan's dominator uses no option larger
-  // on either, so it fits whenever the pruned one would. Under ordered
+  // The stage's transient is the largest layer transient plus, with two or
+  // more offloaded layers, the largest offloaded layer (a staging buffer).
+  // Bounding both and letting only options within the bounds take part keeps
+  // the Pareto pruning exact: a pruned partial plan's dominator uses no option
+  // larger on either, so it fits whenever the pruned one would; but for the
+  // buffer's count. A plan offloading exactly one layer needs no buffer, and
+  // its dominator could offload two and need one (or a partial plan that
+  // offloads nothing yet, and ends offloading one layer, be pruned by one that
+  // ends offloading two). Pruning those made the search return nothing at
+  // budgets where such a plan fitted (DeepSeek-V3 in tests/test_layer_dp.cpp):
+  // the time it was held to (pair_family_bound, or the caller's R plans) came
+  // from a one-offload plan, so every plan it could still reach was slower and
+  // was dropped too. So the passes under the least staging bound (0: no
+  // offload) admit every offloading option within the transient bound, at most
+  // one to a plan: a dominator there offloads no more than the state it prunes
+  // (its offload sum is no larger, 0 when the other's is), so it needs no
+  // buffer either, and the LM head's, its one offloaded layer, is no larger.
+  // Plans offloading two or more layers are the other passes'. Under ordered
   // backward (Megatron-LM's local implementation) the stage's transient also
   // depends on where each layer sits, which the pruning does not track: the
   // plan found fits and is priced exactly, and can be a little slower than
@@ -319,20 +385,29 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
   // bound pairs that admit the same options need one pass, with the
   // smallest transient (the most room)
   std::set<std::vector<bool>> seen;
+  const Admitted recompute_order = by_recompute_time(space);
   std::optional<StagePlan> best;
   int64_t work = 0;
   Workspace ws;
   for (double cap : caps)
     for (double staging : stagings) {
-      std::vector<bool> mask;
-      Admitted admitted(kLayerKinds);
+      const bool one_offload = staging == *stagings.begin();
+      const auto admits = [&](const LayerCost& c) {
+        return c.transient_bytes <= cap && (one_offload || c.offload_bytes <= staging);
+      };
+      std::vector<bool> mask{one_offload};
       for (int kind = 0; kind < kLayerKinds; ++kind)
-        for (size_t o = 0; o < space.options[kind].size(); ++o) {
-          const LayerCost& c = space.options[kind][o].cost;
-          mask.push_back(c.transient_bytes <= cap && c.offload_bytes <= staging);
-          if (mask.back()) admitted[size_t(kind)].push_back(int(o));
-        }
+        for (const auto& o : space.options[kind]) mask.push_back(admits(o.cost));
       if (!seen.insert(mask).second) continue;
+      Admitted admitted(kLayerKinds), by_recompute(kLayerKinds);
+      for (int kind = 0; kind < kLayerKinds; ++kind) {
+        std::vector<int> position(space.options[kind].size(), -1);
+        for (size_t o = 0; o < space.options[kind].size(); ++o)
+          if (admits(space.options[kind][o].cost))
+            position[o] = int(admitted[size_t(kind)].size()), admitted[size_t(kind)].push_back(int(o));
+        for (int o : recompute_order[size_t(kind)])
+          if (position[size_t(o)] >= 0) by_recompute[size_t(kind)].push_back(position[size_t(o)]);
+      }
       const double transient = std::max(cap, st.base.head_transient_bytes);
       const double room = budget_bytes - st.base.static_bytes.total() - transient;
       if (room < 0) continue;
@@ -341,7 +416,7 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
       for (int kind : st.kinds) {
         double m = std::numeric_limits<double>::infinity();
         for (const auto& o : space.options[kind])
-          if (o.cost.transient_bytes <= cap && o.cost.offload_bytes <= staging) m = std::min(m, o.cost.kept_bytes);
+          if (admits(o.cost)) m = std::min(m, o.cost.kept_bytes);
         least += m;
       }
       if (least * double(std::max<int64_t>(1, st.base.in_flight)) > room) continue;
@@ -351,7 +426,7 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
         b.tie_s = best->totals.microbatch_s;
         b.tie_kept = kept_that_cannot_peak_below(st.base, best->totals.peak_bytes, b.kept_cap);
       }
-      auto plan = solve(space, stage, budget_bytes, fx, b, admitted, ws, work);
+      auto plan = solve(space, stage, budget_bytes, fx, b, admitted, by_recompute, one_offload, ws, work);
       if (!plan) continue;
       if (!best || plan->totals.microbatch_s < best->totals.microbatch_s ||
           (plan->totals.microbatch_s == best->totals.microbatch_s && plan->totals.peak_bytes < best->totals.peak_bytes))
