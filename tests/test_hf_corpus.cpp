@@ -188,11 +188,13 @@ TEST(HfCorpus, RefusedByNameWithTheReason) {
             "c.json: model_type: is not a model remat can build: an encoder or encoder-decoder model (bidirectional "
             "attention); remat plans causal decoder LLMs (got bert)");
   EXPECT_EQ(line("jamba"),
-            "c.json: model_type: is not a model remat can build: Mamba (state-space) layers beside attention layers; "
-            "remat has no block for state-space layers (got jamba)");
+            "c.json: model_type: is not a model remat can build: Mamba-1 (selective-scan) layers beside attention "
+            "and MoE layers (Jamba); remat's state-space block is Mamba-2 (SSD), whose projections and scan differ "
+            "(got jamba)");
   EXPECT_EQ(line("falcon_h1"),
-            "c.json: model_type: is not a model remat can build: Mamba-2 (state-space) layers beside attention "
-            "layers; remat has no block for state-space layers (got falcon_h1)");
+            "c.json: model_type: is not a model remat can build: attention and a Mamba-2 mixer side by side in every "
+            "layer, outputs scaled and summed (Falcon-H1's parallel hybrid); remat builds one mixer per layer (got "
+            "falcon_h1)");
   EXPECT_EQ(line("nemotron-nas"),
             "c.json: model_type: is not a model remat can build: layers of different shapes (block_configs: some "
             "without attention, each its own FFN width); remat builds one layer shape (got nemotron-nas)");
@@ -210,8 +212,9 @@ TEST(HfCorpus, RefusedByNameWithTheReason) {
   // a hybrid whose model_type remat does not know is refused by its construct
   EXPECT_EQ(
       rejection(R"({"model_type": "acme", "hybrid_override_pattern": "M-M*", )" + std::string(kDims) + "}", "c.json"),
-      "c.json: hybrid_override_pattern: is not a model remat can build: Mamba-2 (state-space) layers beside "
-      "attention and MLP layers; remat has no block for state-space layers");
+      "c.json: hybrid_override_pattern: is not a model remat can build: Mamba-2, attention and MLP layers by "
+      "pattern in a model type remat does not build as a hybrid (its hybrids: nemotron_h, bamba, granitemoehybrid, "
+      "mamba2, qwen3_next)");
   EXPECT_EQ(rejection(std::string("{") + kDims + "}", "c.json"),
             "c.json: model_type: required key is missing (remat picks the architecture by it)");
 }
@@ -222,8 +225,9 @@ TEST(HfCorpus, NoSilentDefaultForKeysThatChangeTheModel) {
             "c.json: num_local_experts: is not a model remat can build: experts in a model_type (llama) that remat's "
             "table maps as dense (got 8)");
   EXPECT_EQ(rejection(llama + R"(, "layer_types": ["full_attention", "mamba"]})", "c.json"),
-            "c.json: layer_types: is not a model remat can build: Mamba (state-space) layers beside attention layers; "
-            "remat has no block for state-space layers (got mamba)");
+            "c.json: layer_types: is not a model remat can build: Mamba layers beside attention layers in a model "
+            "type remat does not build as a hybrid (its hybrids: nemotron_h, bamba, granitemoehybrid, mamba2, "
+            "qwen3_next) (got mamba)");
   EXPECT_EQ(rejection(llama + R"(, "block_configs": [{}]})", "c.json"),
             "c.json: block_configs: is not a model remat can build: layers of different shapes (some without "
             "attention, each its own FFN width); remat builds one layer shape");

@@ -37,14 +37,20 @@ void throw_if(std::vector<Problem>& problems) {
 
 // Constructs remat has no block for, named by the keys that declare them (in any family,
 // known or not: the construct is what the user needs to hear).
+// `layers` in a config whose model type is not one of remat's hybrids.
+std::string outside_hybrids(const std::string& layers) {
+  return layers +
+         " in a model type remat does not build as a hybrid (its hybrids: nemotron_h, bamba, "
+         "granitemoehybrid, mamba2, qwen3_next)";
+}
+
 void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
   if (r.has("hybrid_override_pattern") && hybrid != HfHybrid::mamba2_pattern)
     refuse(r.file, r.path("hybrid_override_pattern"), "",
-           "Mamba-2 (state-space) layers beside attention and MLP layers; remat has no block for state-space layers");
+           outside_hybrids("Mamba-2, attention and MLP layers by pattern"));
   for (const std::string& kind : r.text_list("layers_block_type"))
     if (kind == "mamba" || kind == "mamba2" || kind == "hybrid")
-      refuse(r.file, r.path("layers_block_type"), kind,
-             "Mamba (state-space) layers beside attention layers; remat has no block for state-space layers");
+      refuse(r.file, r.path("layers_block_type"), kind, outside_hybrids("Mamba layers beside attention layers"));
   if (r.has("block_configs"))
     refuse(r.file, r.path("block_configs"), "",
            "layers of different shapes (some without attention, each its own FFN width); remat builds one layer "
@@ -54,7 +60,7 @@ void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
            "cross-attention layers over another input; remat builds self-attention decoders only");
   for (const char* key : {"ssm_cfg", "mamba_d_state", "ssm_state_size", "mamba_expand"})
     if (r.has(key) && hybrid != HfHybrid::mamba2_pattern)
-      refuse(r.file, r.path(key), "", "state-space (Mamba) layers; remat has no block for state-space layers");
+      refuse(r.file, r.path(key), "", outside_hybrids("state-space (Mamba) layers"));
   bool encoder_decoder = false;
   r.boolean("is_encoder_decoder", encoder_decoder);
   if (encoder_decoder)
@@ -63,6 +69,7 @@ void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
   for (const std::string& kind : r.text_list("layer_types")) {
     if (kind == "full_attention" || kind == "sliding_attention" || kind == "chunked_attention") continue;
     if (kind == "linear_attention" && hybrid == HfHybrid::gated_deltanet) continue;
+    if ((kind == "mamba" || kind == "attention") && hybrid == HfHybrid::mamba2_pattern) continue;  // its reader checks
     if (kind == "linear_attention")
       refuse(r.file, r.path("layer_types"), kind,
              "Gated DeltaNet (linear attention) layers beside attention layers; remat has no block for "
@@ -71,8 +78,7 @@ void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
       refuse(r.file, r.path("layer_types"), kind,
              "short convolution layers beside attention layers; remat has no convolution block");
     if (kind.find("mamba") != std::string::npos)
-      refuse(r.file, r.path("layer_types"), kind,
-             "Mamba (state-space) layers beside attention layers; remat has no block for state-space layers");
+      refuse(r.file, r.path("layer_types"), kind, outside_hybrids("Mamba layers beside attention layers"));
     refuse(r.file, r.path("layer_types"), kind, "layers of kind " + kind + "; remat has no block for them");
   }
 }

@@ -597,6 +597,12 @@ constexpr HfDefaults kGptjDefaults{50400, 4096, 0, 28, 16};
 constexpr HfDefaults kFalconDefaults{65024, 4544, 0, 32, 71};
 constexpr HfDefaults kPhiDefaults{51200, 2048, 8192, 24, 32};
 
+// BambaConfig, GraniteMoeHybridConfig and Mamba2Config (no attention, no MLP: their dimensions
+// come from its own keys)
+constexpr HfDefaults kBambaDefaults{128000, 4096, 14336, 32, 32, 8, 0, 1e-5};
+constexpr HfDefaults kGraniteMoeHybridDefaults{32000, 4096, 11008, 32, 32};
+constexpr HfDefaults kMamba2Defaults{32768, 4096, 0, 64, 0, 0, 0, 1e-5};
+
 constexpr HfExperts kDense = HfExperts::none;
 
 const std::array kFamilies = {
@@ -684,6 +690,10 @@ const std::array kFamilies = {
              false,
              HfHybrid::gated_deltanet},
     HfFamily{"nemotron_h", false, kDense, false, nullptr, nemotron_h_layer, {}, false, HfHybrid::mamba2_pattern},
+    HfFamily{"bamba", false, kDense, false, nullptr, bamba_layer, kBambaDefaults, false, HfHybrid::mamba2_pattern},
+    HfFamily{"granitemoehybrid", false, HfExperts::optional_num_experts, false, nullptr, granitemoehybrid_layer,
+             kGraniteMoeHybridDefaults, false, HfHybrid::mamba2_pattern},
+    HfFamily{"mamba2", false, kDense, false, nullptr, mamba2_layer, kMamba2Defaults, false, HfHybrid::mamba2_pattern},
 };
 
 }  // namespace

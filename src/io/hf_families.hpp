@@ -16,7 +16,8 @@ enum class HfExperts {
   none,
   mixtral,  // num_local_experts; intermediate_size is the expert size; every layer MoE (Mixtral, gpt-oss, MiniMax-M2)
   olmoe,    // num_experts; intermediate_size is the expert size; every layer MoE
-  optional_num_experts,  // MiniCPM: dense, or num_experts of intermediate_size in every layer (MiniCPM-MoE)
+  optional_num_experts,  // MiniCPM: dense, or num_experts of intermediate_size in every layer (MiniCPM-MoE);
+                         // GraniteMoeHybrid: none, or the experts its layer reader sets (num_local_experts)
   qwen,  // num_experts, moe_intermediate_size, decoder_sparse_step, mlp_only_layers, shared_expert_intermediate_size
   deepseek,  // n_routed_experts, moe_intermediate_size, n_shared_experts, first_k_dense_replace, moe_layer_freq
   llama4,    // num_local_experts (size intermediate_size) + one shared expert, interleave_moe_layer_step / moe_layers,
@@ -38,7 +39,9 @@ struct HfDefaults {
 enum class HfHybrid {
   none,
   gated_deltanet,  // layer_types linear_attention / full_attention (Qwen3-Next, Qwen3.5)
-  mamba2_pattern,  // hybrid_override_pattern: M Mamba-2, * attention, - MLP (Nemotron-H)
+  // Mamba-2 layers (their keys are accepted): Nemotron-H's hybrid_override_pattern (M Mamba-2,
+  // * attention, - MLP), Bamba's attn_layer_indices, GraniteMoeHybrid's layer_types, Mamba-2 alone
+  mamba2_pattern,
 };
 
 // Reads what one family spells or builds its own way into the model.
@@ -55,6 +58,11 @@ struct HfFamily {
   bool mtp = false;          // num_nextn_predict_layers: multi-token prediction modules of its own layer
   HfHybrid hybrid = HfHybrid::none;
 };
+
+// Layer readers of the Mamba-2 families (hf_families_hybrid.cpp).
+void bamba_layer(HfJsonReader& r, ModelSpec& m);
+void granitemoehybrid_layer(HfJsonReader& r, ModelSpec& m);
+void mamba2_layer(HfJsonReader& r, ModelSpec& m);
 
 // nullptr when model_type is not a family remat maps.
 const HfFamily* find_hf_family(const std::string& model_type);

@@ -55,10 +55,11 @@ constexpr std::array kTextConfigWrappers = {"llava",        "llava_next",  "llav
                                             "glm4v",        "glm4v_moe",   "gemma3n"};
 
 const char* kEncoder = "an encoder or encoder-decoder model (bidirectional attention); remat plans causal decoder LLMs";
-const char* kMamba2 = "Mamba-2 (state-space) layers beside attention layers; remat has no block for state-space layers";
-const char* kMamba = "Mamba (state-space) layers beside attention layers; remat has no block for state-space layers";
+const char* kMamba1 =
+    "a Mamba-1 model (selective-scan layers, no attention); remat's state-space block is Mamba-2 (SSD), whose "
+    "projections and scan differ";
 
-const std::array<std::pair<const char*, const char*>, 38> kRefused = {{
+const std::array<std::pair<const char*, const char*>, 35> kRefused = {{
     {"bert", kEncoder},
     {"roberta", kEncoder},
     {"xlm-roberta", kEncoder},
@@ -73,14 +74,17 @@ const std::array<std::pair<const char*, const char*>, 38> kRefused = {{
     {"umt5", kEncoder},
     {"bart", kEncoder},
     {"whisper", kEncoder},
-    {"jamba", kMamba},
-    {"falcon_h1", kMamba2},
-    {"zamba2", kMamba2},
-    {"bamba", kMamba2},
-    {"granitemoehybrid", kMamba2},
+    {"jamba",
+     "Mamba-1 (selective-scan) layers beside attention and MoE layers (Jamba); remat's state-space block "
+     "is Mamba-2 (SSD), whose projections and scan differ"},
+    {"falcon_h1",
+     "attention and a Mamba-2 mixer side by side in every layer, outputs scaled and summed (Falcon-H1's "
+     "parallel hybrid); remat builds one mixer per layer"},
+    {"zamba2",
+     "Mamba-2 layers plus shared attention+MLP blocks reused at several depths, each use with its own LoRA "
+     "(Zamba2); remat gives every layer its own weights"},
     {"lfm2", "short convolution layers beside attention layers (layer_types); remat has no convolution block"},
-    {"mamba", "a state-space model (Mamba layers, no attention); remat has no block for state-space layers"},
-    {"mamba2", "a state-space model (Mamba-2 layers, no attention); remat has no block for state-space layers"},
+    {"mamba", kMamba1},
     {"nemotron-nas",
      "layers of different shapes (block_configs: some without attention, each its own FFN width); remat builds "
      "one layer shape"},
@@ -98,15 +102,19 @@ const std::array<std::pair<const char*, const char*>, 38> kRefused = {{
     {"glm_moe_dsa", "DeepSeek sparse attention (its lightning indexer); remat has no block for sparse attention"},
     {"rwkv", "RWKV's recurrent time-mixing layers, no attention; remat has no block for them"},
     {"rwkv7", "RWKV's recurrent time-mixing layers, no attention; remat has no block for them"},
-    {"falcon_mamba", "a state-space model (Mamba layers, no attention); remat has no block for state-space layers"},
+    {"falcon_mamba", kMamba1},
     {"lfm2_moe", "short convolution layers beside attention layers (layer_types); remat has no convolution block"},
     {"kimi_linear",
      "Kimi Delta Attention (linear attention) layers beside MLA layers; remat has no block for linear-attention "
      "layers"},
     {"minimax_m1",
      "lightning (linear) attention layers beside softmax attention; remat has no block for linear-attention layers"},
-    {"hymba", "Mamba (state-space) heads beside attention heads in each layer; remat has no block for them"},
-    {"plamo2", "Mamba (state-space) layers beside attention layers; remat has no block for state-space layers"},
+    {"hymba",
+     "attention heads and Mamba heads side by side in every layer, outputs combined, with learned meta "
+     "tokens (Hymba); remat builds one mixer per layer"},
+    {"plamo2",
+     "PLaMo 2's state-space layers (B, C and dt from their own projections of the convolved input, each "
+     "normed); remat's state-space block is Mamba-2's"},
     {"recurrent_gemma", "RG-LRU recurrent layers beside attention; remat has no block for recurrent layers"},
 }};
 

@@ -1,0 +1,205 @@
+// Readers of the Mamba-2 families in hf_families.cpp's table beside Nemotron-H: Bamba and
+// GraniteMoeHybrid (transformers' BambaDecoderLayer, GraniteMoeHybridDecoderLayer: an RMSNorm,
+// a Mamba-2 mixer (BambaMixer) or attention, then an RMSNorm and a feed-forward in every
+// layer) and the pure Mamba-2 model (Mamba2Block: an RMSNorm and a Mamba-2 mixer, no attention
+// and no feed-forward).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "hf_families.hpp"
+#include "hf_json_reader.hpp"
+#include "remat/spec/model_spec.hpp"
+#include "remat/spec/validate.hpp"
+
+namespace remat {
+
+namespace {
+
+void require_positive(HfJsonReader& r, const char* key, int64_t value) {
+  if (value < 1) r.fail(key, std::to_string(value), "must be a positive integer");
+}
+
+// A note for each Mamba-2 key left out that takes transformers' default.
+void note_default(HfJsonReader& r, ModelSpec& m, const char* type, const char* key, int64_t value) {
+  if (!r.has(key))
+    m.notes.push_back(r.path(key) + " is absent: transformers' default for " + type + ", " + std::to_string(value));
+}
+
+// The Mamba-2 mixer's width: heads x head_dim must be expand x hidden_size (the in_proj and
+// conv1d are built from expand x hidden_size, the scan from heads x head_dim).
+void check_inner(HfJsonReader& r, const ModelSpec& m, const char* heads_key, const char* head_dim_key,
+                 const char* expand_key, int64_t expand) {
+  const int64_t inner = expand * m.hidden_size;
+  if (m.mamba_num_heads > 0 && m.mamba_head_dim * m.mamba_num_heads != inner)
+    r.fail(head_dim_key, std::to_string(m.mamba_head_dim),
+           std::string("times ") + heads_key + " = " + std::to_string(m.mamba_num_heads) + " must be " + expand_key +
+               " x hidden_size = " + std::to_string(inner));
+  if (m.mamba_n_groups > 0 && m.mamba_num_heads % m.mamba_n_groups != 0)
+    r.fail("mamba_n_groups", std::to_string(m.mamba_n_groups),
+           "must divide the Mamba-2 heads (" + std::to_string(m.mamba_num_heads) + ")");
+}
+
+// BambaConfig's Mamba-2 keys (GraniteMoeHybridConfig's are the same, with the same defaults):
+// BambaMixer's d_inner is mamba_expand x hidden_size in mamba_n_heads heads of mamba_d_head
+// ("auto": d_inner / mamba_n_heads); B and C in mamba_n_groups groups of mamba_d_state.
+void read_bamba_mamba(HfJsonReader& r, ModelSpec& m, const char* type) {
+  int64_t expand = 2;
+  m.mamba_num_heads = 128, m.ssm_state_size = 256, m.mamba_n_groups = 1;
+  m.mamba_conv_kernel = 4, m.mamba_chunk_size = 256;
+  m.mamba_conv_bias = true, m.mamba_proj_bias = false;
+  note_default(r, m, type, "mamba_n_heads", m.mamba_num_heads);
+  note_default(r, m, type, "mamba_d_state", m.ssm_state_size);
+  r.integer("mamba_n_heads", m.mamba_num_heads, false);
+  r.integer("mamba_expand", expand, false);
+  r.integer("mamba_n_groups", m.mamba_n_groups, false);
+  r.integer("mamba_d_state", m.ssm_state_size, false);
+  r.integer("mamba_d_conv", m.mamba_conv_kernel, false);
+  r.integer("mamba_chunk_size", m.mamba_chunk_size, false);
+  r.boolean("mamba_conv_bias", m.mamba_conv_bias);
+  r.boolean("mamba_proj_bias", m.mamba_proj_bias);
+  const size_t before = r.problems.size();
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"mamba_n_heads", m.mamba_num_heads},
+                                   {"mamba_expand", expand},
+                                   {"mamba_n_groups", m.mamba_n_groups},
+                                   {"mamba_d_state", m.ssm_state_size},
+                                   {"mamba_d_conv", m.mamba_conv_kernel},
+                                   {"mamba_chunk_size", m.mamba_chunk_size}})
+    require_positive(r, key, value);
+  if (r.problems.size() > before) return;
+  const int64_t inner = expand * m.hidden_size;
+  if (inner % m.mamba_num_heads != 0)
+    return r.fail("mamba_n_heads", std::to_string(m.mamba_num_heads),
+                  "must divide mamba_expand x hidden_size = " + std::to_string(inner));
+  m.mamba_head_dim = inner / m.mamba_num_heads;
+  if (r.has("mamba_d_head") && r.object["mamba_d_head"].is_string()) {
+    if (r.text("mamba_d_head") != "auto")
+      r.fail("mamba_d_head", r.object["mamba_d_head"].dump(), "must be an integer or \"auto\"");
+  } else {
+    r.integer("mamba_d_head", m.mamba_head_dim, false);
+  }
+  check_inner(r, m, "mamba_n_heads", "mamba_d_head", "mamba_expand", expand);
+}
+
+}  // namespace
+
+// Bamba: attention where attn_layer_indices says (none when absent: every layer Mamba-2),
+// Mamba-2 elsewhere; a SwiGLU MLP after each; attention_bias and mlp_bias false, half of each
+// head rotated (BambaConfig hard-codes partial_rotary_factor 0.5).
+void bamba_layer(HfJsonReader& r, ModelSpec& m) {
+  bool bias = false;
+  r.boolean("attention_bias", bias);
+  m.qkv_bias = m.o_bias = bias;
+  r.boolean("mlp_bias", m.mlp_bias);
+  m.rotary_fraction = 0.5;
+  read_bamba_mamba(r, m, "bamba");
+  std::vector<int64_t> attention;
+  r.integer_list("attn_layer_indices", attention);
+  for (int64_t i : attention)
+    if (i < 0 || i >= m.num_hidden_layers)
+      return r.fail("attn_layer_indices", std::to_string(i),
+                    "names a layer outside 0.." + std::to_string(m.num_hidden_layers - 1));
+  for (int64_t i = 0; i < std::min(m.num_hidden_layers, limits::kLayers); ++i)
+    m.layer_mixers.push_back(std::find(attention.begin(), attention.end(), i) != attention.end() ? Mixer::attention
+                                                                                                 : Mixer::mamba2);
+}
+
+// GraniteMoeHybrid (Granite 4.0-H): layer_types mamba / attention (absent: every layer Mamba-2),
+// then in every layer num_local_experts routed experts of intermediate_size (default 8) beside a
+// shared SwiGLU MLP of shared_intermediate_size (default 1024), counted as that many
+// intermediate_size-wide shared experts; num_local_experts 0: the shared MLP alone, a dense
+// layer. Attention has no positions unless position_embedding_type is "rope".
+void granitemoehybrid_layer(HfJsonReader& r, ModelSpec& m) {
+  bool bias = false;
+  r.boolean("attention_bias", bias);
+  m.qkv_bias = m.o_bias = bias;
+  m.rotary_fraction = r.text("position_embedding_type") == "rope" ? 1.0 : 0.0;
+  read_bamba_mamba(r, m, "granitemoehybrid");
+  const std::vector<std::string> types = r.text_list("layer_types");
+  if (!types.empty() && int64_t(types.size()) != m.num_hidden_layers)
+    return r.fail("layer_types", std::to_string(types.size()) + " entries",
+                  "must name each of num_hidden_layers = " + std::to_string(m.num_hidden_layers) + " layers");
+  for (int64_t i = 0; i < std::min(m.num_hidden_layers, limits::kLayers); ++i) {
+    const std::string kind = types.empty() ? "mamba" : types[size_t(i)];
+    if (kind != "mamba" && kind != "attention")
+      return r.fail("layer_types", kind, "must hold only \"mamba\" and \"attention\"");
+    m.layer_mixers.push_back(kind == "mamba" ? Mixer::mamba2 : Mixer::attention);
+  }
+  int64_t experts = 8, shared = 1024;
+  r.integer("num_local_experts", experts, false);
+  r.integer("shared_intermediate_size", shared, false);
+  if (experts < 0) return r.fail("num_local_experts", std::to_string(experts), "must be 0 or more");
+  if (experts == 0) {
+    if (shared < 1)
+      return r.fail("shared_intermediate_size", std::to_string(shared),
+                    "must be positive when num_local_experts is 0 (the shared MLP is each layer's feed-forward)");
+    m.intermediate_size = shared;
+    m.notes.push_back(r.path("num_local_experts") +
+                      " = 0: each layer's feed-forward is the shared MLP of shared_intermediate_size = " +
+                      std::to_string(shared) + " (intermediate_size is not used)");
+    return;
+  }
+  if (shared < 0) return r.fail("shared_intermediate_size", std::to_string(shared), "must be 0 or more");
+  if (m.intermediate_size > 0 && shared % m.intermediate_size != 0)
+    return r.fail("shared_intermediate_size", std::to_string(shared),
+                  "is not a model remat can build: a shared MLP whose width is not a multiple of the experts' "
+                  "intermediate_size = " +
+                      std::to_string(m.intermediate_size) + " (remat counts it as shared experts of that width)");
+  m.n_routed_experts = experts;  // the family's experts are optional_num_experts: this count stands
+  m.moe_intermediate_size = m.intermediate_size;
+  if (m.intermediate_size > 0) m.n_shared_experts = shared / m.intermediate_size;
+}
+
+// Mamba-2 (Mamba2Config; mistralai/Mamba-Codestral, state-spaces/mamba2-*): every layer an
+// RMSNorm and a Mamba-2 mixer of num_heads x head_dim = expand x hidden_size, no attention and no
+// feed-forward. With no attention, num_attention_heads and head_dim stand for the Mamba-2 heads
+// (so that --tp splits them) and intermediate_size for d_inner; no layer uses them as attention.
+void mamba2_layer(HfJsonReader& r, ModelSpec& m) {
+  int64_t expand = 2;
+  m.mamba_num_heads = 128, m.mamba_head_dim = 64, m.ssm_state_size = 128, m.mamba_n_groups = 8;
+  m.mamba_conv_kernel = 4, m.mamba_chunk_size = 256;
+  m.mamba_conv_bias = true, m.mamba_proj_bias = false;
+  note_default(r, m, "mamba2", "num_heads", m.mamba_num_heads);
+  note_default(r, m, "mamba2", "head_dim", m.mamba_head_dim);
+  note_default(r, m, "mamba2", "state_size", m.ssm_state_size);
+  note_default(r, m, "mamba2", "n_groups", m.mamba_n_groups);
+  r.integer("num_heads", m.mamba_num_heads, false);
+  r.integer("head_dim", m.mamba_head_dim, false);
+  r.integer("state_size", m.ssm_state_size, false);
+  r.integer("n_groups", m.mamba_n_groups, false);
+  r.integer("expand", expand, false);
+  r.integer("conv_kernel", m.mamba_conv_kernel, false);
+  r.integer("chunk_size", m.mamba_chunk_size, false);
+  r.boolean("use_bias", m.mamba_proj_bias);
+  r.boolean("use_conv_bias", m.mamba_conv_bias);
+  const size_t before = r.problems.size();
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"num_heads", m.mamba_num_heads},
+                                   {"head_dim", m.mamba_head_dim},
+                                   {"state_size", m.ssm_state_size},
+                                   {"n_groups", m.mamba_n_groups},
+                                   {"expand", expand},
+                                   {"conv_kernel", m.mamba_conv_kernel},
+                                   {"chunk_size", m.mamba_chunk_size}})
+    require_positive(r, key, value);
+  if (r.problems.size() > before) return;
+  check_inner(r, m, "num_heads", "head_dim", "expand", expand);
+  m.num_attention_heads = m.num_key_value_heads = m.mamba_num_heads;
+  m.head_dim = m.mamba_head_dim;
+  m.intermediate_size = expand * m.hidden_size;
+  m.rotary_fraction = 0;
+  for (int64_t i = 0; i < std::min(m.num_hidden_layers, limits::kLayers); ++i) {
+    m.layer_mixers.push_back(Mixer::mamba2);
+    m.layer_has_ffn.push_back(false);
+  }
+  bool fp32_residual = true;
+  r.boolean("residual_in_fp32", fp32_residual);
+  if (fp32_residual)
+    m.notes.push_back(r.path("residual_in_fp32") +
+                      " is true: transformers' Mamba2Block adds the residual in fp32, so each layer's output is "
+                      "fp32; remat counts the layer inputs it keeps in bf16 (an underestimate of those tensors)");
+  m.notes.push_back("a Mamba-2 model without attention: num_attention_heads and head_dim stand for the " +
+                    std::to_string(m.mamba_num_heads) + " Mamba-2 heads of " + std::to_string(m.mamba_head_dim) +
+                    " (what --tp splits)");
+}
+
+}  // namespace remat
