@@ -120,20 +120,34 @@ bool saves_input(const RankShape& r, bool adapted) {
 
 // HBM bytes per row and per input or output element that one LoRA adapter's elementwise work moves
 // beside the base GEMM, read from peft/tuners/lora/layer.py (Linear.forward) with adapters of
-// `e` bytes on a bf16 model: forward, x cast to e (2 + e, when e is not 2), lora_A reading it (e),
-// lora_B writing its output (e), * scaling (e + e), result + it (2 + e + e: the sum in e), the
-// sum cast back (e + 2); backward, the casts' gradients (2 + e each), the scaling's (e + e), lora_B's
-// and lora_A's input and weight gradients reading theirs (e + e on either side), the input's
-// gradient added to the base path's (2 + 2 + 2). Dropout adds its mask (1) and product (2 + 2)
-// each way. The rank-wide tensors are left out. Measured under torch.profiler on the H100:
-// reports/hf/profile-h100.jsonl (direct_copy, bfloat16_copy, the fp32 multiply and add kernels).
+// `e` bytes on a bf16 model: forward, x cast to e (2 + e, when e is not 2), * scaling (e + e),
+// result + it (2 + e + e: the sum in e), the sum cast back (e + 2); backward, the casts' gradients
+// (2 + e each), the scaling's (e + e), the input's gradient added to the base path's (2 + 2 + 2).
+// Dropout adds its mask (1) and product (2 + 2) each way. The rank-wide tensors are left out.
+// Measured under torch.profiler on the H100: reports/hf/profile-h100.jsonl (direct_copy,
+// bfloat16_copy, the fp32 multiply and add kernels).
 LoraBytes lora_bytes_per_row(double e, bool dropout) {
   const double cast = e != kBf16 ? kBf16 + e : 0;
   const double drop = dropout ? 1 + kBf16 + kBf16 : 0;
-  return {.fwd_in = cast + e + drop,
-          .fwd_out = e + 2 * e + (kBf16 + 2 * e) + cast,
-          .bwd_in = 2 * e + cast + 3 * kBf16 + drop,
-          .bwd_out = 2 * cast + 2 * e + 2 * e};
+  return {.fwd_in = cast + drop,
+          .fwd_out = 2 * e + (kBf16 + 2 * e) + cast,
+          .bwd_in = cast + 3 * kBf16 + drop,
+          .bwd_out = 2 * cast + 2 * e};
+}
+
+// The adapters' GEMMs: lora_A reads x (e per input element) and lora_B writes its output (e per
+// output element); backward, lora_B's and lora_A's input and weight gradients read and write theirs
+// (e + e on either side). With fp32 adapters these are cuBLAS's fp32 kernels, far from bandwidth:
+// their FLOPs (2 rows r (in + out) per adapter forward) go with them for a framework's measured rate.
+OpDef lora_gemm_op(const RankShape& r, const std::string& name, double rows, double in_all, double out_all,
+                   double adapted) {
+  const double e = r.lora_bytes;
+  OpDef op = ops::streaming(name + ".lora_gemm", rows * e * (in_all + out_all), rows * 2 * e * (in_all + out_all), {});
+  if (e == kFp32) {
+    op.fp32_adapter_flops = 2 * rows * r.lora_rank * (in_all + out_all);
+    op.gemm_flops_each = op.fp32_adapter_flops / adapted;
+  }
+  return op;
 }
 
 OpDef linear(Block& b, const RankShape& r, const std::string& name, double rows, double in, double out,
@@ -162,6 +176,7 @@ OpDef linear(Block& b, const RankShape& r, const std::string& name, double rows,
   const double in_all = adapted * in, out_all = out * adapted / double(std::max<size_t>(matrices.size(), 1));
   b.ops.push_back(ops::streaming(name + ".lora", rows * (traffic.fwd_in * in_all + traffic.fwd_out * out_all),
                                  rows * (traffic.bwd_in * in_all + traffic.bwd_out * out_all), lora_saves));
+  b.ops.push_back(lora_gemm_op(r, name, rows, in_all, out_all, adapted));
   return op;
 }
 

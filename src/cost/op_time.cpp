@@ -31,6 +31,17 @@ AttentionPoint attention_efficiency(const Efficiency& eff, double seq) {
   return {seq, a.fwd + w * (b.fwd - a.fwd), a.bwd + w * (b.bwd - a.bwd)};
 }
 
+AdapterGemmPoint adapter_gemm_efficiency(const Efficiency& eff, double flops) {
+  const auto& pts = eff.adapter_gemm_by_flops;
+  if (flops <= pts.front().flops) return pts.front();
+  if (flops >= pts.back().flops) return pts.back();
+  size_t i = 1;
+  while (flops > pts[i].flops) ++i;
+  const AdapterGemmPoint &a = pts[i - 1], &b = pts[i];
+  const double w = std::log(flops / a.flops) / std::log(b.flops / a.flops);
+  return {flops, a.fwd + w * (b.fwd - a.fwd), a.bwd + w * (b.bwd - a.bwd)};
+}
+
 namespace {
 
 // The grid's fractions at `head_dim` (one of its head dims), interpolated in log2(seq) as above.
@@ -106,8 +117,14 @@ OpTime op_time(const OpDef& op, const HardwareSpec& hw) {
       const AttentionPoint a = attention_efficiency(e, op.attention_seq, op.attention_head_dim);
       return {op.fwd_flops / (hw.peak_bf16_flops * a.fwd), op.bwd_exec_flops / (hw.peak_bf16_flops * a.bwd)};
     }
-    case OpKind::memory_bound:
+    case OpKind::memory_bound: {
+      if (op.fp32_adapter_flops > 0 && !e.adapter_gemm_by_flops.empty() && hw.peak_fp32_flops > 0) {
+        const AdapterGemmPoint a = adapter_gemm_efficiency(e, op.gemm_flops_each);
+        return {op.fp32_adapter_flops / (hw.peak_fp32_flops * a.fwd),
+                2 * op.fp32_adapter_flops / (hw.peak_fp32_flops * a.bwd)};
+      }
       return {op.fwd_bytes / mem_bw, op.bwd_bytes / mem_bw};
+    }
     case OpKind::collective: {
       if (op.link_ranks <= 1) return {};
       const double bw = link_bytes_per_s(hw, op.link_ranks);

@@ -188,6 +188,19 @@ FrameworkEfficiency read_framework_fit(const YAML::Node& node, const std::string
   e.has_moe_layer_host = bool(node["moe_layer_host_us"]);
   f.text("calibrated_from", e.calibrated_from, false);
   f.text("attention_source", e.attention_source, false);
+  f.text("adapter_gemm_source", e.adapter_gemm_source, false);
+  YAML::Node adapter = f.child("adapter_gemm");
+  if (adapter && !adapter.IsSequence()) {
+    f.fail("adapter_gemm", "", "must be a list of {flops, fwd, bwd} points");
+  } else if (adapter) {
+    read_point_list(adapter, key + ".adapter_gemm", "{flops, fwd, bwd}", file, problems, [&](YamlFields& pf) {
+      AdapterGemmPoint p;
+      pf.number("flops", p.flops, true);
+      pf.number("fwd", p.fwd, true);
+      pf.number("bwd", p.bwd, true);
+      e.adapter_gemm.push_back(p);
+    });
+  }
   YAML::Node attention = f.child("attention");
   if (attention && !attention.IsSequence()) {
     f.fail("attention", "", "must be a list of {head_dim, seq, fwd, bwd} points");

@@ -156,6 +156,20 @@ void check_attention_grid(Checker& c, const std::string& key, const std::vector<
   }
 }
 
+// A framework's measured fp32 adapter GEMMs: fractions of the fp32 peak, ascending in FLOPs.
+void check_adapter_gemm(Checker& c, const std::string& key, const std::vector<AdapterGemmPoint>& points) {
+  constexpr double kMaxFlops = 1e18;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const AdapterGemmPoint& p = points[i];
+    const std::string item = key + "[" + std::to_string(i) + "]";
+    c.positive(item + ".flops", p.flops, 1, kMaxFlops);
+    c.fraction(item + ".fwd", p.fwd);
+    c.fraction(item + ".bwd", p.bwd);
+    if (i > 0 && !(p.flops > points[i - 1].flops))
+      c.fail(item + ".flops", fmt(p.flops), "must be larger than the previous point's");
+  }
+}
+
 std::vector<Problem> validate_hardware(const HardwareSpec& h, const std::string& file) {
   Checker c{file, {}};
   constexpr double tera = 1e12, giga = 1e9, gib = 1024.0 * 1024.0 * 1024.0;
@@ -196,6 +210,7 @@ std::vector<Problem> validate_hardware(const HardwareSpec& h, const std::string&
          {std::pair{"layer_overhead_us", f.layer_overhead_s}, {"moe_layer_host_us", f.moe_layer_host_s}})
       if (!std::isfinite(v) || v < 0 || v > 1) c.fail(key + name, fmt(v * 1e6), "must be a finite number in [0, 1e6]");
     check_attention_grid(c, key + "attention", f.attention);
+    check_adapter_gemm(c, key + "adapter_gemm", f.adapter_gemm);
   }
   for (size_t i = 0; i < e.attention_by_seq.size(); ++i) {
     const std::string key = "efficiency.attention_by_seq[" + std::to_string(i) + "]";

@@ -36,7 +36,11 @@ struct OpDef {
   double gemm_flops_each = 0;     // FLOPs of one GEMM call, for size-dependent efficiency
   double attention_seq = 0;       // attention: the sequence length, for length-dependent efficiency
   double attention_head_dim = 0;  // attention: q/k head dim, for a framework's measured kernel (0: unstated)
-  int64_t link_ranks = 1;         // collectives: ranks in the group
+  // memory-bound ops that are PEFT's fp32 adapter GEMMs: their forward FLOPs (backward twice), for
+  // a framework's measured adapter GEMMs (Efficiency::adapter_gemm_by_flops; gemm_flops_each: one
+  // adapter's); 0: not such an op
+  double fp32_adapter_flops = 0;
+  int64_t link_ranks = 1;  // collectives: ranks in the group
   // attention without flash: QK^T and PV as batched GEMMs over the whole
   // s x s square (gemm_flops_each: both, forward; the mask is applied after),
   // plus fwd_bytes/bwd_bytes of score traffic (scores, mask, softmax and

@@ -25,6 +25,9 @@ AttentionPoint attention_efficiency(const Efficiency& eff, double seq);
 // head dim and seq: log2-interpolated in seq, linear in head dim between the measured ones, clamped
 // at the ends; otherwise (or head_dim 0) the overload above.
 AttentionPoint attention_efficiency(const Efficiency& eff, double seq, double head_dim);
+// adapter_gemm_by_flops (non-empty) at one adapter's forward FLOPs, interpolated in log(flops) and
+// clamped at its ends.
+AdapterGemmPoint adapter_gemm_efficiency(const Efficiency& eff, double flops);
 // Achieved bytes/s per direction for a collective over `ranks` GPUs.
 double link_bytes_per_s(const HardwareSpec& hw, int64_t ranks);
 double host_copy_bytes_per_s(const HardwareSpec& hw);

@@ -25,6 +25,14 @@ struct AttentionGridPoint {
   double fwd = 0, bwd = 0;
 };
 
+// PEFT's fp32 LoRA GEMMs (x A^T, h B^T and their gradients: rank-wide, cuBLAS's fp32 SIMT kernels)
+// at one adapter's forward FLOPs (both GEMMs): their achieved fraction of the fp32 peak, forward and
+// backward (frameworks.<name>.adapter_gemm, measured: examples/hf/lora_gemm_bench.py).
+struct AdapterGemmPoint {
+  double flops = 0;
+  double fwd = 0, bwd = 0;
+};
+
 struct Efficiency {
   std::vector<EfficiencyPoint> gemm_by_flops;  // ascending in flops
   double attention_fwd = 0.6;                  // used when attention_by_seq is empty
@@ -33,6 +41,8 @@ struct Efficiency {
   // in effect when a framework measured its attention kernel (apply_framework): used instead of
   // the two above for flash attention ops that state their head dim
   std::vector<AttentionGridPoint> attention_by_head_dim;
+  // in effect likewise: fp32 adapter GEMMs by FLOPs; empty: their bytes at memory_bound
+  std::vector<AdapterGemmPoint> adapter_gemm_by_flops;
   double memory_bound = 0.85;
   double host_link = 0.8;
   double nvlink = 0.8;
@@ -53,7 +63,9 @@ struct FrameworkEfficiency {
   // the framework's attention kernel measured on this GPU (ascending in head dim, then seq); empty:
   // the file's flash efficiencies
   std::vector<AttentionGridPoint> attention;
-  std::string attention_source;  // where the attention points were measured
+  std::string attention_source;                // where the attention points were measured
+  std::vector<AdapterGemmPoint> adapter_gemm;  // ascending in flops; empty: bytes at memory_bound
+  std::string adapter_gemm_source;
 };
 
 struct HardwareSpec {

@@ -79,6 +79,7 @@ HardwareSpec hf_hardware(HardwareSpec hw) {
   for (auto& p : hw.efficiency.gemm_by_flops) p.fraction = std::min(1.0, p.fraction * fit->gemm_scale);
   hw.efficiency.memory_bound = std::min(1.0, hw.efficiency.memory_bound * fit->memory_bound_scale);
   hw.efficiency.attention_by_head_dim = fit->attention;
+  hw.efficiency.adapter_gemm_by_flops = fit->adapter_gemm;
   return hw;
 }
 
