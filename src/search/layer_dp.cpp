@@ -12,6 +12,10 @@ namespace {
 // Partial sums over the layers decided so far.
 struct State {
   double kept = 0, rc = 0, off = 0;
+  // Under ordered backward (StageBase::ordered_backward), LayerSums::ordered_transient_bytes of
+  // the layers so far (raised to a floor that no completion can tell from it: extend_front);
+  // 0 otherwise.
+  double ot = 0;
   int parent = -1;  // index in the previous layer's states
   int option = -1;  // option taken at this layer (index in space.options[kind])
 };
@@ -19,7 +23,8 @@ struct State {
 bool lex_less(const State& a, const State& b) {
   if (a.kept != b.kept) return a.kept < b.kept;
   if (a.rc != b.rc) return a.rc < b.rc;
-  return a.off < b.off;
+  if (a.off != b.off) return a.off < b.off;
+  return a.ot < b.ot;
 }
 
 // Buffers one stage's search reuses from layer to layer, so the loops allocate
@@ -29,6 +34,11 @@ struct Workspace {
   std::vector<std::vector<State>> runs;  // per admitted option, its candidates in front order
   std::vector<size_t> run_ends, next_ends;
   std::vector<std::pair<double, double>> stairs;  // rc ascending, off strictly descending
+  // under ordered backward: the distinct offload sums, and per Fenwick node a staircase over
+  // rc -> least q (pareto_sorted_ordered)
+  std::vector<double> offs, front_offs;  // front_offs: the front's distinct offload sums, ascending
+  std::vector<bool> off_used;
+  std::vector<std::vector<std::pair<double, double>>> fenwick;
 };
 
 // Merges the sorted runs of ws.merged (ending at ws.run_ends) pairwise until one is left: the
@@ -79,6 +89,70 @@ void pareto_sorted(Workspace& ws) {
   }
 }
 
+// Adds (x, v) to a staircase (x ascending, v strictly descending) that answers "least v at x or
+// below": nothing when a step at or below x has v or less, else dropping the steps it beats.
+void add_stair(std::vector<std::pair<double, double>>& stairs, double x, double v) {
+  const auto it = std::upper_bound(stairs.begin(), stairs.end(), x,
+                                   [](double y, const std::pair<double, double>& st) { return y < st.first; });
+  if (it != stairs.begin() && std::prev(it)->second <= v) return;
+  auto from = std::lower_bound(stairs.begin(), it, x,
+                               [](const std::pair<double, double>& st, double y) { return st.first < y; });
+  auto to = from;
+  while (to != stairs.end() && to->second >= v) ++to;
+  if (from != to) {
+    *from = {x, v};
+    stairs.erase(from + 1, to);
+  } else {
+    stairs.insert(from, {x, v});
+  }
+}
+
+// pareto_sorted under ordered backward, where a state's future peak also grows with
+// q = in_flight x kept + ot (stage_totals: the activations are in_flight x kept, and the layers'
+// ordered transient is max(ot - kept after, the later layers' own)): of states sorted by (kept,
+// rc, off, ot), keeps those no earlier one matches or beats on rc, off and q. A Fenwick tree over
+// the distinct offload sums (few), each node a staircase (rc -> least q) of the states it
+// covers, answers that in log^2 time.
+// `option_offs`: the offload bytes of the layer's admitted options. The candidates' offload sums
+// are the previous front's (ws.front_offs) plus one of them: sorting those few finds them all.
+void pareto_sorted_ordered(Workspace& ws, double in_flight, const std::vector<double>& option_offs) {
+  ws.front.clear();
+  std::vector<double>& offs = ws.offs;
+  offs.clear();
+  for (double o : ws.front_offs)
+    for (double d : option_offs) offs.push_back(o + d);  // as extend_front adds them
+  std::sort(offs.begin(), offs.end());
+  offs.erase(std::unique(offs.begin(), offs.end()), offs.end());
+  if (ws.fenwick.size() < offs.size() + 1) ws.fenwick.resize(offs.size() + 1);
+  for (size_t i = 1; i <= offs.size(); ++i) ws.fenwick[i].clear();
+  ws.off_used.assign(offs.size(), false);
+  for (const State& s : ws.merged) {
+    const double q = in_flight * s.kept + s.ot;
+    const size_t rank = size_t(std::lower_bound(offs.begin(), offs.end(), s.off) - offs.begin()) + 1;
+    if (rank > offs.size() || offs[rank - 1] != s.off) {  // not expected; the plain way then
+      ws.front_offs.clear();
+      for (const State& t : ws.merged) ws.front_offs.push_back(t.off);
+      std::sort(ws.front_offs.begin(), ws.front_offs.end());
+      pareto_sorted_ordered(ws, in_flight, {0.0});
+      return;
+    }
+    bool beaten = false;
+    for (size_t i = rank; i > 0 && !beaten; i -= i & (~i + 1)) {
+      const auto& stairs = ws.fenwick[i];
+      auto it = std::upper_bound(stairs.begin(), stairs.end(), s.rc,
+                                 [](double rc, const std::pair<double, double>& st) { return rc < st.first; });
+      beaten = it != stairs.begin() && std::prev(it)->second <= q;
+    }
+    if (beaten) continue;
+    ws.front.push_back(s);
+    ws.off_used[rank - 1] = true;
+    for (size_t i = rank; i <= offs.size(); i += i & (~i + 1)) add_stair(ws.fenwick[i], s.rc, q);
+  }
+  ws.front_offs.clear();
+  for (size_t i = 0; i < offs.size(); ++i)
+    if (ws.off_used[i]) ws.front_offs.push_back(offs[i]);
+}
+
 // What every plan of the stage shares: forward and backward time, the
 // windows offload copies hide in, the host link rate.
 struct Fixed {
@@ -116,7 +190,39 @@ struct Bounds {
   // bound) that will keep at least `tie_kept` bytes in all cannot peak below it, so cannot win.
   double tie_s = std::numeric_limits<double>::infinity();
   double tie_kept = std::numeric_limits<double>::infinity();
+  // Under ordered backward: the budget less what the stage holds whatever its layers
+  // (ordered_room), and the staging buffer the pass's plans hold (0 with one offload).
+  bool ordered = false;
+  double room = 0, staging_term = 0;
 };
+
+// Under ordered backward, after one layer: what bounds a state's peak (solve, extend_front).
+// With K kept and ot (LayerSums::ordered_transient_bytes) so far, and the later layers keeping
+// ks >= least_after with their own ordered transient T >= least_last_transient (the last layer's
+// working set), the peak less ordered_room's constant part is in_flight x (K + ks) +
+// max(max(ot - ks, T) + staging, head + largest offload) (stage_totals).
+struct OrderedLayer {
+  double in_flight = 1, least_after = 0;
+  double q_cap = 0;     // in_flight x K + ot must not pass it (ot - ks >= ot - least_after)
+  double suffix = 0;    // least T + staging over the later layers (0 without any)
+  double head = 0;      // the LM head's transient (the head term is absent when 0)
+  double ot_floor = 0;  // an ot at most this is never the max above: raising it to this changes nothing
+};
+
+// The budget less what every plan of the stage holds besides its layers' kept bytes and
+// transient under ordered backward (weights, optimizer, buffers, stage outputs: stage_totals),
+// with a little slack for rounding (it only loosens a bound). -infinity when the optimizer
+// step alone does not fit.
+double ordered_room(const StageBase& base, double budget) {
+  LayerSums none;
+  const double least = stage_totals(base, none).peak_bytes;
+  if (least > budget) return -std::numeric_limits<double>::infinity();
+  // a transient above the head's and the optimizer step's peak: the peak is that constant + it
+  LayerSums big;
+  big.ordered_transient_bytes = 2 * least + 1;
+  const double constant = stage_totals(base, big).peak_bytes - big.ordered_transient_bytes;
+  return budget - constant + 1e-9 * big.ordered_transient_bytes;
+}
 
 // The stage's peak with `kept` bytes kept and no layer transient: a lower bound on the peak of
 // every plan that keeps that much, growing with it.
@@ -199,9 +305,11 @@ Admitted by_recompute_time(const SearchSpace& space) {
 // stops at the first whose recompute alone lifts its time's lower bound over the known time:
 // floor + recompute never exceeds the lower bound, and grows with the option's recompute.
 // `one_offload`: a state that offloads already (off > 0) takes no other offloading option.
+// `ord` (under ordered backward): the layer's bounds on the peak; a state's ot follows
+// LayerSums::add and is raised to ord->ot_floor, so states that differ only below it compare equal.
 void extend_front(const std::vector<LayerOption>& options, const std::vector<int>& opts,
                   const std::vector<int>& by_recompute, const Fixed& fx, const Bounds& b, double tie_kept,
-                  bool one_offload, Workspace& ws) {
+                  bool one_offload, const OrderedLayer* ord, Workspace& ws) {
   if (ws.runs.size() < opts.size()) ws.runs.resize(opts.size());
   for (size_t pos = 0; pos < opts.size(); ++pos) ws.runs[pos].clear();
   for (size_t p = 0; p < ws.front.size(); ++p) {
@@ -214,9 +322,17 @@ void extend_front(const std::vector<LayerOption>& options, const std::vector<int
       const double kept = prev.kept + c.kept_bytes;
       if (kept > b.kept_cap || (one_offload && prev.off > 0 && c.offload_bytes > 0)) continue;
       const double off = prev.off + c.offload_bytes;
+      double ot = 0;
+      if (ord) {
+        ot = std::max({prev.ot - c.kept_bytes, c.transient_bytes, ord->ot_floor});
+        if (ord->in_flight * kept + ot > ord->q_cap) continue;
+        // one offload: the plan's largest offload is this state's, if any
+        const double head = ord->head > 0 ? ord->head + (one_offload ? off : b.staging_term) : 0;
+        if (ord->in_flight * (kept + ord->least_after) + std::max(head, ord->suffix) > b.room) continue;
+      }
       const double lower_s = fx.lower_bound(rc, off);
       if (lower_s > b.known_s || (lower_s >= b.tie_s && kept >= tie_kept)) continue;
-      ws.runs[size_t(pos)].push_back({kept, rc, off, int(p), o});
+      ws.runs[size_t(pos)].push_back({kept, rc, off, ot, int(p), o});
     }
   }
   ws.merged.clear();
@@ -248,17 +364,55 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
       least = std::min(least, space.options[st.kinds[j]][size_t(o)].cost.kept_bytes);
     least_after[j] = least_after[j + 1] + least;
   }
+  // under ordered backward, per layer the bounds after it (OrderedLayer)
+  std::vector<OrderedLayer> ordered;
+  if (b.ordered) {
+    const size_t n = st.kinds.size();
+    double least_last = std::numeric_limits<double>::infinity();
+    for (int o : admitted[size_t(st.kinds.back())])
+      least_last = std::min(least_last, space.options[st.kinds.back()][size_t(o)].cost.transient_bytes);
+    const double in_flight = double(st.base.in_flight);
+    for (size_t j = 0; j < n; ++j) {
+      OrderedLayer ol;
+      ol.in_flight = in_flight;
+      ol.least_after = least_after[j + 1];
+      ol.q_cap = b.room - b.staging_term - (in_flight - 1) * ol.least_after;
+      ol.head = st.base.head_transient_bytes;
+      ol.ot_floor = -std::numeric_limits<double>::infinity();
+      if (j + 1 < n) {
+        ol.suffix = least_last + b.staging_term;
+        ol.ot_floor = ol.least_after + least_last;  // ot - ks <= least_last <= T
+      }
+      if (ol.head > 0)  // ot - ks + staging <= head: under the head term
+        ol.ot_floor = std::max(ol.ot_floor, ol.least_after + ol.head - b.staging_term);
+      ordered.push_back(ol);
+    }
+  }
+  // per kind, the distinct offload bytes of its admitted options (pareto_sorted_ordered)
+  std::vector<std::vector<double>> option_offs(kLayerKinds);
+  for (int kind = 0; kind < kLayerKinds && b.ordered; ++kind) {
+    for (int o : admitted[size_t(kind)])
+      option_offs[size_t(kind)].push_back(space.options[kind][size_t(o)].cost.offload_bytes);
+    std::sort(option_offs[size_t(kind)].begin(), option_offs[size_t(kind)].end());
+    option_offs[size_t(kind)].erase(std::unique(option_offs[size_t(kind)].begin(), option_offs[size_t(kind)].end()),
+                                    option_offs[size_t(kind)].end());
+  }
   Links links;
   ws.front.assign(1, State{});
+  ws.front_offs.assign(1, 0.0);
   for (size_t layer = 0; layer < st.kinds.size(); ++layer) {
     const int kind = st.kinds[layer];
     const double tie_kept = b.tie_kept - least_after[layer + 1];
     const auto& opts = admitted[size_t(kind)];
     work += int64_t(ws.front.size() * opts.size());
     if (work > kMaxExtendedPlans) refuse_search(stage, int64_t(st.kinds.size()));
-    extend_front(space.options[kind], opts, by_recompute[size_t(kind)], fx, b, tie_kept, one_offload, ws);
+    extend_front(space.options[kind], opts, by_recompute[size_t(kind)], fx, b, tie_kept, one_offload,
+                 b.ordered ? &ordered[layer] : nullptr, ws);
     merge_runs(ws);
-    pareto_sorted(ws);
+    if (b.ordered)
+      pareto_sorted_ordered(ws, double(st.base.in_flight), option_offs[size_t(kind)]);
+    else
+      pareto_sorted(ws);
     if (ws.front.empty()) return std::nullopt;
     links.layer_begin.push_back(links.parent_option.size());
     for (const State& s : ws.front) links.parent_option.emplace_back(s.parent, s.option);
@@ -368,18 +522,37 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
   // one to a plan: a dominator there offloads no more than the state it prunes
   // (its offload sum is no larger, 0 when the other's is), so it needs no
   // buffer either, and the LM head's, its one offloaded layer, is no larger.
-  // Plans offloading two or more layers are the other passes'. Under ordered
-  // backward (Megatron-LM's local implementation) the stage's transient also
-  // depends on where each layer sits, which the pruning does not track: the
-  // plan found fits and is priced exactly, and can be a little slower than
-  // the fastest (1% in PlannerExhaustive.MegatronLocalOrderedBackward;
-  // tracking it exactly made the LLaMA3-70B search 45 times slower, and
-  // taking the transient bound off it 25% slower for a 0.1% faster plan).
+  // Plans offloading two or more layers are the other passes'.
+  //
+  // Under ordered backward (Megatron-LM's local implementation, Hugging Face's
+  // eager autograd) a layer's backward runs after the later layers' freed
+  // their saved tensors, so the stage's transient depends on where each layer
+  // sits: stage_totals takes max over layers j of (j's working set less what
+  // the layers after j keep). A transient bound per pass with its kept cap
+  // (worst transient wherever it sits) and pruning on (kept, recompute,
+  // offload) alone returned nothing at budgets where a plan fitted (a plan
+  // whose large-transient layer sits early, under later kept bytes, was over
+  // every pass's cap) and could return a slower plan. So there the search is
+  // exact too: the states carry that ordered transient so far (ot), the peak's
+  // bounds follow it layer by layer (OrderedLayer: the later layers keep at
+  // least their least kept bytes, and the last one holds its working set),
+  // and a state prunes another only if it also has no more of
+  // q = in_flight x kept + ot (pareto_sorted_ordered): the peak of every
+  // completion grows with kept and q. The peak is then bounded by position,
+  // not by a transient bound, so one transient bound (the largest) serves;
+  // the staging passes stay as above.
   std::set<double> caps, stagings;
   for (int kind : st.kinds)
     for (const auto& o : space.options[kind])
       caps.insert(o.cost.transient_bytes), stagings.insert(o.cost.offload_bytes);
   if (st.base.static_bytes.total() > budget_bytes) return std::nullopt;  // weights and optimizer alone exceed it
+  const bool ordered = st.base.ordered_backward;
+  const double ordered_room_bytes = ordered ? ordered_room(st.base, budget_bytes) : 0;
+  if (ordered) {
+    if (ordered_room_bytes < 0) return std::nullopt;
+    if (!caps.empty())
+      caps = {*caps.rbegin()};  // the states bound the peak by position: one pass admits every transient
+  }
   const Fixed fx = fixed_part(space, stage);
   double known = std::min(known_microbatch_s, pair_family_bound(space, stage, budget_bytes));
   // bound pairs that admit the same options need one pass, with the
@@ -409,7 +582,8 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
           if (position[size_t(o)] >= 0) by_recompute[size_t(kind)].push_back(position[size_t(o)]);
       }
       const double transient = std::max(cap, st.base.head_transient_bytes);
-      const double room = budget_bytes - st.base.static_bytes.total() - transient;
+      const double room = ordered ? ordered_room_bytes - (one_offload ? 0 : staging)
+                                  : budget_bytes - st.base.static_bytes.total() - transient;
       if (room < 0) continue;
       // the least kept bytes any admitted assignment can reach
       double least = 0;
@@ -422,6 +596,7 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
       if (least * double(std::max<int64_t>(1, st.base.in_flight)) > room) continue;
       if (best) known = std::min(known, best->totals.microbatch_s);
       Bounds b{room / double(std::max<int64_t>(1, st.base.in_flight)), cap, staging, known * (1 + 1e-12)};
+      if (ordered) b.ordered = true, b.room = ordered_room_bytes, b.staging_term = one_offload ? 0 : staging;
       if (best) {
         b.tie_s = best->totals.microbatch_s;
         b.tie_kept = kept_that_cannot_peak_below(st.base, best->totals.peak_bytes, b.kept_cap);

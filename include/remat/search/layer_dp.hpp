@@ -19,6 +19,8 @@ struct StagePlan {
 // collective time; time grows with each) and the largest transient, so for
 // every bound on the transient the Pareto-optimal partial sums are carried
 // layer by layer; the fastest final state within the budget is optimal.
+// Under ordered backward (StageBase::ordered_backward) the transient depends
+// on the layers' order, and the states carry it too: exact there as well.
 // `known_microbatch_s`, the time of a plan known to fit (or infinity), only
 // prunes partial plans that cannot beat it. Empty when no assignment fits.
 std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage, double budget_bytes,
