@@ -91,15 +91,6 @@ TEST(BlockVocabulary, LayerNormUnderEveryProfile) {
 
 ModelSpec tiny(const std::string& json) { return parse_hf_config(json, "t.json"); }
 
-std::string rejection_of(const std::string& json) {
-  try {
-    parse_hf_config(json, "t.json");
-  } catch (const InputError& e) {
-    return e.problems().front().line();
-  }
-  return "";
-}
-
 // A parallel layer with one norm (GPT-J, Cohere, Falcon-7B): the MLP reads the attention block's
 // normed input, so the layer saves one norm's tensors fewer than the same layer in sequence.
 TEST(BlockVocabulary, ParallelBlockSharesTheNormedInput) {
@@ -271,10 +262,10 @@ TEST(BlockVocabulary, PublishedTotalsOfMoreFamilies) {
   const ModelSpec with_mtp = tiny(air + "1}");
   EXPECT_DOUBLE_EQ(count(air + "1}") - count(air + "0}"), mtp_params(with_mtp, 1, 1).total());
   EXPECT_EQ(with_mtp.notes.back().rfind("num_nextn_predict_layers = 1: the multi-token prediction modules", 0), 0u);
-  EXPECT_EQ(rejection_of(R"({"model_type": "kimi_linear"})"),
+  EXPECT_EQ(test::rejection_of(R"({"model_type": "kimi_linear"})"),
             "t.json: model_type: is not a model remat can build: Kimi Delta Attention (linear attention) layers "
             "beside MLA layers; remat has no block for linear-attention layers (got kimi_linear)");
-  EXPECT_EQ(rejection_of(R"({"model_type": "opt", "hidden_size": 1024, "num_hidden_layers": 24, "ffn_dim": 4096,
+  EXPECT_EQ(test::rejection_of(R"({"model_type": "opt", "hidden_size": 1024, "num_hidden_layers": 24, "ffn_dim": 4096,
       "num_attention_heads": 16, "vocab_size": 50272, "word_embed_proj_dim": 512})"),
             "t.json: word_embed_proj_dim: is not a model remat can build: OPT's embedding projections (project_in, "
             "project_out) to a width other than hidden_size; remat has no block for them (got 512)");
@@ -392,7 +383,7 @@ TEST(BlockVocabulary, NemotronHMamba2LayersByHand) {
   const double scan = rows * 4 * (32 * (16 + 32) + 4 * 16 * 32) + 2 * rows * 160 * 4;
   EXPECT_DOUBLE_EQ(block_cost(b, BlockMode::keep, false).fwd_flops, 2 * rows * 64 * 292 + scan + 2 * rows * 128 * 64);
   // MoE blocks (E) have two-matrix relu^2 experts: refused by name
-  EXPECT_EQ(rejection_of(base + R"("M*E", "n_routed_experts": 8, "num_experts_per_tok": 2})"),
+  EXPECT_EQ(test::rejection_of(base + R"("M*E", "n_routed_experts": 8, "num_experts_per_tok": 2})"),
             "t.json: hybrid_override_pattern: is not a model remat can build: MoE blocks (E) with two-matrix relu^2 "
             "experts; remat's experts are gated (got M*E)");
 }

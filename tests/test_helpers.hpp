@@ -17,6 +17,16 @@ inline std::string read_text(const std::string& path) {
   return s.str();
 }
 
+// The first problem's line of a config.json (labelled t.json) the loader refuses; "" when it loads.
+inline std::string rejection_of(const std::string& json) {
+  try {
+    parse_hf_config(json, "t.json");
+  } catch (const InputError& e) {
+    return e.problems().front().line();
+  }
+  return "";
+}
+
 inline ModelSpec model(const std::string& name) { return load_model(read_spec_source(name, "models")); }
 inline HardwareSpec hardware(const std::string& name) { return load_hardware(read_spec_source(name, "hardware")); }
 

@@ -21,15 +21,6 @@ const std::string kSynthetic = std::string(REMAT_TEST_DATA) + "/data/hf_syntheti
 
 ModelSpec load(const std::string& file) { return parse_hf_config(test::read_text(kSynthetic + file), file); }
 
-std::string rejection_of(const std::string& json) {
-  try {
-    parse_hf_config(json, "t.json");
-  } catch (const InputError& e) {
-    return e.problems().front().line();
-  }
-  return "";
-}
-
 ModelSpec parse(const std::string& json) { return parse_hf_config(json, "t.json"); }
 
 // The small Mamba-2 mixer every tiny config below shares, h 64: 4 heads of 32 (d_inner 128),
@@ -76,11 +67,11 @@ TEST(HfHybridLoader, BambaKeys) {
   const ModelSpec biased = parse(with(R"("mamba_proj_bias": false)", R"("mamba_proj_bias": true)"));
   EXPECT_DOUBLE_EQ(layer_params(biased, 0, 1, 1).total() - layer_params(load("bamba-tiny.json"), 0, 1, 1).total(),
                    292 + 64);
-  EXPECT_EQ(rejection_of(with(R"("attn_layer_indices": [1])", R"("attn_layer_indices": [4])")),
+  EXPECT_EQ(test::rejection_of(with(R"("attn_layer_indices": [1])", R"("attn_layer_indices": [4])")),
             "t.json: attn_layer_indices: names a layer outside 0..3 (got 4)");
-  EXPECT_EQ(rejection_of(with(R"("mamba_d_head": "auto")", R"("mamba_d_head": 16)")),
+  EXPECT_EQ(test::rejection_of(with(R"("mamba_d_head": "auto")", R"("mamba_d_head": 16)")),
             "t.json: mamba_d_head: times mamba_n_heads = 4 must be mamba_expand x hidden_size = 128 (got 16)");
-  EXPECT_EQ(rejection_of(with(R"("mamba_n_heads": 4)", R"("mamba_n_heads": 5)")),
+  EXPECT_EQ(test::rejection_of(with(R"("mamba_n_heads": 4)", R"("mamba_n_heads": 5)")),
             "t.json: mamba_n_heads: must divide mamba_expand x hidden_size = 128 (got 5)");
   const ModelSpec all_mamba = parse(with(R"("attn_layer_indices": [1],)", ""));
   for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(all_mamba.mixer(i), Mixer::mamba2) << i;
@@ -111,7 +102,7 @@ TEST(HfHybridLoader, Bamba9BPublishedCount) {
 // hf_config.cpp refuses those kinds in any family today, so until it lets this family's pass
 // the tests that need them are skipped with the reason.
 bool layer_types_refused(const std::string& json) {
-  const std::string why = rejection_of(json);
+  const std::string why = test::rejection_of(json);
   return why.find("layer_types") != std::string::npos &&
          why.find("is not a model remat can build") != std::string::npos;
 }
@@ -164,7 +155,7 @@ TEST(HfHybridLoader, GraniteMoeHybridDenseSharedMlp) {
   std::string odd = granite_without_layer_types();
   const std::string shared = R"("shared_intermediate_size": 64)";
   odd.replace(odd.find(shared), shared.size(), R"("shared_intermediate_size": 48)");
-  EXPECT_EQ(rejection_of(odd),
+  EXPECT_EQ(test::rejection_of(odd),
             "t.json: shared_intermediate_size: is not a model remat can build: a shared MLP whose width is not a "
             "multiple of the experts' intermediate_size = 32 (remat counts it as shared experts of that width) "
             "(got 48)");
@@ -176,7 +167,7 @@ TEST(HfHybridLoader, GraniteMoeHybridLayerTypesByHand) {
   const std::string text = test::read_text(kSynthetic + "granitemoehybrid-tiny.json");
   if (layer_types_refused(text))
     GTEST_SKIP() << "src/io/hf_config.cpp (refuse_layer_mixes) refuses layer_types mamba / attention: "
-                 << rejection_of(text);
+                 << test::rejection_of(text);
   const ModelSpec m = parse(text);
   EXPECT_EQ(m.mixer(0), Mixer::mamba2);
   EXPECT_EQ(m.mixer(1), Mixer::attention);
@@ -242,7 +233,7 @@ TEST(HfHybridLoader, StateSpaceRefusalsNameTheConstruct) {
   const std::string dims = R"("hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
       "vocab_size": 100, "num_hidden_layers": 2})";
   const auto line = [&](const std::string& type) {
-    return rejection_of(R"({"model_type": ")" + type + R"(", )" + dims);
+    return test::rejection_of(R"({"model_type": ")" + type + R"(", )" + dims);
   };
   const std::string prefix = "t.json: model_type: is not a model remat can build: ";
   EXPECT_EQ(line("jamba"), prefix +

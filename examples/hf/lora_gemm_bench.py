@@ -10,24 +10,14 @@ Usage: python3 lora_gemm_bench.py --hbm-GBps 3350 --out OUT.jsonl
 """
 import argparse
 import json
-import statistics
+import os
+import sys
 
 import torch
 import torch.nn.functional as F
 
-
-def median_ms(fn, reps=20):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sdpa_bench import median_ms  # noqa: E402
 
 
 def main():
@@ -53,8 +43,8 @@ def main():
             def fwd_bwd():
                 fwd().backward(g)
 
-            f_ms = median_ms(fwd)
-            fb_ms = median_ms(fwd_bwd)
+            f_ms = median_ms(fwd, 20)
+            fb_ms = median_ms(fwd_bwd, 20)
             b_ms = fb_ms - f_ms
             wide = rows * (width_in + width_out) * 4
             bw = args.hbm_GBps * 1e9
