@@ -117,6 +117,19 @@ TEST(HfProfile, AdapterGemmsAtTheirMeasuredRate) {
   EXPECT_NEAR(generic.fwd_s, qkv->fwd_bytes / (3350e9 * 0.88), 1e-12);
 }
 
+// The hf profile's notes: the host note below 8k tokens only (GPU-paced above), the SDPA note on a
+// GPU whose file has no frameworks.hf.attention.
+TEST(HfProfile, TimeGapNotesBySequenceAndGpu) {
+  const ModelSpec m = test::model(kData + "/data/hf_configs/llama-3.2-1b-instruct.json");
+  EXPECT_TRUE(framework_time_gaps(test::hardware("h100-sxm"), kHfFramework, m, hf_training(16384, 0)).empty());
+  const auto short_seq = framework_time_gaps(test::hardware("h200"), kHfFramework, m, hf_training(4096, 0));
+  ASSERT_EQ(short_seq.size(), 1u);
+  EXPECT_NE(short_seq[0].find("below about 8k tokens"), std::string::npos);
+  const auto a100 = framework_time_gaps(test::hardware("a100-80gb-pcie"), kHfFramework, m, hf_training(16384, 0));
+  ASSERT_EQ(a100.size(), 1u);
+  EXPECT_NE(a100[0].find("no torch SDPA measurement for A100 80GB PCIe"), std::string::npos);
+}
+
 TEST(HfProfile, RegisteredAndRunsOnlyNoneAndFull) {
   const FrameworkProfile* p = find_framework("hf");
   ASSERT_TRUE(p);

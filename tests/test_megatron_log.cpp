@@ -606,19 +606,21 @@ TEST(MegatronRuns, H100FitOnItsNoneRunsHoldsOnItsRecomputeRuns) {
 // framework's times instead of pricing them silently.
 TEST(MegatronFramework, UnfittedTimesAreNamed) {
   const ModelSpec dense = test::model("llama3-8b"), moe = test::model("deepseek-v2");
-  const auto a100 = framework_time_gaps(test::hardware("a100-80gb-sxm"), kMegatronLocalFramework, dense);
+  const auto a100 =
+      framework_time_gaps(test::hardware("a100-80gb-sxm"), kMegatronLocalFramework, dense, TrainingSpec{});
   ASSERT_EQ(a100.size(), 1u);
   EXPECT_NE(a100[0].find("no megatron-local time fit for A100 80GB SXM"), std::string::npos);
-  EXPECT_TRUE(framework_time_gaps(test::hardware("a100-80gb-sxm"), kGenericFramework, dense).empty());
+  EXPECT_TRUE(framework_time_gaps(test::hardware("a100-80gb-sxm"), kGenericFramework, dense, TrainingSpec{}).empty());
   HardwareSpec dense_fit = test::hardware("hardware/h100-sxm.yaml");
-  EXPECT_TRUE(framework_time_gaps(dense_fit, kMegatronLocalFramework, moe).empty());
+  EXPECT_TRUE(framework_time_gaps(dense_fit, kMegatronLocalFramework, moe, TrainingSpec{}).empty());
   dense_fit.framework_fits.at(std::string(kMegatronLocalFramework)).has_moe_layer_host =
       false;  // as calibrate leaves it from dense runs only
-  EXPECT_TRUE(framework_time_gaps(dense_fit, kMegatronLocalFramework, dense).empty());
-  const auto dense_fit_moe = framework_time_gaps(dense_fit, kMegatronLocalFramework, moe);
+  EXPECT_TRUE(framework_time_gaps(dense_fit, kMegatronLocalFramework, dense, TrainingSpec{}).empty());
+  const auto dense_fit_moe = framework_time_gaps(dense_fit, kMegatronLocalFramework, moe, TrainingSpec{});
   ASSERT_EQ(dense_fit_moe.size(), 1u);
   EXPECT_NE(dense_fit_moe[0].find("the megatron-local fit for H100 SXM had no MoE run"), std::string::npos);
-  EXPECT_TRUE(framework_time_gaps(test::hardware("hardware/h200.yaml"), kMegatronLocalFramework, moe).empty());
+  EXPECT_TRUE(
+      framework_time_gaps(test::hardware("hardware/h200.yaml"), kMegatronLocalFramework, moe, TrainingSpec{}).empty());
 }
 
 // calibrate --megatron-log over dense runs only writes no MoE host time: the file keeps a comment in

@@ -123,7 +123,8 @@ int validate_megatron_logs(const ValidateOptions& o) {
   }
   std::set<std::string> gaps;  // once each, not once per log
   for (const auto& run : runs)
-    for (const auto& gap : framework_time_gaps(hw, kMegatronLocalFramework, run.comparison.setup.model))
+    for (const auto& gap :
+         framework_time_gaps(hw, kMegatronLocalFramework, run.comparison.setup.model, run.comparison.setup.training))
       if (gaps.insert(gap).second)
         std::cerr << "note: " << escape_text(hw_src.label) << ": " << escape_text(gap) << "\n";
   const ReportMeta meta{REMAT_VERSION, REMAT_GIT_COMMIT, "validate --megatron-log", inputs};

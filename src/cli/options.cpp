@@ -317,7 +317,7 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
   if (problems.empty()) problems = network_problems(in.training, in.hardware, hw_src.label);
   if (!problems.empty()) throw InputError(std::move(problems));
   in.training = with_defaults(in.training);
-  for (const auto& gap : framework_time_gaps(in.hardware, in.training.framework, in.model))
+  for (const auto& gap : framework_time_gaps(in.hardware, in.training.framework, in.model, in.training))
     in.notes.push_back(hw_src.label + ": " + gap);
   in.hardware = apply_framework(in.hardware, in.training.framework);
   in.meta = {

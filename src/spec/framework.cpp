@@ -54,9 +54,10 @@ HardwareSpec apply_framework(HardwareSpec hw, std::string_view name) {
   return p.apply_hardware ? p.apply_hardware(std::move(hw)) : hw;
 }
 
-std::vector<std::string> framework_time_gaps(const HardwareSpec& hw, std::string_view name, const ModelSpec& model) {
+std::vector<std::string> framework_time_gaps(const HardwareSpec& hw, std::string_view name, const ModelSpec& model,
+                                             const TrainingSpec& training) {
   const FrameworkProfile& p = profile_named(name);
-  return p.time_gaps ? p.time_gaps(hw, model) : std::vector<std::string>{};
+  return p.time_gaps ? p.time_gaps(hw, model, training) : std::vector<std::string>{};
 }
 
 }  // namespace remat

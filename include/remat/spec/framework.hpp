@@ -36,7 +36,7 @@ struct FrameworkProfile {
   // `hw` with the stack's fitted time constants in effect; nullptr: unchanged
   HardwareSpec (*apply_hardware)(HardwareSpec hw) = nullptr;
   // what the hardware file leaves unfitted for this stack, one sentence each
-  std::vector<std::string> (*time_gaps)(const HardwareSpec& hw, const ModelSpec& m) = nullptr;
+  std::vector<std::string> (*time_gaps)(const HardwareSpec& hw, const ModelSpec& m, const TrainingSpec& t) = nullptr;
 };
 
 // Every registered profile, sorted by name.
@@ -53,6 +53,7 @@ TrainingSpec apply_framework(TrainingSpec t, std::string_view name);
 // `hw` with the named framework's fitted efficiencies in effect; unchanged when it has none.
 HardwareSpec apply_framework(HardwareSpec hw, std::string_view name);
 // What the hardware file leaves unfitted for the framework and `model`, one sentence each.
-std::vector<std::string> framework_time_gaps(const HardwareSpec& hw, std::string_view name, const ModelSpec& model);
+std::vector<std::string> framework_time_gaps(const HardwareSpec& hw, std::string_view name, const ModelSpec& model,
+                                             const TrainingSpec& training);
 
 }  // namespace remat

@@ -83,10 +83,12 @@ HardwareSpec hf_hardware(HardwareSpec hw) {
   return hw;
 }
 
-std::vector<std::string> hf_time_gaps(const HardwareSpec& hw, const ModelSpec&) {
-  std::vector<std::string> gaps = {
-      "times are the GPU's: below about 8k tokens a transformers step waits on Python (module calls, "
-      "autograd, the checkpoint's hooks), more so under checkpointing and LoRA (reports/hf/README.md)"};
+std::vector<std::string> hf_time_gaps(const HardwareSpec& hw, const ModelSpec&, const TrainingSpec& t) {
+  std::vector<std::string> gaps;
+  if (t.seq < 8192)
+    gaps.push_back(
+        "times are the GPU's: below about 8k tokens a transformers step waits on Python (module calls, "
+        "autograd, the checkpoint's hooks), more so under checkpointing and LoRA (reports/hf/README.md)");
   const FrameworkEfficiency* fit = hw.framework_fit(kHfFramework);
   if (!fit || fit->attention.empty())
     gaps.push_back("no torch SDPA measurement for " + hw.name +

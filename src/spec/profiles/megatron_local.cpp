@@ -65,7 +65,7 @@ HardwareSpec megatron_local_hardware(HardwareSpec hw) {
   return hw;
 }
 
-std::vector<std::string> megatron_local_time_gaps(const HardwareSpec& hw, const ModelSpec& model) {
+std::vector<std::string> megatron_local_time_gaps(const HardwareSpec& hw, const ModelSpec& model, const TrainingSpec&) {
   const FrameworkEfficiency* fit = hw.framework_fit(kMegatronLocalFramework);
   if (!fit)
     return {"no megatron-local time fit for " + hw.name +
