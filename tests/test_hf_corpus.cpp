@@ -137,7 +137,8 @@ TEST(HfCorpus, GptOssExpertsAndSlidingWindowNote) {
   ASSERT_EQ(m.notes.size(), 1u);
   EXPECT_EQ(m.notes[0],
             "sliding_window = 128 on 18 of 36 layers: attention FLOPs and time are counted over the full causal "
-            "sequence (an overestimate when --seq is longer); memory is unchanged under flash attention");
+            "sequence (an overestimate when --seq is longer; under --framework hf's sdpa such a layer computes the "
+            "whole square and keeps its own s x s mask and repeated keys and values, which remat counts)");
 }
 
 TEST(HfCorpus, TextConfigIsTheLanguageModel) {

@@ -329,7 +329,7 @@ void add_qk_norm(Block& b, const RankShape& r, double rows, double heads, double
 
 }  // namespace
 
-Block gqa_block(const RankShape& r, const ModelSpec& m) {
+Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed) {
   Block b;
   b.name = "gqa";
   const double h = double(m.hidden_size), hd = double(gqa_head_dim(m));
@@ -351,7 +351,13 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
   const double rotated = 2 * rows * (nh + g) * hd * kBf16 * m.rotary_fraction;  // partial rotary: the rotated share
   if (m.position_embeddings == 0) b.ops.push_back(rope_op(r, rotated / (2 * kBf16)));
   std::string k = "k", v = "v";
-  if (r.gqa_expand_kv) {  // keys and values repeated to every query head
+  // transformers under sdpa, a sliding-window layer longer than its window (masking_utils: no
+  // is_causal skip): an s x s mask handed to sdpa, which each layer's memory-efficient kernel saves as
+  // a bf16 bias (as Falcon's, measured), keys and values repeated to every query head
+  // (sdpa_attention.py: use_gqa_in_sdpa is false when a mask is given), the whole square computed
+  const bool window_mask = windowed && r.layouts_from_model_code && r.flash_attention && m.sliding_window_tokens > 0 &&
+                           r.s > double(m.sliding_window_tokens);
+  if (r.gqa_expand_kv || (window_mask && g < nh)) {  // keys and values repeated to every query head
     b.tensors.push_back({"k_expanded", rows * nh * hd * kBf16});
     b.tensors.push_back({"v_expanded", rows * nh * hd * kBf16});
     b.ops.push_back(
@@ -359,11 +365,15 @@ Block gqa_block(const RankShape& r, const ModelSpec& m) {
     k = "k_expanded", v = "v_expanded";
   }
   // QK^T and PV: 2 b s^2 heads d each, half of it under the causal mask
-  const double fwd = 4 * rows * r.s * nh * hd * (r.causal ? 0.5 : 1.0);
+  const double fwd = 4 * rows * r.s * nh * hd * (r.causal && !window_mask ? 0.5 : 1.0);
   if (r.flash_attention) {
     b.tensors.push_back({"lse", r.b * nh * r.s * kFp32});  // softmax statistics
     b.ops.push_back(ops::attention("flash_attention", fwd, r.s, hd, {"q", k, v, "o", "lse"}));
     b.attention_stats = {"lse"};
+    if (window_mask) {
+      b.tensors.push_back({"window_mask", r.b * r.s * r.s * kBf16});
+      b.ops.back().saves.push_back("window_mask");
+    }
   } else {
     b.tensors.push_back({"probs", r.b * nh * r.s * r.s * kBf16});  // materialized softmax
     std::vector<std::string> saves = {"q", k, v, "probs"};

@@ -190,7 +190,7 @@ void add_mixer(LayerDef& layer, const ModelSpec& m, const RankShape& r, int64_t 
         add(mla_down_block(r, m), true);
         add(mla_up_attn_block(r, m), true);
       } else {
-        add(gqa_block(r, m), true);
+        add(gqa_block(r, m, m.layer_is_windowed(layer_index)), true);
       }
       add(attention_out_glue(r, m), false);
       return;

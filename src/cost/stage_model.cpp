@@ -11,6 +11,7 @@ LayerShapes build_shapes(const ModelSpec& m, const RankShape& r) {
   ModelSpec dense_only = m;
   dense_only.n_routed_experts = 0;
   dense_only.layer_mixers.clear(), dense_only.layer_has_ffn.clear();
+  dense_only.sliding_window_tokens = 0;  // kind 0: full attention
   LayerShapes s;
   s.kinds[0] = build_layer(dense_only, r, 0);  // attention + dense: every model has this shape to fall back on
   s.kinds[1] = s.kinds[0];

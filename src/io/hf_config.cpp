@@ -317,7 +317,8 @@ void read_windowed_attention(HfJsonReader& r, ModelSpec& m, const std::string& t
   };
   const std::string cost =
       ": attention FLOPs and time are counted over the full causal sequence (an overestimate "
-      "when --seq is longer); memory is unchanged under flash attention";
+      "when --seq is longer; under --framework hf's sdpa such a layer computes the whole square and "
+      "keeps its own s x s mask and repeated keys and values, which remat counts)";
   const bool any_sliding =
       layer_types.empty() || std::count(layer_types.begin(), layer_types.end(), "sliding_attention");
   if (window > 0 && used && any_sliding && (context <= 0 || window < context)) {

@@ -62,7 +62,8 @@ Block two_matrix_mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, cons
 // The model's dense MLP (gated or two-matrix; in a parallel block the layer input and,
 // with one shared norm, the normed input are the attention block's: counted there).
 Block dense_mlp_block(const RankShape& r, const ModelSpec& m);
-Block gqa_block(const RankShape& r, const ModelSpec& m);
+// `windowed`: a sliding-window layer (ModelSpec::layer_is_windowed)
+Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed = false);
 Block mla_down_block(const RankShape& r, const ModelSpec& m);
 Block mla_up_attn_block(const RankShape& r, const ModelSpec& m);
 Block moe_shared_block(const RankShape& r, const ModelSpec& m);

@@ -23,8 +23,10 @@ enum class QkNorm { none, shared, per_head };
 // A layer's token mixer: softmax attention (GQA or MLA), a Mamba-2 (SSD) state-space
 // mixer, a Gated DeltaNet linear-attention mixer, or none (Nemotron-H's MLP-only blocks).
 enum class Mixer : uint8_t { attention, mamba2, gated_deltanet, none };
-// Layer kinds: mixer x feed-forward (dense, MoE, none); kind 0 is attention + dense, 1 attention + MoE.
-constexpr int kLayerKinds = 12;
+// Layer kinds: mixer x feed-forward (dense, MoE, none); kind 0 is attention + dense, 1 attention + MoE;
+// 12-14: sliding-window attention x feed-forward (a framework may run those layers differently).
+constexpr int kLayerKinds = 15;
+constexpr int kWindowedAttentionKinds = 12;
 
 // Which layers use the MoE feed-forward.
 enum class MoeLayerRule {
@@ -168,9 +170,11 @@ struct ModelSpec {
   bool has_ffn(int64_t index) const {
     return index < 0 || index >= int64_t(layer_has_ffn.size()) || layer_has_ffn[size_t(index)];
   }
-  // 3 x mixer + (0 dense, 1 MoE, 2 no feed-forward)
+  // 3 x mixer + (0 dense, 1 MoE, 2 no feed-forward); sliding-window attention layers from 12
   int layer_kind(int64_t index) const {
-    return 3 * int(mixer(index)) + (!has_ffn(index) ? 2 : layer_is_moe(index) ? 1 : 0);
+    const int ffn = !has_ffn(index) ? 2 : layer_is_moe(index) ? 1 : 0;
+    if (mixer(index) == Mixer::attention && layer_is_windowed(index)) return kWindowedAttentionKinds + ffn;
+    return 3 * int(mixer(index)) + ffn;
   }
   bool is_hybrid() const { return !layer_mixers.empty(); }
   // Whether layer `index` attends within sliding_window_tokens only.
