@@ -1,6 +1,7 @@
 #include "remat/search/planner.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -162,7 +163,9 @@ std::vector<Candidate> frontier_of(const std::vector<Candidate>& all) {
 // estimate costs a plan with that setting: a full-recompute layer costs the
 // same at every chunk position but the first (which keeps the chunk's input)
 // and in every chunk of more than one layer.
-StageTotals chunked_stage(const SearchSpace& sp, size_t stage, int64_t k, LayerCost (&chunk)[2][2]) {
+using ChunkCosts = std::array<std::array<LayerCost, 2>, kLayerKinds>;  // per kind: a chunk's first layer, a later one
+
+StageTotals chunked_stage(const SearchSpace& sp, size_t stage, int64_t k, const ChunkCosts& chunk) {
   const StageSpace& st = sp.stages[stage];
   const int64_t n = int64_t(st.kinds.size());
   const MegatronRecompute setting{MegatronGranularity::full, MegatronMethod::uniform, k, kCoreAttn};
@@ -171,18 +174,23 @@ StageTotals chunked_stage(const SearchSpace& sp, size_t stage, int64_t k, LayerC
     const int kind = st.kinds[size_t(j)];
     const LayerChoice c = megatron_layer_choice(setting, j, n);
     sums.add(c.chunk_layers == 1 ? sp.strategy_cost[kind][size_t(Strategy::full)]
-                                 : chunk[kind][c.chunk_position == 0 ? 0 : 1]);
+                                 : chunk[size_t(kind)][c.chunk_position == 0 ? 0 : 1]);
   }
   return stage_totals(st.base, sums);
 }
 
 std::vector<IntervalRow> interval_rows(const SearchSpace& sp) {
-  LayerCost chunk[2][2];  // per kind: the first layer of a chunk, a later one
-  for (int kind : {0, 1})
+  // every kind a stage holds (hybrid and sliding-window layers too, not only attention + dense or MoE)
+  std::array<bool, kLayerKinds> used{};
+  for (const StageSpace& st : sp.stages)
+    for (int kind : st.kinds) used[size_t(kind)] = true;
+  ChunkCosts chunk{};
+  for (int kind = 0; kind < kLayerKinds; ++kind)
     for (int64_t pos : {0, 1}) {
+      if (!used[size_t(kind)]) continue;
       LayerChoice c{LayerMode::full, {}};
       c.chunk_layers = 2, c.chunk_position = pos;
-      chunk[kind][pos] = sp.cost(kind, c);
+      chunk[size_t(kind)][size_t(pos)] = sp.cost(kind, c);
     }
   std::vector<IntervalRow> rows;
   for (size_t i = 0; i < sp.stages.size(); ++i) {
