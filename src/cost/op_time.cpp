@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 namespace remat {
 
@@ -19,40 +20,46 @@ double gemm_efficiency(const Efficiency& eff, double flops) {
   return pts.back().fraction;
 }
 
-AttentionPoint attention_efficiency(const Efficiency& eff, double seq) {
-  const auto& pts = eff.attention_by_seq;
-  if (pts.empty()) return {seq, eff.attention_fwd, eff.attention_bwd};
-  if (seq <= pts.front().seq) return {seq, pts.front().fwd, pts.front().bwd};
-  if (seq >= pts.back().seq) return {seq, pts.back().fwd, pts.back().bwd};
-  size_t i = 1;
-  while (seq > pts[i].seq) ++i;
-  const AttentionPoint &a = pts[i - 1], &b = pts[i];
-  const double w = std::log2(seq / a.seq) / std::log2(b.seq / a.seq);
-  return {seq, a.fwd + w * (b.fwd - a.fwd), a.bwd + w * (b.bwd - a.bwd)};
-}
-
-AdapterGemmPoint adapter_gemm_efficiency(const Efficiency& eff, double flops) {
-  const auto& pts = eff.adapter_gemm_by_flops;
-  if (flops <= pts.front().flops) return pts.front();
-  if (flops >= pts.back().flops) return pts.back();
-  size_t i = 1;
-  while (flops > pts[i].flops) ++i;
-  const AdapterGemmPoint &a = pts[i - 1], &b = pts[i];
-  const double w = std::log(flops / a.flops) / std::log(b.flops / a.flops);
-  return {flops, a.fwd + w * (b.fwd - a.fwd), a.bwd + w * (b.bwd - a.bwd)};
-}
-
 namespace {
 
-// The grid's fractions at `head_dim` (one of its head dims), interpolated in log2(seq) as above.
-AttentionPoint grid_at_head_dim(const std::vector<AttentionGridPoint>& grid, double head_dim, double seq) {
-  Efficiency one_dim;
-  for (const AttentionGridPoint& p : grid)
-    if (p.head_dim == head_dim) one_dim.attention_by_seq.push_back({p.seq, p.fwd, p.bwd});
-  return attention_efficiency(one_dim, seq);
+struct Fractions {
+  double fwd = 0, bwd = 0;
+};
+
+// Points ascending in key(p), each with fwd and bwd: their fractions at x, linear in log(x) between
+// neighbours, clamped at the ends.
+template <typename Points, typename Key>
+Fractions log_interpolated(const Points& pts, double x, Key key) {
+  if (x <= key(pts.front())) return {pts.front().fwd, pts.front().bwd};
+  if (x >= key(pts.back())) return {pts.back().fwd, pts.back().bwd};
+  size_t i = 1;
+  while (x > key(pts[i])) ++i;
+  const auto &a = pts[i - 1], &b = pts[i];
+  const double w = std::log(x / key(a)) / std::log(key(b) / key(a));
+  return {a.fwd + w * (b.fwd - a.fwd), a.bwd + w * (b.bwd - a.bwd)};
+}
+
+// The grid's points at `head_dim` (one of its head dims): a run, the grid being ascending in head dim.
+std::span<const AttentionGridPoint> points_at_head_dim(const std::vector<AttentionGridPoint>& grid, double head_dim) {
+  const auto first = std::find_if(grid.begin(), grid.end(), [&](const auto& p) { return p.head_dim == head_dim; });
+  const auto last = std::find_if(first, grid.end(), [&](const auto& p) { return p.head_dim != head_dim; });
+  return {first, last};
 }
 
 }  // namespace
+
+AttentionPoint attention_efficiency(const Efficiency& eff, double seq) {
+  const auto& pts = eff.attention_by_seq;
+  if (pts.empty()) return {seq, eff.attention_fwd, eff.attention_bwd};
+  const Fractions f = log_interpolated(pts, seq, [](const AttentionPoint& p) { return p.seq; });
+  return {seq, f.fwd, f.bwd};
+}
+
+AdapterGemmPoint adapter_gemm_efficiency(const Efficiency& eff, double flops) {
+  const Fractions f =
+      log_interpolated(eff.adapter_gemm_by_flops, flops, [](const AdapterGemmPoint& p) { return p.flops; });
+  return {flops, f.fwd, f.bwd};
+}
 
 AttentionPoint attention_efficiency(const Efficiency& eff, double seq, double head_dim) {
   const auto& grid = eff.attention_by_head_dim;
@@ -65,8 +72,10 @@ AttentionPoint attention_efficiency(const Efficiency& eff, double seq, double he
   }
   if (head_dim <= grid.front().head_dim) below = above = grid.front().head_dim;
   if (head_dim >= grid.back().head_dim) below = above = grid.back().head_dim;
-  const AttentionPoint a = grid_at_head_dim(grid, below, seq), b = grid_at_head_dim(grid, above, seq);
-  if (above == below) return a;
+  const auto by_seq = [](const AttentionGridPoint& p) { return p.seq; };
+  const Fractions a = log_interpolated(points_at_head_dim(grid, below), seq, by_seq);
+  if (above == below) return {seq, a.fwd, a.bwd};
+  const Fractions b = log_interpolated(points_at_head_dim(grid, above), seq, by_seq);
   const double w = (head_dim - below) / (above - below);
   return {seq, a.fwd + w * (b.fwd - a.fwd), a.bwd + w * (b.bwd - a.bwd)};
 }
