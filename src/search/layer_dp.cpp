@@ -2,6 +2,7 @@
 #include "remat/spec/problems.hpp"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <set>
 
@@ -179,6 +180,53 @@ Fixed fixed_part(const SearchSpace& space, size_t stage) {
   f.bwd_window_s = t.bwd_s - keep.bwd_comm_s;
   f.copy_bytes_per_s = st.base.copy_bytes_per_s;
   return f;
+}
+
+// The least peak of the plans a pass adds to the earlier passes': they keep at least `least_kept`,
+// hold a layer of transient `cap` (unordered backward: a plan whose transients all stay below
+// it is an earlier pass's) and, in a pass of two or more offloads, the staging buffer `staging`
+// (fewer offloads are the one-offload pass's, a smaller largest offload an earlier pass's).
+double least_new_peak(const StageBase& base, double least_kept, double cap, double staging) {
+  LayerSums sums;
+  sums.kept_bytes = least_kept;
+  sums.transient_bytes = cap;
+  sums.offload_staging_bytes = staging;
+  sums.offloaded_layers = staging > 0 ? 2 : 0;
+  return stage_totals(base, sums).peak_bytes;
+}
+
+// The least kept bytes of a plan of the stage as fast as its floor (Fixed): its layers recompute
+// nothing, and its offload copies hide under both the forward and the backward, so move at most
+// copy rate x the shorter window. A layer saves at most `best_ratio` kept bytes per byte it
+// offloads below what its least non-offloading choice keeps. +infinity when no plan of the
+// admitted options recomputes nothing.
+template <class Admits>
+double least_kept_at_floor(const SearchSpace& space, const StageSpace& st, const Fixed& fx, const Admits& admits) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  double least = 0, least_without_offload = 0, best_ratio = 0;
+  std::array<std::array<double, 2>, kLayerKinds> per_kind;  // least kept: any choice, no offload
+  std::array<double, kLayerKinds> ratio{};
+  for (int kind = 0; kind < kLayerKinds; ++kind) {
+    per_kind[size_t(kind)] = {kInf, kInf};
+    for (const auto& o : space.options[kind]) {
+      if (!admits(o.cost) || o.cost.recompute_s > 0) continue;
+      auto& k = per_kind[size_t(kind)];
+      k[0] = std::min(k[0], o.cost.kept_bytes);
+      if (o.cost.offload_bytes == 0) k[1] = std::min(k[1], o.cost.kept_bytes);
+    }
+    for (const auto& o : space.options[kind])
+      if (admits(o.cost) && o.cost.recompute_s == 0 && o.cost.offload_bytes > 0)
+        ratio[size_t(kind)] =
+            std::max(ratio[size_t(kind)], (per_kind[size_t(kind)][1] - o.cost.kept_bytes) / o.cost.offload_bytes);
+  }
+  for (int kind : st.kinds) {
+    least += per_kind[size_t(kind)][0];
+    least_without_offload += per_kind[size_t(kind)][1];
+    best_ratio = std::max(best_ratio, ratio[size_t(kind)]);
+  }
+  if (least == kInf || least_without_offload == kInf) return least;
+  const double hidden_bytes = fx.copy_bytes_per_s * std::max(0.0, std::min(fx.fwd_window_s, fx.bwd_window_s));
+  return std::max(least, least_without_offload - best_ratio * hidden_bytes);
 }
 
 struct Bounds {
@@ -594,6 +642,10 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
         least += m;
       }
       if (least * double(std::max<int64_t>(1, st.base.in_flight)) > room) continue;
+      if (best && best->totals.microbatch_s <= fx.floor_s &&
+          least_new_peak(st.base, least_kept_at_floor(space, st, fx, admits), ordered ? 0 : cap,
+                         one_offload ? 0 : staging) >= best->totals.peak_bytes)
+        continue;  // the best runs at the floor, and no plan new to this pass at the floor peaks lower
       if (best) known = std::min(known, best->totals.microbatch_s);
       Bounds b{room / double(std::max<int64_t>(1, st.base.in_flight)), cap, staging, known * (1 + 1e-12)};
       if (ordered) b.ordered = true, b.room = ordered_room_bytes, b.staging_term = one_offload ? 0 : staging;
