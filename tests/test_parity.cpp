@@ -218,10 +218,12 @@ TEST(Parity, PlanShortfall) {
 
 // The sweep's one layout under a budget that makes recompute pay, each strategy's row against estimate.
 TEST(Parity, SweepRows) {
+  int split_rows = 0;
   for (const Case& c : cases()) {
     SweepSpace space;
     space.gpus = {c.t.gpus()}, space.tp = {c.t.tp}, space.pp = {c.t.pp}, space.ep = {c.t.ep}, space.mbs = {c.t.mbs};
     space.per_layer = true;
+    space.split_top = 20;  // the layout also on its best split: those rows too against estimate
     const double lo = reference(c, make_plan(Strategy::full)).peak_memory_bytes;
     const double hi = reference(c, make_plan(Strategy::none)).peak_memory_bytes;
     const SweepResult res = sweep(c.model, c.hw, c.t, space, (lo + hi) / 2);
@@ -229,6 +231,7 @@ TEST(Parity, SweepRows) {
     // nothing are one row, the none plan
     EXPECT_GE(res.rows.size(), lo < hi ? 2u : 1u) << c.label;
     for (const SweepRow& row : res.rows) {
+      split_rows += row.split_searched;
       const SearchSpace sp = build_search_space(c.model, c.hw, row.layout, SearchOptions{});
       const Plan p = to_plan(row.best, sp);
       const Estimate e = reference(c, p, &row.layout);
@@ -238,6 +241,7 @@ TEST(Parity, SweepRows) {
       EXPECT_LE(rel(row.tokens_per_s, e.iteration.tokens_per_s), kAnalytic) << where;
     }
   }
+  EXPECT_GT(split_rows, 0);
 }
 
 TEST(Parity, ScenariosRows) {
@@ -328,9 +332,9 @@ TEST(Parity, CliCompareSimulateSweepAgreeWithEstimate) {
         EXPECT_LE(rel(sim["simulation"]["iteration_time_s"].get<double>(), est["iteration"]["time_s"].get<double>()),
                   kSimTime)
             << where << " simulate";
-        const nlohmann::json sw =
-            run_json(join(join({"sweep"}, inputs), {"--gpus", "2", "--tps", "1", "--pps", "2", "--mbss", "1",
-                                                    "--strategies", "none", "--memory-budget-GiB", "1000"}));
+        const nlohmann::json sw = run_json(
+            join(join({"sweep"}, inputs), {"--gpus", "2", "--tps", "1", "--pps", "2", "--mbss", "1", "--strategies",
+                                           "none", "--memory-budget-GiB", "1000", "--split-top", "0"}));
         ASSERT_EQ(sw["rows"].size(), 1u) << where;
         EXPECT_EQ(sw["rows"][0]["iteration_s"].get<std::string>(),
                   fmt::format("{:.4f}", est["iteration"]["time_s"].get<double>()))
@@ -354,9 +358,10 @@ TEST(Parity, IssueExampleLlama3Grpo) {
         << "stage " << i;
   EXPECT_LE(rel(sim["simulation"]["iteration_time_s"].get<double>(), est["iteration"]["time_s"].get<double>()),
             kSimTime);
-  const std::vector<std::string> sweep_args = {"sweep", "--gpus", "2", "--tps",        "1",    "--pps",
-                                               "2",     "--mbss", "1", "--strategies", "none", "--memory-budget-GiB",
-                                               "1000"};
+  const std::vector<std::string> sweep_args = {"sweep", "--gpus",       "2",    "--tps",
+                                               "1",     "--pps",        "2",    "--mbss",
+                                               "1",     "--strategies", "none", "--memory-budget-GiB",
+                                               "1000",  "--split-top",  "0"};  // the default split, as estimate's
   const nlohmann::json sw_grpo = run_json(join(join(sweep_args, inputs), grpo));
   const nlohmann::json sw_sft = run_json(join(sweep_args, inputs));
   ASSERT_EQ(sw_grpo["rows"].size(), 1u);

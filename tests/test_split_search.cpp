@@ -5,7 +5,9 @@
 #include <functional>
 
 #include "remat/search/megatron_runnable.hpp"
+#include "remat/search/search_space.hpp"
 #include "remat/search/split_search.hpp"
+#include "remat/search/sweep.hpp"
 #include "remat/spec/framework.hpp"
 #include "remat/spec/pipeline_split.hpp"
 #include "remat/spec/problems.hpp"
@@ -197,6 +199,116 @@ TEST(SplitSearch, BigModelsOnSixteenStagesFitOnTheirBestSplit) {
     EXPECT_LE(rp.best->peak_bytes, budget);
     EXPECT_NE(rp.split.layers_per_stage, megatron_split(m, c.t).layers_per_stage) << c.model;
   }
+}
+
+}  // namespace
+}  // namespace remat
+
+namespace remat {
+namespace {
+
+// Every way to give each stage of `split` its own R (0 .. its layers).
+void each_r(const std::vector<int64_t>& split, const std::function<void(const std::vector<int64_t>&)>& f) {
+  std::vector<int64_t> r(split.size(), 0);
+  for (;;) {
+    f(r);
+    size_t i = 0;
+    while (i < r.size() && r[i] == split[i]) r[i++] = 0;
+    if (i == r.size()) return;
+    ++r[i];
+  }
+}
+
+// The sweep's split search (each stage its own layer count and R) against brute force over
+// every split and every per-stage R, priced by estimate, under megatron-local and hf.
+TEST(SplitSearch, SplitAndPerStageRIsBruteForceOptimal) {
+  int cases = 0, fitting = 0, recomputing = 0;
+  for (const char* fw : {kMegatronLocalFramework, "hf"})
+    for (int64_t layers : {5, 7})
+      for (int64_t pp : {2, 3})
+        for (Strategy s : {Strategy::none, Strategy::full, Strategy::eagle}) {
+          const HardwareSpec hw = apply_framework(test::hardware("h100-sxm"), fw);
+          const ModelSpec m = test::small_dense(layers);
+          TrainingSpec t = apply_framework(test::layout(1, pp, 1, 1, 1, 4096), fw);
+          t.gbs = 8;
+          t = with_defaults(t);
+          Plan none;
+          const double base = estimate(m, hw, t, none, 1e30).peak_memory_bytes;
+          for (double scale : {1.5, 0.9, 0.75}) {
+            const double budget = base * scale;
+            double brute = 1e300;
+            each_split(layers, pp, [&](const std::vector<int64_t>& v) {
+              each_r(v, [&](const std::vector<int64_t>& r) {
+                if (s == Strategy::none && r != std::vector<int64_t>(r.size(), 0)) return;
+                Plan p;
+                p.strategy = s, p.recompute_layers = r;
+                const Estimate e = run(m, hw, t, p, v, budget);
+                if (e.fits) brute = std::min(brute, e.iteration.time_s);
+              });
+            });
+            SearchOptions o;
+            o.per_layer = false;
+            const SplitPlan got = best_split_and_r(build_search_space(m, hw, t, o), s, budget);
+            const std::string what = std::string(fw) + " layers " + std::to_string(layers) + " pp " +
+                                     std::to_string(pp) + " " + to_string(s) + " budget x" + std::to_string(scale) +
+                                     " split " + split_text(got.layers_per_stage);
+            ++cases;
+            if (brute == 1e300) {
+              EXPECT_FALSE(got.fits) << what;
+              continue;
+            }
+            ++fitting;
+            ASSERT_TRUE(got.fits) << what;
+            Plan p;
+            p.strategy = s, p.recompute_layers = got.recompute_layers;
+            const Estimate e = run(m, hw, t, p, got.layers_per_stage, budget);
+            EXPECT_TRUE(e.fits) << what;
+            EXPECT_NEAR(e.iteration.time_s, brute, 1e-12 * brute) << what;
+            for (int64_t r : got.recompute_layers) recomputing += r > 0;
+          }
+        }
+  EXPECT_EQ(cases, 2 * 2 * 2 * 3 * 3);
+  EXPECT_GT(fitting, cases / 2);
+  EXPECT_GT(recomputing, 0);
+}
+
+}  // namespace
+}  // namespace remat
+
+namespace remat {
+namespace {
+
+// sweep --split-top N: its first N rows are those of replanning every layout on its best split,
+// in the same order with the same numbers (the bound only skips layouts that cannot reach them),
+// and some of them are on a split other than the default.
+TEST(SplitSearch, SweepTopRowsAreThoseOfSearchingEverySplit) {
+  ModelSpec m = test::model("llama3-8b");
+  m.num_hidden_layers = 14;
+  const HardwareSpec hw = test::hardware("h100-sxm");
+  TrainingSpec base;
+  base.gbs = 64, base.seq = 8192;
+  SweepSpace sp;
+  sp.gpus = {8, 16};
+  sp.mbs = {1, 2};
+  sp.threads = 2;
+  const double budget = 20.0 * 1024 * 1024 * 1024;  // tight: the best layout is pp 2 on an uneven split
+  const int64_t top = 8;
+  sp.split_top = top;
+  const SweepResult some = sweep(m, hw, base, sp, budget);
+  sp.split_top = 1'000'000;
+  const SweepResult all = sweep(m, hw, base, sp, budget);
+  sp.split_top = 0;
+  const SweepResult none = sweep(m, hw, base, sp, budget);
+  ASSERT_GE(some.rows.size(), size_t(top));
+  int searched = 0;
+  for (size_t i = 0; i < size_t(top); ++i) {
+    EXPECT_EQ(some.rows[i].tokens_per_s, all.rows[i].tokens_per_s) << i;
+    EXPECT_EQ(some.rows[i].layout.layers_per_stage, all.rows[i].layout.layers_per_stage) << i;
+    searched += some.rows[i].split_searched;
+  }
+  EXPECT_GT(searched, 0);
+  EXPECT_GT(all.rows.front().tokens_per_s, none.rows.front().tokens_per_s);
+  EXPECT_GE(all.rows.size(), none.rows.size());
 }
 
 }  // namespace

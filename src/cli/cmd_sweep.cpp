@@ -14,6 +14,7 @@
 #include "refused.hpp"
 #include "remat/report/tables.hpp"
 #include "remat/search/sweep.hpp"
+#include "remat/spec/pipeline_split.hpp"
 #include "remat/spec/problems.hpp"
 #include "work_limits.hpp"
 
@@ -34,7 +35,7 @@ struct SweepOptions {
   std::string strategies = strategy_names(sweep_strategies(), ",");
   bool per_layer = false;
   std::string csv_path;
-  int64_t top = 20;
+  int64_t top = 20, split_top = 20;
   int64_t max_layouts = kDefaultMaxLayouts;
   int64_t threads = 0;  // 0: one per core
   double budget_GiB = -1;
@@ -105,6 +106,11 @@ std::vector<Column> columns() {
       {"mbs", [](const SweepRow& r) { return std::to_string(r.layout.mbs); }},
       {"strategy", [](const SweepRow& r) { return std::string(to_string(r.strategy)); }},
       {"R", r_text},
+      {"split",
+       [](const SweepRow& r) {
+         if (!r.split_searched) return std::string("default");
+         return split_text(r.layout.layers_per_stage);
+       }},
       {"peak_GiB", [](const SweepRow& r) { return fmt::format("{:.2f}", r.best.peak_bytes / (1024.0 * 1024 * 1024)); }},
       {"iteration_s", [](const SweepRow& r) { return fmt::format("{:.4f}", r.best.time_s); }},
       {"mfu_percent", [](const SweepRow& r) { return fmt::format("{:.1f}", 100 * r.mfu); }},
@@ -138,6 +144,10 @@ Runner add_sweep_command(CLI::App& app) {
   sub->add_flag("--per-layer", o->per_layer, "also search per-layer choices (slower)");
   sub->add_option("--csv", o->csv_path, "write every feasible row as CSV");
   sub->add_option("--top", o->top, "rows in the table")->capture_default_str();
+  sub->add_option("--split-top", o->split_top,
+                  "plan the layouts that could rank among this many first rows on their best pipeline split too "
+                  "(each stage its own layer count and R); 0: Megatron's default split only")
+      ->capture_default_str();
   sub->add_option("--max-layouts", o->max_layouts, "refuse a sweep of more layouts than this")->capture_default_str();
   sub->add_option("--threads", o->threads,
                   "worker threads (0: one per core); the rows and their order do not depend on it")
@@ -148,8 +158,10 @@ Runner add_sweep_command(CLI::App& app) {
     refuse_layout_flags(*sub, o->common);
     if (!o->common.layers_per_stage.empty())
       throw InputError({{"command line", "--layers-per-stage", o->common.layers_per_stage,
-                         "sweep splits the layers evenly for each pipeline size it tries"}});
+                         "sweep chooses the split of each pipeline size it tries (--split-top)"}});
     if (o->top < 0) throw InputError({{"command line", "--top", std::to_string(o->top), "must not be negative"}});
+    if (o->split_top < 0 || o->split_top > 1000000)
+      throw InputError({{"command line", "--split-top", std::to_string(o->split_top), "must be 0 to 10^6"}});
     if (o->threads < 0 || o->threads > 1024)
       throw InputError({{"command line", "--threads", std::to_string(o->threads), "must be 0 (one per core) to 1024"}});
     refuse_streambp_chunks(o->common, no_streambp("sweep"));
@@ -172,6 +184,7 @@ Runner add_sweep_command(CLI::App& app) {
         unique_in_order(profile_strategies(in.training, strategy_list(o->strategies),
                                            o->strategies != strategy_names(sweep_strategies(), ","), "--strategies"));
     space.per_layer = o->per_layer;
+    space.split_top = o->split_top;
     space.threads = o->threads > 0 ? o->threads : std::max<int64_t>(1, std::thread::hardware_concurrency());
     for (const auto& [flag, list] : {std::pair{"--gpus", gpus},
                                      {"--tps", space.tp},

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "remat/cost/stage_model.hpp"
+#include "remat/search/search_space.hpp"
 #include "remat/spec/validate.hpp"
 
 namespace remat {
@@ -24,12 +25,17 @@ constexpr int64_t kMaxCellVisits = 40'000'000;  // over all runs
 struct StageCell {
   double microbatch_s = kInf, peak_bytes = kInf, step_s = 0;
   bool fits = false;
+  int64_t recompute_layers = 0;  // with least_r: the R this stage takes
 };
 
 class SplitSearch {
  public:
-  SplitSearch(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan, double budget)
-      : m_(m),
+  // With `space` (of t's layout): each stage takes the fewest of its first layers recomputed under
+  // plan.strategy that fit it (its time grows with that count), instead of the plan's own R.
+  SplitSearch(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan, double budget,
+              const SearchSpace* space = nullptr)
+      : space_(space),
+        m_(m),
         hw_(hw),
         t_(costed_training(t, plan.strategy)),
         plan_(plan),
@@ -67,12 +73,7 @@ class SplitSearch {
     if (slot) return *slot;
     const uint64_t hash = prefix_[size_t(a + k)] - prefix_[size_t(a)] * power_[size_t(k)];
     auto [it, added] = unique_.try_emplace({i, k, hash, a == 0}, StageCell{});
-    if (added) {
-      const StageEstimate st = stage_estimate(m_, hw_, t_, plan_, shapes_, r_, size_t(i), {a, a + k}, cache_);
-      const StageMemory& mem = st.memory_bytes;
-      it->second = {st.microbatch_s, mem.peak, optimizer_step_s({mem.weights, mem.gradients, mem.optimizer}, t_, hw_),
-                    mem.peak <= budget_};
-    }
+    if (added) it->second = space_ ? least_r_cell(i, a, k) : priced(plan_, i, a, k);
     slot = &it->second;
     return *slot;
   }
@@ -84,6 +85,45 @@ class SplitSearch {
   }
 
  private:
+  StageCell priced(const Plan& plan, int64_t i, int64_t a, int64_t k) {
+    const StageEstimate st = stage_estimate(m_, hw_, t_, plan, shapes_, r_, size_t(i), {a, a + k}, cache_);
+    const StageMemory& mem = st.memory_bytes;
+    return {st.microbatch_s, mem.peak, optimizer_step_s({mem.weights, mem.gradients, mem.optimizer}, t_, hw_),
+            mem.peak <= budget_, st.recompute_layers};
+  }
+
+  // The fastest R that fits the stage, else the one of least peak.
+  // The stage's first r layers under the plan's strategy and the rest keeping, summed from the
+  // search space's layer costs as the planner sums a stage (stage_with_r).
+  StageTotals with_r(const StageBase& base, int64_t a, int64_t k, int64_t r) const {
+    LayerSums sums;
+    for (int64_t j = 0; j < k;) {
+      const int kind = m_.layer_kind(a + j);
+      const bool recomputed = j < r;
+      int64_t end = j + 1;
+      while (end < k && m_.layer_kind(a + end) == kind && (end < r) == recomputed) ++end;
+      sums.add(recomputed ? space_->strategy_cost[kind][size_t(plan_.strategy)] : space_->keep_cost[kind], end - j);
+      j = end;
+    }
+    return stage_totals(base, sums);
+  }
+
+  // The fastest R that fits the stage, else the one of least peak.
+  StageCell least_r_cell(int64_t i, int64_t a, int64_t k) const {
+    const StageBase base = stage_base(m_, hw_, t_, r_, i, {a, a + k});
+    const StaticBytes& b = base.static_bytes;
+    const double step_s = optimizer_step_s({b.weights, b.gradients, b.optimizer}, t_, hw_);
+    StageCell lowest;
+    for (int64_t r = 0; r <= (plan_.strategy == Strategy::none ? 0 : k); ++r) {
+      const StageTotals tot = with_r(base, a, k, r);
+      const StageCell c{tot.microbatch_s, tot.peak_bytes, step_s, tot.peak_bytes <= budget_, r};
+      if (c.fits) return c;
+      if (c.peak_bytes < lowest.peak_bytes) lowest = c;
+    }
+    return lowest;
+  }
+
+  const SearchSpace* space_ = nullptr;
   static constexpr uint64_t kBase = 1000003;
   struct Key {
     int64_t stage, count;
@@ -159,20 +199,29 @@ double iteration_s(SplitSearch& s, const std::vector<int64_t>& split) {
   return sum + double(s.microbatches() - 1) * slowest + step;
 }
 
-}  // namespace
-
-SplitChoice best_split(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,
-                       double budget_bytes) {
+// Whether the split is searched: the search's cells grow as layers squared.
+bool split_searched(const ModelSpec& m, const TrainingSpec& t) {
   const int64_t layers = effective_layers(m, t);
   const int64_t even = (layers + t.pp - 1) / t.pp;
-  if (t.pp == 1 || even > kMaxSearchedStageLayers || t.pp * layers * (3 * even + 2) > kMaxSearchedCells) {
-    // deep stages or pipelines: the search's cells grow as layers squared, so the default split is priced
-    const TrainingSpec even = with_defaults(t);
-    std::vector<int64_t> split;
-    for (const auto& [first, last] : stage_layer_ranges(m, even)) split.push_back(last - first);
-    return {split, estimate(m, hw, even, plan, budget_bytes).fits};
-  }
-  SplitSearch s(m, hw, t, plan, budget_bytes);
+  return t.pp > 1 && even <= kMaxSearchedStageLayers && t.pp * layers * (3 * even + 2) <= kMaxSearchedCells;
+}
+
+std::vector<int64_t> default_split(const ModelSpec& m, const TrainingSpec& t) {
+  std::vector<int64_t> split;
+  for (const auto& [first, last] : stage_layer_ranges(m, with_defaults(t))) split.push_back(last - first);
+  return split;
+}
+
+// Per stage of `split`, its cell's R.
+std::vector<int64_t> cell_rs(SplitSearch& s, const std::vector<int64_t>& split) {
+  std::vector<int64_t> rs;
+  int64_t a = 0;
+  for (size_t i = 0; i < split.size(); a += split[i], ++i)
+    rs.push_back(s.cell(int64_t(i), a, split[i]).recompute_layers);
+  return rs;
+}
+
+SplitChoice search_split(SplitSearch& s) {
   double slowest = kInf;
   std::vector<int64_t> best = best_split_by(
       s, [](const StageCell& c) { return c.fits; }, kTime, kMax, &slowest);
@@ -218,6 +267,41 @@ SplitChoice best_split(const ModelSpec& m, const HardwareSpec& hw, const Trainin
     }
   }
   return {best, true};
+}
+
+}  // namespace
+
+SplitChoice best_split(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,
+                       double budget_bytes) {
+  if (!split_searched(m, t)) {
+    const std::vector<int64_t> split = default_split(m, t);
+    return {split, estimate(m, hw, with_defaults(t), plan, budget_bytes).fits};
+  }
+  SplitSearch s(m, hw, t, plan, budget_bytes);
+  return search_split(s);
+}
+
+SplitPlan best_split_and_r(const SearchSpace& space, Strategy strategy, double budget_bytes) {
+  const ModelSpec& m = space.model;
+  const TrainingSpec& t = space.training;
+  Plan plan;
+  plan.strategy = strategy;
+  SplitSearch s(m, space.hardware, t, plan, budget_bytes, &space);
+  SplitPlan out;
+  if (split_searched(m, t)) {
+    const SplitChoice c = search_split(s);
+    out.layers_per_stage = c.layers_per_stage, out.fits = c.fits;
+  } else {
+    out.layers_per_stage = default_split(m, t);
+  }
+  out.recompute_layers = cell_rs(s, out.layers_per_stage);
+  if (!split_searched(m, t)) {
+    out.fits = true;
+    int64_t a = 0;
+    for (size_t i = 0; i < out.layers_per_stage.size(); a += out.layers_per_stage[i], ++i)
+      out.fits = out.fits && s.cell(int64_t(i), a, out.layers_per_stage[i]).fits;
+  }
+  return out;
 }
 
 }  // namespace remat

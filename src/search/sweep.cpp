@@ -6,10 +6,12 @@
 #include <iterator>
 #include <map>
 #include <optional>
+#include <set>
 #include <thread>
 #include <tuple>
 
 #include "remat/cost/op_time.hpp"
+#include "remat/search/split_search.hpp"
 #include "remat/spec/validate.hpp"
 
 namespace remat {
@@ -90,8 +92,38 @@ namespace {
 // One worker's share of the layouts, in layout order.
 struct SweepPart {
   std::vector<SweepRow> rows;
+  std::vector<size_t> row_layouts;  // per row, its index in the layouts
   std::map<std::string, int64_t> infeasible_by_reason;
+  std::vector<std::pair<double, size_t>> most_tokens_per_s;  // per valid layout: its bound, its index
+  std::map<size_t, std::string> no_fit;                      // layouts whose plans do not fit: the reason counted
 };
+
+// The least peak of `sp`'s layout over every split and plan: a stage holds at least its weights,
+// gradients, optimizer state and framework buffers, which sum to the same on any split, so the
+// largest stage holds at least their mean.
+double least_peak_bytes(const SearchSpace& sp) {
+  const TrainingSpec& t = sp.costed;
+  // a stage's state also holds its largest layer under LoRA, GRPO/DPO and ZeRO-3 (stage_base): no sum
+  if (t.lora_rank > 0 || t.objective != Objective::sft || t.zero_stage >= 3) return 0;
+  double held = 0;
+  for (const StageSpace& st : sp.stages) held += st.base.static_bytes.total() + st.base.runtime_bytes;
+  return held / double(sp.stages.size());
+}
+
+// The least iteration time of `sp`'s layout over every split and plan: each stage runs at least
+// its layers' forward and backward (what no recompute adds to), the same sum on any split; the
+// slowest stage takes at least the mean; the optimizer step of the largest stage at least the mean
+// step (it grows with the stage's bytes).
+double iteration_lower_bound_s(const SearchSpace& sp) {
+  double floor_s = 0, step_s = 0;
+  for (size_t i = 0; i < sp.stages.size(); ++i) {
+    floor_s += stage_with_r(sp, i, Strategy::none, 0).microbatch_s;
+    const StaticBytes& b = sp.stages[i].base.static_bytes;
+    step_s += optimizer_step_s({b.weights, b.gradients, b.optimizer}, sp.costed, sp.hardware);
+  }
+  const double stages = double(sp.stages.size());
+  return floor_s * (1 + double(sp.costed.microbatches() - 1) / stages) + step_s / stages;
+}
 
 // One worker's search spaces by what their layers depend on (tp, ep, mbs; with the per-layer
 // search, whose options depend on it, the strategy): layouts that differ only in pp and dp share
@@ -135,11 +167,14 @@ void sweep_range(const ModelSpec& m, const HardwareSpec& hw, const SweepSpace& s
     o.explain = false;
     o.budget_bytes = budget_bytes;
     const SearchSpace& ss = cache.space_for(m, hw, l.t, o, l.s);
+    if (space.split_top > 0 && ss.training.pp > 1 && least_peak_bytes(ss) <= budget_bytes)
+      out.most_tokens_per_s.emplace_back(double(ss.training.gbs * ss.training.seq) / iteration_lower_bound_s(ss), i);
     const PlanSearchResult pr = plan_search(ss, o);
     if (!pr.best) {
       std::string why = "does not fit the memory budget";
       if (pr.shortfall) why += std::string(": ") + describe(pr.shortfall->cause);
       ++out.infeasible_by_reason[why];
+      out.no_fit[i] = why;
       continue;
     }
     // a strategy whose best plan recomputes no layer is the none plan: listed once, under none
@@ -150,6 +185,86 @@ void sweep_range(const ModelSpec& m, const HardwareSpec& hw, const SweepSpace& s
     SweepRow row{ss.training, l.s, true, "", *pr.best, pr.best->mfu, pr.best->tokens_per_s};
     if (recomputes_nothing(*pr.best)) row.strategy = Strategy::none;
     out.rows.push_back(std::move(row));
+    out.row_layouts.push_back(i);
+  }
+}
+
+// `l` on its best split with per-stage R (best_split_and_r), as estimate prices it; empty when no
+// split fits or the strategy recomputes nothing there and `none_listed` (none's own row covers it).
+std::optional<SweepRow> split_row(const SearchSpace& space, const Layout& l, double budget_bytes, bool none_listed) {
+  const ModelSpec& m = space.model;
+  const HardwareSpec& hw = space.hardware;
+  const SplitPlan sp = best_split_and_r(space, l.s, budget_bytes);
+  if (!sp.fits) return std::nullopt;
+  const bool recomputes =
+      std::any_of(sp.recompute_layers.begin(), sp.recompute_layers.end(), [](int64_t r) { return r > 0; });
+  if (l.s != Strategy::none && !recomputes && none_listed) return std::nullopt;
+  SweepRow row;
+  row.layout = with_defaults(l.t);
+  row.layout.layers_per_stage = sp.layers_per_stage;
+  Plan plan;
+  plan.strategy = recomputes ? l.s : Strategy::none;
+  plan.recompute_layers = sp.recompute_layers;
+  const Estimate e = estimate(m, hw, row.layout, plan, budget_bytes);
+  if (!e.fits) return std::nullopt;
+  row.strategy = plan.strategy;
+  row.feasible = true;
+  row.best.mode = SearchMode::per_stage_r;
+  row.best.strategy = plan.strategy;
+  row.best.r = sp.recompute_layers;
+  row.best.time_s = e.iteration.time_s;
+  row.best.peak_bytes = e.peak_memory_bytes;
+  row.best.fits = true;
+  for (const auto& st : e.stages) {
+    row.best.stage_peak_bytes.push_back(st.memory_bytes.peak);
+    if (st.memory_bytes.peak >= e.peak_memory_bytes) row.best.worst_stage = st.index;
+  }
+  row.best.mfu = row.mfu = e.iteration.mfu;
+  row.best.tokens_per_s = row.tokens_per_s = e.iteration.tokens_per_s;
+  row.split_searched = true;
+  return row;
+}
+
+// Replans on its best split each layout whose bound could place it among the first `top` rows,
+// most promising first, until the bound of the next cannot; a replanned row replaces the layout's
+// own where it is faster.
+void search_splits(const ModelSpec& m, const HardwareSpec& hw, const std::vector<Layout>& layouts,
+                   const SweepSpace& space, double budget_bytes, std::vector<std::pair<double, size_t>> bounds,
+                   std::vector<SweepRow>& rows, std::vector<size_t>& row_layouts,
+                   const std::map<size_t, std::string>& no_fit, std::map<std::string, int64_t>& infeasible_by_reason) {
+  std::map<size_t, size_t> row_of;
+  for (size_t r = 0; r < rows.size(); ++r) row_of[row_layouts[r]] = r;
+  std::multiset<double, std::greater<>> tokens_per_s;  // of every row, fastest first
+  for (const SweepRow& r : rows) tokens_per_s.insert(r.tokens_per_s);
+  const auto threshold = [&] {
+    if (int64_t(tokens_per_s.size()) < space.split_top) return 0.0;
+    return *std::next(tokens_per_s.begin(), long(space.split_top - 1));
+  };
+  std::stable_sort(bounds.begin(), bounds.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  SpaceCache cache;
+  const bool none_listed =
+      std::find(space.strategies.begin(), space.strategies.end(), Strategy::none) != space.strategies.end();
+  for (const auto& [bound, i] : bounds) {
+    if (bound <= threshold()) break;
+    SearchOptions o;
+    o.per_layer = false;
+    std::optional<SweepRow> row =
+        split_row(cache.space_for(m, hw, layouts[i].t, o, layouts[i].s), layouts[i], budget_bytes, none_listed);
+    if (!row) continue;
+    const auto it = row_of.find(i);
+    if (it == row_of.end()) {
+      if (const auto why = no_fit.find(i); why != no_fit.end() && --infeasible_by_reason[why->second] == 0)
+        infeasible_by_reason.erase(why->second);
+      row_of[i] = rows.size();
+      rows.push_back(std::move(*row));
+      row_layouts.push_back(i);
+    } else if (row->tokens_per_s > rows[it->second].tokens_per_s) {
+      tokens_per_s.erase(tokens_per_s.find(rows[it->second].tokens_per_s));
+      rows[it->second] = std::move(*row);
+    } else {
+      continue;
+    }
+    tokens_per_s.insert(rows[row_of[i]].tokens_per_s);
   }
 }
 
@@ -190,10 +305,19 @@ SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec
   for (auto& w : workers) w.join();
   if (progress) progress(res.evaluated, res.evaluated);
   // parts in layout order, then a stable sort: the same rows in the same order for any thread count
+  std::vector<size_t> row_layouts;
+  std::vector<std::pair<double, size_t>> bounds;
+  std::map<size_t, std::string> no_fit;
   for (SweepPart& part : parts) {
+    no_fit.merge(part.no_fit);
     std::move(part.rows.begin(), part.rows.end(), std::back_inserter(res.rows));
+    row_layouts.insert(row_layouts.end(), part.row_layouts.begin(), part.row_layouts.end());
+    bounds.insert(bounds.end(), part.most_tokens_per_s.begin(), part.most_tokens_per_s.end());
     for (const auto& [why, n] : part.infeasible_by_reason) res.infeasible_by_reason[why] += n;
   }
+  if (space.split_top > 0)
+    search_splits(m, hw, layouts, space, budget_bytes, std::move(bounds), res.rows, row_layouts, no_fit,
+                  res.infeasible_by_reason);
   std::stable_sort(res.rows.begin(), res.rows.end(),
                    [](const SweepRow& a, const SweepRow& b) { return a.tokens_per_s > b.tokens_per_s; });
   return res;

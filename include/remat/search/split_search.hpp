@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "remat/cost/estimate.hpp"
+#include "remat/search/search_space.hpp"
 
 namespace remat {
 
@@ -26,5 +27,15 @@ inline constexpr int64_t kMaxSearchedCells = 1'000'000;
 
 SplitChoice best_split(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,
                        double budget_bytes);
+
+// The split and per-stage R of `strategy` (not StreamBP) for `space`'s layout with the shortest iteration, every stage
+// within `budget_bytes`: each stage of a split recomputes the fewest of its first layers that fit it (its time grows
+// with R). Searched under the same limits as best_split; beyond them the default split with each stage's least fitting
+// R. `fits` false: no split fits (this one has the least peak).
+struct SplitPlan {
+  std::vector<int64_t> layers_per_stage, recompute_layers;
+  bool fits = false;
+};
+SplitPlan best_split_and_r(const SearchSpace& space, Strategy strategy, double budget_bytes);
 
 }  // namespace remat

@@ -19,6 +19,10 @@ struct SweepSpace {
                                       Strategy::eagle};
   bool per_layer = false;  // also the per-layer search (slower)
   int64_t threads = 1;     // worker threads; the result does not depend on them
+  // The layouts whose iteration could rank among the first `split_top` rows (its lower bound over
+  // every split) are also planned on their best pipeline split, each stage with its own layer count
+  // and R (best_split_and_r); the others keep the default split. 0: default splits only.
+  int64_t split_top = 0;
 };
 
 struct SweepRow {
@@ -28,6 +32,7 @@ struct SweepRow {
   std::string reason;  // why not
   Candidate best;
   double mfu = 0, tokens_per_s = 0;
+  bool split_searched = false;  // layout.layers_per_stage is the searched split (else the default one)
 };
 
 struct SweepResult {
