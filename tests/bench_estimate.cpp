@@ -54,36 +54,16 @@ void plan_llama3_70b_tp8_pp4(benchmark::State& state) {
 }
 BENCHMARK(plan_llama3_70b_tp8_pp4)->Unit(benchmark::kMillisecond);
 
-// remat sweep over DeepSeek-V3 layouts on 1024, 2048 and 4096 GPUs.
-void sweep_deepseek_v3(benchmark::State& state) {
+// remat sweep over DeepSeek-V3 layouts on `gpus` (tp 1-8, every pp and ep, mbs 1-8, five
+// strategies) as the CLI runs it: the layouts that could reach the first 20 rows on their best split.
+void sweep_deepseek_v3_on(benchmark::State& state, std::vector<int64_t> gpus) {
   ModelSpec m = test::model("deepseek-v3");
   m.num_hidden_layers = 63;
   const HardwareSpec hw = test::hardware("a100-80gb-pcie");
   TrainingSpec base;
   base.gbs = 8192;
   SweepSpace sp;
-  sp.gpus = {1024, 2048, 4096};
-  sp.split_top = 20;  // as the CLI: the layouts that could reach the first 20 rows on their best split
-  int64_t layouts = 0;
-  for (auto _ : state) {
-    const SweepResult r = sweep(m, hw, base, sp, default_budget_bytes(hw));
-    layouts = r.evaluated;
-    benchmark::DoNotOptimize(r);
-  }
-  state.counters["layouts"] = double(layouts);
-}
-BENCHMARK(sweep_deepseek_v3)->Unit(benchmark::kMillisecond)->Iterations(1);
-
-// 76,080 DeepSeek-V3 layouts: 14 GPU counts from 256 to 32768, tp 1-8, every pp and ep, mbs 1-8,
-// five strategies, the first 20 rows on their best split.
-void sweep_deepseek_v3_76k(benchmark::State& state) {
-  ModelSpec m = test::model("deepseek-v3");
-  m.num_hidden_layers = 63;
-  const HardwareSpec hw = test::hardware("a100-80gb-pcie");
-  TrainingSpec base;
-  base.gbs = 8192;
-  SweepSpace sp;
-  sp.gpus = {256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768};
+  sp.gpus = std::move(gpus);
   sp.split_top = 20;
   int64_t layouts = 0;
   for (auto _ : state) {
@@ -92,6 +72,15 @@ void sweep_deepseek_v3_76k(benchmark::State& state) {
     benchmark::DoNotOptimize(r);
   }
   state.counters["layouts"] = double(layouts);
+}
+
+// 12,160 layouts on 1024, 2048 and 4096 GPUs.
+void sweep_deepseek_v3(benchmark::State& state) { sweep_deepseek_v3_on(state, {1024, 2048, 4096}); }
+BENCHMARK(sweep_deepseek_v3)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// 76,080 layouts on 14 GPU counts from 256 to 32768.
+void sweep_deepseek_v3_76k(benchmark::State& state) {
+  sweep_deepseek_v3_on(state, {256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768});
 }
 BENCHMARK(sweep_deepseek_v3_76k)->Unit(benchmark::kMillisecond)->Iterations(1);
 
