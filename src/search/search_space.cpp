@@ -117,19 +117,23 @@ SearchSpace with_pipeline(const SearchSpace& built, const TrainingSpec& t_in) {
   return sp;
 }
 
-StageTotals stage_with_r(const SearchSpace& space, size_t stage, Strategy s, int64_t r) {
-  const StageSpace& st = space.stages[stage];
+LayerSums sums_with_r(const SearchSpace& space, const std::vector<int>& kinds, Strategy s, int64_t r) {
   LayerSums sums;
   // runs of equal layers (one kind, all recomputed or all kept) are added at once
-  for (size_t j = 0; j < st.kinds.size();) {
-    const int k = st.kinds[j];
+  for (size_t j = 0; j < kinds.size();) {
+    const int k = kinds[j];
     const bool recomputed = int64_t(j) < r;
     size_t end = j + 1;
-    while (end < st.kinds.size() && st.kinds[end] == k && (int64_t(end) < r) == recomputed) ++end;
+    while (end < kinds.size() && kinds[end] == k && (int64_t(end) < r) == recomputed) ++end;
     sums.add(recomputed ? space.strategy_cost[k][size_t(s)] : space.keep_cost[k], int64_t(end - j));
     j = end;
   }
-  return stage_totals(st.base, sums);
+  return sums;
+}
+
+StageTotals stage_with_r(const SearchSpace& space, size_t stage, Strategy s, int64_t r) {
+  const StageSpace& st = space.stages[stage];
+  return stage_totals(st.base, sums_with_r(space, st.kinds, s, r));
 }
 
 IterationEstimate iteration_of(const SearchSpace& space, const std::vector<StageTotals>& stages) {

@@ -93,29 +93,16 @@ class SplitSearch {
   }
 
   // The fastest R that fits the stage, else the one of least peak.
-  // The stage's first r layers under the plan's strategy and the rest keeping, summed from the
-  // search space's layer costs as the planner sums a stage (stage_with_r).
-  StageTotals with_r(const StageBase& base, int64_t a, int64_t k, int64_t r) const {
-    LayerSums sums;
-    for (int64_t j = 0; j < k;) {
-      const int kind = m_.layer_kind(a + j);
-      const bool recomputed = j < r;
-      int64_t end = j + 1;
-      while (end < k && m_.layer_kind(a + end) == kind && (end < r) == recomputed) ++end;
-      sums.add(recomputed ? space_->strategy_cost[kind][size_t(plan_.strategy)] : space_->keep_cost[kind], end - j);
-      j = end;
-    }
-    return stage_totals(base, sums);
-  }
-
   // The fastest R that fits the stage, else the one of least peak.
   StageCell least_r_cell(int64_t i, int64_t a, int64_t k) const {
     const StageBase base = stage_base(m_, hw_, t_, r_, i, {a, a + k});
     const StaticBytes& b = base.static_bytes;
     const double step_s = optimizer_step_s({b.weights, b.gradients, b.optimizer}, t_, hw_);
+    std::vector<int> kinds;
+    for (int64_t g = a; g < a + k; ++g) kinds.push_back(m_.layer_kind(g));
     StageCell lowest;
     for (int64_t r = 0; r <= (plan_.strategy == Strategy::none ? 0 : k); ++r) {
-      const StageTotals tot = with_r(base, a, k, r);
+      const StageTotals tot = stage_totals(base, sums_with_r(*space_, kinds, plan_.strategy, r));
       const StageCell c{tot.microbatch_s, tot.peak_bytes, step_s, tot.peak_bytes <= budget_, r};
       if (c.fits) return c;
       if (c.peak_bytes < lowest.peak_bytes) lowest = c;
@@ -212,15 +199,6 @@ std::vector<int64_t> default_split(const ModelSpec& m, const TrainingSpec& t) {
   return split;
 }
 
-// Per stage of `split`, its cell's R.
-std::vector<int64_t> cell_rs(SplitSearch& s, const std::vector<int64_t>& split) {
-  std::vector<int64_t> rs;
-  int64_t a = 0;
-  for (size_t i = 0; i < split.size(); a += split[i], ++i)
-    rs.push_back(s.cell(int64_t(i), a, split[i]).recompute_layers);
-  return rs;
-}
-
 SplitChoice search_split(SplitSearch& s) {
   double slowest = kInf;
   std::vector<int64_t> best = best_split_by(
@@ -294,12 +272,12 @@ SplitPlan best_split_and_r(const SearchSpace& space, Strategy strategy, double b
   } else {
     out.layers_per_stage = default_split(m, t);
   }
-  out.recompute_layers = cell_rs(s, out.layers_per_stage);
-  if (!split_searched(m, t)) {
-    out.fits = true;
-    int64_t a = 0;
-    for (size_t i = 0; i < out.layers_per_stage.size(); a += out.layers_per_stage[i], ++i)
-      out.fits = out.fits && s.cell(int64_t(i), a, out.layers_per_stage[i]).fits;
+  out.fits = !out.layers_per_stage.empty();
+  int64_t a = 0;
+  for (size_t i = 0; i < out.layers_per_stage.size(); a += out.layers_per_stage[i], ++i) {
+    const StageCell& c = s.cell(int64_t(i), a, out.layers_per_stage[i]);
+    out.recompute_layers.push_back(c.recompute_layers);
+    out.fits = out.fits && c.fits;
   }
   return out;
 }

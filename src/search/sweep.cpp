@@ -242,12 +242,12 @@ void search_splits(const ModelSpec& m, const HardwareSpec& hw, const std::vector
   };
   std::stable_sort(bounds.begin(), bounds.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   SpaceCache cache;
+  SearchOptions o;  // the split search reads the layer costs of R plans only
+  o.per_layer = false;
   const bool none_listed =
       std::find(space.strategies.begin(), space.strategies.end(), Strategy::none) != space.strategies.end();
   for (const auto& [bound, i] : bounds) {
     if (bound <= threshold()) break;
-    SearchOptions o;
-    o.per_layer = false;
     std::optional<SweepRow> row =
         split_row(cache.space_for(m, hw, layouts[i].t, o, layouts[i].s), layouts[i], budget_bytes, none_listed);
     if (!row) continue;

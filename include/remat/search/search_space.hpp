@@ -60,6 +60,10 @@ SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const
 // are rebuilt.
 SearchSpace with_pipeline(const SearchSpace& built, const TrainingSpec& t_in);
 
+// The sums of a stage's layers of `kinds` (in order) when the first `r` use strategy `s` and the
+// rest keep.
+LayerSums sums_with_r(const SearchSpace& space, const std::vector<int>& kinds, Strategy s, int64_t r);
+
 // Stage totals when the first `r` layers use strategy `s` and the rest keep.
 StageTotals stage_with_r(const SearchSpace& space, size_t stage, Strategy s, int64_t r);
 
