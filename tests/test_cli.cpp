@@ -127,6 +127,23 @@ TEST(Cli, SweepThreadsDoNotChangeTheResult) {
   EXPECT_EQ(reports[2], reports[0]);
 }
 
+// plan searches its stages, and the split Megatron-LM runs beside the default one, on worker
+// threads; the report is the same for any count (four stages, a second split 18,21,21,20).
+TEST(Cli, PlanThreadsDoNotChangeThePlan) {
+  std::string reports[2];
+  int i = 0;
+  for (const char* threads : {"1", "3"}) {
+    const Result r = run({"plan", "--model", "llama3-70b", "--framework", "megatron-local", "--tp", "8", "--pp", "4",
+                          "--seq", "4096", "--hardware", "h200", "--threads", threads, "--json", "-"},
+                         true);
+    ASSERT_EQ(r.exit_code, 0) << threads;
+    reports[i++] = r.out;
+  }
+  const auto j = nlohmann::json::parse(reports[0]);
+  EXPECT_EQ(j["best"]["mode"], "per-layer");
+  EXPECT_EQ(reports[1], reports[0]);
+}
+
 TEST(Cli, HfConfigAsModel) {
   const Result r = run({"estimate", "--model", std::string(REMAT_TEST_DATA) + "/data/llama3-8b-config.json", "--tp",
                         "1", "--pp", "1", "--hardware", "h100-sxm", "--mbs", "1", "--json", "-"},

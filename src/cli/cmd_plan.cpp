@@ -1,9 +1,11 @@
 // remat plan: the fastest plan under the memory budget, the frontier, the
 // Megatron-LM flags that run it.
 #include <fmt/format.h>
-#include <algorithm>
 
+#include <algorithm>
+#include <future>
 #include <memory>
+#include <utility>
 
 #include "commands.hpp"
 #include "options.hpp"
@@ -32,6 +34,7 @@ struct PlanOptions {
   std::string layer_partitions = "500,2000";  // StreamBP tokens per layer chunk to try
   int64_t head_partition = 100;               // StreamBP tokens per LM-head chunk
   bool emit_megatron_args = false;            // print only "<gpus> <flags>" of the Megatron-runnable plan
+  int64_t threads = 0;                        // 0: one per core
 };
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -187,7 +190,26 @@ SearchOptions search_options(const PlanOptions& o, const HardwareSpec& hw, const
   s.per_layer = !o.no_per_layer && blocks;
   s.offload = !o.no_offload && !profile_strategies(t, {Strategy::offload}, false, "").empty();
   s.budget_bytes = memory_budget_bytes(o.budget_given, o.budget_GiB, hw);
+  s.threads = worker_threads(o.threads);
   return s;
+}
+
+// plan's modes read different flags: --maximize and --emit-megatron-args search no R or per-layer
+// plans, and only --maximize reads StreamBP's partition sizes. A flag the mode does not read is
+// refused.
+void refuse_unread_flags(const CLI::App& sub, const PlanOptions& o) {
+  const auto refuse_given = [&](std::initializer_list<const char*> flags, const std::string& why) {
+    for (const char* flag : flags)
+      if (sub.count(flag) > 0) throw InputError({{"command line", flag, "", why}});
+  };
+  if (!o.maximize.empty() && o.emit_megatron_args)
+    refuse_given({"--emit-megatron-args"}, "plan --maximize prints the longest fits, not Megatron-LM flags");
+  const char* mode = !o.maximize.empty() ? "--maximize" : o.emit_megatron_args ? "--emit-megatron-args" : nullptr;
+  if (mode)
+    refuse_given({"--strategies", "--no-uniform-r", "--no-per-stage-r", "--no-per-layer", "--no-offload", "--threads"},
+                 std::string("plan ") + mode + " does not run the R and per-layer search this flag sets");
+  if (o.maximize.empty())
+    refuse_given({"--streambp-partition-tokens", "--lm-head-partition-tokens"}, "read only with plan --maximize");
 }
 
 Runner add_plan_command(CLI::App& app) {
@@ -207,9 +229,14 @@ Runner add_plan_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--lm-head-partition-tokens", opts->head_partition, "with --maximize: StreamBP LM-head chunk size")
       ->capture_default_str();
+  sub->add_option("--threads", opts->threads,
+                  "per-layer search: stages and splits searched at once (0: one per core); the plan does not "
+                  "depend on it")
+      ->capture_default_str();
   sub->add_flag("--emit-megatron-args", opts->emit_megatron_args,
                 "print only '<gpus> <flags>' of the best plan Megatron-LM runs as-is (exit 1 when none fits)");
-  return [opts]() {
+  return [opts, sub]() {
+    refuse_unread_flags(*sub, *opts);
     refuse_streambp_chunks(opts->common, opts->maximize.empty()
                                              ? no_streambp("plan")
                                              : "plan --maximize sets StreamBP's chunks from "
@@ -226,18 +253,26 @@ Runner add_plan_command(CLI::App& app) {
     const bool te = in.training.framework != kMegatronLocalFramework;
     const RunnablePlan runnable = runnable_megatron_plan(in.model, in.hardware, in.training, {so.budget_bytes, te});
     if (opts->emit_megatron_args) return emit_megatron_line(in, runnable, te);
-    SearchSpace space = build_search_space(in.model, in.hardware, in.training, so);
-    PlanSearchResult res = plan_search(space, so);
     // the split is a plan choice: the exact search also runs on the split the Megatron-runnable
-    // search chose, and keeps whichever finds the faster plan
+    // search chose (beside the default split's, with more than one thread), and keeps whichever
+    // finds the faster plan
+    std::future<std::pair<SearchSpace, PlanSearchResult>> other;
     if (in.training.layers_per_stage.empty() && !runnable.training.layers_per_stage.empty() &&
         runnable.training.layers_per_stage != megatron_split(in.model, in.training).layers_per_stage) {
       TrainingSpec on_split = in.training;
       on_split.layers_per_stage = runnable.training.layers_per_stage;
-      SearchSpace other = build_search_space(in.model, in.hardware, on_split, so);
-      PlanSearchResult other_res = plan_search(other, so);
+      other = std::async(so.threads > 1 ? std::launch::async : std::launch::deferred, [&in, &so, on_split] {
+        SearchSpace sp = build_search_space(in.model, in.hardware, on_split, so);
+        PlanSearchResult r = plan_search(sp, so);
+        return std::pair{std::move(sp), std::move(r)};
+      });
+    }
+    SearchSpace space = build_search_space(in.model, in.hardware, in.training, so);
+    PlanSearchResult res = plan_search(space, so);
+    if (other.valid()) {
+      auto [other_space, other_res] = other.get();
       if (other_res.best && (!res.best || other_res.best->time_s < res.best->time_s))
-        space = std::move(other), res = std::move(other_res);
+        space = std::move(other_space), res = std::move(other_res);
     }
     // the best plan, or when nothing fits the smallest footprint searched
     std::optional<Estimate> est;

@@ -162,8 +162,7 @@ Runner add_sweep_command(CLI::App& app) {
     if (o->top < 0) throw InputError({{"command line", "--top", std::to_string(o->top), "must not be negative"}});
     if (o->split_top < 0 || o->split_top > 1000000)
       throw InputError({{"command line", "--split-top", std::to_string(o->split_top), "must be 0 to 10^6"}});
-    if (o->threads < 0 || o->threads > 1024)
-      throw InputError({{"command line", "--threads", std::to_string(o->threads), "must be 0 (one per core) to 1024"}});
+    const int64_t threads = worker_threads(o->threads);
     refuse_streambp_chunks(o->common, no_streambp("sweep"));
     CommonOptions common = o->common;
     if (common.gbs == 0) common.gbs = 512;  // one global batch for every layout, so tokens/s compare
@@ -185,7 +184,7 @@ Runner add_sweep_command(CLI::App& app) {
                                            o->strategies != strategy_names(sweep_strategies(), ","), "--strategies"));
     space.per_layer = o->per_layer;
     space.split_top = o->split_top;
-    space.threads = o->threads > 0 ? o->threads : std::max<int64_t>(1, std::thread::hardware_concurrency());
+    space.threads = threads;
     for (const auto& [flag, list] : {std::pair{"--gpus", gpus},
                                      {"--tps", space.tp},
                                      {"--pps", space.pp},

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "remat/cost/op_time.hpp"
 #include "remat/io/sha256.hpp"
@@ -340,6 +341,12 @@ double memory_budget_bytes(bool given, double gib, const HardwareSpec& hw) {
     throw InputError({{"command line", "--memory-budget-GiB", fmt::format("{}", gib),
                        "must be at most " + fmt::format("{}", limits::kGiB)}});
   return gib * 1024.0 * 1024.0 * 1024.0;
+}
+
+int64_t worker_threads(int64_t requested) {
+  if (requested < 0 || requested > 1024)
+    throw InputError({{"command line", "--threads", std::to_string(requested), "must be 0 (one per core) to 1024"}});
+  return requested > 0 ? requested : std::max<int64_t>(1, std::thread::hardware_concurrency());
 }
 
 namespace {

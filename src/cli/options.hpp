@@ -85,6 +85,9 @@ std::vector<Strategy> profile_strategies(const TrainingSpec& t, const std::vecto
 // else the GPU's capacity less the hardware file's reserve.
 double memory_budget_bytes(bool given, double gib, const HardwareSpec& hw);
 
+// --threads as given (0: one per core); throws InputError outside 0 to 1024.
+int64_t worker_threads(int64_t requested);
+
 // Prints the table or JSON to stdout and writes --json FILE; throws InputError
 // when the file cannot be written.
 void emit(const CommonOptions& o, const std::string& table, const Json& report);

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
+#include <exception>
 #include <limits>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -133,14 +136,39 @@ double known_stage_time(const SearchSpace& sp, const SearchOptions& o, size_t st
 // Per stage the fastest assignment that fits; a stage that none fits takes
 // its smallest-footprint assignment, so the candidate still says how far over
 // the budget the best the search could do is.
+// Each stage's search is independent of the others': `threads` workers take stages in turn.
+// A refusal (a search past its limit) is rethrown for the first stage that raised one.
+std::vector<StagePlan> stage_plans(const SearchSpace& sp, const SearchOptions& o) {
+  const size_t n = sp.stages.size();
+  std::vector<StagePlan> plans(n);
+  std::vector<std::exception_ptr> errors(n);
+  std::atomic<size_t> next{0};
+  const auto work = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      try {
+        auto plan = best_stage_plan(sp, i, o.budget_bytes, known_stage_time(sp, o, i));
+        plans[i] = plan ? std::move(*plan) : smallest_stage_plan(sp, i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> workers;
+  for (size_t t = 1; t < std::min<size_t>(n, size_t(std::max<int64_t>(1, o.threads))); ++t) workers.emplace_back(work);
+  work();
+  for (auto& w : workers) w.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return plans;
+}
+
 void per_layer_candidate(const SearchSpace& sp, const SearchOptions& o, std::vector<Candidate>& out) {
   Candidate c = candidate(SearchMode::per_layer, Strategy::none);
   std::vector<StageTotals> stages;
-  for (size_t i = 0; i < sp.stages.size(); ++i) {
-    auto plan = best_stage_plan(sp, i, o.budget_bytes, known_stage_time(sp, o, i));
-    if (!plan) plan = smallest_stage_plan(sp, i);
-    c.per_layer.push_back(canonical_order(sp, i, plan->per_layer));
-    stages.push_back(plan->totals);
+  std::vector<StagePlan> plans = stage_plans(sp, o);
+  for (size_t i = 0; i < plans.size(); ++i) {
+    c.per_layer.push_back(canonical_order(sp, i, plans[i].per_layer));
+    stages.push_back(plans[i].totals);
   }
   finish(c, sp, stages, o.budget_bytes, o.explain);
   if (!c.fits && o.explain) c.reason += " with its smallest per-layer assignment";

@@ -23,6 +23,8 @@ struct SearchOptions {
   // only the best plan, or the shortfall when none fits
   bool explain = true;
   double budget_bytes = 0;
+  // stages the per-layer search works on at once; the plan does not depend on it
+  int64_t threads = 1;
 };
 
 struct LayerOption {
