@@ -7,7 +7,6 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
-#include <thread>
 
 #include "commands.hpp"
 #include "options.hpp"

@@ -6,11 +6,11 @@
 #include <cmath>
 #include <exception>
 #include <limits>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "remat/search/layer_dp.hpp"
+#include "workers.hpp"
 
 namespace remat {
 
@@ -133,18 +133,16 @@ double known_stage_time(const SearchSpace& sp, const SearchOptions& o, size_t st
   return best;
 }
 
-// Per stage the fastest assignment that fits; a stage that none fits takes
-// its smallest-footprint assignment, so the candidate still says how far over
-// the budget the best the search could do is.
-// Each stage's search is independent of the others': `threads` workers take stages in turn.
-// A refusal (a search past its limit) is rethrown for the first stage that raised one.
+// Each stage's fastest assignment that fits, or when none fits its smallest-footprint one. The
+// stages' searches are independent: `threads` workers take stages in turn. A refusal (a search
+// past its limit) is rethrown for the first stage that raised one.
 std::vector<StagePlan> stage_plans(const SearchSpace& sp, const SearchOptions& o) {
   const size_t n = sp.stages.size();
   std::vector<StagePlan> plans(n);
   std::vector<std::exception_ptr> errors(n);
   std::atomic<size_t> next{0};
-  const auto work = [&] {
-    for (size_t i = next++; i < n; i = next++) {
+  run_workers(std::min<size_t>(n, size_t(std::max<int64_t>(1, o.threads))), [&](size_t) {
+    for (size_t i; (i = next++) < n;) {
       try {
         auto plan = best_stage_plan(sp, i, o.budget_bytes, known_stage_time(sp, o, i));
         plans[i] = plan ? std::move(*plan) : smallest_stage_plan(sp, i);
@@ -152,16 +150,14 @@ std::vector<StagePlan> stage_plans(const SearchSpace& sp, const SearchOptions& o
         errors[i] = std::current_exception();
       }
     }
-  };
-  std::vector<std::thread> workers;
-  for (size_t t = 1; t < std::min<size_t>(n, size_t(std::max<int64_t>(1, o.threads))); ++t) workers.emplace_back(work);
-  work();
-  for (auto& w : workers) w.join();
+  });
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
   return plans;
 }
 
+// The per-layer candidate: per stage its stage_plans plan, so a stage that none fits still says
+// how far over the budget the best the search could do is.
 void per_layer_candidate(const SearchSpace& sp, const SearchOptions& o, std::vector<Candidate>& out) {
   Candidate c = candidate(SearchMode::per_layer, Strategy::none);
   std::vector<StageTotals> stages;

@@ -2,17 +2,16 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <iterator>
 #include <map>
 #include <optional>
 #include <set>
-#include <thread>
 #include <tuple>
 
 #include "remat/cost/op_time.hpp"
 #include "remat/search/split_search.hpp"
 #include "remat/spec/validate.hpp"
+#include "workers.hpp"
 
 namespace remat {
 
@@ -285,24 +284,19 @@ SweepResult sweep(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec
   std::vector<SweepPart> parts((layouts.size() + stride - 1) / stride);
   std::atomic<size_t> next_part = 0;
   std::atomic<int64_t> done = 0;
-  // a worker plans parts until none is left; the calling thread reports progress between its own
-  const auto work = [&](bool report) {
+  const auto report = [&] { progress(done.load(), res.evaluated); };
+  // a worker plans parts until none is left; the calling thread (worker 0) reports progress
+  // between its own parts and then while the others finish
+  const auto work = [&](size_t worker) {
     SpaceCache cache;
     for (size_t p; (p = next_part++) < parts.size();) {
-      if (report) progress(done.load(), res.evaluated);
+      if (worker == 0 && progress) report();
       sweep_range(m, hw, space, layouts, p * stride, std::min(layouts.size(), (p + 1) * stride), budget_bytes, parts[p],
                   cache, done);
     }
   };
-  const size_t threads = std::min(parts.size(), space.threads > 0 ? size_t(space.threads) : size_t(1));
-  std::vector<std::thread> workers;
-  for (size_t i = 1; i < threads; ++i) workers.emplace_back(work, false);
-  work(bool(progress));
-  while (progress && done.load() < res.evaluated) {
-    progress(done.load(), res.evaluated);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  for (auto& w : workers) w.join();
+  run_workers(std::min(parts.size(), space.threads > 0 ? size_t(space.threads) : size_t(1)), work,
+              progress ? std::function<void()>(report) : nullptr);
   if (progress) progress(res.evaluated, res.evaluated);
   // parts in layout order, then a stable sort: the same rows in the same order for any thread count
   std::vector<size_t> row_layouts;
