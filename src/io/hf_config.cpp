@@ -185,8 +185,14 @@ void read_ernie_experts(HfJsonReader& r, ModelSpec& m) {
   r.integer("moe_num_experts", m.n_routed_experts, true);
   r.integer("moe_k", m.num_experts_per_tok, true);
   r.integer("moe_intermediate_size", m.moe_intermediate_size, true);
+  // absent keys take Ernie4_5_MoeConfig's defaults: 2 shared experts, MoE from layer 1
+  m.n_shared_experts = 2;
+  int64_t start = 1, end = -1;
+  for (const auto& [key, value] :
+       {std::pair<const char*, int64_t>{"moe_num_shared_experts", 2}, {"moe_layer_start_index", 1}})
+    if (!r.has(key))
+      m.notes.push_back(r.path(key) + " is absent: transformers' default for ernie4_5_moe, " + std::to_string(value));
   r.integer("moe_num_shared_experts", m.n_shared_experts, false);
-  int64_t start = 0, end = -1;
   r.integer("moe_layer_start_index", start, false);
   r.integer("moe_layer_end_index", end, false);
   r.integer("moe_layer_interval", m.moe_layer_freq, false);
@@ -339,19 +345,25 @@ void read_windowed_attention(HfJsonReader& r, ModelSpec& m, const std::string& t
 
 // A positive finite number under the first of `keys` the config has; `out` keeps its
 // default when none is there.
-void read_positive(HfJsonReader& r, std::initializer_list<const char*> keys, double& out) {
+// The first of `keys` present, a number above 0 (or at least 0 where `zero_allowed`: YaRN's
+// mscale and mscale_all_dim and Llama 4's scaling beta are off at 0).
+void read_number_above(HfJsonReader& r, std::initializer_list<const char*> keys, double& out, bool zero_allowed) {
   for (const char* key : keys) {
     if (!r.has(key)) continue;
     double v = 0;
     const size_t before = r.problems.size();
     r.number(key, v);
     if (r.problems.size() > before) return;
-    if (v > 0)
+    if (v > 0 || (zero_allowed && v == 0))
       out = v;
     else
-      r.fail(key, r.object[key].dump(), "must be a positive number");
+      r.fail(key, r.object[key].dump(), zero_allowed ? "must be 0 or more" : "must be a positive number");
     return;
   }
+}
+
+void read_positive(HfJsonReader& r, std::initializer_list<const char*> keys, double& out) {
+  read_number_above(r, keys, out, false);
 }
 
 // rope_scaling (or transformers 5's rope_parameters): its type and the numbers Megatron-LM's
@@ -360,7 +372,7 @@ void read_rope_scaling(HfJsonReader& r, const char* key, RopeScaling& s) {
   HfJsonReader o{r.object[key], r.file, r.path(key) + ".", r.problems};
   s.type = o.has("rope_type") ? o.text("rope_type") : o.text("type");
   if (s.type == "default") s.type = "";
-  read_positive(o, {"llama_4_scaling_beta"}, s.llama4_scaling_beta);
+  read_number_above(o, {"llama_4_scaling_beta"}, s.llama4_scaling_beta, true);
   if (s.type.empty()) return;
   read_positive(o, {"factor"}, s.factor);
   o.integer("original_max_position_embeddings", s.original_context_tokens, false);
@@ -368,8 +380,8 @@ void read_rope_scaling(HfJsonReader& r, const char* key, RopeScaling& s) {
   read_positive(o, {"high_freq_factor"}, s.high_freq_factor);
   read_positive(o, {"beta_fast"}, s.beta_fast);
   read_positive(o, {"beta_slow"}, s.beta_slow);
-  read_positive(o, {"mscale"}, s.mscale);
-  read_positive(o, {"mscale_all_dim"}, s.mscale_all_dim);
+  read_number_above(o, {"mscale"}, s.mscale, true);
+  read_number_above(o, {"mscale_all_dim"}, s.mscale_all_dim, true);
   read_positive(o, {"attention_factor"}, s.attention_factor);
   o.boolean("truncate", s.truncate);
 }
@@ -395,15 +407,37 @@ void read_numerics(HfJsonReader& r, ModelSpec& m, const HfFamily& family) {
     read_rope_scaling(r, "rope_parameters", m.rope_scaling);
 }
 
+// A quantized checkpoint (GPTQ, AWQ, bitsandbytes, FP8, ChatGLM's quantization_bit): remat
+// costs its weights at the run's --precision, as training does after loading them so.
+void note_quantized(HfJsonReader& top, HfJsonReader& r, ModelSpec& m) {
+  for (HfJsonReader* reader : {&top, &r}) {
+    std::string method;
+    if (reader->has("quantization_config") && reader->object["quantization_config"].is_object()) {
+      const auto& q = reader->object["quantization_config"];
+      method = q.contains("quant_method") && q["quant_method"].is_string() ? q["quant_method"].get<std::string>()
+                                                                           : "quantization_config";
+    } else if (reader->has("quantization_bit")) {
+      method = "quantization_bit " + reader->object["quantization_bit"].dump();
+    }
+    if (method.empty()) continue;
+    m.notes.push_back("the checkpoint is quantized (" + method +
+                      "): its weights are costed at the run's --precision (as after loading them to train), "
+                      "not at the stored width");
+    return;
+  }
+}
+
 // MTP modules: DeepSeek-V2/V3's, GLM-4.5's and MiMo's (one layer of the model's own
-// kind, a 2h x h projection and three norms each); refused in other families.
+// kind, a 2h x h projection and three norms each); noted and left out in other families.
 void read_mtp(HfJsonReader& r, ModelSpec& m, const HfFamily& family) {
   int64_t mtp = 0;
   r.integer("num_nextn_predict_layers", mtp, false);
-  if (mtp > 0 && !family.mtp)
-    refuse(r.file, r.path("num_nextn_predict_layers"), std::to_string(mtp),
-           "multi-token prediction modules in a family whose MTP layout remat does not know (" +
-               std::string(family.model_type) + ")");
+  if (mtp > 0 && !family.mtp) {  // ERNIE 4.5's Paddle configs: transformers builds no MTP for it either
+    m.notes.push_back(r.path("num_nextn_predict_layers") + " = " + std::to_string(mtp) +
+                      ": the multi-token prediction modules are not counted (remat does not know this family's "
+                      "MTP layout, and transformers' model class does not build them)");
+    return;
+  }
   m.num_nextn_predict_layers = mtp;
   if (mtp > 0)
     m.notes.push_back(r.path("num_nextn_predict_layers") + " = " + std::to_string(mtp) +
@@ -470,12 +504,22 @@ void read_dimensions(HfJsonReader& r, ModelSpec& m, const HfFamily& family) {
 
 void require_dimensions(HfJsonReader& r, const ModelSpec& m) {
   const std::pair<const char*, int64_t> dims[] = {{"hidden_size", m.hidden_size},
-                                                  {"intermediate_size", m.intermediate_size},
                                                   {"num_attention_heads", m.num_attention_heads},
                                                   {"vocab_size", m.vocab_size},
                                                   {"num_hidden_layers", m.num_hidden_layers}};
   for (const auto& [key, value] : dims)
     if (value == 0 && !r.has(key)) r.fail(key, "", "required key is missing");
+}
+
+// The dense MLP's width, needed only where some layer has one (Qwen3.5-MoE's text config has
+// no intermediate_size: every layer is MoE, and the experts' width stands in for it).
+void require_dense_width(HfJsonReader& r, ModelSpec& m) {
+  if (m.intermediate_size != 0 || r.has("intermediate_size")) return;
+  const int64_t layers = std::min(m.num_hidden_layers, limits::kLayers);
+  bool dense = false;
+  for (int64_t i = 0; i < layers && !dense; ++i) dense = m.has_ffn(i) && !m.layer_is_moe(i);
+  if (dense || m.moe_intermediate_size < 1) return r.fail("intermediate_size", "", "required key is missing");
+  m.intermediate_size = m.moe_intermediate_size;
 }
 
 }  // namespace
@@ -531,13 +575,18 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
     for (const char* key : {"hidden_act", "hidden_activation"})
       if (const std::string act = r.text(key); !act.empty()) m.hidden_act = act;
   require_dimensions(r, m);
+  // A multimodal model ties its head by the outer config's flag where it has one (transformers
+  // 5's wrapper classes: Mistral3ForConditionalGeneration with a tied top level and an untied
+  // text_config builds a tied head), else by the language model's.
   m.tie_word_embeddings = family->tie_word_embeddings;
-  top.boolean("tie_word_embeddings", m.tie_word_embeddings);
   if (nest) r.boolean("tie_word_embeddings", m.tie_word_embeddings);
+  top.boolean("tie_word_embeddings", m.tie_word_embeddings);
   read_experts(r, m, family->experts, type);
+  require_dense_width(r, m);
   read_mtp(r, m, *family);
   read_windowed_attention(r, m, type, r.text_list("layer_types"));
   read_numerics(r, m, *family);
+  note_quantized(top, r, m);
   note_vision_tower(m, *family, type, nest != nullptr);
   throw_if(problems);
   if (m.num_key_value_heads == 0) m.num_key_value_heads = m.num_attention_heads;

@@ -398,6 +398,12 @@ void ernie_layer(HfJsonReader& r, ModelSpec& m) {
 // EXAONE 3/3.5 (remote code): LLaMA's layer under num_layers.
 void exaone_spell(HfJsonReader& r, ModelSpec& m) { r.integer("num_layers", m.num_hidden_layers, false); }
 
+// Qwen (1)'s first revisions spell the dimensions as GPT-2 does, the MLP width as ffn_hidden_size.
+void qwen1_spell(HfJsonReader& r, ModelSpec& m) {
+  gpt2_spell(r, m);
+  r.integer("ffn_hidden_size", m.intermediate_size, false);
+}
+
 // Qwen (1, remote code): c_attn with bias, c_proj without; w1 and w2 of intermediate_size / 2.
 void qwen1_layer(HfJsonReader&, ModelSpec& m) {
   m.qkv_bias = true;
@@ -663,7 +669,7 @@ const std::array kFamilies = {
     HfFamily{"ernie4_5", true, kDense, false, nullptr, ernie_layer},
     HfFamily{"exaone", false, kDense, false, exaone_spell, nullptr},
     HfFamily{"xverse", false, kDense, false, nullptr, llama_layer},
-    HfFamily{"qwen", false, kDense, false, nullptr, qwen1_layer},
+    HfFamily{"qwen", false, kDense, false, qwen1_spell, qwen1_layer},
     HfFamily{"persimmon", false, kDense, false, nullptr, persimmon_layer},
     HfFamily{"codegen", false, kDense, false, gpt2_spell, gptj_layer},
     HfFamily{"gpt_neo", true, kDense, false, gpt_neo_spell, gpt_neo_layer},

@@ -12,7 +12,7 @@ namespace remat {
 namespace {
 
 // Other names for a family's layers, as their configs say (architectures or docs).
-constexpr std::array<std::pair<const char*, const char*>, 8> kAliases = {{
+constexpr std::array<std::pair<const char*, const char*>, 14> kAliases = {{
     {"glm4v_text", "glm4"},  // GLM-4.1V/4.5V's language models
     {"qwen2_vl_text", "qwen2"},
     {"qwen2_5_vl_text", "qwen2"},
@@ -21,10 +21,16 @@ constexpr std::array<std::pair<const char*, const char*>, 8> kAliases = {{
     {"RefinedWeb", "falcon"},    // Falcon-40B's original config
     {"RefinedWebModel", "falcon"},
     {"yi", "llama"},
+    {"stablelm_epoch", "stablelm"},
+    {"exaone4_5_text", "exaone4"},         // EXAONE 4.5's first releases (transformers now writes exaone4)
+    {"qwen2_5_omni_text", "qwen2"},        // Qwen2.5-Omni's thinker
+    {"qwen3_omni_moe_text", "qwen3_moe"},  // Qwen3-Omni's thinker
+    {"paddleocr_vl_text", "ernie4_5"},
+    {"glm_ocr_text", "glm4"},  // StableLM's remote code before transformers ported it (stable-code-3b)
 }};
 
 // Architecture classes whose layers are a family's (used when model_type is unknown).
-constexpr std::array<std::pair<const char*, const char*>, 22> kArchitectures = {{
+constexpr std::array<std::pair<const char*, const char*>, 24> kArchitectures = {{
     {"LlamaForCausalLM", "llama"},
     {"MistralForCausalLM", "mistral"},
     {"Qwen2ForCausalLM", "qwen2"},
@@ -47,6 +53,8 @@ constexpr std::array<std::pair<const char*, const char*>, 22> kArchitectures = {
     {"FalconForCausalLM", "falcon"},
     {"RWForCausalLM", "falcon"},
     {"Starcoder2ForCausalLM", "starcoder2"},
+    {"ChatGLMModel", "chatglm"},  // ChatGLM2/3's remote code; some copies leave model_type out
+    {"ChatGLMForConditionalGeneration", "chatglm"},
 }};
 
 constexpr std::array kTextConfigWrappers = {"llava",        "llava_next",  "llava_onevision", "mistral3", "qwen3_vl",

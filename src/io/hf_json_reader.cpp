@@ -1,6 +1,9 @@
 #include "hf_json_reader.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 namespace remat {
 
@@ -23,11 +26,37 @@ bool as_integer(const nlohmann::json& v, int64_t& out) {
   return false;
 }
 
+// Names of one setting across families and transformers versions (the config classes'
+// attribute_map); a file that spells it one way is read under any of them.
+const std::vector<std::vector<const char*>> kSpellings = {
+    {"num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"},
+    {"num_experts_per_tok", "moe_topk", "moe_k", "num_experts_per_token"},
+    {"partial_rotary_factor", "rope_pct"},  // StableLM's remote code
+};
+
+bool present(const nlohmann::json& object, const char* key) { return object.contains(key) && !object[key].is_null(); }
+
 }  // namespace
 
-void HfJsonReader::integer(const char* key, int64_t& out, bool required) {
+const char* HfJsonReader::spelled(const char* key) const {
+  if (present(object, key)) return key;
+  for (const auto& names : kSpellings) {
+    if (std::find_if(names.begin(), names.end(), [&](const char* n) { return std::strcmp(n, key) == 0; }) ==
+        names.end())
+      continue;
+    for (const char* name : names)
+      if (present(object, name)) return name;
+  }
+  return key;
+}
+
+void HfJsonReader::integer(const char* key_asked, int64_t& out, bool required) {
+  const char* key = spelled(key_asked);
   if (!has(key)) {
-    if (required) fail(key, "", "required key is missing");
+    if (required && object.contains(key))
+      fail(key, "null", "must be an integer (null leaves it unset: the model cannot be built without it)");
+    else if (required)
+      fail(key, "", "required key is missing");
     return;
   }
   const nlohmann::json& v = object[key];
@@ -36,14 +65,16 @@ void HfJsonReader::integer(const char* key, int64_t& out, bool required) {
   if (!as_integer(v, out)) fail(key, v.dump(), "must be an integer");
 }
 
-std::string HfJsonReader::text(const char* key) {
+std::string HfJsonReader::text(const char* key_asked) {
+  const char* key = spelled(key_asked);
   if (!has(key)) return "";
   if (object[key].is_string()) return object[key].get<std::string>();
   fail(key, object[key].dump(), "must be a string");
   return "";
 }
 
-void HfJsonReader::boolean(const char* key, bool& out) {
+void HfJsonReader::boolean(const char* key_asked, bool& out) {
+  const char* key = spelled(key_asked);
   if (!has(key)) return;
   if (object[key].is_boolean())
     out = object[key].get<bool>();
@@ -51,7 +82,8 @@ void HfJsonReader::boolean(const char* key, bool& out) {
     fail(key, object[key].dump(), "must be true or false");
 }
 
-void HfJsonReader::number(const char* key, double& out) {
+void HfJsonReader::number(const char* key_asked, double& out) {
+  const char* key = spelled(key_asked);
   if (!has(key)) return;
   const nlohmann::json& v = object[key];
   if (v.is_number() && std::isfinite(v.get<double>()))
@@ -60,7 +92,8 @@ void HfJsonReader::number(const char* key, double& out) {
     fail(key, v.dump(), "must be a finite number");
 }
 
-void HfJsonReader::integer_list(const char* key, std::vector<int64_t>& out) {
+void HfJsonReader::integer_list(const char* key_asked, std::vector<int64_t>& out) {
+  const char* key = spelled(key_asked);
   if (!has(key)) return;
   const nlohmann::json& v = object[key];
   std::vector<int64_t> values;
@@ -73,7 +106,8 @@ void HfJsonReader::integer_list(const char* key, std::vector<int64_t>& out) {
   out = values;
 }
 
-std::vector<std::string> HfJsonReader::text_list(const char* key) {
+std::vector<std::string> HfJsonReader::text_list(const char* key_asked) {
+  const char* key = spelled(key_asked);
   std::vector<std::string> values;
   if (!has(key)) return values;
   const nlohmann::json& v = object[key];

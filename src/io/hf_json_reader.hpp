@@ -17,8 +17,15 @@ struct HfJsonReader {
   std::string prefix;  // "" or "text_config."
   std::vector<Problem>& problems;
 
-  std::string path(const char* key) const { return prefix + key; }
-  bool has(const char* key) const { return object.contains(key) && !object[key].is_null(); }
+  std::string path(const char* key) const { return prefix + spelled(key); }
+  // The key as this file spells it: `key`, or where it is absent one of its other names (a
+  // config class's attribute_map: transformers 5 saves Qwen3-MoE's num_experts as
+  // num_local_experts, Hunyuan's num_local_experts as num_experts).
+  const char* spelled(const char* key) const;
+  bool has(const char* key) const {
+    const char* k = spelled(key);
+    return object.contains(k) && !object[k].is_null();
+  }
   void fail(const char* key, const std::string& value, const std::string& message) {
     problems.push_back({file, path(key), value, message});
   }
