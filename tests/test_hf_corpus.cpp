@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "remat/cost/params.hpp"
 #include "remat/cost/stage_model.hpp"
@@ -59,6 +60,91 @@ TEST(HfCorpus, EveryFileLoadsWithinHalfAPercentOrIsRefusedByName) {
   }
   EXPECT_GE(loads, 30);
   EXPECT_GE(refusals, 3);
+}
+
+// Every model type transformers 5.17 builds as a causal LM (or whose multimodal model has a
+// language model), from its config class's defaults as transformers saves them, with the count
+// of the model transformers built (tests/data/hf_transformers_defaults.jsonl, written by
+// examples/hf/count_params.py --whole --defaults): remat loads it within 0.1% of that count
+// (multi-token prediction modules left out, as transformers builds none), or refuses it with a
+// one-line reason that names no source file.
+TEST(HfCorpus, TransformersDefaultConfigsLoadAtItsCountOrAreRefused) {
+  std::istringstream lines(test::read_text(std::string(REMAT_TEST_DATA) + "/data/hf_transformers_defaults.jsonl"));
+  std::string line;
+  int loads = 0, refusals = 0;
+  while (std::getline(lines, line)) {
+    const auto row = nlohmann::json::parse(line);
+    if (!row.contains("model_type")) continue;  // the versions line
+    const std::string label = row.at("model_type").get<std::string>() + ".json";
+    const std::string text = row.at("config").dump();
+    const std::string why = rejection(text, label);
+    if (row.at("expect") == "refuse") {
+      ++refusals;
+      EXPECT_NE(why, "") << label;
+      EXPECT_EQ(why.find(".cpp"), std::string::npos) << why;
+      EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+      continue;
+    }
+    ++loads;
+    ASSERT_EQ(why, "") << label;
+    ModelSpec m = parse_hf_config(text, label);
+    m.num_nextn_predict_layers = 0;
+    EXPECT_NEAR(model_params(m, m.num_hidden_layers) / row.at("transformers_params").get<double>(), 1.0, 0.001)
+        << label;
+  }
+  EXPECT_GE(loads, 100);
+  EXPECT_GE(refusals, 100);
+}
+
+// A transformers 5 re-save spells some keys by the config class's canonical name: Qwen3-MoE's
+// num_experts as num_local_experts; a key given as null is named as such.
+TEST(HfCorpus, KeysUnderTheirOtherNamesAndNullRequiredKeys) {
+  const std::string base = R"({"model_type": "qwen3_moe", "hidden_size": 64, "intermediate_size": 256,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100, "num_hidden_layers": 2,
+      "moe_intermediate_size": 32, )";
+  const ModelSpec resaved = parse_hf_config(base + R"("num_local_experts": 8, "num_experts_per_tok": 2})", "c.json");
+  const ModelSpec original = parse_hf_config(base + R"("num_experts": 8, "num_experts_per_tok": 2})", "c.json");
+  EXPECT_EQ(resaved.n_routed_experts, 8);
+  EXPECT_EQ(model_params(resaved, 2), model_params(original, 2));
+  EXPECT_EQ(rejection(base + R"("num_experts": 8, "num_experts_per_tok": null})", "c.json"),
+            "c.json: num_experts_per_tok: must be an integer (null leaves it unset: the model cannot be built "
+            "without it) (got null)");
+  // Qwen3.5-MoE's text config has no intermediate_size: every layer is MoE
+  const ModelSpec all_moe = parse_hf_config(R"({"model_type": "qwen3_moe", "hidden_size": 64,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100, "num_hidden_layers": 2,
+      "moe_intermediate_size": 32, "num_experts": 8, "num_experts_per_tok": 2})",
+                                            "c.json");
+  EXPECT_EQ(all_moe.intermediate_size, 32);
+  EXPECT_EQ(rejection(R"({"model_type": "qwen3_moe", "hidden_size": 64, "num_attention_heads": 4,
+      "vocab_size": 100, "num_hidden_layers": 2, "moe_intermediate_size": 32, "num_experts": 8,
+      "num_experts_per_tok": 2, "mlp_only_layers": [0]})",
+                      "c.json"),
+            "c.json: intermediate_size: required key is missing");
+}
+
+// Older and remote-code spellings: Qwen (1)'s first revisions (n_embd, n_head, n_layer,
+// ffn_hidden_size), StableLM's remote code (stablelm_epoch, rope_pct), ChatGLM by its
+// architecture alone, a quantized checkpoint noted.
+TEST(HfCorpus, OlderSpellingsLoadAsTheirFamily) {
+  const ModelSpec qwen = parse_hf_config(R"({"model_type": "qwen", "n_embd": 64, "n_head": 4, "n_layer": 2,
+      "ffn_hidden_size": 256, "vocab_size": 100})",
+                                         "q.json");
+  EXPECT_EQ(qwen.hidden_size, 64);
+  EXPECT_EQ(qwen.num_hidden_layers, 2);
+  EXPECT_EQ(qwen.intermediate_size, 128);  // w1 and w2 of ffn_hidden_size / 2
+  const ModelSpec epoch = parse_hf_config(R"({"model_type": "stablelm_epoch", "hidden_size": 64,
+      "intermediate_size": 128, "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 100,
+      "rope_pct": 0.5})",
+                                          "s.json");
+  EXPECT_DOUBLE_EQ(epoch.rotary_fraction, 0.5);
+  EXPECT_EQ(epoch.norm_kind, NormKind::layer);
+  const ModelSpec glm = parse_hf_config(R"({"architectures": ["ChatGLMModel"], "hidden_size": 64,
+      "ffn_hidden_size": 128, "num_attention_heads": 4, "num_layers": 2, "padded_vocab_size": 100,
+      "kv_channels": 16, "multi_query_attention": true, "multi_query_group_num": 2, "add_qkv_bias": true,
+      "quantization_bit": 4})",
+                                        "g.json");
+  EXPECT_EQ(glm.num_key_value_heads, 2);
+  EXPECT_NE(glm.notes.back().find("the checkpoint is quantized (quantization_bit 4)"), std::string::npos);
 }
 
 // transformers' Qwen2MoeDecoderLayer: MoE where (i + 1) % decoder_sparse_step == 0
@@ -134,7 +220,10 @@ TEST(HfCorpus, GptOssExpertsAndSlidingWindowNote) {
   EXPECT_EQ(m.num_experts_per_tok, 4);
   EXPECT_EQ(m.moe_intermediate_size, 2880);
   EXPECT_EQ(moe_layers(m).size(), 36u);
-  ASSERT_EQ(m.notes.size(), 1u);
+  ASSERT_EQ(m.notes.size(), 2u);
+  EXPECT_EQ(m.notes[1],
+            "the checkpoint is quantized (mxfp4): its weights are costed at the run's --precision (as after loading "
+            "them to train), not at the stored width");
   EXPECT_EQ(m.notes[0],
             "sliding_window = 128 on 18 of 36 layers: attention FLOPs and time are counted over the full causal "
             "sequence (an overestimate when --seq is longer; under --framework hf's sdpa such a layer computes the "

@@ -228,6 +228,24 @@ void refuse_expert_keys(HfJsonReader& r, const std::string& type) {
   }
 }
 
+// transformers 5's mlp_layer_types ("dense" or "sparse" per layer) decides over
+// first_k_dense_replace where a config has it (Glm4MoeLiteConfig, ExaoneMoeConfig, ...).
+void read_mlp_layer_types(HfJsonReader& r, ModelSpec& m) {
+  const std::vector<std::string> types = r.text_list("mlp_layer_types");
+  if (types.empty() || !m.is_moe()) return;
+  if (int64_t(types.size()) != m.num_hidden_layers)
+    return r.fail("mlp_layer_types", std::to_string(types.size()) + " entries",
+                  "must name each of num_hidden_layers = " + std::to_string(m.num_hidden_layers) + " layers");
+  m.moe_layer_rule = MoeLayerRule::every_step;
+  m.moe_layer_freq = 1;
+  m.dense_mlp_layers.clear();
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (types[i] == "dense") m.dense_mlp_layers.push_back(int64_t(i));
+    if (types[i] != "dense" && types[i] != "sparse")
+      return r.fail("mlp_layer_types", types[i], "must hold only \"dense\" and \"sparse\"");
+  }
+}
+
 void read_experts(HfJsonReader& r, ModelSpec& m, HfExperts kind, const std::string& type) {
   switch (kind) {
     case HfExperts::none:
@@ -255,8 +273,11 @@ void read_experts(HfJsonReader& r, ModelSpec& m, HfExperts kind, const std::stri
       refuse_no_experts(r, "n_routed_experts", m, type);
       r.integer("moe_intermediate_size", m.moe_intermediate_size, false);
       r.integer("n_shared_experts", m.n_shared_experts, false);
+      // Glm4MoeLiteConfig builds its first layer dense unless mlp_layer_types says otherwise
+      if (type == "glm4_moe_lite") m.first_k_dense_replace = 1;
       r.integer("first_k_dense_replace", m.first_k_dense_replace, false);
       r.integer("moe_layer_freq", m.moe_layer_freq, false);
+      read_mlp_layer_types(r, m);
       break;
     case HfExperts::llama4:
       read_llama4_experts(r, m);

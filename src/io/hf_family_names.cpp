@@ -100,8 +100,9 @@ const std::array<std::pair<const char*, const char*>, 35> kRefused = {{
      "cross-attention layers over the image (text_config.cross_attention_layers); remat builds self-attention "
      "decoders only"},
     {"gemma4_text",
-     "per-layer input embeddings and global layers with their own head_dim and key/value heads (Gemma 4); remat "
-     "builds one attention shape per model"},
+     "Gemma 4's global attention layers with their own head_dim and key/value heads (global_head_dim, "
+     "num_global_key_value_heads; E2B/E4B also add per-layer input embeddings); remat builds one attention shape "
+     "per model"},
     {"gemma3n_text", "Gemma 3n's per-layer input embeddings, AltUp and LAuReL blocks; remat has no block for them"},
     {"minimax",
      "lightning (linear) attention layers beside softmax attention (MiniMax-01); remat has no block for "
