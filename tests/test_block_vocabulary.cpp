@@ -386,6 +386,21 @@ TEST(BlockVocabulary, NemotronHMamba2LayersByHand) {
   EXPECT_EQ(test::rejection_of(base + R"("M*E", "n_routed_experts": 8, "num_experts_per_tok": 2})"),
             "t.json: hybrid_override_pattern: is not a model remat can build: MoE blocks (E) with two-matrix relu^2 "
             "experts; remat's experts are gated (got M*E)");
+  // transformers 5's re-save: the pattern as layers_block_type words, no num_hidden_layers, and
+  // the older Mamba key names NemotronHConfig still reads
+  const ModelSpec resaved = tiny(R"({"model_type": "nemotron_h", "hidden_size": 64, "intermediate_size": 256,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100, "mamba_num_heads": 4,
+      "mamba_head_dim": 32, "ssm_state_size": 16, "mamba_n_groups": 1, "mamba_d_conv": 4, "mamba_chunk_size": 32,
+      "layers_block_type": ["linear_attention", "full_attention", "mlp"]})");
+  EXPECT_EQ(resaved.num_hidden_layers, 3);
+  EXPECT_EQ(resaved.layer_mixers, m.layer_mixers);
+  EXPECT_EQ(resaved.layer_has_ffn, m.layer_has_ffn);
+  EXPECT_DOUBLE_EQ(model_params(resaved, 3), model_params(m, 3));
+  EXPECT_EQ(test::rejection_of(R"({"model_type": "nemotron_h", "hidden_size": 64, "intermediate_size": 256,
+      "num_attention_heads": 4, "vocab_size": 100, "mamba_num_heads": 4, "mamba_head_dim": 32, "ssm_state_size": 16,
+      "layers_block_type": ["linear_attention", "moe"], "n_routed_experts": 8, "num_experts_per_tok": 2})"),
+            "t.json: layers_block_type: is not a model remat can build: MoE blocks (E) with two-matrix relu^2 "
+            "experts; remat's experts are gated (got ME)");
 }
 
 // Qwen3-Next: Gated DeltaNet layers, every full_attention_interval-th layer attention with an

@@ -175,6 +175,14 @@ TEST(HfHybridLoader, GraniteMoeHybridLayerTypesByHand) {
   EXPECT_DOUBLE_EQ(layer_params(m, 1, 1, 1).total(), kTinyAttention + kTinyMoe);
   EXPECT_DOUBLE_EQ(model_params(m, 4), 3 * (kTinyMamba + kTinyMoe) + kTinyAttention + kTinyMoe + 6400 + 64);
   EXPECT_DOUBLE_EQ(model_params(m, 4), 251204);
+  // transformers 5 re-saves write linear_attention / full_attention for mamba / attention
+  std::string resaved = text;
+  const std::string old_types = R"("mamba", "attention", "mamba", "mamba")";
+  resaved.replace(resaved.find(old_types), old_types.size(),
+                  R"("linear_attention", "full_attention", "linear_attention", "linear_attention")");
+  const ModelSpec again = parse(resaved);
+  EXPECT_EQ(again.layer_mixers, m.layer_mixers);
+  EXPECT_DOUBLE_EQ(model_params(again, 4), 251204);
 }
 
 // ibm-granite/granite-4.0-h-small: h 4096, 40 layers of which 4 attention (32 heads, 8 kv heads of

@@ -48,8 +48,9 @@ void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
   if (r.has("hybrid_override_pattern") && hybrid != HfHybrid::mamba2_pattern)
     refuse(r.file, r.path("hybrid_override_pattern"), "",
            outside_hybrids("Mamba-2, attention and MLP layers by pattern"));
-  for (const std::string& kind : r.text_list("layers_block_type"))
-    if (kind == "mamba" || kind == "mamba2" || kind == "hybrid")
+  for (const std::string& kind :
+       r.object.contains("layers_block_type") ? r.text_list("layers_block_type") : std::vector<std::string>{})
+    if ((kind == "mamba" || kind == "mamba2" || kind == "hybrid") && hybrid != HfHybrid::mamba2_pattern)
       refuse(r.file, r.path("layers_block_type"), kind, outside_hybrids("Mamba layers beside attention layers"));
   if (r.has("block_configs"))
     refuse(r.file, r.path("block_configs"), "",
@@ -69,7 +70,9 @@ void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
   for (const std::string& kind : r.text_list("layer_types")) {
     if (kind == "full_attention" || kind == "sliding_attention" || kind == "chunked_attention") continue;
     if (kind == "linear_attention" && hybrid == HfHybrid::gated_deltanet) continue;
-    if ((kind == "mamba" || kind == "attention") && hybrid == HfHybrid::mamba2_pattern) continue;  // its reader checks
+    if (hybrid == HfHybrid::mamba2_pattern &&
+        (kind == "mamba" || kind == "attention" || kind == "linear_attention" || kind == "mlp" || kind == "moe"))
+      continue;  // its reader checks
     if (kind == "linear_attention")
       refuse(r.file, r.path("layer_types"), kind,
              "Gated DeltaNet (linear attention) layers beside attention layers; remat has no block for "

@@ -555,6 +555,25 @@ void qwen3_next_layer(HfJsonReader& r, ModelSpec& m) {
   }
 }
 
+// transformers 5's spelling of Nemotron-H's pattern: layers_block_type (or layer_types), one
+// word a layer (linear_attention or mamba: M, full_attention or attention: *, mlp: -, moe: E).
+std::string nemotron_h_pattern(HfJsonReader& r) {
+  std::string pattern;
+  for (const std::string& kind : r.text_list("layers_block_type")) {
+    const char c = kind == "linear_attention" || kind == "mamba"     ? 'M'
+                   : kind == "full_attention" || kind == "attention" ? '*'
+                   : kind == "mlp"                                   ? '-'
+                   : kind == "moe"                                   ? 'E'
+                                                                     : '?';
+    if (c == '?') {
+      r.fail("layers_block_type", kind, "must hold only linear_attention (Mamba-2), full_attention, mlp and moe");
+      return "";
+    }
+    pattern += c;
+  }
+  return pattern;
+}
+
 // Nemotron-H: hybrid_override_pattern gives each layer one block: M a Mamba-2 mixer, * attention
 // (no rotary), - a relu^2 two-matrix MLP; each with its own RMSNorm and residual.
 void nemotron_h_layer(HfJsonReader& r, ModelSpec& m) {
@@ -570,18 +589,21 @@ void nemotron_h_layer(HfJsonReader& r, ModelSpec& m) {
   r.integer("chunk_size", m.mamba_chunk_size, false);
   r.boolean("use_bias", m.mamba_proj_bias);
   r.boolean("use_conv_bias", m.mamba_conv_bias);
-  const std::string pattern = r.text("hybrid_override_pattern");
+  const char* key = r.has("hybrid_override_pattern") ? "hybrid_override_pattern" : "layers_block_type";
+  std::string pattern = r.text("hybrid_override_pattern");
+  if (!r.has("hybrid_override_pattern") && !(pattern = nemotron_h_pattern(r)).empty() && m.num_hidden_layers == 0)
+    m.num_hidden_layers = int64_t(pattern.size());  // transformers 5 derives the depth from the list
   if (int64_t(pattern.size()) != m.num_hidden_layers)
     return r.fail(
-        "hybrid_override_pattern", pattern,
+        key, pattern,
         "must have one character per layer (num_hidden_layers = " + std::to_string(m.num_hidden_layers) + ")");
   for (char c : pattern) {
     if (c == 'E')
-      return r.fail("hybrid_override_pattern", pattern,
+      return r.fail(key, pattern,
                     "is not a model remat can build: MoE blocks (E) with two-matrix relu^2 experts; remat's experts "
                     "are gated");
     if (c != 'M' && c != '*' && c != '-')
-      return r.fail("hybrid_override_pattern", pattern, "must hold only M (Mamba-2), * (attention) and - (MLP)");
+      return r.fail(key, pattern, "must hold only M (Mamba-2), * (attention) and - (MLP)");
     m.layer_mixers.push_back(c == 'M' ? Mixer::mamba2 : c == '*' ? Mixer::attention : Mixer::none);
     m.layer_has_ffn.push_back(c == '-');
   }

@@ -120,10 +120,13 @@ void granitemoehybrid_layer(HfJsonReader& r, ModelSpec& m) {
     return r.fail("layer_types", std::to_string(types.size()) + " entries",
                   "must name each of num_hidden_layers = " + std::to_string(m.num_hidden_layers) + " layers");
   for (int64_t i = 0; i < std::min(m.num_hidden_layers, limits::kLayers); ++i) {
+    // transformers 5 writes linear_attention and full_attention for the older mamba and attention
     const std::string kind = types.empty() ? "mamba" : types[size_t(i)];
-    if (kind != "mamba" && kind != "attention")
-      return r.fail("layer_types", kind, "must hold only \"mamba\" and \"attention\"");
-    m.layer_mixers.push_back(kind == "mamba" ? Mixer::mamba2 : Mixer::attention);
+    const bool mamba = kind == "mamba" || kind == "linear_attention";
+    if (!mamba && kind != "attention" && kind != "full_attention")
+      return r.fail("layer_types", kind,
+                    "must hold only \"mamba\" (or \"linear_attention\") and \"attention\" (or \"full_attention\")");
+    m.layer_mixers.push_back(mamba ? Mixer::mamba2 : Mixer::attention);
   }
   int64_t experts = 8, shared = 1024;
   r.integer("num_local_experts", experts, false);

@@ -32,6 +32,12 @@ const std::vector<std::vector<const char*>> kSpellings = {
     {"num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"},
     {"num_experts_per_tok", "moe_topk", "moe_k", "num_experts_per_token"},
     {"partial_rotary_factor", "rope_pct"},  // StableLM's remote code
+    {"layer_types", "layers_block_type"},
+    // Nemotron-H's older Mamba key names, which NemotronHConfig still reads
+    {"n_groups", "mamba_n_groups"},
+    {"conv_kernel", "mamba_d_conv"},
+    {"chunk_size", "mamba_chunk_size"},
+    {"use_conv_bias", "mamba_conv_bias"},
 };
 
 bool present(const nlohmann::json& object, const char* key) { return object.contains(key) && !object[key].is_null(); }
