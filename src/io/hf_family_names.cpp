@@ -21,12 +21,12 @@ constexpr std::array<std::pair<const char*, const char*>, 14> kAliases = {{
     {"RefinedWeb", "falcon"},    // Falcon-40B's original config
     {"RefinedWebModel", "falcon"},
     {"yi", "llama"},
-    {"stablelm_epoch", "stablelm"},
+    {"stablelm_epoch", "stablelm"},        // StableLM's remote code before transformers ported it (stable-code-3b)
     {"exaone4_5_text", "exaone4"},         // EXAONE 4.5's first releases (transformers now writes exaone4)
     {"qwen2_5_omni_text", "qwen2"},        // Qwen2.5-Omni's thinker
     {"qwen3_omni_moe_text", "qwen3_moe"},  // Qwen3-Omni's thinker
     {"paddleocr_vl_text", "ernie4_5"},
-    {"glm_ocr_text", "glm4"},  // StableLM's remote code before transformers ported it (stable-code-3b)
+    {"glm_ocr_text", "glm4"},
 }};
 
 // Architecture classes whose layers are a family's (used when model_type is unknown).
