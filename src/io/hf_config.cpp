@@ -70,8 +70,9 @@ void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
   for (const std::string& kind : r.text_list("layer_types")) {
     if (kind == "full_attention" || kind == "sliding_attention" || kind == "chunked_attention") continue;
     if (kind == "linear_attention" && hybrid == HfHybrid::gated_deltanet) continue;
+    const std::string current = current_layer_type(kind);
     if (hybrid == HfHybrid::mamba2_pattern &&
-        (kind == "mamba" || kind == "attention" || kind == "linear_attention" || kind == "mlp" || kind == "moe"))
+        (current == "linear_attention" || current == "full_attention" || kind == "mlp" || kind == "moe"))
       continue;  // its reader checks
     if (kind == "linear_attention")
       refuse(r.file, r.path("layer_types"), kind,
@@ -276,8 +277,6 @@ void read_experts(HfJsonReader& r, ModelSpec& m, HfExperts kind, const std::stri
       refuse_no_experts(r, "n_routed_experts", m, type);
       r.integer("moe_intermediate_size", m.moe_intermediate_size, false);
       r.integer("n_shared_experts", m.n_shared_experts, false);
-      // Glm4MoeLiteConfig builds its first layer dense unless mlp_layer_types says otherwise
-      if (type == "glm4_moe_lite") m.first_k_dense_replace = 1;
       r.integer("first_k_dense_replace", m.first_k_dense_replace, false);
       r.integer("moe_layer_freq", m.moe_layer_freq, false);
       read_mlp_layer_types(r, m);

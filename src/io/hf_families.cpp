@@ -560,11 +560,12 @@ void qwen3_next_layer(HfJsonReader& r, ModelSpec& m) {
 std::string nemotron_h_pattern(HfJsonReader& r) {
   std::string pattern;
   for (const std::string& kind : r.text_list("layers_block_type")) {
-    const char c = kind == "linear_attention" || kind == "mamba"     ? 'M'
-                   : kind == "full_attention" || kind == "attention" ? '*'
-                   : kind == "mlp"                                   ? '-'
-                   : kind == "moe"                                   ? 'E'
-                                                                     : '?';
+    const std::string current = current_layer_type(kind);
+    const char c = current == "linear_attention" ? 'M'
+                   : current == "full_attention" ? '*'
+                   : kind == "mlp"               ? '-'
+                   : kind == "moe"               ? 'E'
+                                                 : '?';
     if (c == '?') {
       r.fail("layers_block_type", kind, "must hold only linear_attention (Mamba-2), full_attention, mlp and moe");
       return "";
@@ -573,6 +574,9 @@ std::string nemotron_h_pattern(HfJsonReader& r) {
   }
   return pattern;
 }
+
+// GLM-4.7-Flash: Glm4MoeLiteConfig builds its first layer dense unless mlp_layer_types says otherwise.
+void glm4_moe_lite_layer(HfJsonReader&, ModelSpec& m) { m.first_k_dense_replace = 1; }
 
 // Nemotron-H: hybrid_override_pattern gives each layer one block: M a Mamba-2 mixer, * attention
 // (no rotary), - a relu^2 two-matrix MLP; each with its own RMSNorm and residual.
@@ -589,9 +593,10 @@ void nemotron_h_layer(HfJsonReader& r, ModelSpec& m) {
   r.integer("chunk_size", m.mamba_chunk_size, false);
   r.boolean("use_bias", m.mamba_proj_bias);
   r.boolean("use_conv_bias", m.mamba_conv_bias);
-  const char* key = r.has("hybrid_override_pattern") ? "hybrid_override_pattern" : "layers_block_type";
-  std::string pattern = r.text("hybrid_override_pattern");
-  if (!r.has("hybrid_override_pattern") && !(pattern = nemotron_h_pattern(r)).empty() && m.num_hidden_layers == 0)
+  const bool by_words = !r.has("hybrid_override_pattern");
+  const char* key = by_words ? "layers_block_type" : "hybrid_override_pattern";
+  const std::string pattern = by_words ? nemotron_h_pattern(r) : r.text("hybrid_override_pattern");
+  if (by_words && m.num_hidden_layers == 0)
     m.num_hidden_layers = int64_t(pattern.size());  // transformers 5 derives the depth from the list
   if (int64_t(pattern.size()) != m.num_hidden_layers)
     return r.fail(
@@ -701,7 +706,7 @@ const std::array kFamilies = {
     HfFamily{"granitemoe", false, HfExperts::mixtral, false, nullptr, llama_layer},
     HfFamily{"phimoe", false, HfExperts::mixtral, false, nullptr, phimoe_layer},
     HfFamily{"dots1", false, HfExperts::deepseek, false, nullptr, qwen3_layer},
-    HfFamily{"glm4_moe_lite", false, HfExperts::deepseek, false, nullptr, nullptr, {}, true},
+    HfFamily{"glm4_moe_lite", false, HfExperts::deepseek, false, nullptr, glm4_moe_lite_layer, {}, true},
     HfFamily{"ernie4_5_moe", true, HfExperts::ernie, false, nullptr, ernie_layer},
     HfFamily{"hunyuan_v1_dense", false, kDense, false, nullptr, hunyuan_layer},
     HfFamily{"dbrx", false, HfExperts::dbrx, false, dbrx_spell, dbrx_layer},

@@ -75,6 +75,10 @@ std::string hf_family_of_architecture(const std::string& architecture);
 // Why remat cannot build this model_type ("" when it is not refused by name).
 std::string hf_refusal_reason(const std::string& model_type);
 
+// A layer_types word as transformers 5 writes it (its _LEGACY_LAYER_TYPE_REMAP): the hybrids'
+// older "mamba" is "linear_attention", "attention" is "full_attention"; other words unchanged.
+std::string current_layer_type(const std::string& kind);
+
 // Multimodal wrappers whose language model is the nested text_config.
 bool is_hf_text_config_wrapper(const std::string& model_type);
 

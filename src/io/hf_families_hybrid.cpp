@@ -122,8 +122,8 @@ void granitemoehybrid_layer(HfJsonReader& r, ModelSpec& m) {
   for (int64_t i = 0; i < std::min(m.num_hidden_layers, limits::kLayers); ++i) {
     // transformers 5 writes linear_attention and full_attention for the older mamba and attention
     const std::string kind = types.empty() ? "mamba" : types[size_t(i)];
-    const bool mamba = kind == "mamba" || kind == "linear_attention";
-    if (!mamba && kind != "attention" && kind != "full_attention")
+    const bool mamba = current_layer_type(kind) == "linear_attention";
+    if (!mamba && current_layer_type(kind) != "full_attention")
       return r.fail("layer_types", kind,
                     "must hold only \"mamba\" (or \"linear_attention\") and \"attention\" (or \"full_attention\")");
     m.layer_mixers.push_back(mamba ? Mixer::mamba2 : Mixer::attention);

@@ -147,6 +147,12 @@ std::string hf_refusal_reason(const std::string& model_type) {
   return "";
 }
 
+std::string current_layer_type(const std::string& kind) {
+  if (kind == "mamba") return "linear_attention";
+  if (kind == "attention") return "full_attention";
+  return kind;
+}
+
 bool is_hf_text_config_wrapper(const std::string& model_type) {
   for (const char* w : kTextConfigWrappers)
     if (model_type == w) return true;
