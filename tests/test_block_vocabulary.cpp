@@ -382,10 +382,6 @@ TEST(BlockVocabulary, NemotronHMamba2LayersByHand) {
   // scan FLOPs per row and head: Q (N + P) + 4 N P, plus the conv 2 K conv_dim per row
   const double scan = rows * 4 * (32 * (16 + 32) + 4 * 16 * 32) + 2 * rows * 160 * 4;
   EXPECT_DOUBLE_EQ(block_cost(b, BlockMode::keep, false).fwd_flops, 2 * rows * 64 * 292 + scan + 2 * rows * 128 * 64);
-  // MoE blocks (E) have two-matrix relu^2 experts: refused by name
-  EXPECT_EQ(test::rejection_of(base + R"("M*E", "n_routed_experts": 8, "num_experts_per_tok": 2})"),
-            "t.json: hybrid_override_pattern: is not a model remat can build: MoE blocks (E) with two-matrix relu^2 "
-            "experts; remat's experts are gated (got M*E)");
   // transformers 5's re-save: the pattern as layers_block_type words, no num_hidden_layers, and
   // the older Mamba key names NemotronHConfig still reads
   const ModelSpec resaved = tiny(R"({"model_type": "nemotron_h", "hidden_size": 64, "intermediate_size": 256,
@@ -396,11 +392,37 @@ TEST(BlockVocabulary, NemotronHMamba2LayersByHand) {
   EXPECT_EQ(resaved.layer_mixers, m.layer_mixers);
   EXPECT_EQ(resaved.layer_has_ffn, m.layer_has_ffn);
   EXPECT_DOUBLE_EQ(model_params(resaved, 3), model_params(m, 3));
-  EXPECT_EQ(test::rejection_of(R"({"model_type": "nemotron_h", "hidden_size": 64, "intermediate_size": 256,
-      "num_attention_heads": 4, "vocab_size": 100, "mamba_num_heads": 4, "mamba_head_dim": 32, "ssm_state_size": 16,
-      "layers_block_type": ["linear_attention", "moe"], "n_routed_experts": 8, "num_experts_per_tok": 2})"),
-            "t.json: layers_block_type: is not a model remat can build: MoE blocks (E) with two-matrix relu^2 "
-            "experts; remat's experts are gated (got ME)");
+}
+
+// Nemotron 3's MoE blocks (E): a norm, the router 64 x 8, 8 two-matrix relu^2 experts of 32
+// (up 64*32, down 32*64 each) and one shared MLP of moe_shared_expert_intermediate_size 64
+// (two experts' width); no mixer. transformers' NemotronHMoE; n_shared_experts is not read.
+TEST(BlockVocabulary, NemotronHTwoMatrixExpertsByHand) {
+  const std::string base = R"({"model_type": "nemotron_h", "hidden_size": 64, "intermediate_size": 256,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100, "mamba_num_heads": 4,
+      "mamba_head_dim": 32, "ssm_state_size": 16, "n_groups": 1, "n_routed_experts": 8, "num_experts_per_tok": 2,
+      "moe_intermediate_size": 32, "n_shared_experts": 1, "moe_shared_expert_intermediate_size": 64, )";
+  const ModelSpec m = tiny(base + R"("layers_block_type": ["linear_attention", "moe", "full_attention", "mlp"]})");
+  EXPECT_EQ(m.mixer(1), Mixer::none);
+  EXPECT_TRUE(m.has_ffn(1) && m.layer_is_moe(1));
+  EXPECT_FALSE(m.layer_is_moe(3));
+  EXPECT_EQ(m.n_shared_experts, 2);
+  const ParamCount moe = layer_params(m, 1, 1, 1);
+  EXPECT_DOUBLE_EQ(moe.dense, 64 + 64 * 8 + 2 * 64 * 64);
+  EXPECT_DOUBLE_EQ(moe.expert, 8 * 2 * 64 * 32);
+  EXPECT_DOUBLE_EQ(layer_params(m, 3, 1, 1).total(), 64 + 2 * 64 * 256);  // the dense relu^2 MLP
+  // the routed experts run up (h -> f), relu^2, down (f -> h) on K copies of the rows: 2 x 2 GEMMs
+  // of 2 rows h f FLOPs each, no gate
+  const LayerDef layer = build_layer(m, shape(1, 64), 1);
+  double routed_flops = 0;
+  for (const Block& b : layer.blocks)
+    if (b.name == "moe.routed") routed_flops = block_cost(b, BlockMode::keep, false).fwd_flops;
+  const double copies = 64 * 2;
+  EXPECT_DOUBLE_EQ(routed_flops, 2 * (2 * copies * 64 * 32));
+  // a latent MoE (Nemotron 3 Super's moe_latent_size) is refused by name
+  EXPECT_EQ(test::rejection_of(base + R"("moe_latent_size": 16, "layers_block_type": ["moe"]})"),
+            "t.json: moe_latent_size: is not a model remat can build: latent MoE (the experts run in a smaller width "
+            "between two projections); remat's experts take the hidden width (got 16)");
 }
 
 // Qwen3-Next: Gated DeltaNet layers, every full_attention_interval-th layer attention with an

@@ -212,6 +212,13 @@ void add_input_norm(Block& b, const RankShape& r, double hidden, bool gather, in
   if (gather && r.tp > 1) b.ops.push_back(input_gather(r, hidden));
 }
 
+void add_activation(Block& b, double rows, double width, const std::string& p) {
+  const double bytes = rows * width * kBf16;
+  b.tensors.push_back({p + "pre_act", bytes});
+  b.tensors.push_back({p + "act", bytes});
+  b.ops.push_back(ops::streaming(p + "act_fn", 2 * bytes, 3 * bytes, {p + "pre_act"}));
+}
+
 void add_swiglu(Block& b, double rows, double width, const std::string& p, bool fused, bool linear_copy) {
   const double bytes = rows * width * kBf16;
   b.tensors.push_back({p + "gate", bytes});

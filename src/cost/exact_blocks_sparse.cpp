@@ -89,16 +89,22 @@ Block moe_shared_block(const RankShape& r, const ModelSpec& m) {
   if (m.n_shared_experts > 0) {
     const double f = double(m.n_shared_experts * m.moe_intermediate_size) / double(r.tp);
     if (r.tp > 1) b.ops.push_back(parts::input_gather(r, h));
-    b.ops.push_back(
-        parts::linear(b, r, "shared_gate_up", r.tokens(), h, 2 * f, "x_norm", {&LoraTargets::gate, &LoraTargets::up}));
-    parts::add_swiglu(b, r.tokens(), f, "shared_", r.swiglu_fused, r.glu_linear_copy);
+    if (m.mlp_kind == MlpKind::gated) {
+      b.ops.push_back(parts::linear(b, r, "shared_gate_up", r.tokens(), h, 2 * f, "x_norm",
+                                    {&LoraTargets::gate, &LoraTargets::up}));
+      parts::add_swiglu(b, r.tokens(), f, "shared_", r.swiglu_fused, r.glu_linear_copy);
+    } else {
+      b.ops.push_back(parts::linear(b, r, "shared_up", r.tokens(), h, f, "x_norm", {&LoraTargets::up}));
+      parts::add_activation(b, r.tokens(), f, "shared_");
+    }
     b.ops.push_back(parts::linear(b, r, "shared_down", r.tokens(), f, h, "shared_act", {&LoraTargets::down}));
   }
   // `moe` checkpoints the whole MoE layer from the router on (its input, the normed hidden, stays)
   b.tag(parts::kMoeTag, {"router_scores", "router", "topk"});
   b.tag(parts::kMoeTag | parts::kSharedExpertsTag,
         {"gather_input", "allreduce_dinput", "shared_gate_up", "shared_gate", "shared_up", "shared_silu",
-         "shared_up_copy", "shared_act", "shared_swiglu", "shared_mul", "shared_down"});
+         "shared_up_copy", "shared_act", "shared_swiglu", "shared_mul", "shared_pre_act", "shared_act_fn",
+         "shared_down"});
   return b;
 }
 
@@ -127,8 +133,13 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
   b.inputs = {"x_permuted"};
   b.inputs_saved = r.weights_train;
   b.tensors.push_back({"x_permuted", rows * h * kBf16});
-  b.ops.push_back(ops::gemm("experts_gate_up", rows, h, 2 * f, r.weights_train ? b.inputs : none, local_experts));
-  parts::add_swiglu(b, rows, f, "experts_", r.swiglu_fused, r.glu_linear_copy);
+  if (m.mlp_kind == MlpKind::gated) {
+    b.ops.push_back(ops::gemm("experts_gate_up", rows, h, 2 * f, r.weights_train ? b.inputs : none, local_experts));
+    parts::add_swiglu(b, rows, f, "experts_", r.swiglu_fused, r.glu_linear_copy);
+  } else {  // Nemotron-H's experts: up, relu^2, down
+    b.ops.push_back(ops::gemm("experts_up", rows, h, f, r.weights_train ? b.inputs : none, local_experts));
+    parts::add_activation(b, rows, f, "experts_");
+  }
   std::string down_input = "experts_act";
   if (r.glu_linear_copy) {  // Megatron-LM's unfused MLP weights the activation by the router probability
     // in fp32 and casts it back (mlp.py, per_token_scale): a new tensor, the down projection's input;
@@ -147,11 +158,11 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
     b.tensors.push_back({"experts_out", rows * h * kBf16});
     b.ops.push_back(ops::streaming("experts_probs_out", 3 * rows * h * kBf16, 5 * rows * h * kBf16, {"experts_out"}));
   }
-  b.tag(parts::kMoeTag, {"x_permuted", "experts_gate_up", "experts_gate", "experts_up", "experts_down", "experts_out",
-                         "experts_probs_out"});
+  b.tag(parts::kMoeTag, {"x_permuted", "experts_gate_up", "experts_gate", "experts_up", "experts_pre_act",
+                         "experts_down", "experts_out", "experts_probs_out"});
   // `moe_act` discards the experts' activation output and reruns the activation
   b.tag(parts::kMoeTag | parts::kMoeActTag, {"experts_silu", "experts_up_copy", "experts_act", "experts_swiglu",
-                                             "experts_mul", "experts_weighted", "experts_probs_mul"});
+                                             "experts_mul", "experts_weighted", "experts_probs_mul", "experts_act_fn"});
   return b;
 }
 

@@ -52,5 +52,8 @@ OpDef linear(Block& b, const RankShape& r, const std::string& name, double rows,
 // up; unfused also saves silu(gate); with `linear_copy` the product reads a
 // copy of up (Megatron's offset add) while gate's view keeps fc1's output.
 void add_swiglu(Block& b, double rows, double width, const std::string& p, bool fused, bool linear_copy = false);
+// A two-matrix MLP's activation on rows x width (relu^2, GELU), tensors named with prefix `p`:
+// it saves the up projection's output (pre_act) and makes the down projection's input (act).
+void add_activation(Block& b, double rows, double width, const std::string& p);
 
 }  // namespace remat::parts

@@ -8,6 +8,7 @@ namespace {
 
 double qk_norm_params(const ModelSpec& m, double tp) {
   const double hd = double(gqa_head_dim(m));
+  if (!m.norm_affine) return 0;  // norms without weights (NanoChat's on q and k too)
   switch (m.qk_norm) {
     case QkNorm::none:
       return 0;
@@ -124,9 +125,11 @@ ParamCount layer_params(const ModelSpec& m, int64_t layer_index, int64_t tp, int
   p.dense += layer_norm_params(m);
   if (m.layer_is_moe(layer_index)) {
     const double f = double(m.moe_intermediate_size);
-    p.dense += h * double(m.n_routed_experts);                       // router
-    p.dense += 3 * h * f * double(m.n_shared_experts) / t;           // shared experts
-    p.expert = 3 * h * f * double(m.n_routed_experts) / double(ep);  // routed experts
+    // experts are MLPs of the model's kind: gated (gate, up, down) or two matrices (Nemotron-H)
+    const double matrices = m.mlp_kind == MlpKind::gated ? 3 : 2;
+    p.dense += h * double(m.n_routed_experts);                              // router
+    p.dense += matrices * h * f * double(m.n_shared_experts) / t;           // shared experts
+    p.expert = matrices * h * f * double(m.n_routed_experts) / double(ep);  // routed experts
   } else {
     p.dense += mlp_params(m, double(m.intermediate_size), t);
   }

@@ -222,6 +222,31 @@ void read_dbrx_experts(HfJsonReader& r, ModelSpec& m) {
   attn.integer("kv_n_heads", m.num_key_value_heads, false);
 }
 
+// Nemotron-H (Nemotron 3): the layers its pattern marks E (nemotron_h_layer) route to
+// n_routed_experts two-matrix experts of moe_intermediate_size, beside one shared MLP of
+// moe_shared_expert_intermediate_size (transformers' NemotronHMoE; n_shared_experts unused).
+void read_nemotron_h_experts(HfJsonReader& r, ModelSpec& m) {
+  if (m.moe_layer_rule != MoeLayerRule::every_step) return;  // no E layer: transformers builds no experts
+  r.integer("n_routed_experts", m.n_routed_experts, true);
+  r.integer("moe_intermediate_size", m.moe_intermediate_size, true);
+  int64_t shared = 0;
+  r.integer("moe_shared_expert_intermediate_size", shared, false);
+  if (shared > 0 && m.moe_intermediate_size > 0) {
+    if (shared % m.moe_intermediate_size != 0)
+      r.fail("moe_shared_expert_intermediate_size", std::to_string(shared),
+             "is not a model remat can build: a shared MLP whose width is not a multiple of moe_intermediate_size = " +
+                 std::to_string(m.moe_intermediate_size) + " (remat counts it as shared experts of that width)");
+    m.n_shared_experts = shared / m.moe_intermediate_size;
+  }
+  int64_t latent = 0;
+  r.integer("moe_latent_size", latent, false);
+  if (latent > 0)
+    r.fail("moe_latent_size", std::to_string(latent),
+           "is not a model remat can build: latent MoE (the experts run in a smaller width between two projections); "
+           "remat's experts take the hidden width");
+  r.integer("num_experts_per_tok", m.num_experts_per_tok, true);
+}
+
 void refuse_expert_keys(HfJsonReader& r, const std::string& type) {
   for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts", "moe_intermediate_size"}) {
     int64_t n = 0;
@@ -271,6 +296,7 @@ void read_experts(HfJsonReader& r, ModelSpec& m, HfExperts kind, const std::stri
     case HfExperts::qwen:
       read_qwen_experts(r, m);
       refuse_no_experts(r, "num_experts", m, type);
+      read_mlp_layer_types(r, m);  // Mellum's
       break;
     case HfExperts::deepseek:
       r.integer("n_routed_experts", m.n_routed_experts, false);
@@ -289,6 +315,10 @@ void read_experts(HfJsonReader& r, ModelSpec& m, HfExperts kind, const std::stri
       return read_ernie_experts(r, m);
     case HfExperts::dbrx:
       return read_dbrx_experts(r, m);
+    case HfExperts::nemotron_h:
+      return read_nemotron_h_experts(r, m);
+    case HfExperts::own:
+      return;
   }
   read_top_k(r, m);
 }
@@ -298,7 +328,7 @@ void read_mla(HfJsonReader& r, ModelSpec& m) {
   r.integer("kv_lora_rank", m.kv_lora_rank, true);
   r.integer("qk_rope_head_dim", m.qk_rope_head_dim, true);
   r.integer("qk_nope_head_dim", m.qk_nope_head_dim, true);
-  r.integer("v_head_dim", m.v_head_dim, true);
+  r.integer("v_head_dim", m.v_head_dim, m.v_head_dim == 0);  // a family's spell may default it (MiniCPM3)
   m.head_dim = 0;
 }
 
@@ -311,7 +341,18 @@ std::vector<bool> windowed_layers(HfJsonReader& r, const std::string& type, cons
   std::vector<bool> out;
   for (const auto& kind : layer_types) out.push_back(kind == "sliding_attention");
   if (!layer_types.empty()) return out;
-  int64_t every = type == "gemma2" ? 2 : type == "gemma3_text" ? 6 : type == "cohere2" ? 4 : 0, from = -1;
+  const int64_t n = std::min(layers, limits::kLayers);
+  // config classes that fill layer_types themselves: Mellum's every layer full, CWM's and Granite
+  // SWA's first of every 4 full, AFMoE's every global_attn_every_n_layers-th
+  if (type == "mellum") return std::vector<bool>(size_t(std::max<int64_t>(n, 0)), false);
+  if (type == "cwm" || type == "granite_swa" || type == "granitemoe_swa") {
+    for (int64_t i = 0; i < n; ++i) out.push_back(i % 4 != 0);
+    return out;
+  }
+  const bool every_4th = type == "cohere2" || type == "cohere2_moe" || type == "exaone_moe" || type == "afmoe";
+  int64_t every = type == "gemma2" || type == "vaultgemma" ? 2 : type == "gemma3_text" ? 6 : every_4th ? 4 : 0;
+  int64_t from = -1;
+  if (type == "afmoe") r.integer("global_attn_every_n_layers", every, false);
   std::string letters;
   if (r.has("sliding_window_pattern") && r.object["sliding_window_pattern"].is_string())
     letters = r.text("sliding_window_pattern");

@@ -19,13 +19,6 @@
 
 namespace remat {
 
-namespace {
-
-void read_activation(HfJsonReader& r, ModelSpec& m, const char* key) {
-  const std::string act = r.text(key);
-  if (!act.empty()) m.hidden_act = act;
-}
-
 // LLaMA's attention_bias (q, k, v and o) and mlp_bias, both default false.
 void llama_layer(HfJsonReader& r, ModelSpec& m) {
   bool bias = false;
@@ -33,11 +26,6 @@ void llama_layer(HfJsonReader& r, ModelSpec& m) {
   m.qkv_bias = m.o_bias = bias;
   r.boolean("mlp_bias", m.mlp_bias);
 }
-
-// Qwen2Attention: q, k and v with bias=True, o without.
-void qwen2_layer(HfJsonReader&, ModelSpec& m) { m.qkv_bias = true; }
-// Phi3Attention: qkv_proj's output sliced into q, k and v (views of it)
-void phi3_layer(HfJsonReader&, ModelSpec& m) { m.fused_qkv_projection = true; }
 
 // Qwen3: q_norm and k_norm of head_dim.
 void qwen3_layer(HfJsonReader& r, ModelSpec& m) {
@@ -50,6 +38,29 @@ void olmo2_layer(HfJsonReader& r, ModelSpec& m) {
   llama_layer(r, m);
   m.qk_norm = QkNorm::per_head;
 }
+
+// Cohere / Cohere2 (Command R, R+, A): one LayerNorm without bias feeds attention
+// and MLP in parallel; use_qk_norm adds per-head LayerNorms on q and k.
+void cohere_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.norm_kind = NormKind::layer;
+  m.parallel_attn_mlp = m.shared_input_norm = true;
+  bool qk_norm = false;
+  r.boolean("use_qk_norm", qk_norm);
+  if (qk_norm) m.qk_norm = QkNorm::per_head;
+}
+
+namespace {
+
+void read_activation(HfJsonReader& r, ModelSpec& m, const char* key) {
+  const std::string act = r.text(key);
+  if (!act.empty()) m.hidden_act = act;
+}
+
+// Qwen2Attention: q, k and v with bias=True, o without.
+void qwen2_layer(HfJsonReader&, ModelSpec& m) { m.qkv_bias = true; }
+// Phi3Attention: qkv_proj's output sliced into q, k and v (views of it)
+void phi3_layer(HfJsonReader&, ModelSpec& m) { m.fused_qkv_projection = true; }
 
 // Gemma 2: pre- and post-norms around attention and MLP (four per layer).
 void gemma2_layer(HfJsonReader& r, ModelSpec& m) {
@@ -99,17 +110,6 @@ void internlm_layer(HfJsonReader& r, ModelSpec& m) {
 void exaone4_layer(HfJsonReader& r, ModelSpec& m) {
   llama_layer(r, m);
   m.qk_norm = QkNorm::shared;
-}
-
-// Cohere / Cohere2 (Command R, R+, A): one LayerNorm without bias feeds attention
-// and MLP in parallel; use_qk_norm adds per-head LayerNorms on q and k.
-void cohere_layer(HfJsonReader& r, ModelSpec& m) {
-  llama_layer(r, m);
-  m.norm_kind = NormKind::layer;
-  m.parallel_attn_mlp = m.shared_input_norm = true;
-  bool qk_norm = false;
-  r.boolean("use_qk_norm", qk_norm);
-  if (qk_norm) m.qk_norm = QkNorm::per_head;
 }
 
 void set_rotary_fraction(HfJsonReader& r, ModelSpec& m, const char* key, double fallback) {
@@ -579,7 +579,8 @@ std::string nemotron_h_pattern(HfJsonReader& r) {
 void glm4_moe_lite_layer(HfJsonReader&, ModelSpec& m) { m.first_k_dense_replace = 1; }
 
 // Nemotron-H: hybrid_override_pattern gives each layer one block: M a Mamba-2 mixer, * attention
-// (no rotary), - a relu^2 two-matrix MLP; each with its own RMSNorm and residual.
+// (no rotary), - a relu^2 two-matrix MLP, E an MoE of relu^2 two-matrix experts (Nemotron 3);
+// each with its own RMSNorm and residual.
 void nemotron_h_layer(HfJsonReader& r, ModelSpec& m) {
   llama_layer(r, m);
   two_matrix_mlp(m, "relu2");
@@ -602,16 +603,19 @@ void nemotron_h_layer(HfJsonReader& r, ModelSpec& m) {
     return r.fail(
         key, pattern,
         "must have one character per layer (num_hidden_layers = " + std::to_string(m.num_hidden_layers) + ")");
+  std::vector<int64_t> not_moe;
   for (char c : pattern) {
-    if (c == 'E')
-      return r.fail(key, pattern,
-                    "is not a model remat can build: MoE blocks (E) with two-matrix relu^2 experts; remat's experts "
-                    "are gated");
-    if (c != 'M' && c != '*' && c != '-')
-      return r.fail(key, pattern, "must hold only M (Mamba-2), * (attention) and - (MLP)");
+    if (c != 'M' && c != '*' && c != '-' && c != 'E')
+      return r.fail(key, pattern, "must hold only M (Mamba-2), * (attention), - (MLP) and E (MoE)");
+    if (c != 'E') not_moe.push_back(int64_t(m.layer_mixers.size()));
     m.layer_mixers.push_back(c == 'M' ? Mixer::mamba2 : c == '*' ? Mixer::attention : Mixer::none);
-    m.layer_has_ffn.push_back(c == '-');
+    m.layer_has_ffn.push_back(c == '-' || c == 'E');
   }
+  if (not_moe.size() == pattern.size()) return;
+  // E: the experts (read_experts) in exactly these layers
+  m.moe_layer_rule = MoeLayerRule::every_step;
+  m.moe_layer_freq = 1;
+  m.dense_mlp_layers = not_moe;
 }
 
 constexpr HfDefaults kLlamaDefaults{32000, 4096, 11008, 32, 32};
@@ -637,6 +641,24 @@ constexpr HfDefaults kGraniteMoeHybridDefaults{32000, 4096, 11008, 32, 32};
 constexpr HfDefaults kMamba2Defaults{32768, 4096, 0, 64, 0, 0, 0, 1e-5};
 
 constexpr HfExperts kDense = HfExperts::none;
+
+// The config classes' defaults of the families in hf_families_more.cpp
+constexpr HfDefaults kHeliumDefaults{48000, 2560, 7040, 24, 20, 20, 128, 1e-8};
+constexpr HfDefaults kCwmDefaults{128256, 6144, 21504, 64, 48, 8, 128, 1e-5};
+constexpr HfDefaults kJais2Defaults{150272, 3328, 26624, 32, 26};
+constexpr HfDefaults kGraniteSwaDefaults{100352, 2560, 8192, 24, 20, 4, 0, 1e-5};
+constexpr HfDefaults kNanochatDefaults{50304, 768, 8192, 12, 6};
+constexpr HfDefaults kMellumDefaults{98304, 2304, 7168, 28, 32, 4, 128};
+constexpr HfDefaults kMiniCpm3Defaults{73448, 2560, 6400, 62, 40, 40, 0, 1e-5};
+constexpr HfDefaults kYoutuDefaults{128256, 2048, 6144, 32, 16, 16};
+constexpr HfDefaults kMistral4Defaults{131072, 4096, 12288, 36, 32, 32};
+constexpr HfDefaults kSolarOpenDefaults{196608, 4096, 0, 48, 64, 8, 128, 1e-5};
+constexpr HfDefaults kExaoneMoeDefaults{102400, 4096, 16384, 32, 32, 32, 0, 1e-5};
+constexpr HfDefaults kFlexOlmoDefaults{100352, 4096, 11008, 32, 32};
+constexpr HfDefaults kAfmoeDefaults{200192, 2048, 6144, 32, 16, 0, 128, 1e-5};
+constexpr HfDefaults kHyV3Defaults{120832, 4096, 13312, 80, 64, 8, 128, 1e-5};
+constexpr HfDefaults kHunyuanMoeDefaults{290943, 4096, 11008, 32, 32, 0, 0, 1e-5};
+constexpr HfDefaults kCohere2MoeDefaults{256000, 8192, 22528, 40, 64, 0, 128};
 
 const std::array kFamilies = {
     HfFamily{"llama", false, kDense, false, nullptr, llama_layer, kLlamaDefaults},
@@ -710,6 +732,33 @@ const std::array kFamilies = {
     HfFamily{"ernie4_5_moe", true, HfExperts::ernie, false, nullptr, ernie_layer},
     HfFamily{"hunyuan_v1_dense", false, kDense, false, nullptr, hunyuan_layer},
     HfFamily{"dbrx", false, HfExperts::dbrx, false, dbrx_spell, dbrx_layer},
+    // hf_families_more.cpp
+    HfFamily{"helium", false, kDense, false, nullptr, helium_layer, kHeliumDefaults},
+    // Gemma 2 without the post-attention and post-MLP norms
+    HfFamily{"vaultgemma", true, kDense, false, nullptr, llama_layer, kGemma2Defaults},
+    HfFamily{"cwm", false, kDense, false, nullptr, cwm_layer, kCwmDefaults},
+    HfFamily{"jais2", false, kDense, false, nullptr, jais2_layer, kJais2Defaults},
+    HfFamily{"hyperclovax", false, kDense, false, nullptr, hyperclovax_layer, kLlamaDefaults},
+    HfFamily{"granite_swa", true, kDense, false, nullptr, granite_swa_layer, kGraniteSwaDefaults},
+    HfFamily{"granitemoeshared", false, HfExperts::mixtral, false, nullptr, granitemoeshared_layer, kLlamaDefaults},
+    HfFamily{"granitemoe_swa", false, HfExperts::mixtral, false, nullptr, granitemoe_swa_layer, kLlamaDefaults},
+    HfFamily{"nanochat", false, kDense, false, nullptr, nanochat_layer, kNanochatDefaults},
+    // Qwen3-MoE's attention and experts, dense layers by mlp_layer_types
+    HfFamily{"mellum", false, HfExperts::qwen, false, nullptr, qwen3_layer, kMellumDefaults},
+    // DeepSeek-V2's latent attention with LLaMA's dense MLP
+    HfFamily{"minicpm3", true, kDense, false, minicpm3_spell, mla_layer, kMiniCpm3Defaults},
+    // DeepSeek-V3's latent attention with a dense MLP
+    HfFamily{"youtu", true, kDense, false, nullptr, mla_layer, kYoutuDefaults},
+    // DeepSeek-V3's layer (latent attention, its MoE after first_k_dense_replace)
+    HfFamily{"mistral4", false, HfExperts::deepseek, false, nullptr, mla_layer, kMistral4Defaults},
+    HfFamily{"solar_open", false, HfExperts::own, false, nullptr, solar_open_layer, kSolarOpenDefaults},
+    HfFamily{"exaone_moe", false, HfExperts::deepseek, false, nullptr, exaone_moe_layer, kExaoneMoeDefaults},
+    // OLMo-2's layer (post-norms, q/k norms over all heads) with OLMoE's experts
+    HfFamily{"flex_olmo", false, HfExperts::olmoe, false, nullptr, olmo2_layer, kFlexOlmoDefaults},
+    HfFamily{"afmoe", false, HfExperts::deepseek, false, nullptr, afmoe_layer, kAfmoeDefaults},
+    HfFamily{"hy_v3", false, HfExperts::deepseek, false, nullptr, hy_v3_layer, kHyV3Defaults},
+    HfFamily{"hunyuan_v1_moe", false, HfExperts::own, false, nullptr, hunyuan_moe_layer, kHunyuanMoeDefaults},
+    HfFamily{"cohere2_moe", true, HfExperts::own, false, nullptr, cohere2_moe_layer, kCohere2MoeDefaults},
     HfFamily{
         "qwen3_next", false, HfExperts::qwen, false, nullptr, qwen3_next_layer, {}, false, HfHybrid::gated_deltanet},
     HfFamily{"qwen3_5_text", false, kDense, false, nullptr, qwen3_next_layer, {}, false, HfHybrid::gated_deltanet},
@@ -722,7 +771,15 @@ const std::array kFamilies = {
              {},
              false,
              HfHybrid::gated_deltanet},
-    HfFamily{"nemotron_h", false, kDense, false, nullptr, nemotron_h_layer, {}, false, HfHybrid::mamba2_pattern},
+    HfFamily{"nemotron_h",
+             false,
+             HfExperts::nemotron_h,
+             false,
+             nullptr,
+             nemotron_h_layer,
+             {},
+             false,
+             HfHybrid::mamba2_pattern},
     HfFamily{"bamba", false, kDense, false, nullptr, bamba_layer, kBambaDefaults, false, HfHybrid::mamba2_pattern},
     HfFamily{"granitemoehybrid", false, HfExperts::optional_num_experts, false, nullptr, granitemoehybrid_layer,
              kGraniteMoeHybridDefaults, false, HfHybrid::mamba2_pattern},

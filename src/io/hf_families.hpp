@@ -25,6 +25,9 @@ enum class HfExperts {
   ernie,     // moe_num_experts, moe_k, moe_intermediate_size, moe_num_shared_experts, moe_layer_start_index /
              // end_index / interval (ERNIE 4.5 MoE)
   dbrx,      // ffn_config: moe_num_experts, moe_top_k, ffn_hidden_size (DBRX)
+  nemotron_h,  // n_routed_experts, moe_intermediate_size, moe_shared_expert_intermediate_size in the
+               // layers its pattern marks E (none: dense)
+  own,         // the family's layer reader reads them (per-layer lists, its own layer rules)
 };
 
 // Transformers' configuration-class defaults for the dimensions a config.json
@@ -58,6 +61,30 @@ struct HfFamily {
   bool mtp = false;          // num_nextn_predict_layers: multi-token prediction modules of its own layer
   HfHybrid hybrid = HfHybrid::none;
 };
+
+// Layer readers shared with hf_families_more.cpp (hf_families.cpp).
+void llama_layer(HfJsonReader& r, ModelSpec& m);
+void qwen3_layer(HfJsonReader& r, ModelSpec& m);
+void olmo2_layer(HfJsonReader& r, ModelSpec& m);
+void cohere_layer(HfJsonReader& r, ModelSpec& m);
+
+// Readers of the families in hf_families_more.cpp.
+void helium_layer(HfJsonReader& r, ModelSpec& m);
+void cwm_layer(HfJsonReader& r, ModelSpec& m);
+void jais2_layer(HfJsonReader& r, ModelSpec& m);
+void hyperclovax_layer(HfJsonReader& r, ModelSpec& m);
+void granite_swa_layer(HfJsonReader& r, ModelSpec& m);
+void granitemoeshared_layer(HfJsonReader& r, ModelSpec& m);
+void granitemoe_swa_layer(HfJsonReader& r, ModelSpec& m);
+void nanochat_layer(HfJsonReader& r, ModelSpec& m);
+void minicpm3_spell(HfJsonReader& r, ModelSpec& m);
+void mla_layer(HfJsonReader& r, ModelSpec& m);
+void solar_open_layer(HfJsonReader& r, ModelSpec& m);
+void exaone_moe_layer(HfJsonReader& r, ModelSpec& m);
+void afmoe_layer(HfJsonReader& r, ModelSpec& m);
+void hy_v3_layer(HfJsonReader& r, ModelSpec& m);
+void hunyuan_moe_layer(HfJsonReader& r, ModelSpec& m);
+void cohere2_moe_layer(HfJsonReader& r, ModelSpec& m);
 
 // Layer readers of the Mamba-2 families (hf_families_hybrid.cpp).
 void bamba_layer(HfJsonReader& r, ModelSpec& m);

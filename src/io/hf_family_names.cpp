@@ -67,7 +67,7 @@ const char* kMamba1 =
     "a Mamba-1 model (selective-scan layers, no attention); remat's state-space block is Mamba-2 (SSD), whose "
     "projections and scan differ";
 
-const std::array<std::pair<const char*, const char*>, 35> kRefused = {{
+const std::array<std::pair<const char*, const char*>, 44> kRefused = {{
     {"bert", kEncoder},
     {"roberta", kEncoder},
     {"xlm-roberta", kEncoder},
@@ -125,6 +125,32 @@ const std::array<std::pair<const char*, const char*>, 35> kRefused = {{
      "PLaMo 2's state-space layers (B, C and dt from their own projections of the convolved input, each "
      "normed); remat's state-space block is Mamba-2's"},
     {"recurrent_gemma", "RG-LRU recurrent layers beside attention; remat has no block for recurrent layers"},
+    {"jetmoe",
+     "mixture-of-attention-heads (each expert its own query and output projections) beside MoE MLPs with biases "
+     "(JetMoE); remat builds dense attention"},
+    {"laguna",
+     "a softplus output gate per attention head and attention head counts per layer "
+     "(num_attention_heads_per_layer); remat builds one attention shape per model"},
+    {"mimo_v2_flash",
+     "sliding-window layers with twice the key/value heads of the full-attention layers, and value heads "
+     "narrower than query and key heads (v_head_dim); remat builds one attention shape per model"},
+    {"longcat_flash",
+     "shortcut-connected MoE layers (two attention and two MLP blocks per layer beside one MoE block) with "
+     "zero-computation experts; remat builds one attention and one feed-forward per layer"},
+    {"axk1",
+     "a norm on the MoE block's output in the MoE layers only (A.X K1); remat's extra norms are in every layer"},
+    {"axk2",
+     "DeepSeek sparse attention (its lightning indexer) and gated RMSNorms; remat has no block for sparse "
+     "attention"},
+    {"bitnet",
+     "BitNet's sub-norms inside attention (over its output) and the MLP (of intermediate width, before the down "
+     "projection) with ternary weights; remat has no block for them"},
+    {"diffllama",
+     "differential attention (two softmax maps per head subtracted with learned lambdas, then a group norm); "
+     "remat builds softmax attention"},
+    {"doge",
+     "dynamic mask attention (a learned per-head mask keeping the top keys) and cross-domain MoE of "
+     "single-neuron experts; remat has no block for them"},
 }};
 
 }  // namespace

@@ -33,6 +33,8 @@ const std::vector<std::vector<const char*>> kSpellings = {
     {"num_experts_per_tok", "moe_topk", "moe_k", "num_experts_per_token"},
     {"partial_rotary_factor", "rope_pct"},  // StableLM's remote code
     {"layer_types", "layers_block_type"},
+    {"n_shared_experts", "num_shared_experts"},     // EXAONE MoE, AFMoE, HY-V3
+    {"first_k_dense_replace", "num_dense_layers"},  // AFMoE
     // Nemotron-H's older Mamba key names, which NemotronHConfig still reads
     {"n_groups", "mamba_n_groups"},
     {"conv_kernel", "mamba_d_conv"},

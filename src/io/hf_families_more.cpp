@@ -1,0 +1,264 @@
+// Layer readers of more Hugging Face families (the table is hf_families.cpp): LLaMA-like
+// dense models with their own biases and norms, the Granite variants with shared experts,
+// windows and NoPE layers, the multi-head latent attention families, and MoE families whose
+// experts are spelled or placed their own way. Each follows the family's transformers code.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "hf_families.hpp"
+#include "hf_json_reader.hpp"
+#include "remat/spec/model_spec.hpp"
+#include "remat/spec/validate.hpp"
+
+namespace remat {
+
+namespace {
+
+void two_matrix_mlp(HfJsonReader& r, ModelSpec& m, const char* act) {
+  m.mlp_kind = MlpKind::two_matrix;
+  m.hidden_act = act;
+  if (const std::string given = r.text("hidden_act"); !given.empty()) m.hidden_act = given;
+}
+
+// `field` from `key`, or where the config leaves it out the config class's default (said in a note).
+void integer_or_default(HfJsonReader& r, ModelSpec& m, const char* key, int64_t& field, int64_t fallback) {
+  field = fallback;
+  if (!r.has(key))
+    m.notes.push_back(r.path(key) + " is absent: transformers' default for " + r.text("model_type") + ", " +
+                      std::to_string(fallback));
+  r.integer(key, field, false);
+}
+
+// An integer, or a list of one per layer (Hunyuan's num_experts, moe_topk) read where every layer
+// has the same value.
+void per_layer_integer(HfJsonReader& r, const char* key, int64_t& out, bool required) {
+  if (!r.has(key) || !r.object[r.spelled(key)].is_array()) return r.integer(key, out, required);
+  std::vector<int64_t> values;
+  r.integer_list(key, values);
+  if (values.empty()) return r.fail(key, "[]", "must be an integer or a list of one per layer");
+  if (std::adjacent_find(values.begin(), values.end(), std::not_equal_to<>()) != values.end())
+    return r.fail(key, r.object[r.spelled(key)].dump(),
+                  "is not a model remat can build: a different value per layer; remat builds one layer shape");
+  out = values.front();
+}
+
+// The dense layers mlp_layer_types names ("dense" or "sparse" per layer), else the first
+// `first_dense` layers; MoE everywhere else.
+void dense_layers_by_type(HfJsonReader& r, ModelSpec& m, int64_t first_dense) {
+  const std::vector<std::string> types = r.text_list("mlp_layer_types");
+  const int64_t layers = std::min(m.num_hidden_layers, limits::kLayers);
+  if (!types.empty() && int64_t(types.size()) != m.num_hidden_layers)
+    return r.fail("mlp_layer_types", std::to_string(types.size()) + " entries",
+                  "must name each of num_hidden_layers = " + std::to_string(m.num_hidden_layers) + " layers");
+  m.moe_layer_rule = MoeLayerRule::every_step;
+  m.moe_layer_freq = 1;
+  m.dense_mlp_layers.clear();
+  for (int64_t i = 0; i < layers; ++i) {
+    const std::string kind = types.empty() ? (i < first_dense ? "dense" : "sparse") : types[size_t(i)];
+    if (kind != "dense" && kind != "sparse")
+      return r.fail("mlp_layer_types", kind, "must hold only \"dense\" and \"sparse\"");
+    if (kind == "dense") m.dense_mlp_layers.push_back(i);
+  }
+}
+
+// Granite's shared MLP beside the experts (shared_intermediate_size, 0: none), counted as that many
+// intermediate_size-wide shared experts.
+void granite_shared_mlp(HfJsonReader& r, ModelSpec& m) {
+  int64_t shared = 0;
+  r.integer("shared_intermediate_size", shared, false);
+  if (shared < 0) return r.fail("shared_intermediate_size", std::to_string(shared), "must be 0 or more");
+  if (shared == 0) return;
+  if (m.intermediate_size < 1 || shared % m.intermediate_size != 0)
+    return r.fail("shared_intermediate_size", std::to_string(shared),
+                  "is not a model remat can build: a shared MLP whose width is not a multiple of the experts' "
+                  "intermediate_size = " +
+                      std::to_string(m.intermediate_size) + " (remat counts it as shared experts of that width)");
+  m.n_shared_experts = shared / m.intermediate_size;
+}
+
+// Granite SWA's layer_rope_theta: a rotary base per layer, 0 for a layer without rotary (NoPE).
+void read_layer_rope_theta(HfJsonReader& r, ModelSpec& m) {
+  if (!r.has("layer_rope_theta")) return;
+  const nlohmann::json& list = r.object["layer_rope_theta"];
+  if (!list.is_array() || int64_t(list.size()) != m.num_hidden_layers)
+    return r.fail(
+        "layer_rope_theta", list.dump(),
+        "must be a list of one number per layer (num_hidden_layers = " + std::to_string(m.num_hidden_layers) + ")");
+  for (size_t i = 0; i < list.size() && int64_t(i) < limits::kLayers; ++i) {
+    if (!list[i].is_number()) return r.fail("layer_rope_theta", list[i].dump(), "must hold only numbers");
+    m.nope_layers.push_back(list[i].get<double>() == 0);
+  }
+  if (std::find(m.nope_layers.begin(), m.nope_layers.end(), true) == m.nope_layers.end()) m.nope_layers.clear();
+}
+
+// The routed experts a family's own reader sets: at least one.
+void require_experts(HfJsonReader& r, const ModelSpec& m, const char* key) {
+  if (m.n_routed_experts < 1)
+    r.fail(key, std::to_string(m.n_routed_experts), "must be at least 1: a mixture-of-experts family");
+}
+
+}  // namespace
+
+// Helium: GraniteAttention's attention_bias on q, k and v (its o_proj has none); LLaMA's MLP.
+void helium_layer(HfJsonReader& r, ModelSpec& m) {
+  r.boolean("attention_bias", m.qkv_bias);
+  r.boolean("mlp_bias", m.mlp_bias);
+}
+
+// CWM: Qwen2Attention with no bias on q, k, v or o (no attention_bias key); LLaMA's MLP and mlp_bias.
+void cwm_layer(HfJsonReader& r, ModelSpec& m) { r.boolean("mlp_bias", m.mlp_bias); }
+
+// Jais 2: LLaMA's attention with attention_bias (default true) on q, k, v and o; LayerNorms with
+// bias; Nemotron's two-matrix relu^2 MLP with mlp_bias (default true).
+void jais2_layer(HfJsonReader& r, ModelSpec& m) {
+  bool bias = true;
+  r.boolean("attention_bias", bias);
+  m.qkv_bias = m.o_bias = bias;
+  m.mlp_bias = true;
+  r.boolean("mlp_bias", m.mlp_bias);
+  m.norm_kind = NormKind::layer;
+  m.norm_bias = true;
+  two_matrix_mlp(r, m, "relu2");
+}
+
+// HyperCLOVA X: Granite's layer; use_post_norm (default true) adds norms after attention and MLP.
+void hyperclovax_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  bool post = true;
+  r.boolean("use_post_norm", post);
+  if (post) m.extra_norms_per_layer = 2;
+}
+
+// Granite SWA: LLaMA's layer with a learned attention sink per head (not counted) and a rotary
+// base per layer (layer_rope_theta; 0: no rotary).
+void granite_swa_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  read_layer_rope_theta(r, m);
+}
+
+// GraniteMoeShared: GraniteMoE (every layer MoE, experts of intermediate_size) plus a shared MLP.
+void granitemoeshared_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  granite_shared_mlp(r, m);
+}
+
+// GraniteMoE SWA: GraniteMoeShared's layer with Granite SWA's attention (sinks, layer_rope_theta).
+void granitemoe_swa_layer(HfJsonReader& r, ModelSpec& m) {
+  granite_swa_layer(r, m);
+  granite_shared_mlp(r, m);
+}
+
+// NanoChat: RMSNorms without weights (also on q and k after rotary, and on the embeddings before the
+// first layer); attention_bias on q, k, v and o; a two-matrix relu^2 MLP (fc1, fc2).
+void nanochat_layer(HfJsonReader& r, ModelSpec& m) {
+  bool bias = false;
+  r.boolean("attention_bias", bias);
+  m.qkv_bias = m.o_bias = bias;
+  m.norm_affine = false;
+  m.embedding_norm = true;
+  m.qk_norm = QkNorm::shared;
+  two_matrix_mlp(r, m, "relu2");
+}
+
+// MiniCPM3: v_head_dim defaults to hidden_size / num_attention_heads (MiniCPM3Config).
+void minicpm3_spell(HfJsonReader& r, ModelSpec& m) {
+  if (r.has("v_head_dim")) return;
+  int64_t hidden = 2560, heads = 40;
+  r.integer("hidden_size", hidden, false);
+  r.integer("num_attention_heads", heads, false);
+  if (heads > 0) m.v_head_dim = hidden / heads;
+}
+
+// MiniCPM3, Youtu, Mistral 4: DeepSeek's multi-head latent attention (kv_lora_rank required);
+// attention_bias would add biases to its projections, which remat's latent attention does not have.
+void mla_layer(HfJsonReader& r, ModelSpec& m) {
+  if (m.kv_lora_rank < 1) r.fail("kv_lora_rank", "", "required key is missing (multi-head latent attention)");
+  bool bias = false;
+  r.boolean("attention_bias", bias);
+  if (bias)
+    r.fail("attention_bias", "true",
+           "is not a model remat can build: biases on multi-head latent attention's projections");
+}
+
+// Solar Open: LLaMA's attention with attention_bias on q, k and v (o_proj has none); GLM-4.5's MoE
+// in every layer (first_k_dense_replace is not read): n_routed_experts of moe_intermediate_size and
+// n_shared_experts (default 1) of it.
+void solar_open_layer(HfJsonReader& r, ModelSpec& m) {
+  r.boolean("attention_bias", m.qkv_bias);
+  r.number("partial_rotary_factor", m.rotary_fraction);
+  r.integer("n_routed_experts", m.n_routed_experts, true);
+  require_experts(r, m, "n_routed_experts");
+  r.integer("moe_intermediate_size", m.moe_intermediate_size, true);
+  r.integer("num_experts_per_tok", m.num_experts_per_tok, true);
+  integer_or_default(r, m, "n_shared_experts", m.n_shared_experts, 1);
+}
+
+// EXAONE MoE: EXAONE 4's attention (q/k norms of head_dim, no biases); DeepSeek-V3's MoE with
+// num_experts, num_shared_experts (default 1) and mlp_layer_types (default: the first
+// first_k_dense_replace = 1 layers dense).
+void exaone_moe_layer(HfJsonReader& r, ModelSpec& m) {
+  m.qk_norm = QkNorm::shared;
+  integer_or_default(r, m, "num_shared_experts", m.n_shared_experts, 1);
+  integer_or_default(r, m, "first_k_dense_replace", m.first_k_dense_replace, 1);
+}
+
+// AFMoE: attention with q/k norms of head_dim and a sigmoid output gate (gate_proj, heads x head_dim),
+// rotary on the sliding-window layers only; norms before and after attention and MLP; DeepSeek-style
+// MoE after num_dense_layers (default 1) dense layers, num_shared_experts (default 2).
+void afmoe_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.qk_norm = QkNorm::shared;
+  m.attention_output_gate = true;
+  m.extra_norms_per_layer = 2;
+  integer_or_default(r, m, "num_shared_experts", m.n_shared_experts, 2);
+  integer_or_default(r, m, "num_dense_layers", m.first_k_dense_replace, 1);
+  std::vector<std::string> types = r.text_list("layer_types");
+  int64_t every = 4;
+  r.integer("global_attn_every_n_layers", every, false);
+  for (int64_t i = 0; i < std::min(m.num_hidden_layers, limits::kLayers); ++i)
+    m.nope_layers.push_back(types.empty() ? every > 0 && (i + 1) % every == 0
+                                          : size_t(i) < types.size() && types[size_t(i)] == "full_attention");
+  if (std::find(m.nope_layers.begin(), m.nope_layers.end(), true) == m.nope_layers.end()) m.nope_layers.clear();
+}
+
+// HY-V3: q/k norms of head_dim, attention_bias on q, k, v and o; DeepSeek-style MoE with
+// num_experts, num_shared_experts (default 1) and mlp_layer_types (default: the first layer dense).
+void hy_v3_layer(HfJsonReader& r, ModelSpec& m) {
+  qwen3_layer(r, m);
+  integer_or_default(r, m, "num_shared_experts", m.n_shared_experts, 1);
+  m.first_k_dense_replace = 1;
+}
+
+// Hunyuan MoE (v1): q/k norms of head_dim; in every layer num_experts routed experts of
+// intermediate_size (moe_topk per token) and one shared MLP of intermediate_size. num_experts and
+// moe_topk may be lists of one per layer.
+void hunyuan_moe_layer(HfJsonReader& r, ModelSpec& m) {
+  qwen3_layer(r, m);
+  m.n_routed_experts = m.num_experts_per_tok = 1;  // HunYuanMoEV1Config's defaults
+  per_layer_integer(r, "num_experts", m.n_routed_experts, false);
+  per_layer_integer(r, "num_experts_per_tok", m.num_experts_per_tok, false);
+  require_experts(r, m, "num_experts");
+  m.moe_intermediate_size = m.intermediate_size;
+  m.n_shared_experts = 1;
+}
+
+// Cohere2 MoE: Cohere 2's parallel layer (RMSNorms where rms_norm_eps is set, else LayerNorms
+// without bias); num_experts of intermediate_size and num_shared_experts (default 0) of it; dense
+// layers by mlp_layer_types (else the first first_k_dense_replace) of prefix_dense_intermediate_size
+// (else intermediate_size).
+void cohere2_moe_layer(HfJsonReader& r, ModelSpec& m) {
+  cohere_layer(r, m);
+  if (r.has("rms_norm_eps")) m.norm_kind = NormKind::rms;
+  r.integer("num_experts", m.n_routed_experts, true);
+  require_experts(r, m, "num_experts");
+  r.integer("num_experts_per_tok", m.num_experts_per_tok, true);
+  r.integer("num_shared_experts", m.n_shared_experts, false);
+  m.moe_intermediate_size = m.intermediate_size;
+  int64_t first_dense = 0;
+  r.integer("first_k_dense_replace", first_dense, false);
+  dense_layers_by_type(r, m, first_dense);
+  if (!m.dense_mlp_layers.empty()) r.integer("prefix_dense_intermediate_size", m.intermediate_size, false);
+}
+
+}  // namespace remat

@@ -1,0 +1,142 @@
+// Keys of the families in src/io/hf_families_more.cpp that their config classes' defaults do not
+// exercise (tests/data/hf_transformers_defaults.jsonl covers those): per-layer lists, other
+// spellings, keys a config class turns into others, and the layers they leave to their defaults.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "remat/cost/params.hpp"
+#include "test_helpers.hpp"
+
+namespace remat {
+namespace {
+
+std::string rejection(const std::string& text, const std::string& label) {
+  try {
+    parse_hf_config(text, label);
+  } catch (const InputError& e) {
+    std::string lines;
+    for (const auto& p : e.problems()) lines += (lines.empty() ? "" : "\n") + p.line();
+    return lines;
+  }
+  return "";
+}
+
+std::vector<int64_t> moe_layers(const ModelSpec& m) {
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < m.num_hidden_layers; ++i)
+    if (m.layer_is_moe(i)) out.push_back(i);
+  return out;
+}
+
+const std::string kSmall = R"("hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100, "tie_word_embeddings": false, )";
+
+// Hunyuan-A13B's config gives num_experts and moe_topk one per layer; transformers builds every layer
+// with num_experts experts of intermediate_size and one shared MLP of intermediate_size.
+TEST(HfFamiliesMore, HunyuanMoePerLayerListsOfOneValue) {
+  const std::string base = R"({"model_type": "hunyuan_v1_moe", "num_hidden_layers": 2, )" + kSmall;
+  const ModelSpec m = parse_hf_config(base + R"("num_experts": [4, 4], "moe_topk": [2, 2]})", "h.json");
+  EXPECT_EQ(m.n_routed_experts, 4);
+  EXPECT_EQ(m.num_experts_per_tok, 2);
+  EXPECT_EQ(m.n_shared_experts, 1);
+  EXPECT_EQ(m.moe_intermediate_size, 128);
+  EXPECT_EQ(moe_layers(m), (std::vector<int64_t>{0, 1}));
+  // a layer: q, k, v, o; q/k norms of head_dim; two norms; router, shared MLP and 4 experts
+  const double layer = 64.0 * 64 * 2 + 64.0 * 32 * 2 + 2 * 16 + 2 * 64 + 64 * 4 + 3 * 64 * 128 + 4 * 3 * 64 * 128;
+  EXPECT_DOUBLE_EQ(model_params(m, 2), 2 * layer + 2 * 100 * 64 + 64);
+  EXPECT_EQ(rejection(base + R"("num_experts": [4, 8], "moe_topk": 2})", "h.json"),
+            "h.json: num_experts: is not a model remat can build: a different value per layer; remat builds one "
+            "layer shape (got [4,8])");
+}
+
+// Granite SWA: layer_rope_theta 0 is a layer without rotary; the MoE variant's shared MLP counts as
+// shared experts of intermediate_size.
+TEST(HfFamiliesMore, GraniteSwaRopeThetaPerLayerAndSharedMlp) {
+  const std::string base = R"({"model_type": "granitemoe_swa", "num_hidden_layers": 4, )" + kSmall +
+                           R"("num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 8, )";
+  const ModelSpec m = parse_hf_config(
+      base + R"("layer_rope_theta": [10000.0, 10000.0, 0, 10000.0], "shared_intermediate_size": 256})", "g.json");
+  EXPECT_EQ(m.nope_layers, (std::vector<bool>{false, false, true, false}));
+  EXPECT_EQ(m.n_shared_experts, 2);
+  // no layer_types: GraniteMoeSWAConfig makes the first of every four layers full attention
+  EXPECT_EQ(m.windowed_layers, (std::vector<bool>{false, true, true, true}));
+  EXPECT_EQ(rejection(base + R"("shared_intermediate_size": 100})", "g.json"),
+            "g.json: shared_intermediate_size: is not a model remat can build: a shared MLP whose width is not a "
+            "multiple of the experts' intermediate_size = 128 (remat counts it as shared experts of that width) "
+            "(got 100)");
+}
+
+// AFMoE's num_dense_layers and num_shared_experts; EXAONE MoE's num_shared_experts and its default.
+TEST(HfFamiliesMore, DenseLayersAndSharedExpertsUnderTheirOwnNames) {
+  const std::string experts = R"("num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32, )";
+  const ModelSpec afmoe =
+      parse_hf_config(R"({"model_type": "afmoe", "num_hidden_layers": 4, )" + kSmall + experts +
+                          R"("num_dense_layers": 2, "num_shared_experts": 3, "global_attn_every_n_layers": 2})",
+                      "a.json");
+  EXPECT_EQ(moe_layers(afmoe), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(afmoe.n_shared_experts, 3);
+  EXPECT_EQ(afmoe.nope_layers, (std::vector<bool>{false, true, false, true}));  // rotary on windowed layers only
+  const std::string exaone = R"({"model_type": "exaone_moe", "num_hidden_layers": 3, )" + kSmall + experts;
+  const ModelSpec given = parse_hf_config(exaone + R"("num_shared_experts": 2, "first_k_dense_replace": 0})", "e.json");
+  EXPECT_EQ(given.n_shared_experts, 2);
+  EXPECT_EQ(moe_layers(given), (std::vector<int64_t>{0, 1, 2}));
+  const ModelSpec absent = parse_hf_config(exaone + R"("mlp_layer_types": ["dense", "sparse", "dense"]})", "e.json");
+  EXPECT_EQ(absent.n_shared_experts, 1);
+  EXPECT_EQ(moe_layers(absent), (std::vector<int64_t>{1}));
+  EXPECT_EQ(absent.notes.front(), "num_shared_experts is absent: transformers' default for exaone_moe, 1");
+}
+
+// Cohere2 MoE's first_k_dense_replace (its config class turns it into mlp_layer_types): dense layers
+// of prefix_dense_intermediate_size; with rms_norm_eps null its norms are LayerNorms.
+TEST(HfFamiliesMore, Cohere2MoeDensePrefixOfItsOwnWidth) {
+  const ModelSpec m = parse_hf_config(R"({"model_type": "cohere2_moe", "num_hidden_layers": 3, )" + kSmall +
+                                          R"("num_experts": 4, "num_experts_per_tok": 2, "num_shared_experts": 1,
+      "first_k_dense_replace": 1, "prefix_dense_intermediate_size": 96, "rms_norm_eps": null})",
+                                      "c.json");
+  EXPECT_EQ(moe_layers(m), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(m.intermediate_size, 96);
+  EXPECT_EQ(m.moe_intermediate_size, 128);
+  EXPECT_EQ(m.n_shared_experts, 1);
+  EXPECT_EQ(m.norm_kind, NormKind::layer);
+  EXPECT_TRUE(m.parallel_attn_mlp && m.shared_input_norm);
+}
+
+// Mellum's mlp_layer_types; with no layer_types every layer is full attention.
+TEST(HfFamiliesMore, MellumDenseLayersByType) {
+  const ModelSpec m = parse_hf_config(R"({"model_type": "mellum", "num_hidden_layers": 3, )" + kSmall +
+                                          R"("num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+      "mlp_layer_types": ["dense", "sparse", "sparse"], "sliding_window": 8})",
+                                      "m.json");
+  EXPECT_EQ(moe_layers(m), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(m.sliding_window_tokens, 0);
+}
+
+// MiniCPM3's v_head_dim defaults to hidden_size / heads; the latent-attention families refuse biases.
+TEST(HfFamiliesMore, LatentAttentionFamilies) {
+  const std::string mla = R"("kv_lora_rank": 32, "q_lora_rank": 48, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, )";
+  const ModelSpec m =
+      parse_hf_config(R"({"model_type": "minicpm3", "num_hidden_layers": 2, )" + mla + kSmall + R"("x": 0})", "c.json");
+  EXPECT_EQ(m.v_head_dim, 16);  // 64 / 4
+  EXPECT_EQ(m.kv_lora_rank, 32);
+  EXPECT_EQ(rejection(R"({"model_type": "youtu", "num_hidden_layers": 2, "v_head_dim": 16, )" + mla + kSmall +
+                          R"("attention_bias": true})",
+                      "y.json"),
+            "y.json: attention_bias: is not a model remat can build: biases on multi-head latent attention's "
+            "projections (got true)");
+}
+
+// Solar Open builds its MoE in every layer whatever first_k_dense_replace says.
+TEST(HfFamiliesMore, SolarOpenEveryLayerMoe) {
+  const ModelSpec m = parse_hf_config(R"({"model_type": "solar_open", "num_hidden_layers": 3, )" + kSmall +
+                                          R"("n_routed_experts": 4, "num_experts_per_tok": 2,
+      "moe_intermediate_size": 32, "first_k_dense_replace": 1})",
+                                      "s.json");
+  EXPECT_EQ(moe_layers(m), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(m.n_shared_experts, 1);
+  EXPECT_FALSE(m.o_bias);  // SolarOpenAttention's o_proj has no bias
+}
+
+}  // namespace
+}  // namespace remat
