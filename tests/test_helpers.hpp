@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "remat/io/spec_loader.hpp"
 #include "remat/spec/validate.hpp"
@@ -25,6 +26,26 @@ inline std::string rejection_of(const std::string& json) {
     return e.problems().front().line();
   }
   return "";
+}
+
+// Every problem's line of a config.json (labelled `label`) the loader refuses, one per line; "" when it loads.
+inline std::string hf_rejection(const std::string& text, const std::string& label) {
+  try {
+    parse_hf_config(text, label);
+  } catch (const InputError& e) {
+    std::string lines;
+    for (const auto& p : e.problems()) lines += (lines.empty() ? "" : "\n") + p.line();
+    return lines;
+  }
+  return "";
+}
+
+// The layers of a model that are MoE, in order.
+inline std::vector<int64_t> moe_layers(const ModelSpec& m) {
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < m.num_hidden_layers; ++i)
+    if (m.layer_is_moe(i)) out.push_back(i);
+  return out;
 }
 
 inline ModelSpec model(const std::string& name) { return load_model(read_spec_source(name, "models")); }

@@ -18,24 +18,8 @@ namespace {
 
 std::string corpus_dir() { return std::string(REMAT_TEST_DATA) + "/data/hf_configs/"; }
 
-// The one-line problems of a rejected config, "" when it loads.
-std::string rejection(const std::string& text, const std::string& label) {
-  try {
-    parse_hf_config(text, label);
-  } catch (const InputError& e) {
-    std::string lines;
-    for (const auto& p : e.problems()) lines += (lines.empty() ? "" : "\n") + p.line();
-    return lines;
-  }
-  return "";
-}
-
-std::vector<int64_t> moe_layers(const ModelSpec& m) {
-  std::vector<int64_t> out;
-  for (int64_t i = 0; i < m.num_hidden_layers; ++i)
-    if (m.layer_is_moe(i)) out.push_back(i);
-  return out;
-}
+using test::moe_layers;
+std::string rejection(const std::string& text, const std::string& label) { return test::hf_rejection(text, label); }
 
 TEST(HfCorpus, EveryFileLoadsWithinHalfAPercentOrIsRefusedByName) {
   const auto manifest = nlohmann::json::parse(test::read_text(corpus_dir() + "manifest.json"));

@@ -12,23 +12,8 @@
 namespace remat {
 namespace {
 
-std::string rejection(const std::string& text, const std::string& label) {
-  try {
-    parse_hf_config(text, label);
-  } catch (const InputError& e) {
-    std::string lines;
-    for (const auto& p : e.problems()) lines += (lines.empty() ? "" : "\n") + p.line();
-    return lines;
-  }
-  return "";
-}
-
-std::vector<int64_t> moe_layers(const ModelSpec& m) {
-  std::vector<int64_t> out;
-  for (int64_t i = 0; i < m.num_hidden_layers; ++i)
-    if (m.layer_is_moe(i)) out.push_back(i);
-  return out;
-}
+using test::moe_layers;
+std::string rejection(const std::string& text, const std::string& label) { return test::hf_rejection(text, label); }
 
 const std::string kSmall = R"("hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
     "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100, "tie_word_embeddings": false, )";
