@@ -231,13 +231,9 @@ void read_nemotron_h_experts(HfJsonReader& r, ModelSpec& m) {
   r.integer("moe_intermediate_size", m.moe_intermediate_size, true);
   int64_t shared = 0;
   r.integer("moe_shared_expert_intermediate_size", shared, false);
-  if (shared > 0 && m.moe_intermediate_size > 0) {
-    if (shared % m.moe_intermediate_size != 0)
-      r.fail("moe_shared_expert_intermediate_size", std::to_string(shared),
-             "is not a model remat can build: a shared MLP whose width is not a multiple of moe_intermediate_size = " +
-                 std::to_string(m.moe_intermediate_size) + " (remat counts it as shared experts of that width)");
-    m.n_shared_experts = shared / m.moe_intermediate_size;
-  }
+  if (shared > 0 && m.moe_intermediate_size > 0)
+    shared_mlp_as_experts(r, "moe_shared_expert_intermediate_size", shared, m.moe_intermediate_size,
+                          "moe_intermediate_size", m);
   int64_t latent = 0;
   r.integer("moe_latent_size", latent, false);
   if (latent > 0)

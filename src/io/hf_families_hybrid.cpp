@@ -143,14 +143,11 @@ void granitemoehybrid_layer(HfJsonReader& r, ModelSpec& m) {
     return;
   }
   if (shared < 0) return r.fail("shared_intermediate_size", std::to_string(shared), "must be 0 or more");
-  if (m.intermediate_size > 0 && shared % m.intermediate_size != 0)
-    return r.fail("shared_intermediate_size", std::to_string(shared),
-                  "is not a model remat can build: a shared MLP whose width is not a multiple of the experts' "
-                  "intermediate_size = " +
-                      std::to_string(m.intermediate_size) + " (remat counts it as shared experts of that width)");
+  if (m.intermediate_size > 0)
+    shared_mlp_as_experts(r, "shared_intermediate_size", shared, m.intermediate_size, "the experts' intermediate_size",
+                          m);
   m.n_routed_experts = experts;  // the family's experts are optional_num_experts: this count stands
   m.moe_intermediate_size = m.intermediate_size;
-  if (m.intermediate_size > 0) m.n_shared_experts = shared / m.intermediate_size;
 }
 
 // Mamba-2 (Mamba2Config; mistralai/Mamba-Codestral, state-spaces/mamba2-*): every layer an

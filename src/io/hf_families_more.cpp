@@ -68,13 +68,9 @@ void granite_shared_mlp(HfJsonReader& r, ModelSpec& m) {
   int64_t shared = 0;
   r.integer("shared_intermediate_size", shared, false);
   if (shared < 0) return r.fail("shared_intermediate_size", std::to_string(shared), "must be 0 or more");
-  if (shared == 0) return;
-  if (m.intermediate_size < 1 || shared % m.intermediate_size != 0)
-    return r.fail("shared_intermediate_size", std::to_string(shared),
-                  "is not a model remat can build: a shared MLP whose width is not a multiple of the experts' "
-                  "intermediate_size = " +
-                      std::to_string(m.intermediate_size) + " (remat counts it as shared experts of that width)");
-  m.n_shared_experts = shared / m.intermediate_size;
+  if (shared > 0)
+    shared_mlp_as_experts(r, "shared_intermediate_size", shared, m.intermediate_size, "the experts' intermediate_size",
+                          m);
 }
 
 // Granite SWA's layer_rope_theta: a rotary base per layer, 0 for a layer without rotary (NoPE).
@@ -99,6 +95,15 @@ void require_experts(HfJsonReader& r, const ModelSpec& m, const char* key) {
 }
 
 }  // namespace
+
+void shared_mlp_as_experts(HfJsonReader& r, const char* key, int64_t shared, int64_t width,
+                           const std::string& width_name, ModelSpec& m) {
+  if (width < 1 || shared % width != 0)
+    return r.fail(key, std::to_string(shared),
+                  "is not a model remat can build: a shared MLP whose width is not a multiple of " + width_name +
+                      " = " + std::to_string(width) + " (remat counts it as shared experts of that width)");
+  m.n_shared_experts = shared / width;
+}
 
 // Helium: GraniteAttention's attention_bias on q, k and v (its o_proj has none); LLaMA's MLP.
 void helium_layer(HfJsonReader& r, ModelSpec& m) {
