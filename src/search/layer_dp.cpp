@@ -1,4 +1,6 @@
 #include "remat/search/layer_dp.hpp"
+
+#include "remat/search/completion_bound.hpp"
 #include "remat/spec/problems.hpp"
 
 #include <algorithm>
@@ -19,6 +21,7 @@ struct State {
   double ot = 0;
   int parent = -1;  // index in the previous layer's states
   int option = -1;  // option taken at this layer (index in space.options[kind])
+  int mix = -1;     // the mix of completion_lower_s that bounded this state (its extensions try it first)
 };
 
 bool lex_less(const State& a, const State& b) {
@@ -40,6 +43,7 @@ struct Workspace {
   std::vector<double> offs, front_offs;  // front_offs: the front's distinct offload sums, ascending
   std::vector<bool> off_used;
   std::vector<std::vector<std::pair<double, double>>> fenwick;
+  size_t mix_checked = 0, mix_dropped = 0;  // extend_front's candidates held to their parent's mix
 };
 
 // Merges the sorted runs of ws.merged (ending at ws.run_ends) pairwise until one is left: the
@@ -347,6 +351,20 @@ Admitted by_recompute_time(const SearchSpace& space) {
   return out;
 }
 
+// Under ordered backward, the least transient term of the peak a state with offload sum `off`
+// ends with (stage_totals: the head's, with the plan's largest offload, or the later layers').
+double least_later_transient(const OrderedLayer& ord, const Bounds& b, bool one_offload, double off) {
+  // one offload: the plan's largest offload is this state's, if any
+  const double head = ord.head > 0 ? ord.head + (one_offload ? off : b.staging_term) : 0;
+  return std::max(head, ord.suffix);
+}
+
+// The kept bytes the layers after a state may add and still fit.
+double room_for_later(const Bounds& b, const OrderedLayer* ord, bool one_offload, const State& s) {
+  if (!ord) return b.kept_cap - s.kept;
+  return (b.room - least_later_transient(*ord, b, one_offload, s.off)) / ord->in_flight - s.kept;
+}
+
 // The candidates of one layer into ws.merged: each front state shifted by each admitted option
 // that keeps it within the bounds, as one run per option (in `opts` order, each in front order,
 // so sorted by kept as the front is). A state tries its options in ascending recompute time and
@@ -355,9 +373,12 @@ Admitted by_recompute_time(const SearchSpace& space) {
 // `one_offload`: a state that offloads already (off > 0) takes no other offloading option.
 // `ord` (under ordered backward): the layer's bounds on the peak; a state's ot follows
 // LayerSums::add and is raised to ord->ot_floor, so states that differ only below it compare equal.
+// `after` (when given): the curves after this layer; a candidate is also held to the bound of
+// the mix that bounded its parent (drop_slow_completions).
 void extend_front(const std::vector<LayerOption>& options, const std::vector<int>& opts,
                   const std::vector<int>& by_recompute, const Fixed& fx, const Bounds& b, double tie_kept,
-                  bool one_offload, const OrderedLayer* ord, Workspace& ws) {
+                  bool one_offload, const OrderedLayer* ord, const CompletionCurves* after, Workspace& ws) {
+  const StageTimeShape shape{fx.floor_s, fx.fwd_window_s, fx.bwd_window_s, fx.copy_bytes_per_s};
   if (ws.runs.size() < opts.size()) ws.runs.resize(opts.size());
   for (size_t pos = 0; pos < opts.size(); ++pos) ws.runs[pos].clear();
   for (size_t p = 0; p < ws.front.size(); ++p) {
@@ -374,13 +395,20 @@ void extend_front(const std::vector<LayerOption>& options, const std::vector<int
       if (ord) {
         ot = std::max({prev.ot - c.kept_bytes, c.transient_bytes, ord->ot_floor});
         if (ord->in_flight * kept + ot > ord->q_cap) continue;
-        // one offload: the plan's largest offload is this state's, if any
-        const double head = ord->head > 0 ? ord->head + (one_offload ? off : b.staging_term) : 0;
-        if (ord->in_flight * (kept + ord->least_after) + std::max(head, ord->suffix) > b.room) continue;
+        if (ord->in_flight * (kept + ord->least_after) + least_later_transient(*ord, b, one_offload, off) > b.room)
+          continue;
       }
-      const double lower_s = fx.lower_bound(rc, off);
-      if (lower_s > b.known_s || (lower_s >= b.tie_s && kept >= tie_kept)) continue;
-      ws.runs[size_t(pos)].push_back({kept, rc, off, ot, int(p), o});
+      const State next{kept, rc, off, ot, int(p), o, prev.mix};
+      const auto slow = [&](double lower_s) { return lower_s > b.known_s || (lower_s >= b.tie_s && kept >= tie_kept); };
+      if (slow(fx.lower_bound(rc, off))) continue;
+      if (after && prev.mix >= 0) {
+        ++ws.mix_checked;
+        if (slow(mix_lower_s(shape, *after, prev.mix, rc, off, room_for_later(b, ord, one_offload, next)))) {
+          ++ws.mix_dropped;
+          continue;
+        }
+      }
+      ws.runs[size_t(pos)].push_back(next);
     }
   }
   ws.merged.clear();
@@ -390,6 +418,29 @@ void extend_front(const std::vector<LayerOption>& options, const std::vector<int
     ws.merged.insert(ws.merged.end(), ws.runs[pos].begin(), ws.runs[pos].end());
     ws.run_ends.push_back(ws.merged.size());
   }
+}
+
+// Drops the front's states whose every completion is slower than the best plan known, or ties
+// it while keeping too much to peak lower (extend_front's tests), by the relaxed completion's
+// time: a state's extensions can only be slower than its own bound. The mix that bounded the
+// parent is tried first; `full`: then every mix (completion_lower_s), which also records the
+// best one. Returns how many states were dropped.
+size_t drop_slow_completions(const Fixed& fx, const Bounds& b, double tie_kept, bool one_offload,
+                             const OrderedLayer* ord, const CompletionCurves& after, bool full, Workspace& ws) {
+  const StageTimeShape shape{fx.floor_s, fx.fwd_window_s, fx.bwd_window_s, fx.copy_bytes_per_s};
+  const auto slow = [&](const State& s, double lower_s) {
+    return lower_s > b.known_s || (lower_s >= b.tie_s && s.kept >= tie_kept);
+  };
+  size_t out = 0;
+  for (State& s : ws.front) {
+    const double room_kept = room_for_later(b, ord, one_offload, s);
+    if (slow(s, mix_lower_s(shape, after, s.mix, s.rc, s.off, room_kept))) continue;
+    if (full && slow(s, completion_lower_s(shape, after, s.rc, s.off, room_kept, &s.mix))) continue;
+    ws.front[out++] = s;
+  }
+  const size_t dropped = ws.front.size() - out;
+  ws.front.resize(out);
+  return dropped;
 }
 
 bool better(const StageTotals& a, const std::optional<StagePlan>& best) {
@@ -445,6 +496,12 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
     option_offs[size_t(kind)].erase(std::unique(option_offs[size_t(kind)].begin(), option_offs[size_t(kind)].end()),
                                     option_offs[size_t(kind)].end());
   }
+  std::vector<std::vector<const LayerCost*>> admitted_costs(kLayerKinds);
+  for (int kind = 0; kind < kLayerKinds; ++kind)
+    for (int o : admitted[size_t(kind)]) admitted_costs[size_t(kind)].push_back(&space.options[kind][size_t(o)].cost);
+  const std::vector<CompletionCurves> after = completion_curves(st.kinds, admitted_costs, fx.copy_bytes_per_s);
+  size_t full_bound_from = 0, skip_layers = 0;
+  bool mix_pays = true;
   Links links;
   ws.front.assign(1, State{});
   ws.front_offs.assign(1, 0.0);
@@ -455,12 +512,27 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
     work += int64_t(ws.front.size() * opts.size());
     if (work > kMaxExtendedPlans) refuse_search(stage, int64_t(st.kinds.size()));
     extend_front(space.options[kind], opts, by_recompute[size_t(kind)], fx, b, tie_kept, one_offload,
-                 b.ordered ? &ordered[layer] : nullptr, ws);
+                 b.ordered ? &ordered[layer] : nullptr, mix_pays ? &after[layer] : nullptr, ws);
+    // the parents' mixes pay while they drop 2% of the candidates they are tried on
+    if (ws.mix_checked > 0) mix_pays = ws.mix_dropped * 50 >= ws.mix_checked;
+    ws.mix_checked = ws.mix_dropped = 0;
     merge_runs(ws);
     if (b.ordered)
       pareto_sorted_ordered(ws, double(st.base.in_flight), option_offs[size_t(kind)]);
     else
       pareto_sorted(ws);
+    // every mix where that pays: after a layer where it dropped few states, only the parents'
+    // mixes for the next few layers
+    const bool full = layer >= full_bound_from;
+    const size_t front_before = ws.front.size();
+    const size_t dropped = drop_slow_completions(fx, b, tie_kept, one_offload, b.ordered ? &ordered[layer] : nullptr,
+                                                 after[layer], full, ws);
+    if (full) {
+      const bool paid = dropped * 20 >= front_before;  // 5% or more
+      skip_layers = paid ? 0 : std::min<size_t>(2 * skip_layers + 1, 8);
+      full_bound_from = layer + 1 + skip_layers;
+      mix_pays = mix_pays || paid;
+    }
     if (ws.front.empty()) return std::nullopt;
     links.layer_begin.push_back(links.parent_option.size());
     for (const State& s : ws.front) links.parent_option.emplace_back(s.parent, s.option);
