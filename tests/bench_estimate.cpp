@@ -5,6 +5,7 @@
 #include "remat/cost/modules.hpp"
 #include "remat/search/planner.hpp"
 #include "remat/search/sweep.hpp"
+#include "remat/spec/framework.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -53,6 +54,19 @@ void plan_llama3_70b_tp8_pp4(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(plan_search(m, hw, t, o));
 }
 BENCHMARK(plan_llama3_70b_tp8_pp4)->Unit(benchmark::kMillisecond);
+
+// Under ordered backward (Megatron-LM local) the per-layer search also carries each plan's
+// ordered transient: the slowest per-layer search of the issue-26 cases (13.6 s at 7938d06's parent).
+void plan_llama3_70b_megatron_local_tp8_pp2(benchmark::State& state) {
+  const ModelSpec m = test::model("llama3-70b");
+  const HardwareSpec hw = apply_framework(test::hardware("h200"), kMegatronLocalFramework);
+  TrainingSpec t = apply_framework(test::layout(8, 2, 1, 1, 1, 8192), kMegatronLocalFramework);
+  t.framework = kMegatronLocalFramework;
+  SearchOptions o;
+  o.budget_bytes = default_budget_bytes(hw);
+  for (auto _ : state) benchmark::DoNotOptimize(plan_search(m, hw, t, o));
+}
+BENCHMARK(plan_llama3_70b_megatron_local_tp8_pp2)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 // remat sweep over DeepSeek-V3 layouts on `gpus` (tp 1-8, every pp and ep, mbs 1-8, five
 // strategies) as the CLI runs it: the layouts that could reach the first 20 rows on their best split.

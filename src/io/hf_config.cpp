@@ -253,23 +253,28 @@ void refuse_expert_keys(HfJsonReader& r, const std::string& type) {
   }
 }
 
-// transformers 5's mlp_layer_types ("dense" or "sparse" per layer) decides over
-// first_k_dense_replace where a config has it (Glm4MoeLiteConfig, ExaoneMoeConfig, ...).
-void read_mlp_layer_types(HfJsonReader& r, ModelSpec& m) {
+}  // namespace
+
+// Where mlp_layer_types is absent: Glm4MoeLiteConfig, ExaoneMoeConfig and others keep
+// first_k_dense_replace; Cohere2 MoE passes its first_k_dense_replace as `first_dense`.
+void read_mlp_layer_types(HfJsonReader& r, ModelSpec& m, int64_t first_dense) {
   const std::vector<std::string> types = r.text_list("mlp_layer_types");
-  if (types.empty() || !m.is_moe()) return;
-  if (int64_t(types.size()) != m.num_hidden_layers)
+  if ((types.empty() && first_dense < 0) || !m.is_moe()) return;
+  if (!types.empty() && int64_t(types.size()) != m.num_hidden_layers)
     return r.fail("mlp_layer_types", std::to_string(types.size()) + " entries",
                   "must name each of num_hidden_layers = " + std::to_string(m.num_hidden_layers) + " layers");
   m.moe_layer_rule = MoeLayerRule::every_step;
   m.moe_layer_freq = 1;
   m.dense_mlp_layers.clear();
-  for (size_t i = 0; i < types.size(); ++i) {
-    if (types[i] == "dense") m.dense_mlp_layers.push_back(int64_t(i));
-    if (types[i] != "dense" && types[i] != "sparse")
-      return r.fail("mlp_layer_types", types[i], "must hold only \"dense\" and \"sparse\"");
+  for (int64_t i = 0; i < std::min(m.num_hidden_layers, limits::kLayers); ++i) {
+    const std::string kind = types.empty() ? (i < first_dense ? "dense" : "sparse") : types[size_t(i)];
+    if (kind != "dense" && kind != "sparse")
+      return r.fail("mlp_layer_types", kind, "must hold only \"dense\" and \"sparse\"");
+    if (kind == "dense") m.dense_mlp_layers.push_back(i);
   }
 }
+
+namespace {
 
 void read_experts(HfJsonReader& r, ModelSpec& m, HfExperts kind, const std::string& type) {
   switch (kind) {

@@ -50,12 +50,21 @@ void cohere_layer(HfJsonReader& r, ModelSpec& m) {
   if (qk_norm) m.qk_norm = QkNorm::per_head;
 }
 
-namespace {
-
 void read_activation(HfJsonReader& r, ModelSpec& m, const char* key) {
   const std::string act = r.text(key);
   if (!act.empty()) m.hidden_act = act;
 }
+
+void two_matrix_mlp(ModelSpec& m, const char* act) {
+  m.mlp_kind = MlpKind::two_matrix;
+  m.hidden_act = act;
+}
+
+void drop_nope_layers_if_none(ModelSpec& m) {
+  if (std::find(m.nope_layers.begin(), m.nope_layers.end(), true) == m.nope_layers.end()) m.nope_layers.clear();
+}
+
+namespace {
 
 // Qwen2Attention: q, k and v with bias=True, o without.
 void qwen2_layer(HfJsonReader&, ModelSpec& m) { m.qkv_bias = true; }
@@ -87,7 +96,7 @@ void llama4_layer(HfJsonReader& r, ModelSpec& m) {
   for (int64_t i = 0; i < std::min(m.num_hidden_layers, limits::kLayers); ++i)
     m.nope_layers.push_back(rope.empty() ? interval > 0 && (i + 1) % interval == 0
                                          : size_t(i) < rope.size() && rope[size_t(i)] == 0);
-  if (std::find(m.nope_layers.begin(), m.nope_layers.end(), true) == m.nope_layers.end()) m.nope_layers.clear();
+  drop_nope_layers_if_none(m);
   m.nope_attention_temperature = !m.nope_layers.empty();
   r.boolean("attn_temperature_tuning", m.nope_attention_temperature);
 }
@@ -124,11 +133,6 @@ void set_rotary_dim(HfJsonReader& r, ModelSpec& m) {
   const int64_t hd =
       m.head_dim > 0 ? m.head_dim : (m.num_attention_heads > 0 ? m.hidden_size / m.num_attention_heads : 0);
   if (rotary_dim > 0 && hd > 0) m.rotary_fraction = double(rotary_dim) / double(hd);
-}
-
-void two_matrix_mlp(ModelSpec& m, const char* act) {
-  m.mlp_kind = MlpKind::two_matrix;
-  m.hidden_act = act;
 }
 
 void layer_norm_with_bias(ModelSpec& m) {

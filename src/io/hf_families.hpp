@@ -62,8 +62,16 @@ struct HfFamily {
   HfHybrid hybrid = HfHybrid::none;
 };
 
-// Layer readers shared with hf_families_more.cpp (hf_families.cpp).
+// Layer readers and pieces shared with hf_families_more.cpp (hf_families.cpp).
 void llama_layer(HfJsonReader& r, ModelSpec& m);
+void two_matrix_mlp(ModelSpec& m, const char* act);
+void read_activation(HfJsonReader& r, ModelSpec& m, const char* key);  // where the config names one
+// m.nope_layers emptied where no layer goes without rotary (every layer rotates).
+void drop_nope_layers_if_none(ModelSpec& m);
+// transformers 5's mlp_layer_types ("dense" or "sparse" per layer) sets an MoE model's dense
+// layers where a config has it; without it the first `first_dense` layers where given (>= 0),
+// else the model's own rule stays (hf_config.cpp).
+void read_mlp_layer_types(HfJsonReader& r, ModelSpec& m, int64_t first_dense = -1);
 void qwen3_layer(HfJsonReader& r, ModelSpec& m);
 void olmo2_layer(HfJsonReader& r, ModelSpec& m);
 void cohere_layer(HfJsonReader& r, ModelSpec& m);

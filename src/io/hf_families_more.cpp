@@ -15,12 +15,6 @@ namespace remat {
 
 namespace {
 
-void two_matrix_mlp(HfJsonReader& r, ModelSpec& m, const char* act) {
-  m.mlp_kind = MlpKind::two_matrix;
-  m.hidden_act = act;
-  if (const std::string given = r.text("hidden_act"); !given.empty()) m.hidden_act = given;
-}
-
 // `field` from `key`, or where the config leaves it out the config class's default (said in a note).
 void integer_or_default(HfJsonReader& r, ModelSpec& m, const char* key, int64_t& field, int64_t fallback) {
   field = fallback;
@@ -41,25 +35,6 @@ void per_layer_integer(HfJsonReader& r, const char* key, int64_t& out, bool requ
     return r.fail(key, r.object[r.spelled(key)].dump(),
                   "is not a model remat can build: a different value per layer; remat builds one layer shape");
   out = values.front();
-}
-
-// The dense layers mlp_layer_types names ("dense" or "sparse" per layer), else the first
-// `first_dense` layers; MoE everywhere else.
-void dense_layers_by_type(HfJsonReader& r, ModelSpec& m, int64_t first_dense) {
-  const std::vector<std::string> types = r.text_list("mlp_layer_types");
-  const int64_t layers = std::min(m.num_hidden_layers, limits::kLayers);
-  if (!types.empty() && int64_t(types.size()) != m.num_hidden_layers)
-    return r.fail("mlp_layer_types", std::to_string(types.size()) + " entries",
-                  "must name each of num_hidden_layers = " + std::to_string(m.num_hidden_layers) + " layers");
-  m.moe_layer_rule = MoeLayerRule::every_step;
-  m.moe_layer_freq = 1;
-  m.dense_mlp_layers.clear();
-  for (int64_t i = 0; i < layers; ++i) {
-    const std::string kind = types.empty() ? (i < first_dense ? "dense" : "sparse") : types[size_t(i)];
-    if (kind != "dense" && kind != "sparse")
-      return r.fail("mlp_layer_types", kind, "must hold only \"dense\" and \"sparse\"");
-    if (kind == "dense") m.dense_mlp_layers.push_back(i);
-  }
 }
 
 // Granite's shared MLP beside the experts (shared_intermediate_size, 0: none), counted as that many
@@ -85,7 +60,7 @@ void read_layer_rope_theta(HfJsonReader& r, ModelSpec& m) {
     if (!list[i].is_number()) return r.fail("layer_rope_theta", list[i].dump(), "must hold only numbers");
     m.nope_layers.push_back(list[i].get<double>() == 0);
   }
-  if (std::find(m.nope_layers.begin(), m.nope_layers.end(), true) == m.nope_layers.end()) m.nope_layers.clear();
+  drop_nope_layers_if_none(m);
 }
 
 // The routed experts a family's own reader sets: at least one.
@@ -124,7 +99,8 @@ void jais2_layer(HfJsonReader& r, ModelSpec& m) {
   r.boolean("mlp_bias", m.mlp_bias);
   m.norm_kind = NormKind::layer;
   m.norm_bias = true;
-  two_matrix_mlp(r, m, "relu2");
+  two_matrix_mlp(m, "relu2");
+  read_activation(r, m, "hidden_act");
 }
 
 // HyperCLOVA X: Granite's layer; use_post_norm (default true) adds norms after attention and MLP.
@@ -163,7 +139,8 @@ void nanochat_layer(HfJsonReader& r, ModelSpec& m) {
   m.norm_affine = false;
   m.embedding_norm = true;
   m.qk_norm = QkNorm::shared;
-  two_matrix_mlp(r, m, "relu2");
+  two_matrix_mlp(m, "relu2");
+  read_activation(r, m, "hidden_act");
 }
 
 // MiniCPM3: v_head_dim defaults to hidden_size / num_attention_heads (MiniCPM3Config).
@@ -224,7 +201,7 @@ void afmoe_layer(HfJsonReader& r, ModelSpec& m) {
   for (int64_t i = 0; i < std::min(m.num_hidden_layers, limits::kLayers); ++i)
     m.nope_layers.push_back(types.empty() ? every > 0 && (i + 1) % every == 0
                                           : size_t(i) < types.size() && types[size_t(i)] == "full_attention");
-  if (std::find(m.nope_layers.begin(), m.nope_layers.end(), true) == m.nope_layers.end()) m.nope_layers.clear();
+  drop_nope_layers_if_none(m);
 }
 
 // HY-V3: q/k norms of head_dim, attention_bias on q, k, v and o; DeepSeek-style MoE with
@@ -262,7 +239,7 @@ void cohere2_moe_layer(HfJsonReader& r, ModelSpec& m) {
   m.moe_intermediate_size = m.intermediate_size;
   int64_t first_dense = 0;
   r.integer("first_k_dense_replace", first_dense, false);
-  dense_layers_by_type(r, m, first_dense);
+  read_mlp_layer_types(r, m, first_dense);
   if (!m.dense_mlp_layers.empty()) r.integer("prefix_dense_intermediate_size", m.intermediate_size, false);
 }
 
