@@ -50,12 +50,12 @@ TEST(CompletionBound, OneLayerLeftHalfRecomputedInTheRelaxation) {
   LayerCost keep, recompute;
   keep.kept_bytes = 10;
   recompute.recompute_s = 1;
-  const std::vector<CompletionCurves> curves = completion_curves({0, 0}, {{&keep, &recompute}}, 1e9);
+  StageCompletions curves({0, 0}, {{&keep, &recompute}}, 1e9);
   const StageTimeShape shape{2.0, 1.0, 1.0, 1e9};
-  EXPECT_DOUBLE_EQ(completion_lower_s(shape, curves[0], 0.25, 0, 5), 2.0 + 0.25 + 0.5 * (1 - 1e-9));
-  EXPECT_DOUBLE_EQ(completion_lower_s(shape, curves[0], 0.25, 0, 12), 2.25);  // keeps it
-  EXPECT_EQ(completion_lower_s(shape, curves[0], 0.25, 0, -2), kInf);
-  EXPECT_DOUBLE_EQ(completion_lower_s(shape, curves[1], 0.25, 0, 0), 2.25);  // nothing after the last
+  EXPECT_DOUBLE_EQ(completion_lower_s(shape, curves.after(0), 0.25, 0, 5), 2.0 + 0.25 + 0.5 * (1 - 1e-9));
+  EXPECT_DOUBLE_EQ(completion_lower_s(shape, curves.after(0), 0.25, 0, 12), 2.25);  // keeps it
+  EXPECT_EQ(completion_lower_s(shape, curves.after(0), 0.25, 0, -2), kInf);
+  EXPECT_DOUBLE_EQ(completion_lower_s(shape, curves.after(1), 0.25, 0, 0), 2.25);  // nothing after the last
 }
 
 // floor + rc + exposed copy time, as stage_totals prices a stage
@@ -79,7 +79,7 @@ TEST(CompletionBound, NeverAboveTheFastestCompletionThatFits) {
     for (const LayerCost& c : costs) admitted.push_back(&c);
     const StageTimeShape shape{1.0, unit(rng) * 0.3, unit(rng) * 0.3, 200 + unit(rng) * 800};
     const std::vector<int> kinds(layers + 1, 0);  // a first layer decided, `layers` after it
-    const auto curves = completion_curves(kinds, {admitted}, shape.copy_bytes_per_s);
+    StageCompletions curves(kinds, {admitted}, shape.copy_bytes_per_s);
     const double rc0 = unit(rng) * 0.1, off0 = std::floor(unit(rng) * 50),
                  room = std::floor(unit(rng) * 60 * double(layers));
     double fastest = kInf;
@@ -92,7 +92,7 @@ TEST(CompletionBound, NeverAboveTheFastestCompletionThatFits) {
       while (i < layers && ++pick[i] == options) pick[i++] = 0;
       if (i == layers) break;
     }
-    const double bound = completion_lower_s(shape, curves[0], rc0, off0, room);
+    const double bound = completion_lower_s(shape, curves.after(0), rc0, off0, room);
     if (fastest == kInf) continue;  // any bound holds
     EXPECT_LE(bound, fastest * (1 + 1e-12)) << "trial " << trial;
     EXPECT_GE(bound, stage_time_s(shape, rc0, off0) * (1 - 1e-12)) << "trial " << trial;  // at least the partial plan's

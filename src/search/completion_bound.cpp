@@ -9,17 +9,19 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// The lower convex hull of `points` from the one keeping least (cheapest of those) down to the
-// cheapest: the options a relaxed layer mixes, in ascending kept bytes.
-std::vector<std::pair<double, double>> falling_hull(std::vector<std::pair<double, double>> points) {
-  std::sort(points.begin(), points.end());
-  std::vector<std::pair<double, double>> hull;
+// The lower convex hull of `points` (in ascending kept bytes) from the one keeping least
+// (cheapest of those) down to the cheapest: the options a relaxed layer mixes.
+KeptCostPoints falling_hull_of_sorted(const KeptCostPoints& points) {
+  KeptCostPoints hull;
   const auto turns_down = [](const std::pair<double, double>& a, const std::pair<double, double>& b,
                              const std::pair<double, double>& c) {  // b on or above the line a-c
     return (b.first - a.first) * (c.second - a.second) - (b.second - a.second) * (c.first - a.first) <= 0;
   };
   for (const auto& p : points) {
-    if (!hull.empty() && p.first == hull.back().first) continue;  // same kept, no cheaper (sorted)
+    if (!hull.empty() && p.first == hull.back().first) {  // same kept: the cheaper one
+      if (p.second >= hull.back().second) continue;
+      hull.pop_back();
+    }
     while (hull.size() >= 2 && turns_down(hull[hull.size() - 2], hull.back(), p)) hull.pop_back();
     hull.push_back(p);
   }
@@ -31,13 +33,17 @@ std::vector<std::pair<double, double>> falling_hull(std::vector<std::pair<double
 
 }  // namespace
 
-void KeptCostCurve::add_layers(const std::vector<std::pair<double, double>>& points, double copies) {
+void KeptCostCurve::add_layers(KeptCostPoints points, double copies) {
+  std::sort(points.begin(), points.end());
+  add_hull(falling_hull_of_sorted(points), copies);
+}
+
+void KeptCostCurve::add_hull(const KeptCostPoints& hull, double copies) {
   if (copies <= 0) return;
-  if (points.empty()) {  // a layer with no choice: no completion
+  if (hull.empty()) {  // a layer with no choice: no completion
     least_kept_ = kInf;
     return;
   }
-  const auto hull = falling_hull(points);
   least_kept_ += copies * hull.front().first;
   cost_at_least_ += copies * hull.front().second;
   for (size_t i = 1; i < hull.size(); ++i) {
@@ -158,32 +164,50 @@ double mix_lower_s(const StageTimeShape& shape, const CompletionCurves& after, i
   return shape.floor_s + std::max(rc_s, mix_value(shape, mx, along));
 }
 
-std::vector<CompletionCurves> completion_curves(const std::vector<int>& kinds,
-                                                const std::vector<std::vector<const LayerCost*>>& admitted_by_kind,
-                                                double copy_bytes_per_s) {
-  using Points = std::vector<std::pair<double, double>>;
-  constexpr size_t kMixes = kCostMixes.size();
-  std::vector<std::array<Points, kMixes + 1>> points(admitted_by_kind.size());  // last: copy alone
-  for (size_t k = 0; k < admitted_by_kind.size(); ++k)
-    for (const LayerCost* c : admitted_by_kind[k]) {
-      const double copy_s = c->offload_bytes / copy_bytes_per_s;
-      for (size_t m = 0; m < kMixes; ++m)
-        points[k][m].emplace_back(c->kept_bytes, c->recompute_s + kCostMixes[m] * copy_s);
-      points[k][kMixes].emplace_back(c->kept_bytes, copy_s);
+StageCompletions::StageCompletions(const std::vector<int>& kinds,
+                                   const std::vector<std::vector<const LayerCost*>>& admitted_by_kind,
+                                   double copy_bytes_per_s)
+    : kinds_(kinds), admitted_by_kind_(admitted_by_kind), copy_bytes_per_s_(copy_bytes_per_s) {}
+
+void StageCompletions::build_hulls() {
+  hulls_.resize(admitted_by_kind_.size());
+  for (size_t k = 0; k < admitted_by_kind_.size(); ++k) {
+    std::vector<const LayerCost*> by_kept = admitted_by_kind_[k];
+    std::sort(by_kept.begin(), by_kept.end(),
+              [](const LayerCost* a, const LayerCost* b) { return a->kept_bytes < b->kept_bytes; });
+    std::array<KeptCostPoints, kCostMixes.size() + 1> points;  // last: copy alone
+    for (const LayerCost* c : by_kept) {
+      const double copy_s = c->offload_bytes / copy_bytes_per_s_;
+      for (size_t m = 0; m < kCostMixes.size(); ++m)
+        points[m].emplace_back(c->kept_bytes, c->recompute_s + kCostMixes[m] * copy_s);
+      points.back().emplace_back(c->kept_bytes, copy_s);
     }
-  std::vector<double> after(admitted_by_kind.size(), 0.0);  // per kind, its layers after j
-  std::vector<CompletionCurves> out(kinds.size());
-  for (size_t j = kinds.size(); j-- > 0;) {
-    CompletionCurves& cv = out[j];
-    for (size_t k = 0; k < after.size(); ++k) {
-      for (size_t m = 0; m < kMixes; ++m) cv.mixed[m].add_layers(points[k][m], after[k]);
-      cv.copy_s.add_layers(points[k][kMixes], after[k]);
-    }
-    for (KeptCostCurve& curve : cv.mixed) curve.finish();
-    cv.copy_s.finish();
-    after[size_t(kinds[j])] += 1;
+    for (size_t m = 0; m < points.size(); ++m)
+      if (!points[m].empty()) hulls_[k][m] = falling_hull_of_sorted(points[m]);
   }
-  return out;
+  // per layer, how many layers of each kind come after it
+  counts_after_.assign(kinds_.size(), std::vector<double>(admitted_by_kind_.size(), 0.0));
+  for (size_t j = kinds_.size(); j-- > 1;) {
+    counts_after_[j - 1] = counts_after_[j];
+    counts_after_[j - 1][size_t(kinds_[j])] += 1;
+  }
+  curves_.resize(kinds_.size());
+  built_.assign(kinds_.size(), false);
+}
+
+const CompletionCurves& StageCompletions::after(size_t layer) {
+  if (curves_.empty()) build_hulls();
+  CompletionCurves& cv = curves_[layer];
+  if (built_[layer]) return cv;
+  const std::vector<double>& counts = counts_after_[layer];
+  for (size_t k = 0; k < counts.size(); ++k) {
+    for (size_t m = 0; m < kCostMixes.size(); ++m) cv.mixed[m].add_hull(hulls_[k][m], counts[k]);
+    cv.copy_s.add_hull(hulls_[k].back(), counts[k]);
+  }
+  for (KeptCostCurve& curve : cv.mixed) curve.finish();
+  cv.copy_s.finish();
+  built_[layer] = true;
+  return cv;
 }
 
 }  // namespace remat

@@ -499,9 +499,11 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
   std::vector<std::vector<const LayerCost*>> admitted_costs(kLayerKinds);
   for (int kind = 0; kind < kLayerKinds; ++kind)
     for (int o : admitted[size_t(kind)]) admitted_costs[size_t(kind)].push_back(&space.options[kind][size_t(o)].cost);
-  const std::vector<CompletionCurves> after = completion_curves(st.kinds, admitted_costs, fx.copy_bytes_per_s);
+  StageCompletions completions(st.kinds, admitted_costs, fx.copy_bytes_per_s);
+  // the bound is built and tried where fronts grow (small ones are cheap to extend as they are)
+  constexpr size_t kBoundFrom = 256;
   size_t full_bound_from = 0, skip_layers = 0;
-  bool mix_pays = true;
+  bool mix_pays = true, mixes_set = false;
   Links links;
   ws.front.assign(1, State{});
   ws.front_offs.assign(1, 0.0);
@@ -512,7 +514,8 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
     work += int64_t(ws.front.size() * opts.size());
     if (work > kMaxExtendedPlans) refuse_search(stage, int64_t(st.kinds.size()));
     extend_front(space.options[kind], opts, by_recompute[size_t(kind)], fx, b, tie_kept, one_offload,
-                 b.ordered ? &ordered[layer] : nullptr, mix_pays ? &after[layer] : nullptr, ws);
+                 b.ordered ? &ordered[layer] : nullptr, mix_pays && mixes_set ? &completions.after(layer) : nullptr,
+                 ws);
     // the parents' mixes pay while they drop 2% of the candidates they are tried on
     if (ws.mix_checked > 0) mix_pays = ws.mix_dropped * 50 >= ws.mix_checked;
     ws.mix_checked = ws.mix_dropped = 0;
@@ -523,10 +526,13 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
       pareto_sorted(ws);
     // every mix where that pays: after a layer where it dropped few states, only the parents'
     // mixes for the next few layers
-    const bool full = layer >= full_bound_from;
     const size_t front_before = ws.front.size();
-    const size_t dropped = drop_slow_completions(fx, b, tie_kept, one_offload, b.ordered ? &ordered[layer] : nullptr,
-                                                 after[layer], full, ws);
+    const bool full = layer >= full_bound_from && front_before >= kBoundFrom;
+    const size_t dropped =
+        full || mixes_set ? drop_slow_completions(fx, b, tie_kept, one_offload, b.ordered ? &ordered[layer] : nullptr,
+                                                  completions.after(layer), full, ws)
+                          : 0;
+    mixes_set = mixes_set || full;
     if (full) {
       const bool paid = dropped * 20 >= front_before;  // 5% or more
       skip_layers = paid ? 0 : std::min<size_t>(2 * skip_layers + 1, 8);

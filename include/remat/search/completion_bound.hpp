@@ -9,13 +9,17 @@
 
 namespace remat {
 
+using KeptCostPoints = std::vector<std::pair<double, double>>;  // (kept bytes, cost)
+
 // The least cost a run of layers can add while keeping at most `x` bytes, over convex
 // combinations of each layer's options (the linear relaxation of the choice): convex and
 // non-increasing in x, +infinity below the least the layers can keep.
 class KeptCostCurve {
  public:
   // Adds `copies` layers whose options cost `points` (kept bytes, cost) each.
-  void add_layers(const std::vector<std::pair<double, double>>& points, double copies);
+  void add_layers(KeptCostPoints points, double copies);
+  // The same with the options' falling lower hull (add_layers finds it).
+  void add_hull(const KeptCostPoints& hull, double copies);
   void finish();  // call once after the last add_layers
   double at(double kept_bytes) const;
 
@@ -50,10 +54,23 @@ double completion_lower_s(const StageTimeShape& shape, const CompletionCurves& a
 double mix_lower_s(const StageTimeShape& shape, const CompletionCurves& after, int mix, double rc_s, double off_bytes,
                    double room_kept_bytes);
 
-// The curves after each layer of a stage (index j: the layers j + 1 ...), from the options
-// each layer's kind admits.
-std::vector<CompletionCurves> completion_curves(const std::vector<int>& kinds,
-                                                const std::vector<std::vector<const LayerCost*>>& admitted_by_kind,
-                                                double copy_bytes_per_s);
+// The curves after each layer of a stage (layer j: the layers j + 1 ...), from the options each
+// layer's kind admits, each built the first time it is asked for.
+class StageCompletions {
+ public:
+  StageCompletions(const std::vector<int>& kinds, const std::vector<std::vector<const LayerCost*>>& admitted_by_kind,
+                   double copy_bytes_per_s);
+  const CompletionCurves& after(size_t layer);
+
+ private:
+  void build_hulls();
+  std::vector<int> kinds_;
+  std::vector<std::vector<const LayerCost*>> admitted_by_kind_;
+  double copy_bytes_per_s_;
+  std::vector<std::array<KeptCostPoints, kCostMixes.size() + 1>> hulls_;  // per kind and cost (last: copy alone)
+  std::vector<std::vector<double>> counts_after_;                         // per layer, per kind
+  std::vector<CompletionCurves> curves_;
+  std::vector<bool> built_;
+};
 
 }  // namespace remat
