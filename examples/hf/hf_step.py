@@ -49,7 +49,7 @@ LORA_DENSE = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "d
 LORA_ATTN = ["q_proj", "k_proj", "v_proj", "o_proj"]
 # Phi-3/Phi-4 fuse q,k,v into qkv_proj and gate,up into gate_up_proj: the same weights
 LORA_PHI3 = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]
-MOE_TYPES = {"qwen3_moe", "mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss"}
+MOE_TYPES = {"qwen3_moe", "mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", "nemotron_h"}
 
 
 def log(msg):
@@ -292,24 +292,36 @@ def first_frame(frames):
 
 def peak_report(snapshot, case):
     """Replays the allocator trace of one step: the running total of blocks allocated during the
-    step, its peak, and what was alive then, grouped by the line that allocated it."""
-    alive, total, peak, peak_set, phase = {}, 0, 0, {}, "?"
+    step, its peak, and what was alive then, grouped by the line that allocated it; the same for
+    the peak before the optimizer step (its first allocation from torch/optim ends that part)."""
+    alive, total, peak, peak_set = {}, 0, 0, {}
+    before_opt = None  # (peak, alive) when the optimizer's first allocation came
     for ev in snapshot["device_traces"][0]:
         act = ev["action"]
         if act == "alloc":
-            alive[ev["addr"]] = (ev["size"], first_frame(ev.get("frames", [])))
+            where = first_frame(ev.get("frames", []))
+            if before_opt is None and "torch/optim" in where:
+                before_opt = (peak, peak_set)
+            alive[ev["addr"]] = (ev["size"], where)
             total += ev["size"]
             if total > peak:
                 peak, peak_set = total, dict(alive)
         elif act == "free_requested" and ev["addr"] in alive:
             total -= alive.pop(ev["addr"])[0]
-    groups = {}
-    for size, where in peak_set.values():
-        n, b = groups.get(where, (0, 0))
-        groups[where] = (n + 1, b + size)
-    rows = sorted(groups.items(), key=lambda kv: -kv[1][1])
-    return {"case": case, "step_peak_bytes_over_start": peak,
-            "alive_at_peak": [{"where": w, "blocks": n, "bytes": b} for w, (n, b) in rows[:40]]}
+
+    def grouped(at_peak):
+        groups = {}
+        for size, where in at_peak.values():
+            n, b = groups.get(where, (0, 0))
+            groups[where] = (n + 1, b + size)
+        rows = sorted(groups.items(), key=lambda kv: -kv[1][1])
+        return [{"where": w, "blocks": n, "bytes": b} for w, (n, b) in rows[:40]]
+
+    report = {"case": case, "step_peak_bytes_over_start": peak, "alive_at_peak": grouped(peak_set)}
+    if before_opt is not None:
+        report["backward_peak_bytes_over_start"] = before_opt[0]
+        report["alive_at_backward_peak"] = grouped(before_opt[1])
+    return report
 
 
 def run_case(c, versions, write, meta, trace_dir=None, steps=3, diagnostic=True):

@@ -139,6 +139,7 @@ LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const Tra
   LayerCost lc = layer_cost(layer, choice, costed.replay == RecomputeReplay::early_stop, hw);
   if (choice.stream_chunks > 1) lc.recompute_s += streambp_layer_weight_s(m, hw, costed, g);
   if (g == 0 && choice.mode == LayerMode::keep) lc.kept_bytes -= frozen_input_saved_bytes(layer, costed);
+  lc.grads_bytes = layer_gradient_bytes(m, costed, g);
   return lc;
 }
 

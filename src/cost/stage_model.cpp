@@ -119,6 +119,28 @@ void add_framework_bytes(StageBase& s, const ModelSpec& m, const RankShape& r, c
 
 }  // namespace
 
+namespace {
+
+// Weights, gradients and optimizer state of `params` (adapters under LoRA, the reference copy
+// under GRPO/DPO, one layer gathered at a time under ZeRO-3: streambp_static_bytes).
+StaticBytes held_bytes(const ParamCount& params, double largest_layer, double adapter_params, const TrainingSpec& t) {
+  if (t.lora_rank > 0 || t.objective != Objective::sft || t.zero_stage >= 3)
+    return streambp_static_bytes(params, largest_layer, adapter_params, t);
+  return static_bytes(params, t);
+}
+
+bool grads_absent_before_backward(const TrainingSpec& t) {
+  // absent at the activation peak only when no earlier microbatch's backward allocated them
+  return t.grads_allocated_in_backward && t.microbatches() == 1;
+}
+
+}  // namespace
+
+double layer_gradient_bytes(const ModelSpec& m, const TrainingSpec& t, int64_t g) {
+  if (!grads_absent_before_backward(t)) return 0;
+  return held_bytes(layer_params(m, g, t.tp, t.ep), 0, lora_layer_params(m, t, t.tp, g), t).gradients;
+}
+
 double frozen_input_saved_bytes(const LayerDef& first_layer, const TrainingSpec& t) {
   if (t.lora_rank <= 0 || !t.norm_fp32_upcast || first_layer.blocks.empty()) return 0;
   const Block& b = first_layer.blocks.front();
@@ -148,16 +170,17 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
   add_p2p(s, m, r, t, hw);
   s.forward_passes = double(1 + no_grad_forwards(t));
   add_framework_bytes(s, m, r, t);
-  s.static_bytes = static_bytes(s.params, t);
-  for (int64_t g = layers.first; g < layers.second; ++g) s.adapter_params += lora_layer_params(m, t, t.tp, g);
-  if (t.lora_rank > 0 || t.objective != Objective::sft || t.zero_stage >= 3) {
-    double largest_layer = 0;
-    for (int64_t g = layers.first; g < layers.second; ++g)
-      largest_layer = std::max(largest_layer, layer_params(m, g, t.tp, t.ep).total());
-    s.static_bytes = streambp_static_bytes(s.params, largest_layer, s.adapter_params, t);
+  double largest_layer = 0;
+  for (int64_t g = layers.first; g < layers.second; ++g) {
+    s.adapter_params += lora_layer_params(m, t, t.tp, g);
+    largest_layer = std::max(largest_layer, layer_params(m, g, t.tp, t.ep).total());
   }
-  // absent at the activation peak only when no earlier microbatch's backward allocated them
-  if (t.grads_allocated_in_backward && t.microbatches() == 1) s.grads_absent_bytes = s.static_bytes.gradients;
+  s.static_bytes = held_bytes(s.params, largest_layer, s.adapter_params, t);
+  if (grads_absent_before_backward(t)) {
+    s.grads_absent_bytes = s.static_bytes.gradients;
+    if (last)  // the output matrix (the tied embedding's gradient too) and the final norm
+      s.head_grads_bytes = held_bytes({embedding_params(m, t.tp) + head_extra_params(m, t.tp), 0}, 0, 0, t).gradients;
+  }
   if (t.params_fp32_autocast)  // the bf16 copy of every GEMM weight, the LM head's included
     s.autocast_cast_bytes = 2 * (s.params.total() - (first ? embedding_params(m, t.tp) : 0) +
                                  (last && m.tie_word_embeddings && t.pp == 1 ? embedding_params(m, t.tp) : 0));
@@ -186,7 +209,8 @@ void LayerSums::add(const LayerCost& c) {
   // sits on top of the earlier layers' replayed tensors
   const double working = (c.chunk_replay_bytes > 0 ? open_chunk_bytes : 0) + c.transient_bytes;
   transient_bytes = std::max(transient_bytes, working);
-  ordered_transient_bytes = std::max(ordered_transient_bytes - c.kept_bytes, working);
+  // the earlier layers' backward runs after this one's freed its kept bytes and allocated its gradients
+  ordered_transient_bytes = std::max(ordered_transient_bytes - c.kept_bytes + c.grads_bytes, working);
   open_chunk_bytes = c.chunk_replay_bytes > 0 ? open_chunk_bytes + c.chunk_replay_bytes : 0;
   offload_staging_bytes = std::max(offload_staging_bytes, c.offload_bytes);
   offloaded_layers += c.offload_bytes > 0 ? 1 : 0;
@@ -202,11 +226,13 @@ void LayerSums::add(const LayerCost& c, int64_t copies) {
     for (int64_t i = 0; i < copies; ++i) add(c);
     return;
   }
-  // n copies at once: each add lowers the ordered working set by the layer's kept bytes and raises
-  // it to the layer's own, so after n it is the larger of (before - n x kept) and the layer's own
-  const double n = double(copies);
+  // n copies at once: each add lowers the ordered working set by the layer's kept bytes less its
+  // gradients (d) and raises it to the layer's own (w), so after n it is the larger of
+  // (before - n d) and w - (n - 1) d where d < 0, w where d >= 0
+  const double n = double(copies), d = c.kept_bytes - c.grads_bytes;
   add(c);
-  ordered_transient_bytes = std::max(ordered_transient_bytes - (n - 1) * c.kept_bytes, c.transient_bytes);
+  ordered_transient_bytes =
+      std::max(ordered_transient_bytes - (n - 1) * d, c.transient_bytes + std::max(0.0, -(n - 1) * d));
   kept_bytes += (n - 1) * c.kept_bytes;
   offloaded_layers += c.offload_bytes > 0 ? copies - 1 : 0;
   offload_bytes += (n - 1) * c.offload_bytes;
@@ -226,7 +252,9 @@ StageTotals stage_totals(const StageBase& base, const LayerSums& layers) {
   // (sim/) shows these buffers alive at the peak.
   const double staging = layers.offloaded_layers >= 2 ? layers.offload_staging_bytes : 0;
   const double head = base.head_transient_bytes > 0 ? base.head_transient_bytes + layers.offload_staging_bytes : 0;
-  const double layer_transient = base.ordered_backward ? layers.ordered_transient_bytes : layers.transient_bytes;
+  // under ordered backward every layer's backward runs with the head's gradients allocated
+  const double layer_transient =
+      base.ordered_backward ? layers.ordered_transient_bytes + base.head_grads_bytes : layers.transient_bytes;
   t.transient_bytes = std::max(layer_transient + staging, head);
   const double fixed = base.static_bytes.total() + base.runtime_bytes;
   t.optimizer_step_peak_bytes = fixed + base.optimizer_step_bytes;

@@ -7,6 +7,7 @@
 #include <array>
 #include <limits>
 #include <set>
+#include <stdexcept>
 
 namespace remat {
 
@@ -393,7 +394,7 @@ void extend_front(const std::vector<LayerOption>& options, const std::vector<int
       const double off = prev.off + c.offload_bytes;
       double ot = 0;
       if (ord) {
-        ot = std::max({prev.ot - c.kept_bytes, c.transient_bytes, ord->ot_floor});
+        ot = std::max({prev.ot - c.kept_bytes + c.grads_bytes, c.transient_bytes, ord->ot_floor});
         if (ord->in_flight * kept + ot > ord->q_cap) continue;
         if (ord->in_flight * (kept + ord->least_after) + least_later_transient(*ord, b, one_offload, off) > b.room)
           continue;
@@ -672,6 +673,12 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
     for (const auto& o : space.options[kind])
       caps.insert(o.cost.transient_bytes), stagings.insert(o.cost.offload_bytes);
   if (st.base.static_bytes.total() > budget_bytes) return std::nullopt;  // weights and optimizer alone exceed it
+  // the ordered bounds (OrderedLayer) take a later layer's kept bytes off an earlier one's working
+  // set; gradients allocated in backward would add to it (no profile runs both with block choices)
+  for (int kind : st.kinds)
+    for (const auto& o : space.options[kind])
+      if (st.base.ordered_backward && o.cost.grads_bytes > 0)
+        throw std::logic_error("the per-layer search does not bound gradients allocated in backward");
   const bool ordered = st.base.ordered_backward;
   const double ordered_room_bytes = ordered ? ordered_room(st.base, budget_bytes) : 0;
   if (ordered) {

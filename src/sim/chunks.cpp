@@ -63,6 +63,7 @@ Chunk chunk_of(const StageBase& base, int64_t vs, const TrainingSpec& t, int64_t
   c.ordered_backward = base.ordered_backward;
   c.optimizer_step_bytes = base.optimizer_step_bytes;
   c.grads_absent_bytes = base.grads_absent_bytes;
+  c.head_grads_bytes = base.head_grads_bytes;
   c.autocast_cast_bytes = base.autocast_cast_bytes;
   split_fixed(c, base, stages);
   return c;

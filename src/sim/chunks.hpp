@@ -24,7 +24,8 @@ struct Chunk {
   double stage_output_bytes = 0;    // held per microbatch from its forward to its backward (--framework)
   bool ordered_backward = false;    // each layer's kept activations go after its backward, not the step's
   double optimizer_step_bytes = 0;  // the optimizer step's temporary for this chunk's parameters
-  double grads_absent_bytes = 0;    // gradients allocated by the stage's first backward (hf)
+  double grads_absent_bytes = 0;    // gradients allocated in backward (hf): each layer's after its backward
+  double head_grads_bytes = 0;      // of those, the head's, after the head's backward
   double autocast_cast_bytes = 0;   // autocast's bf16 weight casts, alive until backward ends (hf)
   bool has_head = false;
   double head_bytes = 0, head_fwd_s = 0, head_bwd_s = 0;

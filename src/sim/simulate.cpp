@@ -200,9 +200,13 @@ void Engine::backward(const Chunk& c, int64_t mb) {
   const size_t vs = size_t(c.virtual_index);
   double t = std::max(ck.compute, vs + 1 < set_.chunks.size() ? bwd_ready_[vs + 1][size_t(mb)] : 0.0);
   wait_link(c, t, ck.out);  // staged copies out of earlier forwards finish first
+  // gradients allocated in backward (hf, one microbatch): the head's and each layer's stay from
+  // its backward to the step (finish releases them)
+  const bool late_grads = c.grads_absent_bytes > 0 && mb == 0;
   if (c.has_head) {
     t = emit(c, SimStream::compute, SimOp::head_backward, mb, -1, t, c.head_bwd_s);
     release(head_[vs][size_t(mb)], t);
+    if (late_grads) alloc(c.stage, buffer_name("gradients", mb, -1), MemCategory::gradients, c.head_grads_bytes, t);
   }
   const size_t n = c.layers.size();
   std::vector<size_t> in_buf(n, kNoBuffer), replay(n, kNoBuffer);
@@ -229,6 +233,7 @@ void Engine::backward(const Chunk& c, int64_t mb) {
     if (lc.recompute_s > 0) t = emit(c, SimStream::compute, SimOp::recompute, mb, g, t, lc.recompute_s);
     t = emit(c, SimStream::compute, SimOp::backward, mb, g, t, lc.bwd_s);
     release(work, t);
+    if (late_grads) alloc(c.stage, buffer_name("gradients", mb, g), MemCategory::gradients, lc.grads_bytes, t);
     if (c.ordered_backward) release(kept_[vs][size_t(mb)][i], t);
     release(in_buf[i], t);
   }
@@ -273,17 +278,25 @@ void finish(Simulation& sim, Engine& engine, const ChunkSet& set, const Hardware
     end = std::max(end, step_end);
   }
   sim.iteration_s = end;
+  // the head's and the layers' gradients allocated in backward (Engine::backward) stay to the end
+  std::vector<double> layer_grads(size_t(p), 0.0);
+  for (SimBuffer& b : sim.buffers)
+    if (b.category == MemCategory::gradients && b.free_s == kUnset) {
+      b.free_s = end;
+      layer_grads[size_t(b.stage)] += b.bytes;
+    }
   for (int64_t i = 0; i < p; ++i) {
     const StaticBytes& s = stage_static[size_t(i)];
     engine.release(engine.alloc(i, "weights", MemCategory::weights, s.weights, 0), end);
-    // gradients allocated in backward (hf) appear with the stage's first backward
-    double first_backward = 0;
+    // gradients allocated in backward (hf): the rest (the embedding's) when the stage's backward ends
+    double rest_from = 0;
     if (late_grads[size_t(i)] > 0) {
-      first_backward = end;
+      rest_from = 0;
       for (const SimEvent& ev : sim.events)
-        if (ev.stage == i && ev.op == SimOp::backward) first_backward = std::min(first_backward, ev.start_s);
+        if (ev.stage == i && ev.op == SimOp::backward) rest_from = std::max(rest_from, ev.end_s);
     }
-    engine.release(engine.alloc(i, "gradients", MemCategory::gradients, s.gradients, first_backward), end);
+    engine.release(
+        engine.alloc(i, "gradients", MemCategory::gradients, s.gradients - layer_grads[size_t(i)], rest_from), end);
     if (casts[size_t(i)] > 0)
       engine.release(engine.alloc(i, "autocast weight casts", MemCategory::weights, casts[size_t(i)], 0), backward_end);
     engine.release(engine.alloc(i, "optimizer state", MemCategory::optimizer, s.optimizer, 0), end);

@@ -33,6 +33,9 @@ struct StageBase {
   double grads_absent_bytes = 0, autocast_cast_bytes = 0;
   StaticBytes static_bytes;
   double head_transient_bytes = 0;  // LM head, logits and loss (last stage; MTP's heads too)
+  // where gradients are absent before the backward: the head's (allocated by its backward, so
+  // alive under every layer's)
+  double head_grads_bytes = 0;
   double mtp_saved_bytes = 0;       // MTP modules' eh_proj inputs (last stage, one microbatch)
   double runtime_bytes = 0;         // framework buffers alive all iteration (score buffer, workspaces)
   double stage_output_bytes = 0;    // per in-flight microbatch, when the pipeline keeps stage outputs
@@ -53,6 +56,10 @@ double frozen_input_saved_bytes(const LayerDef& first_layer, const TrainingSpec&
 
 StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const RankShape& r,
                      int64_t index, std::pair<int64_t, int64_t> layers);
+
+// The weight gradients layer g's backward allocates where gradients are absent before the
+// backward (hf with one microbatch: zero_grad sets them to None); 0 otherwise.
+double layer_gradient_bytes(const ModelSpec& m, const TrainingSpec& t, int64_t g);
 
 // Sums over a stage's layers (transient: the largest; staging: the largest
 // layer's offloaded bytes, the second buffer that lets copies overlap compute).
