@@ -60,10 +60,6 @@ void two_matrix_mlp(ModelSpec& m, const char* act) {
   m.hidden_act = act;
 }
 
-void drop_nope_layers_if_none(ModelSpec& m) {
-  if (std::find(m.nope_layers.begin(), m.nope_layers.end(), true) == m.nope_layers.end()) m.nope_layers.clear();
-}
-
 namespace {
 
 // Qwen2Attention: q, k and v with bias=True, o without.

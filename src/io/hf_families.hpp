@@ -66,7 +66,7 @@ struct HfFamily {
 void llama_layer(HfJsonReader& r, ModelSpec& m);
 void two_matrix_mlp(ModelSpec& m, const char* act);
 void read_activation(HfJsonReader& r, ModelSpec& m, const char* key);  // where the config names one
-// m.nope_layers emptied where no layer goes without rotary (every layer rotates).
+// m.nope_layers emptied where no layer goes without rotary (every layer rotates; hf_families_more.cpp).
 void drop_nope_layers_if_none(ModelSpec& m);
 // transformers 5's mlp_layer_types ("dense" or "sparse" per layer) sets an MoE model's dense
 // layers where a config has it; without it the first `first_dense` layers where given (>= 0),

@@ -13,6 +13,10 @@
 
 namespace remat {
 
+void drop_nope_layers_if_none(ModelSpec& m) {
+  if (std::find(m.nope_layers.begin(), m.nope_layers.end(), true) == m.nope_layers.end()) m.nope_layers.clear();
+}
+
 namespace {
 
 // `field` from `key`, or where the config leaves it out the config class's default (said in a note).
