@@ -161,10 +161,8 @@ void pareto_sorted_ordered(Workspace& ws, double in_flight, const std::vector<do
 
 // What every plan of the stage shares: forward and backward time, the
 // windows offload copies hide in, the host link rate.
-struct Fixed {
-  double floor_s = 0;  // forward + backward of every layer, head, p2p
-  double fwd_window_s = 0, bwd_window_s = 0;
-  double copy_bytes_per_s = 1;
+// floor_s: forward + backward of every layer, head, p2p (StageTimeShape).
+struct Fixed : StageTimeShape {
   // A lower bound on the final microbatch time of a partial plan: recompute
   // and offload only grow as layers are added, and the time never falls
   // when either grows.
@@ -247,6 +245,11 @@ struct Bounds {
   // (ordered_room), and the staging buffer the pass's plans hold (0 with one offload).
   bool ordered = false;
   double room = 0, staging_term = 0;
+  // A partial plan whose time is at least `lower_s` and that keeps `kept` bytes (at least
+  // `tie_kept` of them counted against the tie) cannot win.
+  bool cannot_win(double lower_s, double kept, double tie_kept) const {
+    return lower_s > known_s || (lower_s >= tie_s && kept >= tie_kept);
+  }
 };
 
 // Under ordered backward, after one layer: what bounds a state's peak (solve, extend_front).
@@ -379,7 +382,6 @@ double room_for_later(const Bounds& b, const OrderedLayer* ord, bool one_offload
 void extend_front(const std::vector<LayerOption>& options, const std::vector<int>& opts,
                   const std::vector<int>& by_recompute, const Fixed& fx, const Bounds& b, double tie_kept,
                   bool one_offload, const OrderedLayer* ord, const CompletionCurves* after, Workspace& ws) {
-  const StageTimeShape shape{fx.floor_s, fx.fwd_window_s, fx.bwd_window_s, fx.copy_bytes_per_s};
   if (ws.runs.size() < opts.size()) ws.runs.resize(opts.size());
   for (size_t pos = 0; pos < opts.size(); ++pos) ws.runs[pos].clear();
   for (size_t p = 0; p < ws.front.size(); ++p) {
@@ -400,11 +402,11 @@ void extend_front(const std::vector<LayerOption>& options, const std::vector<int
           continue;
       }
       const State next{kept, rc, off, ot, int(p), o, prev.mix};
-      const auto slow = [&](double lower_s) { return lower_s > b.known_s || (lower_s >= b.tie_s && kept >= tie_kept); };
-      if (slow(fx.lower_bound(rc, off))) continue;
+      if (b.cannot_win(fx.lower_bound(rc, off), kept, tie_kept)) continue;
       if (after && prev.mix >= 0) {
         ++ws.mix_checked;
-        if (slow(mix_lower_s(shape, *after, prev.mix, rc, off, room_for_later(b, ord, one_offload, next)))) {
+        if (b.cannot_win(mix_lower_s(fx, *after, prev.mix, rc, off, room_for_later(b, ord, one_offload, next)), kept,
+                         tie_kept)) {
           ++ws.mix_dropped;
           continue;
         }
@@ -428,15 +430,11 @@ void extend_front(const std::vector<LayerOption>& options, const std::vector<int
 // best one. Returns how many states were dropped.
 size_t drop_slow_completions(const Fixed& fx, const Bounds& b, double tie_kept, bool one_offload,
                              const OrderedLayer* ord, const CompletionCurves& after, bool full, Workspace& ws) {
-  const StageTimeShape shape{fx.floor_s, fx.fwd_window_s, fx.bwd_window_s, fx.copy_bytes_per_s};
-  const auto slow = [&](const State& s, double lower_s) {
-    return lower_s > b.known_s || (lower_s >= b.tie_s && s.kept >= tie_kept);
-  };
   size_t out = 0;
   for (State& s : ws.front) {
     const double room_kept = room_for_later(b, ord, one_offload, s);
-    if (slow(s, mix_lower_s(shape, after, s.mix, s.rc, s.off, room_kept))) continue;
-    if (full && slow(s, completion_lower_s(shape, after, s.rc, s.off, room_kept, &s.mix))) continue;
+    if (b.cannot_win(mix_lower_s(fx, after, s.mix, s.rc, s.off, room_kept), s.kept, tie_kept)) continue;
+    if (full && b.cannot_win(completion_lower_s(fx, after, s.rc, s.off, room_kept, &s.mix), s.kept, tie_kept)) continue;
     ws.front[out++] = s;
   }
   const size_t dropped = ws.front.size() - out;

@@ -291,7 +291,6 @@ void finish(Simulation& sim, Engine& engine, const ChunkSet& set, const Hardware
     // gradients allocated in backward (hf): the rest (the embedding's) when the stage's backward ends
     double rest_from = 0;
     if (late_grads[size_t(i)] > 0) {
-      rest_from = 0;
       for (const SimEvent& ev : sim.events)
         if (ev.stage == i && ev.op == SimOp::backward) rest_from = std::max(rest_from, ev.end_s);
     }
