@@ -1,7 +1,7 @@
 #include "remat/cost/block.hpp"
 
 #include <algorithm>
-#include <set>
+#include <string_view>
 
 #include "remat/spec/plan.hpp"
 
@@ -19,7 +19,7 @@ size_t replayed_op_count(const std::vector<const OpDef*>& ops, bool early_stop) 
   return end;
 }
 
-double Block::tensor_bytes(const std::string& tensor) const {
+double Block::tensor_bytes(std::string_view tensor) const {
   for (const auto& t : tensors)
     if (t.name == tensor) return t.bytes;
   return 0;
@@ -36,15 +36,28 @@ void Block::tag(ModuleTags modules, const std::vector<std::string>& names) {
 
 namespace {
 
-std::set<std::string> saved_names(const Block& block) {
-  std::set<std::string> names;
-  if (block.inputs_saved) names.insert(block.inputs.begin(), block.inputs.end());
-  names.insert(block.kept_outside.begin(), block.kept_outside.end());
-  for (const auto& op : block.ops) names.insert(op.saves.begin(), op.saves.end());
-  return names;
+// A set of tensor names: sorted and unique, viewing the block's own strings.
+using NameSet = std::vector<std::string_view>;
+
+void insert(NameSet& set, const std::vector<std::string>& names) { set.insert(set.end(), names.begin(), names.end()); }
+
+NameSet sorted_unique(NameSet set) {
+  std::sort(set.begin(), set.end());
+  set.erase(std::unique(set.begin(), set.end()), set.end());
+  return set;
 }
 
-double sum_bytes(const Block& block, const std::set<std::string>& names) {
+bool contains(const NameSet& set, std::string_view name) { return std::binary_search(set.begin(), set.end(), name); }
+
+NameSet saved_names(const Block& block) {
+  NameSet names;
+  if (block.inputs_saved) insert(names, block.inputs);
+  insert(names, block.kept_outside);
+  for (const auto& op : block.ops) insert(names, op.saves);
+  return sorted_unique(std::move(names));
+}
+
+double sum_bytes(const Block& block, const NameSet& names) {
   double total = 0;
   for (const auto& n : names) total += block.tensor_bytes(n);
   return total;
@@ -77,10 +90,11 @@ double saved_bytes(const Block& block) { return sum_bytes(block, saved_names(blo
 
 double module_freed_bytes(const Block& block, ModuleTags modules) {
   double total = 0;
-  const std::set<std::string> saved = saved_names(block);
+  const NameSet saved = saved_names(block);
   for (const auto& t : block.tensors) {
-    if (saved.count(t.name) && (t.freed_by & modules)) total += t.bytes;
-    if (!saved.count(t.name) && (t.checkpoint_input_of & modules)) total -= t.bytes;
+    const bool is_saved = contains(saved, t.name);
+    if (is_saved && (t.freed_by & modules)) total += t.bytes;
+    if (!is_saved && (t.checkpoint_input_of & modules)) total -= t.bytes;
   }
   return total;
 }
@@ -108,8 +122,9 @@ BlockCost block_cost(const Block& block, BlockMode mode, bool early_stop) {
   }
   const double all_saved = saved_bytes(block);
   const double grads = grad_working_bytes(block);
-  std::set<std::string> kept(block.inputs.begin(), block.inputs.end());
-  kept.insert(block.kept_outside.begin(), block.kept_outside.end());
+  NameSet kept;
+  insert(kept, block.inputs);
+  insert(kept, block.kept_outside);
 
   switch (mode) {
     case BlockMode::keep:
@@ -125,11 +140,11 @@ BlockCost block_cost(const Block& block, BlockMode mode, bool early_stop) {
       cost.recompute_ops = replay_ops(block.ops, early_stop);
       break;
     case BlockMode::eagle:
-      kept.insert(block.attention_stats.begin(), block.attention_stats.end());
+      insert(kept, block.attention_stats);
       cost.recompute_ops = eagle_ops(block);
       break;
   }
-  cost.kept_bytes = sum_bytes(block, kept);
+  cost.kept_bytes = sum_bytes(block, sorted_unique(std::move(kept)));
   cost.transient_bytes = all_saved - cost.kept_bytes + grads;
   for (const OpDef* op : cost.recompute_ops) cost.recompute_flops += op->fwd_flops;
   return cost;

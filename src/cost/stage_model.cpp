@@ -8,13 +8,7 @@
 namespace remat {
 
 LayerShapes build_shapes(const ModelSpec& m, const RankShape& r) {
-  ModelSpec dense_only = m;
-  dense_only.n_routed_experts = 0;
-  dense_only.layer_mixers.clear(), dense_only.layer_has_ffn.clear();
-  dense_only.sliding_window_tokens = 0;  // kind 0: full attention
   LayerShapes s;
-  s.kinds[0] = build_layer(dense_only, r, 0);  // attention + dense: every model has this shape to fall back on
-  s.kinds[1] = s.kinds[0];
   std::array<bool, kLayerKinds> built{};
   for (int64_t i = 0; i < m.num_hidden_layers + m.first_k_dense_replace + m.moe_layer_freq; ++i) {
     const int k = m.layer_kind(i);
@@ -22,6 +16,15 @@ LayerShapes build_shapes(const ModelSpec& m, const RankShape& r) {
     built[size_t(k)] = true;
     s.kinds[size_t(k)] = build_layer(m, r, i);
   }
+  if (built[0] && built[1]) return s;
+  // attention + dense: every model has this shape to fall back on (kinds 0 and 1 are always costed)
+  ModelSpec dense_only = m;
+  dense_only.n_routed_experts = 0;
+  dense_only.layer_mixers.clear(), dense_only.layer_has_ffn.clear();
+  dense_only.sliding_window_tokens = 0;  // kind 0: full attention
+  LayerDef fallback = build_layer(dense_only, r, 0);
+  if (!built[1]) s.kinds[1] = fallback;
+  if (!built[0]) s.kinds[0] = std::move(fallback);
   return s;
 }
 

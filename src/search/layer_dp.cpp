@@ -584,44 +584,51 @@ std::vector<LayerOption> undominated(const std::vector<LayerOption>& all, double
 
 // A good fitting plan, fast: the first a layers of the last layer's kind take option A, the
 // next b option B, the rest keep (the other kinds keep), over all pairs and counts. Its time
-// bounds the exact search. Each distinct assignment is priced once: with no layer under B it
-// does not depend on B, and A = B is the single-option family.
+// bounds the exact search. The plans share their prefixes: the sums of the layers up to the
+// last one under A (or B) are carried from one count to the next, and only the keeping rest
+// is added per plan; A = B is the single-option family.
 double pair_family_bound(const SearchSpace& space, size_t stage, double budget) {
   const StageSpace& st = space.stages[stage];
   const std::vector<LayerOption> opts = undominated(space.options[st.kinds.back()], st.base.copy_bytes_per_s);
   const size_t n = st.kinds.size();
   const int last_kind = st.kinds.back();
-  // per layer of the last kind, how many of that kind come before it
-  std::vector<size_t> rank(n, 0);
-  size_t of_last_kind = 0;
-  for (size_t j = 0; j < n; ++j)
-    if (st.kinds[j] == last_kind) rank[j] = of_last_kind++;
+  const size_t of_last_kind = size_t(std::count(st.kinds.begin(), st.kinds.end(), last_kind));
+  // adds the layers from `j` through the next one of the last kind, which takes `c`; returns the layer after it
+  const auto advance = [&](LayerSums& sums, size_t j, const LayerCost& c) {
+    for (; st.kinds[j] != last_kind; ++j) sums.add(space.keep_cost[st.kinds[j]]);
+    sums.add(c);
+    return j + 1;
+  };
   double best = std::numeric_limits<double>::infinity();
-  const auto price = [&](const LayerCost* a, size_t count_a, const LayerCost* b, size_t count_b) {
-    // layer j's cost; consecutive equal ones are added as one run
-    const auto cost_at = [&](size_t j) -> const LayerCost* {
-      if (st.kinds[j] != last_kind) return &space.keep_cost[st.kinds[j]];
-      return rank[j] < count_a ? a : rank[j] < count_a + count_b ? b : &space.keep_cost[last_kind];
-    };
-    LayerSums sums;
-    for (size_t j = 0; j < n;) {
-      const LayerCost* c = cost_at(j);
+  // the plan whose layers from `j` on keep; runs of one kind are added at once
+  const auto price = [&](LayerSums sums, size_t j) {
+    while (j < n) {
       size_t end = j + 1;
-      while (end < n && cost_at(end) == c) ++end;
-      sums.add(*c, int64_t(end - j));
+      while (end < n && st.kinds[end] == st.kinds[j]) ++end;
+      sums.add(space.keep_cost[st.kinds[j]], int64_t(end - j));
       j = end;
     }
     const StageTotals t = stage_totals(st.base, sums);
     if (t.peak_bytes <= budget) best = std::min(best, t.microbatch_s);
   };
-  price(nullptr, 0, nullptr, 0);  // every layer keeps
-  for (size_t a = 0; a < opts.size(); ++a)
+  price(LayerSums{}, 0);  // every layer keeps
+  for (size_t a = 0; a < opts.size(); ++a) {
+    LayerSums with_a;
+    size_t after_a = 0;
     for (size_t count_a = 1; count_a <= of_last_kind; ++count_a) {
-      price(&opts[a].cost, count_a, nullptr, 0);
-      for (size_t b = 0; b < opts.size(); ++b)
-        for (size_t count_b = 1; b != a && count_a + count_b <= of_last_kind; ++count_b)
-          price(&opts[a].cost, count_a, &opts[b].cost, count_b);
+      after_a = advance(with_a, after_a, opts[a].cost);
+      price(with_a, after_a);
+      for (size_t b = 0; b < opts.size(); ++b) {
+        if (b == a) continue;
+        LayerSums with_b = with_a;
+        size_t after_b = after_a;
+        for (size_t count_b = 1; count_a + count_b <= of_last_kind; ++count_b) {
+          after_b = advance(with_b, after_b, opts[b].cost);
+          price(with_b, after_b);
+        }
+      }
     }
+  }
   return best;
 }
 

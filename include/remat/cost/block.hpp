@@ -3,6 +3,7 @@
 // every strategy's kept bytes, transient bytes and FLOPs are derived.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace remat {
@@ -62,7 +63,7 @@ struct Block {
   std::vector<TensorDef> tensors;
   std::vector<OpDef> ops;
 
-  double tensor_bytes(const std::string& name) const;
+  double tensor_bytes(std::string_view name) const;
   // Adds `modules` to the tags of the named tensors and ops (unknown names are ignored).
   void tag(ModuleTags modules, const std::vector<std::string>& names);
   bool ends_with_gemm() const { return !ops.empty() && ops.back().kind == OpKind::gemm; }
