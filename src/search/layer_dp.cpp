@@ -700,13 +700,14 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
   std::optional<StagePlan> best;
   int64_t work = 0;
   Workspace ws;
+  std::vector<bool> mask;  // which options a pass admits, reused from pair to pair
   for (double cap : caps)
     for (double staging : stagings) {
       const bool one_offload = staging == *stagings.begin();
       const auto admits = [&](const LayerCost& c) {
         return c.transient_bytes <= cap && (one_offload || c.offload_bytes <= staging);
       };
-      std::vector<bool> mask{one_offload};
+      mask.assign(1, one_offload);
       for (int kind = 0; kind < kLayerKinds; ++kind)
         for (const auto& o : space.options[kind]) mask.push_back(admits(o.cost));
       if (!seen.insert(mask).second) continue;
