@@ -161,27 +161,25 @@ size_t hash_of(const LayerDef* layer, bool first_layer, const LayerChoice& c) {
 
 const LayerCost& LayerCostCache::cost(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& costed,
                                       const LayerDef& layer, LayerChoice& choice, int64_t g) {
-  // a layer's cost depends on its shape, its choice's key and, for the first layer, LoRA's frozen input
-  const LayerChoice key = cost_key(choice);
-  const auto costed_as = [&choice](const Entry& e) {  // the costed choice, at the caller's place in its chunk
-    const int64_t chunk_layers = choice.chunk_layers, chunk_position = choice.chunk_position;
-    choice = e.costed_choice;
-    choice.chunk_layers = chunk_layers, choice.chunk_position = chunk_position;
-  };
-  const size_t h = hash_of(&layer, g == 0, key);
-  for (auto [it, end] = by_hash_.equal_range(h); it != end; ++it) {
+  // a layer's cost depends on its shape, its choice's cost key and, for the first layer, LoRA's
+  // frozen input; the key is made in place (no copy) and the caller's place in its chunk restored
+  const int64_t chunk_layers = choice.chunk_layers, chunk_position = choice.chunk_position;
+  reduce_to_cost_key(choice);
+  const Entry* found = nullptr;
+  const size_t h = hash_of(&layer, g == 0, choice);
+  for (auto [it, end] = by_hash_.equal_range(h); it != end && !found; ++it) {
     const Entry& e = entries_[it->second];
-    if (e.layer == &layer && e.first_layer == (g == 0) && e.choice == key) {
-      costed_as(e);
-      return e.cost;
-    }
+    if (e.layer == &layer && e.first_layer == (g == 0) && e.choice == choice) found = &e;
   }
-  Entry e{&layer, g == 0, key, choice, {}};
-  e.cost = stage_layer_cost(m, hw, costed, layer, e.costed_choice, g);
-  by_hash_.emplace(h, entries_.size());
-  entries_.push_back(std::move(e));
-  costed_as(entries_.back());
-  return entries_.back().cost;
+  if (!found) {
+    Entry e{&layer, g == 0, choice, choice, {}};
+    e.cost = stage_layer_cost(m, hw, costed, layer, e.costed_choice, g);
+    by_hash_.emplace(h, entries_.size());
+    found = &entries_.emplace_back(std::move(e));
+  }
+  if (!(choice == found->costed_choice)) choice = found->costed_choice;  // as stage_layer_cost updated it
+  choice.chunk_layers = chunk_layers, choice.chunk_position = chunk_position;
+  return found->cost;
 }
 
 StageEstimate stage_estimate(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,

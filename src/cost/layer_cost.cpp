@@ -132,10 +132,9 @@ double with_host_time(double gpu_s, double mlp_gpu_s, const LayerDef& layer, con
 
 }  // namespace
 
-LayerChoice cost_key(LayerChoice choice) {
+void reduce_to_cost_key(LayerChoice& choice) {
   choice.chunk_layers = std::min<int64_t>(choice.chunk_layers, 2);
   choice.chunk_position = std::min<int64_t>(choice.chunk_position, 1);
-  return choice;
 }
 
 std::vector<std::pair<const Block*, const OpDef*>> replay_ops(const LayerDef& layer, bool early_stop) {

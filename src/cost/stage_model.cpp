@@ -156,9 +156,12 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
   s.index = index;
   s.first_layer = layers.first, s.last_layer = layers.second;
   s.in_flight = std::min(t.pp - index, t.microbatches());
+  double largest_layer = 0;
   for (int64_t g = layers.first; g < layers.second; ++g) {
     const ParamCount lp = layer_params(m, g, t.tp, t.ep);
     s.params.dense += lp.dense, s.params.expert += lp.expert;
+    largest_layer = std::max(largest_layer, lp.total());
+    s.adapter_params += lora_layer_params(m, t, t.tp, g);
   }
   const bool first = index == 0, last = index + 1 == t.pp;
   if (first) s.params.dense += input_embedding_params(m, t.tp);
@@ -173,11 +176,6 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
   add_p2p(s, m, r, t, hw);
   s.forward_passes = double(1 + no_grad_forwards(t));
   add_framework_bytes(s, m, r, t);
-  double largest_layer = 0;
-  for (int64_t g = layers.first; g < layers.second; ++g) {
-    s.adapter_params += lora_layer_params(m, t, t.tp, g);
-    largest_layer = std::max(largest_layer, layer_params(m, g, t.tp, t.ep).total());
-  }
   s.static_bytes = held_bytes(s.params, largest_layer, s.adapter_params, t);
   if (grads_absent_before_backward(t)) {
     s.grads_absent_bytes = s.static_bytes.gradients;

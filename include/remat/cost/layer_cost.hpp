@@ -32,10 +32,10 @@ struct LayerCost {
 };
 
 LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool early_stop, const HardwareSpec& hw);
-// The part of `choice` layer_cost depends on: of its place in a chunk of full recompute, only
-// whether the chunk has more than one layer and whether this layer starts it. Choices with equal
-// parts cost the same (LayerCostCache keys on it).
-LayerChoice cost_key(LayerChoice choice);
+// Reduces `choice` to what layer_cost reads of it: of its place in a chunk of full recompute,
+// only whether the chunk has more than one layer and whether this layer starts it. Choices equal
+// once reduced cost the same (LayerCostCache keys on it).
+void reduce_to_cost_key(LayerChoice& choice);
 
 // The forward ops a full-layer replay runs, each with its block; with early
 // stop, up to the last op whose output the backward reads.
