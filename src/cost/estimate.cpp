@@ -88,8 +88,11 @@ double model_flops_per_microbatch(const ModelSpec& m, const TrainingSpec& t, int
 }
 
 double iteration_model_flops(const ModelSpec& m, const TrainingSpec& costed) {
-  return model_flops_per_microbatch(m, costed, effective_layers(m, costed)) * double(costed.microbatches()) *
-         double(costed.dp);
+  return iteration_model_flops(model_flops_per_microbatch(m, costed, effective_layers(m, costed)), costed);
+}
+
+double iteration_model_flops(double microbatch_model_flops, const TrainingSpec& costed) {
+  return microbatch_model_flops * double(costed.microbatches()) * double(costed.dp);
 }
 
 IterationEstimate iteration_from_stages(const std::vector<StageRun>& stages, double model_flops, double hardware_flops,

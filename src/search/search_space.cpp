@@ -59,7 +59,7 @@ std::vector<LayerOption> prune(std::vector<LayerOption> all) {
 }  // namespace
 
 LayerCost SearchSpace::cost(int kind, LayerChoice choice) const {
-  const LayerDef& layer = shapes.kinds[size_t(kind)];
+  const LayerDef& layer = shapes->kinds[size_t(kind)];
   return stage_layer_cost(model, hardware, costed, layer, choice, kind_layer[kind]);
 }
 
@@ -83,9 +83,10 @@ SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const
   sp.model = m, sp.hardware = hw;
   sp.training = with_defaults(t_in);
   sp.costed = costed_training(sp.training, Strategy::none);
-  sp.model_flops = iteration_model_flops(m, sp.costed);
+  sp.microbatch_model_flops = model_flops_per_microbatch(m, sp.costed, effective_layers(m, sp.costed));
+  sp.model_flops = iteration_model_flops(sp.microbatch_model_flops, sp.costed);
   const RankShape r = rank_shape(sp.costed);
-  sp.shapes = build_shapes(m, r);
+  sp.shapes = std::make_shared<const LayerShapes>(build_shapes(m, r));
   const auto ranges = stage_layer_ranges(m, sp.costed);
   std::array<bool, kLayerKinds> used{};
   used[0] = used[1] = true;  // attention + dense / MoE: always costed, as before hybrid kinds
@@ -95,7 +96,7 @@ SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const
   }
   for (int k = 0; k < kLayerKinds; ++k) {
     if (!used[size_t(k)]) continue;
-    const LayerDef& layer = sp.shapes.kinds[size_t(k)];
+    const LayerDef& layer = sp.shapes->kinds[size_t(k)];
     sp.keep_cost[k] = sp.cost(k, choice_for(Strategy::none, layer));
     for (const StrategyInfo& s : kStrategies) sp.strategy_cost[k].push_back(sp.cost(k, choice_for(s.strategy, layer)));
     if (!opts.per_layer) continue;
@@ -111,7 +112,7 @@ SearchSpace with_pipeline(const SearchSpace& built, const TrainingSpec& t_in) {
   SearchSpace sp = built;
   sp.training = with_defaults(t_in);
   sp.costed = costed_training(sp.training, Strategy::none);
-  sp.model_flops = iteration_model_flops(sp.model, sp.costed);
+  sp.model_flops = iteration_model_flops(sp.microbatch_model_flops, sp.costed);
   sp.stages.clear();
   add_stages(sp, rank_shape(sp.costed));
   return sp;

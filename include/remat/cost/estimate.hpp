@@ -123,6 +123,8 @@ struct StageRun {
 };
 // Model FLOPs of one iteration (all dp ranks), the numerator of MFU.
 double iteration_model_flops(const ModelSpec& m, const TrainingSpec& costed);
+// The same from one microbatch's (model_flops_per_microbatch of the effective layers).
+double iteration_model_flops(double microbatch_model_flops, const TrainingSpec& costed);
 // The one formula of the iteration, which every consumer calls: 1F1B fill,
 // steady state and drain over the stages' microbatch times, the slowest
 // stage's optimizer step, MFU (Megatron's count) and tokens/s. `costed` as

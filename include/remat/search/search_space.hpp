@@ -2,6 +2,7 @@
 // What the planner chooses from: per layer kind (dense, MoE) every choice's
 // cost, computed once; per stage its fixed part. Stage totals of any
 // assignment are then sums, evaluated without rebuilding layers.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,8 +44,9 @@ struct SearchSpace {
   TrainingSpec training;   // as given, with defaults: what reports show and to_plan's plans are estimated with
   TrainingSpec costed;     // what every stage, layer and the iteration are costed with (costed_training)
   double model_flops = 0;  // per iteration, for MFU (iteration_model_flops)
-  LayerShapes shapes;
-  int64_t kind_layer[kLayerKinds] = {};  // a global layer index of each kind
+  double microbatch_model_flops = 0;          // per microbatch (model_flops_per_microbatch): pp and dp do not change it
+  std::shared_ptr<const LayerShapes> shapes;  // shared by the spaces with_pipeline makes
+  int64_t kind_layer[kLayerKinds] = {};       // a global layer index of each kind
   std::vector<StageSpace> stages;
   LayerCost keep_cost[kLayerKinds];                   // per kind: every activation kept
   std::vector<LayerOption> options[kLayerKinds];      // per kind: non-dominated choices (keep included)
