@@ -710,9 +710,25 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
   int64_t work = 0;
   Workspace ws;
   std::vector<bool> mask;  // which options a pass admits, reused from pair to pair
-  for (double cap : caps)
+  std::vector<double> offloads_under_cap;
+  for (double cap : caps) {
+    // within one cap, a staging bound that admits no more options than the last one admits
+    // the same options (the bounds nest): its mask is the last one's, seen already
+    offloads_under_cap.clear();
+    for (int kind = 0; kind < kLayerKinds; ++kind)
+      for (const auto& o : space.options[kind])
+        if (o.cost.transient_bytes <= cap) offloads_under_cap.push_back(o.cost.offload_bytes);
+    std::sort(offloads_under_cap.begin(), offloads_under_cap.end());
+    size_t last_admitted = offloads_under_cap.size() + 1;
     for (double staging : stagings) {
       const bool one_offload = staging == *stagings.begin();
+      if (!one_offload) {
+        const auto admitted_count =
+            size_t(std::upper_bound(offloads_under_cap.begin(), offloads_under_cap.end(), staging) -
+                   offloads_under_cap.begin());
+        if (admitted_count == last_admitted) continue;
+        last_admitted = admitted_count;
+      }
       const auto admits = [&](const LayerCost& c) {
         return c.transient_bytes <= cap && (one_offload || c.offload_bytes <= staging);
       };
@@ -759,6 +775,7 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
           (plan->totals.microbatch_s == best->totals.microbatch_s && plan->totals.peak_bytes < best->totals.peak_bytes))
         best = std::move(plan);
     }
+  }
   return best;
 }
 
