@@ -62,6 +62,11 @@ TEST(BlockVocabulary, TwoMatrixMlpPerStrategy) {
   // Megatron's `mlp` checkpoint drops the pre-activation and the activation; `layernorm` the norm's
   EXPECT_DOUBLE_EQ(module_freed_bytes(b, module_bit(MegatronModule::mlp)), 2 * act);
   EXPECT_DOUBLE_EQ(module_freed_bytes(b, module_bit(MegatronModule::layernorm)), 2 * stats + x);
+  // the backward's working set: the activation's output gradient and its input's (2 x act), where
+  // the gated MLP's SwiGLU holds three (3 x act); keep's transient is that working set alone
+  EXPECT_DOUBLE_EQ(grad_working_bytes(b), 2 * act);
+  EXPECT_DOUBLE_EQ(keep.transient_bytes, 2 * act);
+  EXPECT_DOUBLE_EQ(grad_working_bytes(mlp_block(r, 64, 256)), 3 * act);
 }
 
 // The gated MLP saves gate, up and act (3 f wide); the two-matrix one 2 f wide, with the same

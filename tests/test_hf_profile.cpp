@@ -183,13 +183,14 @@ std::vector<HfComparison> measured_cases(const std::string& file = "steps-h100.j
 // with a 4k vocabulary peak in layer 0's backward, with the later layers' weight gradients
 // allocated (the allocator's history, reports/hf/peak-traces-h100/grads/): counting them
 // (layer_gradient_bytes) moved the backward peak from -6.5% (hidden behind the optimizer step's
-// peak, which remat matches) to +1.4% .. +3.9%: the recomputed layer's own working set is
-// over-predicted by about 60-120 MiB on these layers, not resolved yet.
+// peak, which remat matches) to +1.4% .. +3.9%. The rest was the two-matrix GELU MLP's backward
+// working set: torch holds the activation's output gradient and its input's (2 x the
+// intermediate), not a SwiGLU's three (TensorDef::working_copies); the traces show the peak in
+// the attention backward, after the MLP's: within 0.3% since.
 TEST(HfProfile, FusedQkvFamilies) {
   int checked = 0;
   for (const HfComparison& c : measured_cases("steps-fused-h100.jsonl")) {
-    const bool checkpointed = c.measured.checkpointing != "none";
-    EXPECT_LE(std::abs(c.peak_error_pct()), checkpointed ? 4.0 : 1.0) << c.measured.case_name;
+    EXPECT_LE(std::abs(c.peak_error_pct()), 1.0) << c.measured.case_name;
     EXPECT_LE(std::abs(c.before_error_pct()), 1.0) << c.measured.case_name;
     ++checked;
   }

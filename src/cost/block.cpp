@@ -108,9 +108,9 @@ double grad_working_bytes(const Block& block) {
     if (t.reader_copies > 0)
       one_copy = std::max(one_copy, t.bytes / t.reader_copies);  // its gradient, beside the saved copy
     else
-      largest = std::max(largest, t.bytes);
+      largest = std::max(largest, t.working_copies * t.bytes);
   }
-  return std::max(3 * largest, one_copy);
+  return std::max(largest, one_copy);
 }
 
 BlockCost block_cost(const Block& block, BlockMode mode, bool early_stop) {

@@ -272,8 +272,10 @@ Block two_matrix_mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, cons
   const double bytes = rows * f * kBf16;
   parts::add_input_norm(b, r, h, true, 1);
   b.ops.push_back(parts::linear(b, r, "up", rows, h, f, "x_norm", {&LoraTargets::up}));
-  b.tensors.push_back({"pre_act", bytes});  // the up projection's output (relu^2: relu's output)
-  b.tensors.push_back({"act", bytes});      // act(pre_act), the down projection's input
+  // the up projection's output (relu^2: relu's output) and act(pre_act), the down projection's
+  // input; the backward holds act's gradient and pre_act's at once (torch's gelu/relu backward)
+  b.tensors.push_back({.name = "pre_act", .bytes = bytes, .working_copies = 2});
+  b.tensors.push_back({.name = "act", .bytes = bytes, .working_copies = 2});
   b.ops.push_back(ops::streaming(act, 2 * bytes, 3 * bytes, {"pre_act"}));
   b.ops.push_back(parts::linear(b, r, "down", rows, f, h, "act", {&LoraTargets::down}));
   b.tag(parts::kMlpTag, {"gather_input", "allreduce_dinput", "up", "pre_act", "act", act, "down"});

@@ -22,6 +22,10 @@ struct TensorDef {
   // dropped copy). One reader's backward at a time writes that copy's gradient; the cast's own
   // gradient then lands in the input's bf16 gradient, so grad_working_bytes counts one copy.
   double reader_copies = 0;
+  // copies of this tensor's size a backward holds at once beyond the saved tensors, where no op
+  // states its working set (grad_working_bytes): 3 by default (a SwiGLU's gradient and its two
+  // inputs'), 2 for a two-matrix MLP's activation (its output's gradient and its input's)
+  double working_copies = 3;
 };
 
 enum class OpKind { gemm, attention, memory_bound, collective, host_copy };
