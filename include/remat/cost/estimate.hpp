@@ -91,7 +91,9 @@ LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const Tra
 
 // Costs of identical layers computed once: a layer of one shape with one
 // choice costs the same wherever it sits (the first layer aside, whose input
-// LoRA leaves frozen). Valid for one (model, hardware, costed spec).
+// LoRA leaves frozen), and choices equal in their cost key (reduce_to_cost_key:
+// not a layer's place further in a chunk) cost the same. Valid for one
+// (model, hardware, costed spec).
 class LayerCostCache {
  public:
   // stage_layer_cost, remembered; `choice` is updated as stage_layer_cost updates it.
@@ -102,11 +104,11 @@ class LayerCostCache {
   struct Entry {
     const LayerDef* layer;
     bool first_layer;
-    LayerChoice choice, costed_choice;
+    LayerChoice choice, costed_choice;  // the cost key, and it as stage_layer_cost updated it
     LayerCost cost;
   };
   std::deque<Entry> entries_;  // stable addresses for the references returned
-  // entries by a hash of (layer, first layer, choice); equal hashes are told apart by comparing
+  // entries by a hash of (layer, first layer, cost key); equal hashes are told apart by comparing
   std::unordered_multimap<size_t, size_t> by_hash_;
 };
 
