@@ -80,6 +80,20 @@ TEST(BlockVocabulary, TwoMatrixAgainstGatedAndRmsNorm) {
   EXPECT_DOUBLE_EQ(saved_bytes(two_matrix_mlp_block(ln, 64, 256, "relu2")) - two, 128 * 4.0);
 }
 
+// transformers' gelu_new is a Python formula: under the hf profile (the model's own code) autograd
+// saves three more tensors of the intermediate's size (tanh's output, 1 + tanh, 0.5 x); the fused
+// GELUs and the other profiles save its input alone.
+TEST(BlockVocabulary, PythonGeluSavesItsIntermediatesUnderHf) {
+  RankShape r = shape(1, 128);
+  const double act = 128 * 256 * 2.0;
+  const double fused = saved_bytes(two_matrix_mlp_block(r, 64, 256, "gelu_new"));
+  EXPECT_DOUBLE_EQ(fused, saved_bytes(two_matrix_mlp_block(r, 64, 256, "gelu")));
+  r.layouts_from_model_code = true;
+  EXPECT_DOUBLE_EQ(saved_bytes(two_matrix_mlp_block(r, 64, 256, "gelu_new")) - fused, 3 * act);
+  EXPECT_DOUBLE_EQ(saved_bytes(two_matrix_mlp_block(r, 64, 256, "gelu_pytorch_tanh")), fused);
+  EXPECT_DOUBLE_EQ(saved_bytes(two_matrix_mlp_block(r, 64, 256, "bloom_gelu")), fused);
+}
+
 // Under the hf profile (transformers' eager layers) a LayerNorm saves its input in the stream's
 // dtype (fp32 under autocast) and each reading GEMM its own bf16 cast.
 TEST(BlockVocabulary, LayerNormUnderEveryProfile) {

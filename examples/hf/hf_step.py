@@ -71,6 +71,8 @@ def load_config(path, layers):
     n_file = d.get("num_hidden_layers")
     if layers:
         d["num_hidden_layers"] = int(layers)
+        if "n_layer" in d:  # GPT-2, GPT-J, Falcon's RefinedWeb configs name it so
+            d["n_layer"] = int(layers)
         # per-layer lists (gpt-oss, OLMo 3, EXAONE 4: sliding or full attention) keep their first layers
         if isinstance(d.get("layer_types"), list) and len(d["layer_types"]) == n_file:
             d["layer_types"] = d["layer_types"][:int(layers)]

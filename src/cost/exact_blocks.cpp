@@ -277,6 +277,15 @@ Block two_matrix_mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, cons
   b.tensors.push_back({.name = "pre_act", .bytes = bytes, .working_copies = 2});
   b.tensors.push_back({.name = "act", .bytes = bytes, .working_copies = 2});
   b.ops.push_back(ops::streaming(act, 2 * bytes, 3 * bytes, {"pre_act"}));
+  // transformers' NewGELUActivation ("gelu_new", activations.py) is a Python formula,
+  // 0.5 * x * (1 + tanh(...)): autograd saves tanh's output, 1 + tanh and 0.5 * x beside x
+  // (the allocator's history of Phi-1 on an H100: four blocks of the intermediate's size per
+  // layer at that line, the output included). Fused kernels elsewhere save x alone.
+  if (r.layouts_from_model_code && act == "gelu_new")
+    for (const char* name : {"gelu_tanh", "gelu_one_plus_tanh", "gelu_half_x"}) {
+      b.tensors.push_back({.name = name, .bytes = bytes, .working_copies = 2});
+      b.ops.back().saves.push_back(name);
+    }
   b.ops.push_back(parts::linear(b, r, "down", rows, f, h, "act", {&LoraTargets::down}));
   b.tag(parts::kMlpTag, {"gather_input", "allreduce_dinput", "up", "pre_act", "act", act, "down"});
   return b;

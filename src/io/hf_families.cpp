@@ -480,7 +480,7 @@ void bloom_spell(HfJsonReader& r, ModelSpec& m) {
 void bloom_layer(HfJsonReader&, ModelSpec& m) {
   four_h_mlp_by_default(m);
   layer_norm_with_bias(m);
-  two_matrix_mlp(m, "gelu_new");  // bloom_gelu: GELU's tanh form
+  two_matrix_mlp(m, "bloom_gelu");  // GELU's tanh form in its own autograd function (saves x alone)
   m.qkv_bias = m.o_bias = m.mlp_bias = true;
   m.embedding_norm = true;
   m.rotary_fraction = 0;

@@ -16,7 +16,9 @@ namespace remat {
 
 namespace {
 
-bool gelu_tanh(const std::string& act) { return act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast"; }
+bool gelu_tanh(const std::string& act) {
+  return act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast" || act == "bloom_gelu";
+}
 
 bool every_layer(int64_t layers, const std::function<bool(int64_t)>& one, bool value) {
   for (int64_t i = 0; i < layers; ++i)
