@@ -186,8 +186,7 @@ SearchOptions search_options(const PlanOptions& o, const HardwareSpec& hw, const
   s.uniform_r = !o.no_uniform_r;
   s.per_stage_r = !o.no_per_stage_r;
   // per-layer block modes and offloading only where the profile runs them (hf: whole layers only)
-  const bool blocks = !profile_strategies(t, {Strategy::standard, Strategy::eagle}, false, "").empty();
-  s.per_layer = !o.no_per_layer && blocks;
+  s.per_layer = !o.no_per_layer && profile_runs_block_choices(t);
   s.offload = !o.no_offload && !profile_strategies(t, {Strategy::offload}, false, "").empty();
   s.budget_bytes = memory_budget_bytes(o.budget_given, o.budget_GiB, hw);
   s.threads = worker_threads(o.threads);

@@ -182,7 +182,7 @@ Runner add_sweep_command(CLI::App& app) {
         unique_in_order(profile_strategies(in.training, strategy_list(o->strategies),
                                            o->strategies != strategy_names(sweep_strategies(), ","), "--strategies"));
     // per-layer block modes only where the profile runs them, as plan (hf: every layer or none)
-    if (o->per_layer && profile_strategies(in.training, {Strategy::standard, Strategy::eagle}, false, "").empty())
+    if (o->per_layer && !profile_runs_block_choices(in.training))
       throw InputError({{"command line", "--per-layer", "--framework " + in.training.framework,
                          "applies only to profiles with per-layer choices; this one checkpoints every layer or none"}});
     space.per_layer = o->per_layer;

@@ -177,6 +177,10 @@ std::vector<Strategy> profile_strategies(const TrainingSpec& t, const std::vecto
   return out;
 }
 
+bool profile_runs_block_choices(const TrainingSpec& t) {
+  return !profile_strategies(t, {Strategy::standard, Strategy::eagle}, false, "").empty();
+}
+
 Plan plan_from(const StrategyOptions& o) {
   Plan p;
   if (!parse_strategy(o.strategy, p.strategy))

@@ -80,6 +80,9 @@ Plan plan_from(const StrategyOptions& o);
 // them) one it does not run is refused naming `flag`.
 std::vector<Strategy> profile_strategies(const TrainingSpec& t, const std::vector<Strategy>& wanted, bool typed,
                                          const char* flag);
+// Whether t's profile runs per-block recompute (standard or eagle), which the per-layer search
+// chooses from (hf: every layer or none).
+bool profile_runs_block_choices(const TrainingSpec& t);
 
 // The per-GPU memory budget: --memory-budget-GiB when given (finite, >= 0),
 // else the GPU's capacity less the hardware file's reserve.
