@@ -340,7 +340,8 @@ def run_case(c, versions, write, meta, trace_dir=None, steps=3, diagnostic=True)
 
     cfg, model_type, n_file = load_config(c["config"], c.get("layers"))
     n_layers = cfg.num_hidden_layers
-    is_moe = model_type in MOE_TYPES
+    # Gemma 4's enable_moe_block: experts beside each layer's dense MLP
+    is_moe = model_type in MOE_TYPES or bool(getattr(cfg, "enable_moe_block", False))
     if mode != "lora":
         targets = []
     elif is_moe:

@@ -41,6 +41,7 @@ RankShape rank_shape(const TrainingSpec& t) {
 
 RankShape with_model(RankShape r, const ModelSpec& m) {
   r.layer_norm = m.norm_kind == NormKind::layer;
+  r.norm_scale_fp32 = m.norm_scale_fp32;
   return r;
 }
 
@@ -91,6 +92,11 @@ OpDef upcast_norm_op(const std::string& name, double elems, const RankShape& r, 
   return ops::streaming(name, fwd * elems, bwd * elems, std::move(saves));
 }
 
+// Bytes per element of the normalized tensor the weight's product saves when the weight trains:
+// the stream's dtype (LlamaRMSNorm), or fp32 where the weight multiplies before the cast back
+// (Gemma's norms: normalized.float() * (1 + weight.float()), models/gemma*/modeling_gemma*.py).
+double normed_bytes(const RankShape& r) { return r.norm_scale_fp32 ? kFp32 : r.stream_bytes(); }
+
 void add_upcast_norm(Block& b, const RankShape& r, double hidden, int readers) {
   const double rows = r.seq_tokens();
   b.inputs = {"x"};
@@ -102,7 +108,7 @@ void add_upcast_norm(Block& b, const RankShape& r, double hidden, int readers) {
     saves[0] = "x32";
   }
   b.tensors.push_back({"rstd", rows * kFp32});
-  b.tensors.push_back({"x_normed", rows * hidden * r.stream_bytes()});
+  b.tensors.push_back({"x_normed", rows * hidden * normed_bytes(r)});
   if (r.weights_train) saves.push_back("x_normed");
   b.tensors.push_back({"x_norm", rows * hidden * kBf16 * (r.autocast ? readers : 1)});
   b.ops.push_back(upcast_norm_op("rmsnorm", rows * hidden, r, saves));
@@ -240,6 +246,27 @@ void add_swiglu(Block& b, double rows, double width, const std::string& p, bool 
   b.ops.push_back(ops::streaming(p + "mul", 3 * bytes, 5 * bytes, {p + "silu", p + "up"}));
 }
 
+// `count` norms on a block's output before the residual add (Gemma 2-4's and GLM-4's
+// post-attention and post-feedforward norms, OLMo-2's post-norms): each saves its input (fp32 under
+// the eager upcast, with the normalized tensor when its weight trains) and 1/rms per row.
+void add_output_norms(Block& b, const RankShape& r, double hidden, double count) {
+  if (count <= 0) return;
+  const double rows = r.seq_tokens(), elems = rows * hidden * count;
+  b.tensors.push_back({"out_norm_rstd", rows * count * kFp32});
+  if (!r.norm_fp32_upcast) {
+    b.tensors.push_back({"out_norm_x", elems * kBf16});
+    b.ops.push_back(ops::rmsnorm("out_norm", rows * count, hidden, "out_norm_x", "out_norm_rstd"));
+    return;
+  }
+  b.tensors.push_back({"out_norm_x32", elems * (r.autocast ? r.stream_bytes() : kFp32)});
+  std::vector<std::string> saves = {"out_norm_x32", "out_norm_rstd"};
+  if (r.weights_train) {
+    b.tensors.push_back({"out_norm_normed", elems * normed_bytes(r)});
+    saves.push_back("out_norm_normed");
+  }
+  b.ops.push_back(upcast_norm_op("out_norm", elems, r, saves));
+}
+
 }  // namespace parts
 
 Block rmsnorm_linear_block(const RankShape& r, int64_t hidden, int64_t out_features, const char* name) {
@@ -336,7 +363,7 @@ void add_qk_norm(Block& b, const RankShape& r, double rows, double heads, double
   b.tensors.push_back({"qk_raw", elems * (r.norm_fp32_upcast ? kFp32 : kBf16)});
   b.tensors.push_back({"qk_rstd", rows * heads * kFp32});
   std::vector<std::string> saves = {"qk_raw", "qk_rstd"};
-  if (r.norm_fp32_upcast) b.tensors.push_back({"qk_normed", elems * kBf16});
+  if (r.norm_fp32_upcast) b.tensors.push_back({"qk_normed", elems * parts::normed_bytes(r)});
   if (r.norm_fp32_upcast && r.weights_train) saves.push_back("qk_normed");
   if (r.norm_fp32_upcast) {
     b.ops.push_back(parts::upcast_norm_op("qk_norm", elems, r, saves));
@@ -350,12 +377,14 @@ void add_qk_norm(Block& b, const RankShape& r, double rows, double heads, double
 Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed) {
   Block b;
   b.name = "gqa";
-  const double h = double(m.hidden_size), hd = double(gqa_head_dim(m));
-  const double nh = double(m.num_attention_heads / r.tp), g = double(m.num_key_value_heads / r.tp);
+  const AttentionShape shape = m.attention_shape_of(windowed);
+  const double h = double(m.hidden_size), hd = double(shape.head_dim);
+  const double nh = double(shape.heads / r.tp), g = double(shape.kv_heads / r.tp);
   const double rows = r.tokens();
   parts::add_input_norm(b, r, h, true, 3);
-  const double gate = m.attention_output_gate ? nh * hd : 0;  // Qwen3-Next: q_proj also makes the gate
-  b.ops.push_back(parts::linear(b, r, "qkv", rows, h, (nh + 2 * g) * hd + gate, "x_norm",
+  const double gate = m.attention_output_gate ? nh * hd : 0;     // Qwen3-Next: q_proj also makes the gate
+  const double kv_projections = shape.values_from_keys ? 1 : 2;  // Gemma 4's keys as values: no v_proj
+  b.ops.push_back(parts::linear(b, r, "qkv", rows, h, (nh + kv_projections * g) * hd + gate, "x_norm",
                                 {&LoraTargets::q, &LoraTargets::k, &LoraTargets::v}));
   b.tensors.push_back({"q", rows * nh * hd * kBf16});
   b.tensors.push_back({"k", rows * g * hd * kBf16});
@@ -365,7 +394,8 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed) {
   const bool model_views = r.layouts_from_model_code && m.fused_qkv_projection;
   b.tensors.push_back({"v", rows * (r.v_views_qkv || model_views ? nh + 2 * g : g) * hd * kBf16});
   b.tensors.push_back({"o", rows * nh * hd * kBf16});  // attention output, saved by Wo
-  if (m.qk_norm != QkNorm::none) add_qk_norm(b, r, rows, nh + g, hd);
+  // q and k norms, and Gemma 4's weightless norm on the values
+  if (m.qk_norm != QkNorm::none) add_qk_norm(b, r, rows, nh + g + (m.value_norm ? g : 0), hd);
   const double rotated = 2 * rows * (nh + g) * hd * kBf16 * m.rotary_fraction;  // partial rotary: the rotated share
   if (m.position_embeddings == 0) b.ops.push_back(rope_op(r, rotated / (2 * kBf16)));
   std::string k = "k", v = "v";
@@ -460,18 +490,23 @@ void add_residual_dropout(Block& b, const RankShape& r, const ModelSpec& m) {
 
 }  // namespace
 
-Block attention_out_glue(const RankShape& r, const ModelSpec& m) {
+// The output norms after the feed-forward: all but the attention's one (Gemma 4's MoE layers add
+// three: each branch's own and the experts' input norm).
+double feedforward_output_norms(const ModelSpec& m) { return std::max<double>(double(m.extra_norms_per_layer) - 1, 0); }
+
+Block attention_out_glue(const RankShape& r, const ModelSpec& m, bool windowed) {
   Block b;
   b.name = "attn.out";
   const double h = double(m.hidden_size);
   const double width = m.attention() == AttentionKind::mla
                            ? double(m.num_attention_heads / r.tp) * double(m.v_head_dim)
-                           : double(m.num_attention_heads / r.tp) * double(gqa_head_dim(m));
+                           : double(m.num_attention_heads / r.tp) * double(m.attention_shape_of(windowed).head_dim);
   // Wo reads o, which the attention block accounts for (as Table 1 does)
   OpDef wo = parts::linear(b, r, "wo", r.tokens(), width, h, "o", {&LoraTargets::o});
   wo.saves.clear();
   b.ops.push_back(wo);
   if (r.tp > 1) b.ops.push_back(parts::output_reduce(r, h));
+  parts::add_output_norms(b, r, h, std::min<double>(double(m.extra_norms_per_layer), 1));
   add_residual_dropout(b, r, m);
   b.ops.push_back(parts::residual_add(r, h));
   return b;
@@ -482,6 +517,7 @@ Block mlp_out_glue(const RankShape& r, const ModelSpec& m) {
   b.name = "mlp.out";
   const double hidden = double(m.hidden_size);
   if (r.tp > 1) b.ops.push_back(parts::output_reduce(r, hidden));
+  parts::add_output_norms(b, r, hidden, feedforward_output_norms(m));
   add_residual_dropout(b, r, m);
   b.ops.push_back(parts::residual_add(r, hidden));
   b.tag(parts::kMlpTag, {"reduce_scatter_output", "allreduce_output"});  // fc2's reduction is inside the MLP

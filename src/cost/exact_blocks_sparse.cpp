@@ -183,6 +183,7 @@ Block moe_combine_glue(const RankShape& r, const ModelSpec& m) {
   // keeps or recomputes).
   b.tensors.push_back({"probs", rows * k * kFp32});
   b.ops.push_back(ops::streaming("unpermute", (1 + k) * rows * h * kBf16, (1 + k) * rows * h * kBf16, {"probs"}));
+  parts::add_output_norms(b, r, h, feedforward_output_norms(m));
   b.ops.push_back(parts::residual_add(r, h));
   b.tag(parts::kMoeTag, {"all_to_all_combine", "probs", "unpermute"});
   return b;
@@ -203,7 +204,7 @@ void add_mixer(LayerDef& layer, const ModelSpec& m, const RankShape& r, int64_t 
       } else {
         add(gqa_block(r, m, m.layer_is_windowed(layer_index)), true);
       }
-      add(attention_out_glue(r, m), false);
+      add(attention_out_glue(r, m, m.layer_is_windowed(layer_index)), false);
       return;
     case Mixer::mamba2:
       add(mamba2_block(r, m), true);

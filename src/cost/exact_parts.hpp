@@ -35,6 +35,9 @@ OpDef residual_add(const RankShape& r, double hidden);
 // the norm before the backward that reads it).
 // `readers`: the GEMMs that read the norm's output (each saves its own bf16 cast under autocast).
 void add_input_norm(Block& b, const RankShape& r, double hidden, bool gather = true, int readers = 1);
+// `count` norms on a block's output before its residual add (sandwich norms), as their framework runs them.
+void add_output_norms(Block& b, const RankShape& r, double hidden, double count);
+double normed_bytes(const RankShape& r);
 // Whether a linear saves its input: its weight trains, or a LoRA adapter without dropout reads it.
 bool saves_input(const RankShape& r, bool adapted);
 // HBM bytes one LoRA adapter moves per row, per element of its input and of its output, in forward

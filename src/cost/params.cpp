@@ -6,8 +6,8 @@ namespace remat {
 
 namespace {
 
-double qk_norm_params(const ModelSpec& m, double tp) {
-  const double hd = double(gqa_head_dim(m));
+double qk_norm_params(const ModelSpec& m, const AttentionShape& a, double tp) {
+  const double hd = double(a.head_dim);
   if (!m.norm_affine) return 0;  // norms without weights (NanoChat's on q and k too)
   switch (m.qk_norm) {
     case QkNorm::none:
@@ -15,21 +15,23 @@ double qk_norm_params(const ModelSpec& m, double tp) {
     case QkNorm::shared:
       return 2 * hd;  // q_norm and k_norm of head_dim
     case QkNorm::per_head:
-      return double(m.num_attention_heads + m.num_key_value_heads) * hd / tp;
+      return double(a.heads + a.kv_heads) * hd / tp;
   }
   return 0;
 }
 
-double attention_params(const ModelSpec& m, double tp) {
+double attention_params(const ModelSpec& m, int64_t layer_index, double tp) {
   const double h = double(m.hidden_size), nh = double(m.num_attention_heads);
   const double norm = norm_params(m, h);
   if (m.attention() == AttentionKind::gqa) {
-    const double hd = double(gqa_head_dim(m)), g = double(m.num_key_value_heads);
-    double qkv = h * (nh + 2 * g) * hd + (m.qkv_bias ? (nh + 2 * g) * hd : 0);
+    const AttentionShape a = m.attention_shape(layer_index);
+    const double hd = double(a.head_dim), g = double(a.kv_heads);
+    const double kv_projections = a.values_from_keys ? 1 : 2;  // Gemma 4's keys as values: no v_proj
+    double qkv = h * (nh + kv_projections * g) * hd + (m.qkv_bias ? (nh + kv_projections * g) * hd : 0);
     if (m.attention_output_gate) qkv += h * nh * hd;         // q_proj makes the output gate too
     const double o = nh * hd * h / tp + (m.o_bias ? h : 0);  // the bias after the reduction, replicated
     // q, k, v and o projections, split over tp; q/k norms; the input norm
-    return qkv / tp + o + qk_norm_params(m, tp) + norm;
+    return qkv / tp + o + qk_norm_params(m, a, tp) + norm;
   }
   const double d = double(m.qk_nope_head_dim), r = double(m.qk_rope_head_dim), dv = double(m.v_head_dim);
   const double hq = double(m.q_lora_rank), hkv = double(m.kv_lora_rank);
@@ -104,7 +106,7 @@ double mixer_params(const ModelSpec& m, int64_t layer_index, double tp) {
   const double norm = norm_params(m, double(m.hidden_size));
   switch (m.mixer(layer_index)) {
     case Mixer::attention:
-      return attention_params(m, tp);
+      return attention_params(m, layer_index, tp);
     case Mixer::mamba2:
       return mamba2_params(m, tp) + norm;
     case Mixer::gated_deltanet:
@@ -128,6 +130,7 @@ ParamCount layer_params(const ModelSpec& m, int64_t layer_index, int64_t tp, int
     // experts are MLPs of the model's kind: gated (gate, up, down) or two matrices (Nemotron-H)
     const double matrices = m.mlp_kind == MlpKind::gated ? 3 : 2;
     p.dense += h * double(m.n_routed_experts);                              // router
+    if (m.router_scales) p.dense += h + double(m.n_routed_experts);         // Gemma 4's router scales
     p.dense += matrices * h * f * double(m.n_shared_experts) / t;           // shared experts
     p.expert = matrices * h * f * double(m.n_routed_experts) / double(ep);  // routed experts
   } else {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "exact_ops.hpp"
 #include "remat/cost/op_time.hpp"
 #include "remat/cost/streambp.hpp"
 
@@ -30,6 +31,19 @@ LayerShapes build_shapes(const ModelSpec& m, const RankShape& r) {
 
 namespace {
 
+// Gemma's final_logit_softcapping (GemmaForCausalLM.forward: logits / c, tanh, * c on the bf16
+// logits): tanh's output is saved for its backward, one more bf16 logits tensor alive from the
+// forward through the loss's backward (one chunk's under a chunked head); three elementwise passes
+// each way (bytes per logit: forward 2+2 each; backward the product's 2+2, tanh's 2+2+2, the
+// division's 2+2).
+void add_logit_softcap(StageBase& s, const ModelSpec& m, const TrainingSpec& t, const HardwareSpec& hw, double logits) {
+  if (m.final_logit_softcap <= 0) return;
+  s.head_transient_bytes += ops::kBf16 * logits / double(std::max<int64_t>(t.lm_head_chunks, 1));
+  const double mem_bw = hw.hbm_bytes_per_s * hw.efficiency.memory_bound;
+  s.fixed_fwd_s += 12 * logits / mem_bw;
+  s.fixed_bwd_s += 14 * logits / mem_bw;
+}
+
 // The LM head and loss on the last stage: final norm + vocab-parallel linear,
 // the logits, the loss's fp32 copy and the logits' gradient. They live only
 // around the loss, one microbatch at a time.
@@ -43,6 +57,7 @@ void add_head(StageBase& s, const ModelSpec& m, const RankShape& r, const Traini
   // one of lm_head_chunks chunks at a time under StreamBP, and the normed input's gradient
   // (src/cost/streambp.cpp)
   s.head_transient_bytes = head_peak_bytes(head, t, logits);
+  add_logit_softcap(s, m, t, hw, logits);
   for (const auto& op : head.ops) {
     const OpTime ot = op_time(op, hw);
     s.fixed_fwd_s += ot.fwd_s, s.fixed_bwd_s += ot.bwd_s;

@@ -204,11 +204,12 @@ double head_peak_bytes(const Block& head, const TrainingSpec& t, double logits_e
 double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, int64_t layer) {
   if (t.lora_rank <= 0) return 0;
   const double r = double(t.lora_rank), h = double(m.hidden_size), tpd = double(tp);
-  const double hd = double(gqa_head_dim(m));
-  const double q = double(m.num_attention_heads) * hd, kv = double(m.num_key_value_heads) * hd;
+  const AttentionShape a = m.attention_shape(layer);
+  const double q = double(a.heads * a.head_dim), kv = double(a.kv_heads * a.head_dim);
   const LoraTargets& l = t.lora_targets;
   // A: in x r, B: r x out; the output side is split over tp
-  double p = (l.q ? r * (h + q / tpd) : 0) + (l.k ? r * (h + kv / tpd) : 0) + (l.v ? r * (h + kv / tpd) : 0);
+  double p = (l.q ? r * (h + q / tpd) : 0) + (l.k ? r * (h + kv / tpd) : 0) +
+             (l.v && !a.values_from_keys ? r * (h + kv / tpd) : 0);
   if (l.o) p += r * (q / tpd + h);
   // MLP adapters sit on a dense layer's nn.Linear projections; routed experts are not nn.Linear
   if (!m.layer_is_moe(layer)) {

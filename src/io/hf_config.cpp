@@ -339,6 +339,7 @@ void read_mla(HfJsonReader& r, ModelSpec& m) {
 // else every layer (empty).
 std::vector<bool> windowed_layers(HfJsonReader& r, const std::string& type, const std::vector<std::string>& layer_types,
                                   int64_t layers) {
+  if (type == "gemma4_text") return gemma4_windowed_layers(r, layers);
   std::vector<bool> out;
   for (const auto& kind : layer_types) out.push_back(kind == "sliding_attention");
   if (!layer_types.empty()) return out;
@@ -650,6 +651,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   require_dense_width(r, m);
   read_mtp(r, m, *family);
   read_windowed_attention(r, m, type, r.text_list("layer_types"));
+  r.number("final_logit_softcapping", m.final_logit_softcap);  // Gemma 2 and 4: tanh on the logits
   read_numerics(r, m, *family);
   note_quantized(top, r, m);
   note_vision_tower(m, *family, type, nest != nullptr);

@@ -67,9 +67,15 @@ void qwen2_layer(HfJsonReader&, ModelSpec& m) { m.qkv_bias = true; }
 // Phi3Attention: qkv_proj's output sliced into q, k and v (views of it)
 void phi3_layer(HfJsonReader&, ModelSpec& m) { m.fused_qkv_projection = true; }
 
+// Gemma: GemmaRMSNorm scales the fp32 normalized tensor by (1 + weight) before casting back.
+void gemma_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.norm_scale_fp32 = true;
+}
+
 // Gemma 2: pre- and post-norms around attention and MLP (four per layer).
 void gemma2_layer(HfJsonReader& r, ModelSpec& m) {
-  llama_layer(r, m);
+  gemma_layer(r, m);
   m.extra_norms_per_layer = 2;
 }
 
@@ -658,6 +664,7 @@ constexpr HfDefaults kFlexOlmoDefaults{100352, 4096, 11008, 32, 32};
 constexpr HfDefaults kAfmoeDefaults{200192, 2048, 6144, 32, 16, 0, 128, 1e-5};
 constexpr HfDefaults kHyV3Defaults{120832, 4096, 13312, 80, 64, 8, 128, 1e-5};
 constexpr HfDefaults kHunyuanMoeDefaults{290943, 4096, 11008, 32, 32, 0, 0, 1e-5};
+constexpr HfDefaults kGemma4Defaults{262144, 2304, 9216, 30, 8, 4, 256, 1e-6};
 constexpr HfDefaults kCohere2MoeDefaults{256000, 8192, 22528, 40, 64, 0, 128};
 
 const std::array kFamilies = {
@@ -681,9 +688,10 @@ const std::array kFamilies = {
     HfFamily{"baichuan", false, kDense, false},
     HfFamily{"orion", false, kDense, false, nullptr, orion_layer},
     HfFamily{"minicpm", true, HfExperts::optional_num_experts, false, nullptr, llama_layer},
-    HfFamily{"gemma", true, kDense, false, nullptr, llama_layer, kGemmaDefaults},
+    HfFamily{"gemma", true, kDense, false, nullptr, gemma_layer, kGemmaDefaults},
     HfFamily{"gemma2", true, kDense, false, nullptr, gemma2_layer, kGemma2Defaults},
     HfFamily{"gemma3_text", true, kDense, false, nullptr, gemma3_layer, kGemma3Defaults},
+    HfFamily{"gemma4_text", true, HfExperts::own, false, nullptr, gemma4_layer, kGemma4Defaults},
     HfFamily{"cohere", true, kDense, false, nullptr, cohere_layer},
     HfFamily{"cohere2", true, kDense, false, nullptr, cohere_layer},
     HfFamily{"glm", false, kDense, false, nullptr, glm_layer},

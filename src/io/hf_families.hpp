@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace remat {
 
@@ -98,6 +99,10 @@ void afmoe_layer(HfJsonReader& r, ModelSpec& m);
 void hy_v3_layer(HfJsonReader& r, ModelSpec& m);
 void hunyuan_moe_layer(HfJsonReader& r, ModelSpec& m);
 void cohere2_moe_layer(HfJsonReader& r, ModelSpec& m);
+
+// Gemma 4 (hf_family_gemma4.cpp): its layer reader, and which layers attend within the window.
+void gemma4_layer(HfJsonReader& r, ModelSpec& m);
+std::vector<bool> gemma4_windowed_layers(HfJsonReader& r, int64_t layers);
 
 // Layer readers of the Mamba-2 families (hf_families_hybrid.cpp).
 void bamba_layer(HfJsonReader& r, ModelSpec& m);

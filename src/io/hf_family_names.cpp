@@ -30,7 +30,7 @@ constexpr std::array<std::pair<const char*, const char*>, 14> kAliases = {{
 }};
 
 // Architecture classes whose layers are a family's (used when model_type is unknown).
-constexpr std::array<std::pair<const char*, const char*>, 24> kArchitectures = {{
+constexpr std::array<std::pair<const char*, const char*>, 25> kArchitectures = {{
     {"LlamaForCausalLM", "llama"},
     {"MistralForCausalLM", "mistral"},
     {"Qwen2ForCausalLM", "qwen2"},
@@ -44,6 +44,7 @@ constexpr std::array<std::pair<const char*, const char*>, 24> kArchitectures = {
     {"MiMoForCausalLM", "mimo"},
     {"GemmaForCausalLM", "gemma"},
     {"Gemma2ForCausalLM", "gemma2"},
+    {"Gemma4ForCausalLM", "gemma4_text"},
     {"Phi3ForCausalLM", "phi3"},
     {"PhiForCausalLM", "phi"},
     {"GPTNeoXForCausalLM", "gpt_neox"},
@@ -67,7 +68,7 @@ const char* kMamba1 =
     "a Mamba-1 model (selective-scan layers, no attention); remat's state-space block is Mamba-2 (SSD), whose "
     "projections and scan differ";
 
-const std::array<std::pair<const char*, const char*>, 44> kRefused = {{
+const std::array<std::pair<const char*, const char*>, 43> kRefused = {{
     {"bert", kEncoder},
     {"roberta", kEncoder},
     {"xlm-roberta", kEncoder},
@@ -99,10 +100,6 @@ const std::array<std::pair<const char*, const char*>, 44> kRefused = {{
     {"mllama",
      "cross-attention layers over the image (text_config.cross_attention_layers); remat builds self-attention "
      "decoders only"},
-    {"gemma4_text",
-     "Gemma 4's global attention layers with their own head_dim and key/value heads (global_head_dim, "
-     "num_global_key_value_heads; E2B/E4B also add per-layer input embeddings); remat builds one attention shape "
-     "per model"},
     {"gemma3n_text", "Gemma 3n's per-layer input embeddings, AltUp and LAuReL blocks; remat has no block for them"},
     {"minimax",
      "lightning (linear) attention layers beside softmax attention (MiniMax-01); remat has no block for "

@@ -230,6 +230,9 @@ std::vector<std::string> megatron_inexpressible(const ModelSpec& m) {
   if (m.is_hybrid())
     cannot("Mamba-2 or Gated DeltaNet layers (its GPT model has none; Mamba-2 hybrids run in its MambaModel)");
   if (m.attention_output_gate) cannot("a gate on the attention output");
+  if (m.final_logit_softcap > 0) cannot("final logit softcapping");
+  if (m.has_full_attention_shape())
+    cannot("full-attention layers with their own head dim, key/value heads or keys as values (Gemma 4)");
   if (m.position_embeddings == 0 && m.rotary_fraction > 0) rotary_inexpressible(m, cannot, out);
   if (m.sliding_window_tokens > 0 && m.attention() == AttentionKind::mla)
     cannot(fmt::format("a sliding window ({} tokens) on multi-latent attention", m.sliding_window_tokens));

@@ -137,6 +137,8 @@ std::vector<Problem> validate_training(const TrainingSpec& t, const ModelSpec& m
 
   f.divides("--tp", t.tp, "num_attention_heads", m.num_attention_heads);
   if (m.attention() == AttentionKind::gqa) f.divides("--tp", t.tp, "num_key_value_heads", m.num_key_value_heads);
+  if (m.attention() == AttentionKind::gqa && m.full_attention_kv_heads > 0)
+    f.divides("--tp", t.tp, "num_global_key_value_heads", m.full_attention_kv_heads);
   const int64_t layers = effective_layers(m, t);
   if (t.pp > layers) f.fail("--pp", str(t.pp), "must not exceed the number of layers = " + str(layers));
   if (m.is_moe()) {

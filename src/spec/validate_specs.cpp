@@ -79,6 +79,11 @@ void check_attention(Checker& c, const ModelSpec& m) {
     c.non_negative(key, v, kHeadDim);  // unused without kv_lora_rank, but checked
   c.positive("num_key_value_heads", m.num_key_value_heads, kHeads);
   c.non_negative("head_dim", m.head_dim, kHeadDim);
+  c.non_negative("global_head_dim", m.full_attention_head_dim, kHeadDim);
+  c.non_negative("num_global_key_value_heads", m.full_attention_kv_heads, kHeads);
+  if (m.full_attention_kv_heads > 0 && m.num_attention_heads % m.full_attention_kv_heads != 0)
+    c.fail("num_global_key_value_heads", std::to_string(m.full_attention_kv_heads),
+           "must divide num_attention_heads = " + std::to_string(m.num_attention_heads));
   if (m.num_key_value_heads > 0 && m.num_attention_heads > 0 && m.num_attention_heads % m.num_key_value_heads != 0)
     c.fail("num_key_value_heads", std::to_string(m.num_key_value_heads),
            "must divide num_attention_heads = " + std::to_string(m.num_attention_heads));

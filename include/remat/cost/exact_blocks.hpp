@@ -33,6 +33,7 @@ struct RankShape {
   MixerKernels mixer_kernels = MixerKernels::fused;  // Mamba-2 and Gated DeltaNet
   // From the model (with_model): LayerNorm (mean and 1/std saved) instead of RMSNorm
   bool layer_norm = false;
+  bool norm_scale_fp32 = false;  // ModelSpec::norm_scale_fp32 (Gemma's norms)
   bool softmax_fp32 = false;
   bool autocast = false;  // fp32 parameters and residual stream, bf16 casts for each GEMM
   // false under LoRA: a frozen matrix saves no input for its weight's gradient, and its
@@ -74,10 +75,12 @@ Block gated_deltanet_block(const RankShape& r, const ModelSpec& m);
 Block mixer_out_glue(const RankShape& r, int64_t hidden);  // reduce, residual
 
 // Ops outside any recompute block (never recomputed at block granularity).
-Block attention_out_glue(const RankShape& r, const ModelSpec& m);  // Wo, reduce, residual
-Block mlp_out_glue(const RankShape& r, const ModelSpec& m);        // reduce, (dropout,) residual
-Block moe_dispatch_glue(const RankShape& r, const ModelSpec& m);   // permute, all-to-all
-Block moe_combine_glue(const RankShape& r, const ModelSpec& m);    // all-to-all, unpermute (sum of the K copies)
+// Wo, reduce, residual; `windowed`: of a sliding-window layer (Gemma 4's full-attention layers are wider)
+double feedforward_output_norms(const ModelSpec& m);  // sandwich norms after the feed-forward
+Block attention_out_glue(const RankShape& r, const ModelSpec& m, bool windowed = false);
+Block mlp_out_glue(const RankShape& r, const ModelSpec& m);       // reduce, (dropout,) residual
+Block moe_dispatch_glue(const RankShape& r, const ModelSpec& m);  // permute, all-to-all
+Block moe_combine_glue(const RankShape& r, const ModelSpec& m);   // all-to-all, unpermute (sum of the K copies)
 
 // One transformer layer: blocks in forward order; `recomputable` marks the
 // Appendix C blocks, the others are glue.

@@ -28,6 +28,14 @@ enum class Mixer : uint8_t { attention, mamba2, gated_deltanet, none };
 constexpr int kLayerKinds = 15;
 constexpr int kWindowedAttentionKinds = 12;
 
+// The projections of one attention layer: query heads, key/value heads and head dim, and
+// whether its keys double as its values (Gemma 4's attention_k_eq_v: no v_proj; the values
+// are the key projection's output, normed on their own, so they still take their own memory).
+struct AttentionShape {
+  int64_t heads = 0, kv_heads = 0, head_dim = 0;
+  bool values_from_keys = false;
+};
+
 // Which layers use the MoE feed-forward.
 enum class MoeLayerRule {
   // DeepSeek: index >= first_k_dense_replace and index % moe_layer_freq == 0.
@@ -132,6 +140,20 @@ struct ModelSpec {
   int64_t linear_conv_kernel = 4;
   bool attention_output_gate = false;  // Qwen3-Next: q_proj also makes a sigmoid gate on the attention output
 
+  // Gemma 4: its full-attention (not windowed) layers have their own head dim and key/value heads
+  // (global_head_dim, num_global_key_value_heads), and with attention_k_eq_v no v_proj. 0 / false:
+  // as every other layer.
+  int64_t full_attention_head_dim = 0, full_attention_kv_heads = 0;
+  bool full_attention_values_from_keys = false;
+  // Gemma 4's router: a learned scale of the hidden width before its projection and one per expert after
+  bool router_scales = false;
+  bool value_norm = false;
+  // Gemma's RMSNorms multiply the fp32 normalized tensor by the weight before casting back, so a
+  // training weight saves it in fp32 (LlamaRMSNorm casts first and saves the bf16 copy)
+  bool norm_scale_fp32 = false;
+  double final_logit_softcap = 0;  // Gemma 2/4's final_logit_softcapping: logits / c, tanh, * c (0: none)  // Gemma 4:
+                                   // a weightless RMSNorm on the values beside the q and k norms
+
   // What a loader mapped but the cost model does not represent (sliding window,
   // a vision tower left out); shown to the user, never changes a figure.
   std::vector<std::string> notes;
@@ -164,6 +186,21 @@ struct ModelSpec {
     return false;
   }
   int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
+  // The GQA projections of attention layer `index` (windowed or full, which may differ: Gemma 4).
+  AttentionShape attention_shape(int64_t index) const { return attention_shape_of(layer_is_windowed(index)); }
+  AttentionShape attention_shape_of(bool windowed) const {
+    AttentionShape a{num_attention_heads, num_key_value_heads,
+                     head_dim > 0 ? head_dim : hidden_size / std::max<int64_t>(num_attention_heads, 1)};
+    if (windowed) return a;
+    if (full_attention_head_dim > 0) a.head_dim = full_attention_head_dim;
+    if (full_attention_kv_heads > 0) a.kv_heads = full_attention_kv_heads;
+    a.values_from_keys = full_attention_values_from_keys;
+    return a;
+  }
+  // Whether some attention layers differ from the others in shape (Gemma 4's full-attention layers).
+  bool has_full_attention_shape() const {
+    return full_attention_head_dim > 0 || full_attention_kv_heads > 0 || full_attention_values_from_keys;
+  }
   Mixer mixer(int64_t index) const {
     return index >= 0 && index < int64_t(layer_mixers.size()) ? layer_mixers[size_t(index)] : Mixer::attention;
   }

@@ -1,0 +1,142 @@
+// Gemma 4's language model (transformers' Gemma4TextConfig and Gemma4TextDecoderLayer,
+// src/transformers/models/gemma4/, read at 5.17): Gemma 3's layer (four norms, q and k norms of
+// the head dim, GeGLU) plus what its full-attention layers and its MoE layers do differently.
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "hf_families.hpp"
+#include "hf_json_reader.hpp"
+#include "remat/spec/model_spec.hpp"
+#include "remat/spec/validate.hpp"
+
+namespace remat {
+
+namespace {}  // namespace
+
+// Gemma4TextConfig.__post_init__: without layer_types every 6th layer is full attention, and the
+// last layer is full attention whatever layer_types says.
+std::vector<bool> gemma4_windowed_layers(HfJsonReader& r, int64_t layers) {
+  std::vector<bool> windowed;
+  const std::vector<std::string> types = r.text_list("layer_types");
+  const int64_t n = std::min(layers, limits::kLayers);
+  for (int64_t i = 0; i < n; ++i)
+    windowed.push_back(types.empty() ? (i + 1) % 6 != 0
+                                     : size_t(i) < types.size() && types[size_t(i)] == "sliding_attention");
+  if (!windowed.empty()) windowed.back() = false;
+  return windowed;
+}
+
+namespace {
+
+// transformers 5.17 saves the full-attention shape as per_layer_config {"05": {"head_dim": 512,
+// "num_key_value_heads": 4}, ...}; remat builds one shape for every full-attention layer and one
+// for the sliding ones, so each entry must be a full-attention layer and all entries alike.
+void read_per_layer_config(HfJsonReader& r, ModelSpec& m, const std::vector<bool>& windowed) {
+  const auto& entries = r.object["per_layer_config"];
+  if (!entries.is_object()) return r.fail("per_layer_config", entries.dump(), "must be an object of layer overrides");
+  int64_t head_dim = -1, kv_heads = -1;
+  std::set<int64_t> overridden;
+  for (const auto& [key, overrides] : entries.items()) {
+    int64_t layer = -1;
+    try {
+      layer = std::stoll(key);
+    } catch (...) {
+    }
+    const std::string where = "per_layer_config." + key;
+    if (layer < 0 || layer >= int64_t(windowed.size()))
+      return r.fail("per_layer_config", key, "must name layers 0 to num_hidden_layers - 1");
+    if (windowed[size_t(layer)] || !overrides.is_object())
+      return r.fail("per_layer_config", key,
+                    "is not a model remat can build: overrides on a sliding-window layer; remat builds one shape "
+                    "for the sliding layers and one for the full-attention layers");
+    HfJsonReader o{overrides, r.file, r.path("per_layer_config.") + key + ".", r.problems};
+    int64_t hd = m.head_dim, kv = m.num_key_value_heads;
+    o.integer("head_dim", hd, false);
+    o.integer("num_key_value_heads", kv, false);
+    for (const auto& [name, value] : overrides.items())
+      if (name != "head_dim" && name != "num_key_value_heads")
+        return r.fail("per_layer_config", where + "." + name, "is not a layer override remat can build");
+    if ((head_dim >= 0 && hd != head_dim) || (kv_heads >= 0 && kv != kv_heads))
+      return r.fail("per_layer_config", key,
+                    "is not a model remat can build: full-attention layers of different shapes; remat builds one");
+    head_dim = hd, kv_heads = kv;
+    overridden.insert(layer);
+  }
+  for (size_t i = 0; i < windowed.size(); ++i)
+    if (!windowed[i] && head_dim >= 0 && !overridden.count(int64_t(i)))
+      return r.fail("per_layer_config", "",
+                    "is not a model remat can build: full-attention layer " + std::to_string(i) +
+                        " without the others' override; remat builds one shape for them");
+  if (head_dim > 0 && head_dim != m.head_dim) m.full_attention_head_dim = head_dim;
+  if (kv_heads > 0 && kv_heads != m.num_key_value_heads) m.full_attention_kv_heads = kv_heads;
+}
+
+// enable_moe_block: each layer's dense MLP runs beside num_experts gated experts of
+// moe_intermediate_size (top_k_experts of them a token), their outputs normed and summed
+// (post_feedforward_layernorm_1 and _2, pre_feedforward_layernorm_2). The dense MLP counts as
+// intermediate_size / moe_intermediate_size shared experts; the router (Gemma4TextRouter) has a
+// weightless norm, a scale of the hidden width and one per expert beside its projection.
+void read_gemma4_experts(HfJsonReader& r, ModelSpec& m) {
+  bool moe = false;
+  r.boolean("enable_moe_block", moe);
+  if (!moe) {
+    for (const char* key : {"num_experts", "top_k_experts", "moe_intermediate_size"})
+      if (r.has(key)) m.notes.push_back(r.path(key) + " is set but enable_moe_block is false: no experts built");
+    return;
+  }
+  r.integer("num_experts", m.n_routed_experts, true);
+  r.integer("top_k_experts", m.num_experts_per_tok, true);
+  r.integer("moe_intermediate_size", m.moe_intermediate_size, true);
+  if (m.n_routed_experts < 1 || m.num_experts_per_tok < 1 || m.moe_intermediate_size < 1) return;
+  shared_mlp_as_experts(r, "intermediate_size", m.intermediate_size, m.moe_intermediate_size, "moe_intermediate_size",
+                        m);
+  m.router_scales = true;
+  m.extra_norms_per_layer += 3;
+}
+
+}  // namespace
+
+// Refused by name: per-layer input embeddings (hidden_size_per_layer_input, 256 unless a config
+// sets 0: Gemma 4 E2B/E4B), layers reusing an earlier layer's keys and values
+// (num_kv_shared_layers), and bidirectional attention over every token.
+void gemma4_layer(HfJsonReader& r, ModelSpec& m) {
+  int64_t per_layer_input = 256, kv_shared = 0;
+  r.integer("hidden_size_per_layer_input", per_layer_input, false);
+  if (per_layer_input > 0)
+    r.fail("hidden_size_per_layer_input", std::to_string(per_layer_input),
+           "is not a model remat can build: per-layer input embeddings (a second embedding table feeding every "
+           "layer, Gemma 4 E2B/E4B; transformers' default is 256, set 0 for none); remat has no block for them");
+  r.integer("num_kv_shared_layers", kv_shared, false);
+  if (kv_shared > 0)
+    r.fail("num_kv_shared_layers", std::to_string(kv_shared),
+           "is not a model remat can build: layers that reuse an earlier layer's keys and values; remat gives every "
+           "attention layer its own");
+  if (r.text("use_bidirectional_attention") == "all")
+    r.fail("use_bidirectional_attention", "all",
+           "is not a model remat can build: bidirectional attention over every token; remat plans causal decoders");
+  llama_layer(r, m);
+  m.norm_scale_fp32 = true;     // Gemma4RMSNorm: normed.float() * weight.float(), then cast back
+  m.extra_norms_per_layer = 2;  // post-attention and post-feedforward norms, as Gemma 2 and 3
+  m.qk_norm = QkNorm::shared;
+  m.value_norm = true;
+  m.sliding_window_tokens = 512;  // Gemma4TextConfig's default; read_windowed_attention reads the file's
+  m.windowed_layers = gemma4_windowed_layers(r, m.num_hidden_layers);
+  bool keys_as_values = false;
+  r.boolean("attention_k_eq_v", keys_as_values);
+  m.full_attention_values_from_keys = keys_as_values;
+  if (r.has("per_layer_config")) {
+    read_per_layer_config(r, m, m.windowed_layers);
+  } else {
+    int64_t global_head_dim = 512, global_kv_heads = 0;
+    r.integer("global_head_dim", global_head_dim, false);
+    // the override applies only under attention_k_eq_v (Gemma4TextConfig.__post_init__)
+    if (keys_as_values) r.integer("num_global_key_value_heads", global_kv_heads, false);
+    if (global_head_dim != m.head_dim) m.full_attention_head_dim = global_head_dim;
+    if (global_kv_heads > 0 && global_kv_heads != m.num_key_value_heads) m.full_attention_kv_heads = global_kv_heads;
+  }
+  read_gemma4_experts(r, m);
+}
+
+}  // namespace remat
