@@ -384,8 +384,9 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed) {
   parts::add_input_norm(b, r, h, true, 3);
   const double gate = m.attention_output_gate ? nh * hd : 0;     // Qwen3-Next: q_proj also makes the gate
   const double kv_projections = shape.values_from_keys ? 1 : 2;  // Gemma 4's keys as values: no v_proj
-  b.ops.push_back(parts::linear(b, r, "qkv", rows, h, (nh + kv_projections * g) * hd + gate, "x_norm",
-                                {&LoraTargets::q, &LoraTargets::k, &LoraTargets::v}));
+  std::vector<bool LoraTargets::*> adapted = {&LoraTargets::q, &LoraTargets::k, &LoraTargets::v};
+  if (shape.values_from_keys) adapted.pop_back();  // no v_proj to adapt
+  b.ops.push_back(parts::linear(b, r, "qkv", rows, h, (nh + kv_projections * g) * hd + gate, "x_norm", adapted));
   b.tensors.push_back({"q", rows * nh * hd * kBf16});
   b.tensors.push_back({"k", rows * g * hd * kBf16});
   // Megatron local slices v out of the fused qkv output: a checkpoint that

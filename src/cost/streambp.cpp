@@ -211,9 +211,12 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
   double p = (l.q ? r * (h + q / tpd) : 0) + (l.k ? r * (h + kv / tpd) : 0) +
              (l.v && !a.values_from_keys ? r * (h + kv / tpd) : 0);
   if (l.o) p += r * (q / tpd + h);
-  // MLP adapters sit on a dense layer's nn.Linear projections; routed experts are not nn.Linear
-  if (!m.layer_is_moe(layer)) {
-    const double f = double(m.intermediate_size);
+  // MLP adapters sit on nn.Linear projections: a dense layer's MLP, or an MoE layer's shared experts
+  // (one MLP n_shared x the expert width wide: DeepSeek's shared_experts, Qwen2-MoE's shared_expert,
+  // Gemma 4's dense MLP); routed experts are not nn.Linear
+  const bool moe = m.layer_is_moe(layer);
+  if (!moe || m.n_shared_experts > 0) {
+    const double f = moe ? double(m.n_shared_experts * m.moe_intermediate_size) : double(m.intermediate_size);
     p += (l.gate ? r * (h + f / tpd) : 0) + (l.up ? r * (h + f / tpd) : 0) + (l.down ? r * (f / tpd + h) : 0);
   }
   return p;

@@ -339,7 +339,7 @@ void read_mla(HfJsonReader& r, ModelSpec& m) {
 // else every layer (empty).
 std::vector<bool> windowed_layers(HfJsonReader& r, const std::string& type, const std::vector<std::string>& layer_types,
                                   int64_t layers) {
-  if (type == "gemma4_text") return gemma4_windowed_layers(r, layers);
+  if (type == "gemma4_text" || type == "gemma4_unified_text") return gemma4_windowed_layers(r, layers);
   std::vector<bool> out;
   for (const auto& kind : layer_types) out.push_back(kind == "sliding_attention");
   if (!layer_types.empty()) return out;

@@ -692,6 +692,7 @@ const std::array kFamilies = {
     HfFamily{"gemma2", true, kDense, false, nullptr, gemma2_layer, kGemma2Defaults},
     HfFamily{"gemma3_text", true, kDense, false, nullptr, gemma3_layer, kGemma3Defaults},
     HfFamily{"gemma4_text", true, HfExperts::own, false, nullptr, gemma4_layer, kGemma4Defaults},
+    HfFamily{"gemma4_unified_text", true, HfExperts::own, false, nullptr, gemma4_unified_layer, kGemma4Defaults},
     HfFamily{"cohere", true, kDense, false, nullptr, cohere_layer},
     HfFamily{"cohere2", true, kDense, false, nullptr, cohere_layer},
     HfFamily{"glm", false, kDense, false, nullptr, glm_layer},

@@ -102,6 +102,7 @@ void cohere2_moe_layer(HfJsonReader& r, ModelSpec& m);
 
 // Gemma 4 (hf_family_gemma4.cpp): its layer reader, and which layers attend within the window.
 void gemma4_layer(HfJsonReader& r, ModelSpec& m);
+void gemma4_unified_layer(HfJsonReader& r, ModelSpec& m);
 std::vector<bool> gemma4_windowed_layers(HfJsonReader& r, int64_t layers);
 
 // Layer readers of the Mamba-2 families (hf_families_hybrid.cpp).

@@ -98,11 +98,13 @@ void read_gemma4_experts(HfJsonReader& r, ModelSpec& m) {
 
 }  // namespace
 
-// Refused by name: per-layer input embeddings (hidden_size_per_layer_input, 256 unless a config
-// sets 0: Gemma 4 E2B/E4B), layers reusing an earlier layer's keys and values
-// (num_kv_shared_layers), and bidirectional attention over every token.
-void gemma4_layer(HfJsonReader& r, ModelSpec& m) {
-  int64_t per_layer_input = 256, kv_shared = 0;
+namespace {
+
+// Refused by name: per-layer input embeddings (hidden_size_per_layer_input, default
+// `per_layer_input`), layers reusing an earlier layer's keys and values (num_kv_shared_layers), and
+// bidirectional attention over every token.
+void gemma4_common(HfJsonReader& r, ModelSpec& m, int64_t per_layer_input) {
+  int64_t kv_shared = 0;
   r.integer("hidden_size_per_layer_input", per_layer_input, false);
   if (per_layer_input > 0)
     r.fail("hidden_size_per_layer_input", std::to_string(per_layer_input),
@@ -138,5 +140,14 @@ void gemma4_layer(HfJsonReader& r, ModelSpec& m) {
   }
   read_gemma4_experts(r, m);
 }
+
+}  // namespace
+
+// Gemma4TextConfig: per-layer input embeddings of 256 unless a config sets 0 (Gemma 4 E2B/E4B).
+void gemma4_layer(HfJsonReader& r, ModelSpec& m) { gemma4_common(r, m, 256); }
+
+// Gemma4UnifiedTextConfig (transformers 5.17): Gemma 4's layer without per-layer input embeddings
+// by default (the count of its defaults equals Gemma4TextConfig's with hidden_size_per_layer_input 0).
+void gemma4_unified_layer(HfJsonReader& r, ModelSpec& m) { gemma4_common(r, m, 0); }
 
 }  // namespace remat

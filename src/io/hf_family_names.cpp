@@ -30,7 +30,7 @@ constexpr std::array<std::pair<const char*, const char*>, 14> kAliases = {{
 }};
 
 // Architecture classes whose layers are a family's (used when model_type is unknown).
-constexpr std::array<std::pair<const char*, const char*>, 25> kArchitectures = {{
+constexpr std::array<std::pair<const char*, const char*>, 26> kArchitectures = {{
     {"LlamaForCausalLM", "llama"},
     {"MistralForCausalLM", "mistral"},
     {"Qwen2ForCausalLM", "qwen2"},
@@ -45,6 +45,7 @@ constexpr std::array<std::pair<const char*, const char*>, 25> kArchitectures = {
     {"GemmaForCausalLM", "gemma"},
     {"Gemma2ForCausalLM", "gemma2"},
     {"Gemma4ForCausalLM", "gemma4_text"},
+    {"Gemma4UnifiedForCausalLM", "gemma4_unified_text"},
     {"Phi3ForCausalLM", "phi3"},
     {"PhiForCausalLM", "phi"},
     {"GPTNeoXForCausalLM", "gpt_neox"},
@@ -58,10 +59,10 @@ constexpr std::array<std::pair<const char*, const char*>, 25> kArchitectures = {
     {"ChatGLMForConditionalGeneration", "chatglm"},
 }};
 
-constexpr std::array kTextConfigWrappers = {"llava",        "llava_next",  "llava_onevision", "mistral3", "qwen3_vl",
-                                            "qwen3_vl_moe", "llama4",      "gemma3",          "gemma4",   "paligemma",
-                                            "qwen3_5",      "qwen3_5_moe", "kimi_k25",        "lfm2_vl",  "internvl",
-                                            "glm4v",        "glm4v_moe",   "gemma3n"};
+constexpr std::array kTextConfigWrappers = {
+    "llava",    "llava_next", "llava_onevision", "mistral3", "qwen3_vl",      "qwen3_vl_moe", "llama4",
+    "gemma3",   "gemma4",     "paligemma",       "qwen3_5",  "qwen3_5_moe",   "kimi_k25",     "lfm2_vl",
+    "internvl", "glm4v",      "glm4v_moe",       "gemma3n",  "gemma4_unified"};
 
 const char* kEncoder = "an encoder or encoder-decoder model (bidirectional attention); remat plans causal decoder LLMs";
 const char* kMamba1 =
