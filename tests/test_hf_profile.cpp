@@ -242,6 +242,20 @@ TEST(HfProfile, Gemma4Steps) {
   EXPECT_EQ(checked, 12);
 }
 
+// Gemma 4 E2B (reports/hf/steps-gemma4-e2b-h100.jsonl), whole (35 layers, 20 sharing keys and values
+// with double-wide MLPs, per-layer inputs) and cut to 10 layers sharing 5: full and LoRA, every
+// checkpointing mode, sdpa and eager. Each construct's terms were read from modeling_gemma4.py
+// before these steps ran; nothing fitted: within 1.7% (mean 0.86%).
+TEST(HfProfile, Gemma4E2bSteps) {
+  int checked = 0;
+  for (const HfComparison& c : measured_cases("steps-gemma4-e2b-h100.jsonl")) {
+    EXPECT_LE(std::abs(c.before_error_pct()), 0.2) << c.measured.case_name;
+    EXPECT_LE(std::abs(c.peak_error_pct()), 2.0) << c.measured.case_name;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8);
+}
+
 // Gemma 1 and 3, measured after the Gemma 4 terms were written, as configs those terms were not read
 // from (reports/hf/steps-gemma-h100.jsonl, examples/hf/gemma/): Gemma-3-270M whole, Gemma-2B and
 // Gemma-3-27B's language model cut to 4 and 6 layers. With the code before those terms (the sandwich

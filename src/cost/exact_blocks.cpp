@@ -335,9 +335,10 @@ void share_with_attention(Block& b, bool shared_norm) {
 
 }  // namespace
 
-Block dense_mlp_block(const RankShape& r, const ModelSpec& m) {
-  Block b = m.mlp_kind == MlpKind::gated ? mlp_block(r, m.hidden_size, m.intermediate_size)
-                                         : two_matrix_mlp_block(r, m.hidden_size, m.intermediate_size, m.hidden_act);
+Block dense_mlp_block(const RankShape& r, const ModelSpec& m, int64_t width) {
+  if (width <= 0) width = m.intermediate_size;
+  Block b = m.mlp_kind == MlpKind::gated ? mlp_block(r, m.hidden_size, width)
+                                         : two_matrix_mlp_block(r, m.hidden_size, width, m.hidden_act);
   if (m.parallel_attn_mlp) share_with_attention(b, m.shared_input_norm);
   return b;
 }
@@ -374,7 +375,7 @@ void add_qk_norm(Block& b, const RankShape& r, double rows, double heads, double
 
 }  // namespace
 
-Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed) {
+Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shares_kv) {
   Block b;
   b.name = "gqa";
   const AttentionShape shape = m.attention_shape_of(windowed);
@@ -382,22 +383,27 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed) {
   const double nh = double(shape.heads / r.tp), g = double(shape.kv_heads / r.tp);
   const double rows = r.tokens();
   parts::add_input_norm(b, r, h, true, 3);
-  const double gate = m.attention_output_gate ? nh * hd : 0;     // Qwen3-Next: q_proj also makes the gate
-  const double kv_projections = shape.values_from_keys ? 1 : 2;  // Gemma 4's keys as values: no v_proj
+  const double gate = m.attention_output_gate ? nh * hd : 0;  // Qwen3-Next: q_proj also makes the gate
+  // Gemma 4's keys as values: no v_proj; its KV-shared layers project queries only, their keys and
+  // values are an earlier layer's, already alive (saved by it and held for every sharing layer)
+  const double kv_projections = shares_kv ? 0 : shape.values_from_keys ? 1 : 2;
   std::vector<bool LoraTargets::*> adapted = {&LoraTargets::q, &LoraTargets::k, &LoraTargets::v};
-  if (shape.values_from_keys) adapted.pop_back();  // no v_proj to adapt
+  if (shape.values_from_keys || shares_kv) adapted.pop_back();  // no v_proj to adapt
+  if (shares_kv) adapted.pop_back();
   b.ops.push_back(parts::linear(b, r, "qkv", rows, h, (nh + kv_projections * g) * hd + gate, "x_norm", adapted));
   b.tensors.push_back({"q", rows * nh * hd * kBf16});
-  b.tensors.push_back({"k", rows * g * hd * kBf16});
+  const double own_kv = shares_kv ? 0 : 1;
+  b.tensors.push_back({"k", own_kv * rows * g * hd * kBf16});
   // Megatron local slices v out of the fused qkv output: a checkpoint that
   // takes v as input keeps the whole projection alive. So does Phi-3's code, where
   // the attention saves v: a view of the whole projection
   const bool model_views = r.layouts_from_model_code && m.fused_qkv_projection;
-  b.tensors.push_back({"v", rows * (r.v_views_qkv || model_views ? nh + 2 * g : g) * hd * kBf16});
+  b.tensors.push_back({"v", own_kv * rows * (r.v_views_qkv || model_views ? nh + 2 * g : g) * hd * kBf16});
   b.tensors.push_back({"o", rows * nh * hd * kBf16});  // attention output, saved by Wo
   // q and k norms, and Gemma 4's weightless norm on the values
-  if (m.qk_norm != QkNorm::none) add_qk_norm(b, r, rows, nh + g + (m.value_norm ? g : 0), hd);
-  const double rotated = 2 * rows * (nh + g) * hd * kBf16 * m.rotary_fraction;  // partial rotary: the rotated share
+  if (m.qk_norm != QkNorm::none) add_qk_norm(b, r, rows, nh + own_kv * (g + (m.value_norm ? g : 0)), hd);
+  // partial rotary: the rotated share
+  const double rotated = 2 * rows * (nh + own_kv * g) * hd * kBf16 * m.rotary_fraction;
   if (m.position_embeddings == 0) b.ops.push_back(rope_op(r, rotated / (2 * kBf16)));
   std::string k = "k", v = "v";
   // transformers under sdpa, a sliding-window layer longer than its window (masking_utils: no
@@ -522,6 +528,32 @@ Block mlp_out_glue(const RankShape& r, const ModelSpec& m) {
   add_residual_dropout(b, r, m);
   b.ops.push_back(parts::residual_add(r, hidden));
   b.tag(parts::kMlpTag, {"reduce_scatter_output", "allreduce_output"});  // fc2's reduction is inside the MLP
+  return b;
+}
+
+// Gemma4TextDecoderLayer's per-layer input branch after the feed-forward: per_layer_input_gate
+// (h -> d) on the layer's output, the activation, times the layer's slice of the per-layer inputs
+// (saved beside the activation's output; the slice is the model's, counted once per stage),
+// per_layer_projection (d -> h), post_per_layer_input_norm, the residual add. The linears save
+// their inputs when their weights train (PEFT's default targets leave them frozen).
+Block per_layer_input_block(const RankShape& r, const ModelSpec& m) {
+  Block b;
+  b.name = "per_layer_input";
+  const double h = double(m.hidden_size), d = double(m.per_layer_input_width), rows = r.tokens();
+  b.tensors.push_back({"ple_x", r.weights_train ? rows * h * kBf16 : 0});
+  b.ops.push_back(ops::gemm("ple_gate", rows, h, d,
+                            r.weights_train ? std::vector<std::string>{"ple_x"} : std::vector<std::string>{}));
+  b.tensors.push_back({"ple_pre_act", rows * d * kBf16});
+  b.tensors.push_back({"ple_act", rows * d * kBf16});
+  b.ops.push_back(ops::streaming("ple_act_fn", 2 * rows * d * kBf16, 3 * rows * d * kBf16, {"ple_pre_act"}));
+  b.tensors.push_back({"ple_gated", r.weights_train ? rows * d * kBf16 : 0});
+  // the product saves the activation's output for the per-layer inputs' gradient, needed when they train
+  b.ops.push_back(ops::streaming("ple_mul", 3 * rows * d * kBf16, 4 * rows * d * kBf16,
+                                 r.weights_train ? std::vector<std::string>{"ple_act"} : std::vector<std::string>{}));
+  b.ops.push_back(ops::gemm("ple_proj", rows, d, h,
+                            r.weights_train ? std::vector<std::string>{"ple_gated"} : std::vector<std::string>{}));
+  parts::add_output_norms(b, r, h, 1);
+  b.ops.push_back(parts::residual_add(r, h));
   return b;
 }
 

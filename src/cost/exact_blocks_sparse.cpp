@@ -202,7 +202,7 @@ void add_mixer(LayerDef& layer, const ModelSpec& m, const RankShape& r, int64_t 
         add(mla_down_block(r, m), true);
         add(mla_up_attn_block(r, m), true);
       } else {
-        add(gqa_block(r, m, m.layer_is_windowed(layer_index)), true);
+        add(gqa_block(r, m, m.layer_is_windowed(layer_index), m.layer_shares_kv(layer_index)), true);
       }
       add(attention_out_glue(r, m, m.layer_is_windowed(layer_index)), false);
       return;
@@ -236,9 +236,10 @@ LayerDef build_layer(const ModelSpec& m, const RankShape& rank, int64_t layer_in
     add(moe_routed_block(r, m), true);
     add(moe_combine_glue(r, m), false);
   } else if (ffn) {
-    add(dense_mlp_block(r, m), true);
+    add(dense_mlp_block(r, m, m.mlp_width(layer_index)), true);
     add(mlp_out_glue(r, m), false);
   }
+  if (m.per_layer_input_width > 0) add(per_layer_input_block(r, m), false);
   layer.input_bytes = r.seq_tokens() * double(m.hidden_size) * r.stream_bytes();
   layer.ordered_backward = r.ordered_backward;
   if (ffn && m.layer_is_moe(layer_index)) layer.local_experts = m.n_routed_experts / std::max<int64_t>(1, r.ep);

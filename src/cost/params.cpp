@@ -13,9 +13,9 @@ double qk_norm_params(const ModelSpec& m, const AttentionShape& a, double tp) {
     case QkNorm::none:
       return 0;
     case QkNorm::shared:
-      return 2 * hd;  // q_norm and k_norm of head_dim
+      return (a.shares_kv ? 1 : 2) * hd;  // q_norm and k_norm of head_dim (no k_norm on shared keys)
     case QkNorm::per_head:
-      return double(a.heads + a.kv_heads) * hd / tp;
+      return double(a.heads + (a.shares_kv ? 0 : a.kv_heads)) * hd / tp;
   }
   return 0;
 }
@@ -26,7 +26,8 @@ double attention_params(const ModelSpec& m, int64_t layer_index, double tp) {
   if (m.attention() == AttentionKind::gqa) {
     const AttentionShape a = m.attention_shape(layer_index);
     const double hd = double(a.head_dim), g = double(a.kv_heads);
-    const double kv_projections = a.values_from_keys ? 1 : 2;  // Gemma 4's keys as values: no v_proj
+    // Gemma 4's keys as values: no v_proj; its KV-shared layers: neither k_proj nor v_proj
+    const double kv_projections = a.shares_kv ? 0 : a.values_from_keys ? 1 : 2;
     double qkv = h * (nh + kv_projections * g) * hd + (m.qkv_bias ? (nh + kv_projections * g) * hd : 0);
     if (m.attention_output_gate) qkv += h * nh * hd;         // q_proj makes the output gate too
     const double o = nh * hd * h / tp + (m.o_bias ? h : 0);  // the bias after the reduction, replicated
@@ -67,7 +68,17 @@ double norm_params(const ModelSpec& m, double width) {
 
 double input_embedding_params(const ModelSpec& m, int64_t tp) {
   const double h = double(m.hidden_size);
-  return embedding_params(m, tp) + double(m.position_embeddings) * h + (m.embedding_norm ? norm_params(m, h) : 0);
+  return embedding_params(m, tp) + double(m.position_embeddings) * h + (m.embedding_norm ? norm_params(m, h) : 0) +
+         per_layer_input_params(m, tp);
+}
+
+// Gemma 4's per-layer inputs: embed_tokens_per_layer (vocab x layers d), per_layer_model_projection
+// (h x layers d) and per_layer_projection_norm (d); Gemma4TextModel.__init__.
+double per_layer_input_params(const ModelSpec& m, int64_t tp) {
+  const double d = double(m.per_layer_input_width);
+  if (d <= 0) return 0;
+  const double width = double(m.num_hidden_layers) * d;
+  return (double(m.per_layer_input_vocab) * width + double(m.hidden_size) * width) / double(tp) + norm_params(m, d);
 }
 
 double head_extra_params(const ModelSpec& m, int64_t tp) {
@@ -134,8 +145,11 @@ ParamCount layer_params(const ModelSpec& m, int64_t layer_index, int64_t tp, int
     p.dense += matrices * h * f * double(m.n_shared_experts) / t;           // shared experts
     p.expert = matrices * h * f * double(m.n_routed_experts) / double(ep);  // routed experts
   } else {
-    p.dense += mlp_params(m, double(m.intermediate_size), t);
+    p.dense += mlp_params(m, double(m.mlp_width(layer_index)), t);
   }
+  // Gemma 4's per-layer input branch: per_layer_input_gate (h x d), per_layer_projection (d x h) and
+  // post_per_layer_input_norm
+  if (m.per_layer_input_width > 0) p.dense += 2 * h * double(m.per_layer_input_width) / t + norm_params(m, h);
   return p;
 }
 

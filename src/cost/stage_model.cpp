@@ -31,6 +31,19 @@ LayerShapes build_shapes(const ModelSpec& m, const RankShape& r) {
 
 namespace {
 
+// Gemma 4 E2B/E4B's per-layer inputs on the first stage (Gemma4TextModel.get_per_layer_inputs and
+// project_per_layer_inputs), held per microbatch from its forward to its backward: the combined
+// (tokens x layers x d) bf16 tensor each layer's branch saves a slice of; where the weights train,
+// also what the projection's norm saves (its fp32 input, the fp32 normed product and 1/rms per row).
+double per_layer_inputs_bytes(const ModelSpec& m, const RankShape& r) {
+  if (m.per_layer_input_width <= 0) return 0;
+  const double rows = r.b * r.s * double(m.num_hidden_layers), elems = rows * double(m.per_layer_input_width);
+  double bytes = elems * ops::kBf16;
+  const double normed = m.norm_scale_fp32 ? ops::kFp32 : r.stream_bytes();
+  if (r.weights_train) bytes += elems * (ops::kFp32 + normed) + rows * ops::kFp32;
+  return bytes;
+}
+
 // Gemma's final_logit_softcapping (GemmaForCausalLM.forward: logits / c, tanh, * c on the bf16
 // logits): tanh's output is saved for its backward, one more bf16 logits tensor alive from the
 // forward through the loss's backward (one chunk's under a chunked head); three elementwise passes
@@ -191,6 +204,7 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
   add_p2p(s, m, r, t, hw);
   s.forward_passes = double(1 + no_grad_forwards(t));
   add_framework_bytes(s, m, r, t);
+  if (first) s.stage_output_bytes += per_layer_inputs_bytes(m, r);
   s.static_bytes = held_bytes(s.params, largest_layer, s.adapter_params, t);
   if (grads_absent_before_backward(t)) {
     s.grads_absent_bytes = s.static_bytes.gradients;

@@ -208,15 +208,16 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
   const double q = double(a.heads * a.head_dim), kv = double(a.kv_heads * a.head_dim);
   const LoraTargets& l = t.lora_targets;
   // A: in x r, B: r x out; the output side is split over tp
-  double p = (l.q ? r * (h + q / tpd) : 0) + (l.k ? r * (h + kv / tpd) : 0) +
-             (l.v && !a.values_from_keys ? r * (h + kv / tpd) : 0);
+  const bool own_k = !a.shares_kv, own_v = own_k && !a.values_from_keys;
+  double p =
+      (l.q ? r * (h + q / tpd) : 0) + (l.k && own_k ? r * (h + kv / tpd) : 0) + (l.v && own_v ? r * (h + kv / tpd) : 0);
   if (l.o) p += r * (q / tpd + h);
   // MLP adapters sit on nn.Linear projections: a dense layer's MLP, or an MoE layer's shared experts
   // (one MLP n_shared x the expert width wide: DeepSeek's shared_experts, Qwen2-MoE's shared_expert,
   // Gemma 4's dense MLP); routed experts are not nn.Linear
   const bool moe = m.layer_is_moe(layer);
   if (!moe || m.n_shared_experts > 0) {
-    const double f = moe ? double(m.n_shared_experts * m.moe_intermediate_size) : double(m.intermediate_size);
+    const double f = moe ? double(m.n_shared_experts * m.moe_intermediate_size) : double(m.mlp_width(layer));
     p += (l.gate ? r * (h + f / tpd) : 0) + (l.up ? r * (h + f / tpd) : 0) + (l.down ? r * (f / tpd + h) : 0);
   }
   return p;

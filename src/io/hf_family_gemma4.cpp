@@ -100,21 +100,22 @@ void read_gemma4_experts(HfJsonReader& r, ModelSpec& m) {
 
 namespace {
 
-// Refused by name: per-layer input embeddings (hidden_size_per_layer_input, default
-// `per_layer_input`), layers reusing an earlier layer's keys and values (num_kv_shared_layers), and
-// bidirectional attention over every token.
+// Per-layer input embeddings (hidden_size_per_layer_input, default `per_layer_input`), layers reusing
+// an earlier layer's keys and values (num_kv_shared_layers) with a double-wide MLP
+// (use_double_wide_mlp); bidirectional attention over every token is refused.
 void gemma4_common(HfJsonReader& r, ModelSpec& m, int64_t per_layer_input) {
-  int64_t kv_shared = 0;
   r.integer("hidden_size_per_layer_input", per_layer_input, false);
-  if (per_layer_input > 0)
-    r.fail("hidden_size_per_layer_input", std::to_string(per_layer_input),
-           "is not a model remat can build: per-layer input embeddings (a second embedding table feeding every "
-           "layer, Gemma 4 E2B/E4B; transformers' default is 256, set 0 for none); remat has no block for them");
-  r.integer("num_kv_shared_layers", kv_shared, false);
-  if (kv_shared > 0)
-    r.fail("num_kv_shared_layers", std::to_string(kv_shared),
-           "is not a model remat can build: layers that reuse an earlier layer's keys and values; remat gives every "
-           "attention layer its own");
+  if (per_layer_input > 0) {
+    m.per_layer_input_width = per_layer_input;
+    m.per_layer_input_vocab = 262144;  // Gemma4TextConfig's default
+    if (r.has("vocab_size_per_layer_input"))
+      r.integer("vocab_size_per_layer_input", m.per_layer_input_vocab, true);
+    else
+      m.notes.push_back(r.path("vocab_size_per_layer_input") + " is absent: transformers' default, 262144");
+  }
+  r.integer("num_kv_shared_layers", m.kv_shared_layers, false);
+  if (m.kv_shared_layers < 0) r.fail("num_kv_shared_layers", std::to_string(m.kv_shared_layers), "must be 0 or more");
+  r.boolean("use_double_wide_mlp", m.kv_shared_wide_mlp);
   if (r.text("use_bidirectional_attention") == "all")
     r.fail("use_bidirectional_attention", "all",
            "is not a model remat can build: bidirectional attention over every token; remat plans causal decoders");
@@ -143,7 +144,7 @@ void gemma4_common(HfJsonReader& r, ModelSpec& m, int64_t per_layer_input) {
 
 }  // namespace
 
-// Gemma4TextConfig: per-layer input embeddings of 256 unless a config sets 0 (Gemma 4 E2B/E4B).
+// Gemma4TextConfig: per-layer input embeddings of 256 unless a config sets 0 (as Gemma 4 31B does).
 void gemma4_layer(HfJsonReader& r, ModelSpec& m) { gemma4_common(r, m, 256); }
 
 // Gemma4UnifiedTextConfig (transformers 5.17): Gemma 4's layer without per-layer input embeddings

@@ -62,9 +62,11 @@ Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn);  // gated (Swi
 Block two_matrix_mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, const std::string& act);
 // The model's dense MLP (gated or two-matrix; in a parallel block the layer input and,
 // with one shared norm, the normed input are the attention block's: counted there).
-Block dense_mlp_block(const RankShape& r, const ModelSpec& m);
+Block dense_mlp_block(const RankShape& r, const ModelSpec& m, int64_t width = 0);  // 0: intermediate_size
+Block per_layer_input_block(const RankShape& r, const ModelSpec& m);               // Gemma 4 E2B/E4B's branch
 // `windowed`: a sliding-window layer (ModelSpec::layer_is_windowed)
-Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed = false);
+// `shares_kv`: Gemma 4's KV-shared layers (queries only; keys and values an earlier layer's)
+Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed = false, bool shares_kv = false);
 Block mla_down_block(const RankShape& r, const ModelSpec& m);
 Block mla_up_attn_block(const RankShape& r, const ModelSpec& m);
 Block moe_shared_block(const RankShape& r, const ModelSpec& m);

@@ -18,6 +18,8 @@ ParamCount layer_params(const ModelSpec& m, int64_t layer_index, int64_t tp, int
 double embedding_params(const ModelSpec& m, int64_t tp);  // V h / tp
 // The first stage's embeddings: the token embedding plus learned positions (replicated).
 double input_embedding_params(const ModelSpec& m, int64_t tp);
+// Gemma 4 E2B/E4B: the per-layer input embedding, its projection from the hidden state and norm.
+double per_layer_input_params(const ModelSpec& m, int64_t tp);
 // The last stage's parameters beside the output matrix: the final norm and the head's bias.
 double head_extra_params(const ModelSpec& m, int64_t tp);
 // A norm over `width` (weight, and bias for a LayerNorm with bias).

@@ -36,9 +36,11 @@ struct StageBase {
   // where gradients are absent before the backward: the head's (allocated by its backward, so
   // alive under every layer's)
   double head_grads_bytes = 0;
-  double mtp_saved_bytes = 0;       // MTP modules' eh_proj inputs (last stage, one microbatch)
-  double runtime_bytes = 0;         // framework buffers alive all iteration (score buffer, workspaces)
-  double stage_output_bytes = 0;    // per in-flight microbatch, when the pipeline keeps stage outputs
+  double mtp_saved_bytes = 0;  // MTP modules' eh_proj inputs (last stage, one microbatch)
+  double runtime_bytes = 0;    // framework buffers alive all iteration (score buffer, workspaces)
+  // per in-flight microbatch: the stage output, when the pipeline keeps it; on the first stage also
+  // Gemma 4's per-layer inputs (per_layer_inputs_bytes)
+  double stage_output_bytes = 0;
   double optimizer_step_bytes = 0;  // the optimizer step's temporary, on top of the static bytes
   bool ordered_backward = false;    // TrainingSpec::ordered_backward
   double fixed_fwd_s = 0, fixed_bwd_s = 0, fixed_comm_s = 0;  // head and p2p

@@ -24,9 +24,12 @@ enum class QkNorm { none, shared, per_head };
 // mixer, a Gated DeltaNet linear-attention mixer, or none (Nemotron-H's MLP-only blocks).
 enum class Mixer : uint8_t { attention, mamba2, gated_deltanet, none };
 // Layer kinds: mixer x feed-forward (dense, MoE, none); kind 0 is attention + dense, 1 attention + MoE;
-// 12-14: sliding-window attention x feed-forward (a framework may run those layers differently).
-constexpr int kLayerKinds = 15;
+// 12-14: sliding-window attention x feed-forward (a framework may run those layers differently);
+// 15-20: attention reusing an earlier layer's keys and values (Gemma 4's KV-shared layers), full
+// (15-17) and sliding-window (18-20), x feed-forward.
+constexpr int kLayerKinds = 21;
 constexpr int kWindowedAttentionKinds = 12;
+constexpr int kSharedKvAttentionKinds = 15;
 
 // The projections of one attention layer: query heads, key/value heads and head dim, and
 // whether its keys double as its values (Gemma 4's attention_k_eq_v: no v_proj; the values
@@ -34,6 +37,7 @@ constexpr int kWindowedAttentionKinds = 12;
 struct AttentionShape {
   int64_t heads = 0, kv_heads = 0, head_dim = 0;
   bool values_from_keys = false;
+  bool shares_kv = false;  // keys and values are an earlier layer's: no k/v projections or norms
 };
 
 // Which layers use the MoE feed-forward.
@@ -148,6 +152,15 @@ struct ModelSpec {
   // Gemma 4's router: a learned scale of the hidden width before its projection and one per expert after
   bool router_scales = false;
   bool value_norm = false;
+  // Gemma 4 E2B/E4B: the last kv_shared_layers layers (num_kv_shared_layers) reuse the keys and
+  // values of the last earlier layer of their attention type, with an MLP twice intermediate_size
+  // wide where kv_shared_wide_mlp (use_double_wide_mlp).
+  int64_t kv_shared_layers = 0;
+  bool kv_shared_wide_mlp = false;
+  // Gemma 4 E2B/E4B's per-layer inputs (hidden_size_per_layer_input, vocab_size_per_layer_input): a
+  // second embedding of layers x per_layer_input_width per token, plus a projection of the hidden
+  // state to it, feeding each layer a gated branch of that width after its feed-forward. 0: none.
+  int64_t per_layer_input_width = 0, per_layer_input_vocab = 0;
   // Gemma's RMSNorms multiply the fp32 normalized tensor by the weight before casting back, so a
   // training weight saves it in fp32 (LlamaRMSNorm casts first and saves the bf16 copy)
   bool norm_scale_fp32 = false;
@@ -187,7 +200,20 @@ struct ModelSpec {
   }
   int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
   // The GQA projections of attention layer `index` (windowed or full, which may differ: Gemma 4).
-  AttentionShape attention_shape(int64_t index) const { return attention_shape_of(layer_is_windowed(index)); }
+  AttentionShape attention_shape(int64_t index) const {
+    AttentionShape a = attention_shape_of(layer_is_windowed(index));
+    a.shares_kv = layer_shares_kv(index);
+    return a;
+  }
+  // Gemma4TextAttention: layers from num_hidden_layers - num_kv_shared_layers on, where that is past 0.
+  bool layer_shares_kv(int64_t index) const {
+    const int64_t first = num_hidden_layers - kv_shared_layers;
+    return kv_shared_layers > 0 && first > 0 && index >= first && index < num_hidden_layers;
+  }
+  // The dense MLP's width in layer `index` (Gemma 4's KV-shared layers may be twice as wide).
+  int64_t mlp_width(int64_t index) const {
+    return kv_shared_wide_mlp && layer_shares_kv(index) ? 2 * intermediate_size : intermediate_size;
+  }
   AttentionShape attention_shape_of(bool windowed) const {
     AttentionShape a{num_attention_heads, num_key_value_heads,
                      head_dim > 0 ? head_dim : hidden_size / std::max<int64_t>(num_attention_heads, 1)};
@@ -210,6 +236,8 @@ struct ModelSpec {
   // 3 x mixer + (0 dense, 1 MoE, 2 no feed-forward); sliding-window attention layers from 12
   int layer_kind(int64_t index) const {
     const int ffn = !has_ffn(index) ? 2 : layer_is_moe(index) ? 1 : 0;
+    if (mixer(index) == Mixer::attention && layer_shares_kv(index))
+      return kSharedKvAttentionKinds + (layer_is_windowed(index) ? 3 : 0) + ffn;
     if (mixer(index) == Mixer::attention && layer_is_windowed(index)) return kWindowedAttentionKinds + ffn;
     return 3 * int(mixer(index)) + ffn;
   }
