@@ -83,10 +83,10 @@ SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const
   sp.model = m, sp.hardware = hw;
   sp.training = with_defaults(t_in);
   sp.costed = costed_training(sp.training, Strategy::none);
-  sp.microbatch_model_flops = model_flops_per_microbatch(m, sp.costed, effective_layers(m, sp.costed));
-  sp.model_flops = iteration_model_flops(sp.microbatch_model_flops, sp.costed);
   const RankShape r = rank_shape(sp.costed);
   sp.shapes = std::make_shared<const LayerShapes>(build_shapes(m, r));
+  sp.microbatch_model_flops = model_flops_per_microbatch(m, sp.costed, effective_layers(m, sp.costed), *sp.shapes);
+  sp.model_flops = iteration_model_flops(sp.microbatch_model_flops, sp.costed);
   const auto ranges = stage_layer_ranges(m, sp.costed);
   std::array<bool, kLayerKinds> used{};
   used[0] = used[1] = true;  // attention + dense / MoE: always costed, as before hybrid kinds

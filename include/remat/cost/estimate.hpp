@@ -74,6 +74,8 @@ double default_budget_bytes(const HardwareSpec& hw);
 
 // Model FLOPs of one microbatch on unsharded shapes, recompute excluded.
 double model_flops_per_microbatch(const ModelSpec& m, const TrainingSpec& t, int64_t layers);
+// The same, reusing `built` (build_shapes of rank_shape(t)) where it has the unsharded FLOPs.
+double model_flops_per_microbatch(const ModelSpec& m, const TrainingSpec& t, int64_t layers, const LayerShapes& built);
 // Optimizer step time of a stage: one read and write of its static state.
 double optimizer_step_s(const StageMemory& mem, const TrainingSpec& t, const HardwareSpec& hw);
 
