@@ -25,8 +25,8 @@ double Block::tensor_bytes(std::string_view tensor) const {
   return 0;
 }
 
-void Block::tag(ModuleTags modules, const std::vector<std::string>& names) {
-  for (const auto& n : names) {
+void Block::tag(ModuleTags modules, std::initializer_list<std::string_view> names) {
+  for (std::string_view n : names) {
     for (auto& t : tensors)
       if (t.name == n) t.freed_by |= modules;
     for (auto& op : ops)
