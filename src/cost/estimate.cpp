@@ -158,8 +158,14 @@ TrainingSpec costed_training(const TrainingSpec& t, Strategy s) {
 
 LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& costed,
                            const LayerDef& layer, LayerChoice& choice, int64_t g) {
+  BlockCostMemo memo;
+  return stage_layer_cost(m, hw, costed, layer, choice, g, memo);
+}
+
+LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& costed,
+                           const LayerDef& layer, LayerChoice& choice, int64_t g, BlockCostMemo& memo) {
   if (choice.stream_chunks > 0) choice.stream_chunks = costed.streambp_chunks;
-  LayerCost lc = layer_cost(layer, choice, costed.replay == RecomputeReplay::early_stop, hw);
+  LayerCost lc = layer_cost(layer, choice, costed.replay == RecomputeReplay::early_stop, hw, memo);
   if (choice.stream_chunks > 1) lc.recompute_s += streambp_layer_weight_s(m, hw, costed, g);
   if (g == 0 && choice.mode == LayerMode::keep) lc.kept_bytes -= frozen_input_saved_bytes(layer, costed);
   lc.grads_bytes = layer_gradient_bytes(m, costed, g);
@@ -196,7 +202,7 @@ const LayerCost& LayerCostCache::cost(const ModelSpec& m, const HardwareSpec& hw
   }
   if (!found) {
     Entry e{&layer, g == 0, choice, choice, {}};
-    e.cost = stage_layer_cost(m, hw, costed, layer, e.costed_choice, g);
+    e.cost = stage_layer_cost(m, hw, costed, layer, e.costed_choice, g, blocks_);
     by_hash_.emplace(h, entries_.size());
     found = &entries_.emplace_back(std::move(e));
   }

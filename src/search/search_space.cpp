@@ -101,7 +101,11 @@ SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const
     for (const StrategyInfo& s : kStrategies) sp.strategy_cost[k].push_back(sp.cost(k, choice_for(s.strategy, layer)));
     if (!opts.per_layer) continue;
     std::vector<LayerOption> all;
-    for (const LayerChoice& c : enumerate_choices(layer, opts)) all.push_back({c, sp.cost(k, c)});
+    BlockCostMemo memo;  // the layer's blocks in each mode, costed once for all its choices
+    for (const LayerChoice& c : enumerate_choices(layer, opts)) {
+      LayerChoice costed = c;  // as SearchSpace::cost: the option keeps the choice as enumerated
+      all.push_back({c, stage_layer_cost(sp.model, sp.hardware, sp.costed, layer, costed, sp.kind_layer[k], memo)});
+    }
     sp.options[k] = prune(std::move(all));
   }
   add_stages(sp, r);

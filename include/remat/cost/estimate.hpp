@@ -90,6 +90,9 @@ TrainingSpec costed_training(const TrainingSpec& t, Strategy s);
 // weight traffic of global layer `g`.
 LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& costed,
                            const LayerDef& layer, LayerChoice& choice, int64_t g);
+// The same, with the block costs through `memo` (layer_cost).
+LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& costed,
+                           const LayerDef& layer, LayerChoice& choice, int64_t g, BlockCostMemo& memo);
 
 // Costs of identical layers computed once: a layer of one shape with one
 // choice costs the same wherever it sits (the first layer aside, whose input
@@ -110,6 +113,7 @@ class LayerCostCache {
     LayerCost cost;
   };
   std::deque<Entry> entries_;  // stable addresses for the references returned
+  BlockCostMemo blocks_;       // the layers' block costs, shared by their choices
   // entries by a hash of (layer, first layer, cost key); equal hashes are told apart by comparing
   std::unordered_multimap<size_t, size_t> by_hash_;
 };
