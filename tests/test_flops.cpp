@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "remat/cost/estimate.hpp"
+#include "remat/cost/stage_model.hpp"
+#include "remat/spec/framework.hpp"
 #include "test_helpers.hpp"
 
 namespace remat {
@@ -46,6 +48,32 @@ TEST(Flops, StageSumsAreTheIterationAndCoverTheModel) {
       for (Strategy s : {Strategy::none, Strategy::full, Strategy::selective, Strategy::eagle})
         expect_flops_add_up(m, t, s, spec.name + std::string(" pp ") + std::to_string(pp) + " " + to_string(s));
     }
+  }
+}
+
+// Without tp, estimate and the planner count the model FLOPs on the rank's own layers
+// (model_flops_per_microbatch with `built`), which holds only while expert parallelism changes no
+// op's model FLOPs: the layers rebuilt unsharded must give the same sum, to the bit.
+TEST(Flops, ExpertParallelLayersCountTheUnshardedModelFlops) {
+  std::vector<std::string> models = {std::string(REMAT_TEST_DATA) + "/data/hf_configs/deepseek-v3.json"};
+  for (const auto& spec : builtin_specs())
+    if (std::string(spec.kind) == "models") models.push_back(spec.name);
+  for (const std::string& name : models) {
+    const ModelSpec m = test::model(name);
+    for (const char* framework : {kGenericFramework, kMegatronLocalFramework, kHfFramework})
+      for (int64_t ep : {1, 2, 8}) {
+        if (ep > 1 && (!m.is_moe() || m.n_routed_experts % ep != 0)) continue;
+        for (int64_t lora_rank : {0, 16}) {
+          TrainingSpec t = apply_framework(test::layout(1, 1, 8, ep, 2, 4096), framework);
+          t.framework = framework;
+          t.lora_rank = lora_rank;
+          const TrainingSpec costed = costed_training(t, Strategy::none);
+          const LayerShapes built = build_shapes(m, rank_shape(costed));
+          const int64_t layers = effective_layers(m, costed);
+          EXPECT_EQ(model_flops_per_microbatch(m, costed, layers, built), model_flops_per_microbatch(m, costed, layers))
+              << name << " " << framework << " ep " << ep << " lora " << lora_rank;
+        }
+      }
   }
 }
 

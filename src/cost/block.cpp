@@ -25,8 +25,8 @@ double Block::tensor_bytes(std::string_view tensor) const {
   return 0;
 }
 
-void Block::tag(ModuleTags modules, const std::vector<std::string>& names) {
-  for (const auto& n : names) {
+void Block::tag(ModuleTags modules, std::initializer_list<std::string_view> names) {
+  for (std::string_view n : names) {
     for (auto& t : tensors)
       if (t.name == n) t.freed_by |= modules;
     for (auto& op : ops)
@@ -51,6 +51,9 @@ bool contains(const NameSet& set, std::string_view name) { return std::binary_se
 
 NameSet saved_names(const Block& block) {
   NameSet names;
+  size_t count = block.kept_outside.size() + (block.inputs_saved ? block.inputs.size() : 0);
+  for (const auto& op : block.ops) count += op.saves.size();
+  names.reserve(count);  // one allocation, not one per doubling
   if (block.inputs_saved) insert(names, block.inputs);
   insert(names, block.kept_outside);
   for (const auto& op : block.ops) insert(names, op.saves);
@@ -123,6 +126,7 @@ BlockCost block_cost(const Block& block, BlockMode mode, bool early_stop) {
   const double all_saved = saved_bytes(block);
   const double grads = grad_working_bytes(block);
   NameSet kept;
+  kept.reserve(block.inputs.size() + block.kept_outside.size() + block.attention_stats.size());
   insert(kept, block.inputs);
   insert(kept, block.kept_outside);
 

@@ -58,14 +58,17 @@ double streambp_layer_weight_s(const ModelSpec& m, const HardwareSpec& hw, const
 }
 }  // namespace
 
-// Model FLOPs of one microbatch, counted on unsharded shapes (recompute
-// excluded, as Megatron counts for MFU): every layer's forward and backward
-// plus the LM head.
-double model_flops_per_microbatch(const ModelSpec& m, const TrainingSpec& t, int64_t layers) {
+namespace {
+
+// The rank shape of `t` unsharded (tp and ep 1), on which model FLOPs are counted.
+RankShape full_width(const TrainingSpec& t) {
   TrainingSpec whole = t;
   whole.tp = whole.ep = 1;
-  const RankShape r = rank_shape(whole);
-  const LayerShapes shapes = build_shapes(m, r);
+  return rank_shape(whole);
+}
+
+// model_flops_per_microbatch over `shapes`, layers whose FLOPs are those of `whole`'s.
+double model_flops_of(const ModelSpec& m, const RankShape& whole, const LayerShapes& shapes, int64_t layers) {
   const auto sum = [](const LayerDef& l) {
     double f = 0;
     for (const auto& b : l.blocks)
@@ -75,7 +78,7 @@ double model_flops_per_microbatch(const ModelSpec& m, const TrainingSpec& t, int
   std::array<double, kLayerKinds> per_kind{};
   for (size_t k = 0; k < per_kind.size(); ++k) per_kind[k] = sum(shapes.kinds[k]);
   // the LM head as the last stage runs it (frozen under LoRA: its backward is the input's gradient only)
-  const Block head = rmsnorm_linear_block(with_model(r, m), m.hidden_size, m.vocab_size, "lm_head");
+  const Block head = rmsnorm_linear_block(with_model(whole, m), m.hidden_size, m.vocab_size, "lm_head");
   double head_flops = 0;
   for (const auto& op : head.ops) head_flops += op.fwd_flops + op.bwd_flops;
   double total = head_flops;
@@ -83,8 +86,25 @@ double model_flops_per_microbatch(const ModelSpec& m, const TrainingSpec& t, int
   // multi-token prediction: each module's layer, LM head and eh_proj (2h to h: 3 x 2 x tokens x 2h x h)
   const double h = double(m.hidden_size);
   for (int64_t k = 0; k < m.num_nextn_predict_layers; ++k)
-    total += per_kind[size_t(m.layer_kind(layers + k))] + head_flops + 6 * r.tokens() * 2 * h * h;
+    total += per_kind[size_t(m.layer_kind(layers + k))] + head_flops + 6 * whole.tokens() * 2 * h * h;
   return total;
+}
+
+}  // namespace
+
+// Model FLOPs of one microbatch, counted on unsharded shapes (recompute
+// excluded, as Megatron counts for MFU): every layer's forward and backward
+// plus the LM head.
+double model_flops_per_microbatch(const ModelSpec& m, const TrainingSpec& t, int64_t layers) {
+  const RankShape whole = full_width(t);
+  return model_flops_of(m, whole, build_shapes(m, whole), layers);
+}
+
+double model_flops_per_microbatch(const ModelSpec& m, const TrainingSpec& t, int64_t layers, const LayerShapes& built) {
+  // without tp the rank's layers count the unsharded FLOPs: ep only adds collectives (no FLOPs)
+  // and splits the experts' GEMMs into more calls (tests/test_flops.cpp holds this)
+  if (t.tp != 1) return model_flops_per_microbatch(m, t, layers);
+  return model_flops_of(m, full_width(t), built, layers);
 }
 
 double iteration_model_flops(const ModelSpec& m, const TrainingSpec& costed) {
@@ -138,8 +158,14 @@ TrainingSpec costed_training(const TrainingSpec& t, Strategy s) {
 
 LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& costed,
                            const LayerDef& layer, LayerChoice& choice, int64_t g) {
+  BlockCostMemo memo;
+  return stage_layer_cost(m, hw, costed, layer, choice, g, memo);
+}
+
+LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& costed,
+                           const LayerDef& layer, LayerChoice& choice, int64_t g, BlockCostMemo& memo) {
   if (choice.stream_chunks > 0) choice.stream_chunks = costed.streambp_chunks;
-  LayerCost lc = layer_cost(layer, choice, costed.replay == RecomputeReplay::early_stop, hw);
+  LayerCost lc = layer_cost(layer, choice, costed.replay == RecomputeReplay::early_stop, hw, memo);
   if (choice.stream_chunks > 1) lc.recompute_s += streambp_layer_weight_s(m, hw, costed, g);
   if (g == 0 && choice.mode == LayerMode::keep) lc.kept_bytes -= frozen_input_saved_bytes(layer, costed);
   lc.grads_bytes = layer_gradient_bytes(m, costed, g);
@@ -176,7 +202,7 @@ const LayerCost& LayerCostCache::cost(const ModelSpec& m, const HardwareSpec& hw
   }
   if (!found) {
     Entry e{&layer, g == 0, choice, choice, {}};
-    e.cost = stage_layer_cost(m, hw, costed, layer, e.costed_choice, g);
+    e.cost = stage_layer_cost(m, hw, costed, layer, e.costed_choice, g, blocks_);
     by_hash_.emplace(h, entries_.size());
     found = &entries_.emplace_back(std::move(e));
   }
@@ -265,7 +291,8 @@ Estimate estimate(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec
     e.stages.push_back(std::move(st));
   }
   const double hardware_flops = exec_flops * double(t.dp) * double(t.tp);  // per-rank work over all ranks
-  e.iteration = iteration_from_stages(runs, iteration_model_flops(m, t), hardware_flops, t, hw);
+  const double model_flops = iteration_model_flops(model_flops_per_microbatch(m, t, effective_layers(m, t), shapes), t);
+  e.iteration = iteration_from_stages(runs, model_flops, hardware_flops, t, hw);
   return e;
 }
 

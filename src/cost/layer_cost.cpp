@@ -101,7 +101,7 @@ void selective_layer(LayerCost& c, const LayerDef& layer, ModuleTags modules, co
 }
 
 void per_block_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, bool early_stop,
-                     const HardwareSpec& hw) {
+                     const HardwareSpec& hw, BlockCostMemo& memo) {
   size_t next = 0;
   const size_t mlp_start = mlp_half_start(layer);
   std::vector<double> transient, kept;
@@ -110,7 +110,7 @@ void per_block_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& cho
     if (layer.recomputable[i] && choice.mode == LayerMode::blocks && next < choice.blocks.size())
       mode = choice.blocks[next];
     if (layer.recomputable[i]) ++next;
-    const BlockCost bc = block_cost(layer.blocks[i], mode, early_stop);
+    const BlockCost& bc = memo.cost(layer.blocks[i], mode, early_stop);
     c.kept_bytes += bc.kept_bytes;
     c.offload_bytes += bc.offload_bytes;
     transient.push_back(bc.transient_bytes);
@@ -146,7 +146,20 @@ std::vector<std::pair<const Block*, const OpDef*>> replay_ops(const LayerDef& la
   return replay;
 }
 
+const BlockCost& BlockCostMemo::cost(const Block& block, BlockMode mode, bool early_stop) {
+  const auto key = std::make_tuple(&block, mode, early_stop);
+  auto it = costs_.find(key);
+  if (it == costs_.end()) it = costs_.emplace(key, block_cost(block, mode, early_stop)).first;
+  return it->second;
+}
+
 LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool early_stop, const HardwareSpec& hw) {
+  BlockCostMemo memo;
+  return layer_cost(layer, choice, early_stop, hw, memo);
+}
+
+LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool early_stop, const HardwareSpec& hw,
+                     BlockCostMemo& memo) {
   LayerCost c;
   const size_t mlp_start = mlp_half_start(layer);
   for (size_t i = 0; i < layer.blocks.size(); ++i)
@@ -163,7 +176,7 @@ LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool earl
       break;
     case LayerMode::keep:
     case LayerMode::blocks:
-      per_block_layer(c, layer, choice, early_stop, hw);
+      per_block_layer(c, layer, choice, early_stop, hw, memo);
       break;
   }
   const bool replays_moe = choice.mode == LayerMode::full ||

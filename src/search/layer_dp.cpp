@@ -605,13 +605,13 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
   const Fixed fx = fixed_part(space, stage);
   double known = std::min(known_microbatch_s, pair_family_bound(space, stage, fx, budget_bytes));
   // bound pairs that admit the same options need one pass, with the
-  // smallest transient (the most room)
-  std::set<std::vector<bool>> seen;
+  // smallest transient (the most room); a byte per option (a vector<bool> compares bit by bit)
+  std::set<std::vector<unsigned char>> seen;
   const Admitted recompute_order = by_recompute_time(space);
   std::optional<StagePlan> best;
   int64_t work = 0;
   Workspace ws;
-  std::vector<bool> mask;  // which options a pass admits, reused from pair to pair
+  std::vector<unsigned char> mask;  // which options a pass admits, reused from pair to pair
   std::vector<double> offloads_under_cap;
   for (double cap : caps) {
     // within one cap, a staging bound that admits no more options than the last one admits
@@ -639,11 +639,16 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
         for (const auto& o : space.options[kind]) mask.push_back(admits(o.cost));
       if (!seen.insert(mask).second) continue;
       Admitted admitted(kLayerKinds), by_recompute(kLayerKinds);
+      std::array<double, kLayerKinds> least_kept_of_kind;  // the least kept bytes of an admitted option
+      least_kept_of_kind.fill(std::numeric_limits<double>::infinity());
       for (int kind = 0; kind < kLayerKinds; ++kind) {
         std::vector<int> position(space.options[kind].size(), -1);
-        for (size_t o = 0; o < space.options[kind].size(); ++o)
-          if (admits(space.options[kind][o].cost))
-            position[o] = int(admitted[size_t(kind)].size()), admitted[size_t(kind)].push_back(int(o));
+        for (size_t o = 0; o < space.options[kind].size(); ++o) {
+          const LayerCost& c = space.options[kind][o].cost;
+          if (!admits(c)) continue;
+          position[o] = int(admitted[size_t(kind)].size()), admitted[size_t(kind)].push_back(int(o));
+          least_kept_of_kind[size_t(kind)] = std::min(least_kept_of_kind[size_t(kind)], c.kept_bytes);
+        }
         for (int o : recompute_order[size_t(kind)])
           if (position[size_t(o)] >= 0) by_recompute[size_t(kind)].push_back(position[size_t(o)]);
       }
@@ -653,12 +658,7 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
       if (room < 0) continue;
       // the least kept bytes any admitted assignment can reach
       double least = 0;
-      for (int kind : st.kinds) {
-        double m = std::numeric_limits<double>::infinity();
-        for (const auto& o : space.options[kind])
-          if (admits(o.cost)) m = std::min(m, o.cost.kept_bytes);
-        least += m;
-      }
+      for (int kind : st.kinds) least += least_kept_of_kind[size_t(kind)];
       if (least * double(std::max<int64_t>(1, st.base.in_flight)) > room) continue;
       if (best && best->totals.microbatch_s <= fx.floor_s &&
           least_new_peak(st.base, least_kept_at_floor(space, st, fx, admits), ordered ? 0 : cap,

@@ -83,10 +83,10 @@ SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const
   sp.model = m, sp.hardware = hw;
   sp.training = with_defaults(t_in);
   sp.costed = costed_training(sp.training, Strategy::none);
-  sp.microbatch_model_flops = model_flops_per_microbatch(m, sp.costed, effective_layers(m, sp.costed));
-  sp.model_flops = iteration_model_flops(sp.microbatch_model_flops, sp.costed);
   const RankShape r = rank_shape(sp.costed);
   sp.shapes = std::make_shared<const LayerShapes>(build_shapes(m, r));
+  sp.microbatch_model_flops = model_flops_per_microbatch(m, sp.costed, effective_layers(m, sp.costed), *sp.shapes);
+  sp.model_flops = iteration_model_flops(sp.microbatch_model_flops, sp.costed);
   const auto ranges = stage_layer_ranges(m, sp.costed);
   std::array<bool, kLayerKinds> used{};
   used[0] = used[1] = true;  // attention + dense / MoE: always costed, as before hybrid kinds
@@ -101,7 +101,11 @@ SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const
     for (const StrategyInfo& s : kStrategies) sp.strategy_cost[k].push_back(sp.cost(k, choice_for(s.strategy, layer)));
     if (!opts.per_layer) continue;
     std::vector<LayerOption> all;
-    for (const LayerChoice& c : enumerate_choices(layer, opts)) all.push_back({c, sp.cost(k, c)});
+    BlockCostMemo memo;  // the layer's blocks in each mode, costed once for all its choices
+    for (const LayerChoice& c : enumerate_choices(layer, opts)) {
+      LayerChoice costed = c;  // as SearchSpace::cost: the option keeps the choice as enumerated
+      all.push_back({c, stage_layer_cost(sp.model, sp.hardware, sp.costed, layer, costed, sp.kind_layer[k], memo)});
+    }
     sp.options[k] = prune(std::move(all));
   }
   add_stages(sp, r);

@@ -2,6 +2,7 @@
 // A recompute block described by its real tensors and operations, from which
 // every strategy's kept bytes, transient bytes and FLOPs are derived.
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,7 +70,7 @@ struct Block {
 
   double tensor_bytes(std::string_view name) const;
   // Adds `modules` to the tags of the named tensors and ops (unknown names are ignored).
-  void tag(ModuleTags modules, const std::vector<std::string>& names);
+  void tag(ModuleTags modules, std::initializer_list<std::string_view> names);
   bool ends_with_gemm() const { return !ops.empty() && ops.back().kind == OpKind::gemm; }
 };
 

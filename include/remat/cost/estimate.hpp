@@ -74,6 +74,8 @@ double default_budget_bytes(const HardwareSpec& hw);
 
 // Model FLOPs of one microbatch on unsharded shapes, recompute excluded.
 double model_flops_per_microbatch(const ModelSpec& m, const TrainingSpec& t, int64_t layers);
+// The same, reusing `built` (build_shapes of rank_shape(t)) where it has the unsharded FLOPs.
+double model_flops_per_microbatch(const ModelSpec& m, const TrainingSpec& t, int64_t layers, const LayerShapes& built);
 // Optimizer step time of a stage: one read and write of its static state.
 double optimizer_step_s(const StageMemory& mem, const TrainingSpec& t, const HardwareSpec& hw);
 
@@ -88,6 +90,9 @@ TrainingSpec costed_training(const TrainingSpec& t, Strategy s);
 // weight traffic of global layer `g`.
 LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& costed,
                            const LayerDef& layer, LayerChoice& choice, int64_t g);
+// The same, with the block costs through `memo` (layer_cost).
+LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& costed,
+                           const LayerDef& layer, LayerChoice& choice, int64_t g, BlockCostMemo& memo);
 
 // Costs of identical layers computed once: a layer of one shape with one
 // choice costs the same wherever it sits (the first layer aside, whose input
@@ -108,6 +113,7 @@ class LayerCostCache {
     LayerCost cost;
   };
   std::deque<Entry> entries_;  // stable addresses for the references returned
+  BlockCostMemo blocks_;       // the layers' block costs, shared by their choices
   // entries by a hash of (layer, first layer, cost key); equal hashes are told apart by comparing
   std::unordered_multimap<size_t, size_t> by_hash_;
 };

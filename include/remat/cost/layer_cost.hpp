@@ -1,5 +1,7 @@
 #pragma once
 // Cost of one layer under one choice, per microbatch on one rank.
+#include <map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -31,7 +33,21 @@ struct LayerCost {
   bool host_bound = false;
 };
 
+// Block costs (block_cost) already computed, kept while many choices are costed on the same
+// layers: a block costs the same in one mode whatever the other blocks do. The blocks must
+// outlive it.
+class BlockCostMemo {
+ public:
+  const BlockCost& cost(const Block& block, BlockMode mode, bool early_stop);
+
+ private:
+  std::map<std::tuple<const Block*, BlockMode, bool>, BlockCost> costs_;
+};
+
 LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool early_stop, const HardwareSpec& hw);
+// The same, with the block costs through `memo`.
+LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool early_stop, const HardwareSpec& hw,
+                     BlockCostMemo& memo);
 // Reduces `choice` to what layer_cost reads of it: of its place in a chunk of full recompute,
 // only whether the chunk has more than one layer and whether this layer starts it. Choices equal
 // once reduced cost the same (LayerCostCache keys on it).
