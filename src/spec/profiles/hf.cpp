@@ -27,6 +27,11 @@
 // - transformers' Mamba-2 (NemotronHMamba2Mixer.torch_forward) and Gated DeltaNet
 //   (torch_chunk_gated_delta_rule) fallbacks: what runs when mamba_ssm, causal_conv1d and fla are
 //   not installed, as on the measured image (mixer_kernels torch; --mixer-kernels fused when they are);
+// - transformers/models/gemma*/modeling_gemma*.py: Gemma's RMSNorm multiplies the fp32 normalized
+//   tensor by its weight before the cast back (the product saved in fp32: norm_scale_fp32); the
+//   post-attention and post-feedforward norms save their inputs too (add_output_norms);
+//   final_logit_softcapping's tanh saves its bf16 output (add_logit_softcap); Gemma 4's value norm,
+//   full-attention shape, KV-shared layers and per-layer inputs (exact_blocks.cpp, stage_model.cpp);
 // - torch cuBLAS handles: a 32 MiB workspace on sm90 for each of the forward
 //   and the autograd thread (as measured under megatron-local: 66 MiB).
 #include "remat/spec/framework.hpp"
