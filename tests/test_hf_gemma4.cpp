@@ -105,6 +105,11 @@ TEST(HfGemma4, DefaultsAndRefusals) {
   EXPECT_EQ(ple.per_layer_input_vocab, 262144);
   EXPECT_NE(rejection(kTiny + R"(, "use_bidirectional_attention": "all"})", "g4.json"), "");
   EXPECT_NE(rejection(kTiny + R"(, "num_kv_shared_layers": -1})", "g4.json"), "");
+  const std::string eight = R"({"model_type": "gemma4_text", "num_hidden_layers": 8, )";
+  EXPECT_EQ(rejection(eight + R"("hidden_size_per_layer_input": -3})", "g4.json"),
+            "g4.json: hidden_size_per_layer_input: must be 0 (none) or more (got -3)");
+  EXPECT_EQ(rejection(eight + R"("hidden_size_per_layer_input": 8, "vocab_size_per_layer_input": 0})", "g4.json"),
+            "g4.json: vocab_size_per_layer_input: must be a positive integer (got 0)");
 }
 
 // Gemma 4 E2B/E4B's constructs on the tiny model of 4 layers (sliding, full, sliding, full), the last

@@ -105,6 +105,8 @@ namespace {
 // (use_double_wide_mlp); bidirectional attention over every token is refused.
 void gemma4_common(HfJsonReader& r, ModelSpec& m, int64_t per_layer_input) {
   r.integer("hidden_size_per_layer_input", per_layer_input, false);
+  if (per_layer_input < 0)
+    r.fail("hidden_size_per_layer_input", std::to_string(per_layer_input), "must be 0 (none) or more");
   if (per_layer_input > 0) {
     m.per_layer_input_width = per_layer_input;
     m.per_layer_input_vocab = 262144;  // Gemma4TextConfig's default
@@ -112,6 +114,8 @@ void gemma4_common(HfJsonReader& r, ModelSpec& m, int64_t per_layer_input) {
       r.integer("vocab_size_per_layer_input", m.per_layer_input_vocab, true);
     else
       m.notes.push_back(r.path("vocab_size_per_layer_input") + " is absent: transformers' default, 262144");
+    if (m.per_layer_input_vocab < 1)
+      r.fail("vocab_size_per_layer_input", std::to_string(m.per_layer_input_vocab), "must be a positive integer");
   }
   r.integer("num_kv_shared_layers", m.kv_shared_layers, false);
   if (m.kv_shared_layers < 0) r.fail("num_kv_shared_layers", std::to_string(m.kv_shared_layers), "must be 0 or more");

@@ -80,6 +80,8 @@ void check_attention(Checker& c, const ModelSpec& m) {
   c.positive("num_key_value_heads", m.num_key_value_heads, kHeads);
   c.non_negative("head_dim", m.head_dim, kHeadDim);
   c.non_negative("global_head_dim", m.full_attention_head_dim, kHeadDim);
+  c.non_negative("hidden_size_per_layer_input", m.per_layer_input_width, kHeadDim);
+  c.non_negative("num_kv_shared_layers", m.kv_shared_layers, kLayers);
   c.non_negative("num_global_key_value_heads", m.full_attention_kv_heads, kHeads);
   if (m.full_attention_kv_heads > 0 && m.num_attention_heads % m.full_attention_kv_heads != 0)
     c.fail("num_global_key_value_heads", std::to_string(m.full_attention_kv_heads),
