@@ -44,8 +44,9 @@ TEST(HfGemma4, FullAttentionLayersOfTheirOwnShapeKeysAsValues) {
   // the full layer's projections: q 4 x 32 and k 1 x 32 wide (no v); the sliding one's q 64, k and v 32
   RankShape r;
   r.b = 1, r.s = 8;
-  const auto qkv_width = [&](int64_t layer) {
-    for (const auto& op : build_layer(m, r, layer).blocks[0].ops)
+  const auto qkv_width = [&](int64_t index) {
+    const LayerDef layer = build_layer(m, r, index);
+    for (const auto& op : layer.blocks[0].ops)
       if (op.name == "qkv") return op.fwd_flops / (2 * 8 * 64);
     return 0.0;
   };
