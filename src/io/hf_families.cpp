@@ -67,23 +67,6 @@ void qwen2_layer(HfJsonReader&, ModelSpec& m) { m.qkv_bias = true; }
 // Phi3Attention: qkv_proj's output sliced into q, k and v (views of it)
 void phi3_layer(HfJsonReader&, ModelSpec& m) { m.fused_qkv_projection = true; }
 
-// Gemma: GemmaRMSNorm scales the fp32 normalized tensor by (1 + weight) before casting back.
-void gemma_layer(HfJsonReader& r, ModelSpec& m) {
-  llama_layer(r, m);
-  m.norm_scale_fp32 = true;
-}
-
-// Gemma 2: pre- and post-norms around attention and MLP (four per layer).
-void gemma2_layer(HfJsonReader& r, ModelSpec& m) {
-  gemma_layer(r, m);
-  m.extra_norms_per_layer = 2;
-}
-
-void gemma3_layer(HfJsonReader& r, ModelSpec& m) {
-  gemma2_layer(r, m);
-  m.qk_norm = QkNorm::shared;
-}
-
 // Llama 4: use_qk_norm (default true): a weightless L2 norm on q and k of the rotary layers;
 // no_rope_layers (1: rotary, 0: none; absent or empty: every no_rope_layer_interval-th layer,
 // default 4, has none), whose attention attn_temperature_tuning (default true) rescales.

@@ -100,7 +100,11 @@ void hy_v3_layer(HfJsonReader& r, ModelSpec& m);
 void hunyuan_moe_layer(HfJsonReader& r, ModelSpec& m);
 void cohere2_moe_layer(HfJsonReader& r, ModelSpec& m);
 
-// Gemma 4 (hf_family_gemma4.cpp): its layer reader, and which layers attend within the window.
+// The Gemma families (hf_family_gemma.cpp): their layer readers, and which Gemma 4 layers attend
+// within the window.
+void gemma_layer(HfJsonReader& r, ModelSpec& m);
+void gemma2_layer(HfJsonReader& r, ModelSpec& m);
+void gemma3_layer(HfJsonReader& r, ModelSpec& m);
 void gemma4_layer(HfJsonReader& r, ModelSpec& m);
 void gemma4_unified_layer(HfJsonReader& r, ModelSpec& m);
 std::vector<bool> gemma4_windowed_layers(HfJsonReader& r, int64_t layers);

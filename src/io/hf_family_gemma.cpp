@@ -1,6 +1,6 @@
-// Gemma 4's language model (transformers' Gemma4TextConfig and Gemma4TextDecoderLayer,
-// src/transformers/models/gemma4/, read at 5.17): Gemma 3's layer (four norms, q and k norms of
-// the head dim, GeGLU) plus what its full-attention layers and its MoE layers do differently.
+// The Gemma families' layers: Gemma 1-3 (transformers' models/gemma*/modeling_gemma*.py), and Gemma
+// 4's language model (Gemma4TextConfig and Gemma4TextDecoderLayer, models/gemma4/, read at 5.17):
+// Gemma 3's layer plus what its full-attention, KV-shared and MoE layers do differently.
 #include <algorithm>
 #include <set>
 #include <string>
@@ -12,6 +12,23 @@
 #include "remat/spec/validate.hpp"
 
 namespace remat {
+
+// Gemma: GemmaRMSNorm scales the fp32 normalized tensor by (1 + weight) before casting back.
+void gemma_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.norm_scale_fp32 = true;
+}
+
+// Gemma 2: pre- and post-norms around attention and MLP (four per layer).
+void gemma2_layer(HfJsonReader& r, ModelSpec& m) {
+  gemma_layer(r, m);
+  m.extra_norms_per_layer = 2;
+}
+
+void gemma3_layer(HfJsonReader& r, ModelSpec& m) {
+  gemma2_layer(r, m);
+  m.qk_norm = QkNorm::shared;
+}
 
 namespace {}  // namespace
 
@@ -123,10 +140,7 @@ void gemma4_common(HfJsonReader& r, ModelSpec& m, int64_t per_layer_input) {
   if (r.text("use_bidirectional_attention") == "all")
     r.fail("use_bidirectional_attention", "all",
            "is not a model remat can build: bidirectional attention over every token; remat plans causal decoders");
-  llama_layer(r, m);
-  m.norm_scale_fp32 = true;     // Gemma4RMSNorm: normed.float() * weight.float(), then cast back
-  m.extra_norms_per_layer = 2;  // post-attention and post-feedforward norms, as Gemma 2 and 3
-  m.qk_norm = QkNorm::shared;
+  gemma3_layer(r, m);  // Gemma4RMSNorm too multiplies the fp32 normalized tensor by its weight
   m.value_norm = true;
   m.sliding_window_tokens = 512;  // Gemma4TextConfig's default; read_windowed_attention reads the file's
   m.windowed_layers = gemma4_windowed_layers(r, m.num_hidden_layers);
