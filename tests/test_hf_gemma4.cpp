@@ -87,11 +87,14 @@ TEST(HfGemma4, MoeBlockBesideTheDenseMlp) {
   const double sliding_attention = 64 * 64 + 2 * 64 * 32 + 64 * 64 + 2 * 16 + 64;
   const double ffn = 3 * 64 * 128.0 + 8 * 3 * 64 * 32 + 64 * 8 + 64 + 8 + 6 * 64;
   EXPECT_DOUBLE_EQ(layer_params(m, 0, 1, 1).total(), sliding_attention + ffn);
-  EXPECT_EQ(rejection(kTiny + R"(, "enable_moe_block": true, "num_experts": 8, "top_k_experts": 2,
+  // a dense MLP no multiple of the experts' width: one shared expert 128 wide, the same parameters
+  const ModelSpec odd = parse_hf_config(kTiny + R"(, "enable_moe_block": true, "num_experts": 8, "top_k_experts": 2,
       "moe_intermediate_size": 48})",
-                      "g4.json"),
-            "g4.json: intermediate_size: is not a model remat can build: a shared MLP whose width is not a multiple "
-            "of moe_intermediate_size = 48 (remat counts it as shared experts of that width) (got 128)");
+                                        "g4.json");
+  EXPECT_EQ(odd.n_shared_experts, 1);
+  EXPECT_EQ(odd.shared_mlp_width(), 128);
+  EXPECT_DOUBLE_EQ(layer_params(odd, 0, 1, 1).total(),
+                   sliding_attention + 3 * 64 * 128.0 + 8 * 3 * 64 * 48 + 64 * 8 + 64 + 8 + 6 * 64);
 }
 
 // Gemma4TextConfig's defaults: every 6th layer full attention and the last one forced full,

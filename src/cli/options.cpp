@@ -276,6 +276,34 @@ TrainingSpec training_from(const CommonOptions& o) {
   return t;
 }
 
+// What validate_training says of `flag` at this layout ("" when nothing).
+std::string layout_problem(const TrainingSpec& t, const ModelSpec& m, const std::string& flag) {
+  for (const Problem& p : validate_training(t, m))
+    if (p.key == flag) return p.message;
+  return "";
+}
+
+// remat's default layout is LLaMA3-70B's (tp 8, pp 4). Where the model cannot take an untyped
+// --tp, --pp or --ep (a head count 8 does not divide, fewer than 4 layers), it is halved until
+// the model takes it, and a note says so; a typed value is never changed.
+void fit_untyped_layout(const CommonOptions& o, const ModelSpec& m, TrainingSpec& t, std::vector<std::string>& notes) {
+  const std::pair<std::string, int64_t TrainingSpec::*> sizes[] = {
+      {"--tp", &TrainingSpec::tp}, {"--pp", &TrainingSpec::pp}, {"--ep", &TrainingSpec::ep}};
+  for (const auto& [flag, size] : sizes) {
+    if (o.layout_given.count(flag)) continue;
+    const std::string why = layout_problem(t, m, flag);
+    if (why.empty()) continue;
+    const int64_t remat_default = t.*size;
+    while (t.*size > 1 && !layout_problem(t, m, flag).empty()) t.*size /= 2;
+    if (!layout_problem(t, m, flag).empty()) {  // no halving fits: the error names the default
+      t.*size = remat_default;
+      continue;
+    }
+    notes.push_back(flag + " not given: " + std::to_string(t.*size) + ", as remat's default " +
+                    std::to_string(remat_default) + " fails \"" + why + "\"; give " + flag + " to choose");
+  }
+}
+
 }  // namespace
 
 Inputs load_inputs(const CommonOptions& o, const std::string& command) {
@@ -313,6 +341,7 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
         megatron_layers_per_stage(o.megatron_split, effective_layers(in.model, in.training), in.training.pp,
                                   "command line", in.model.num_nextn_predict_layers);
   }
+  fit_untyped_layout(o, in.model, in.training, in.notes);
   auto problems = validate_training(in.training, in.model);
   // a layout value nobody typed is remat's default (LLaMA3-70B's tp 8 pp 4 mbs 4): say so
   for (Problem& p : problems)

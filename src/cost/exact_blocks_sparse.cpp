@@ -87,7 +87,7 @@ Block moe_shared_block(const RankShape& r, const ModelSpec& m) {
   b.ops.push_back(parts::linear(b, r, "router", rows, h, e, "x_norm", {}));
   b.ops.push_back(ops::streaming("topk", 2 * rows * e * kFp32, 2 * rows * e * kFp32, {"router_scores"}));
   if (m.n_shared_experts > 0) {
-    const double f = double(m.n_shared_experts * m.moe_intermediate_size) / double(r.tp);
+    const double f = double(m.shared_mlp_width()) / double(r.tp);
     if (r.tp > 1) b.ops.push_back(parts::input_gather(r, h));
     if (m.mlp_kind == MlpKind::gated) {
       b.ops.push_back(parts::linear(b, r, "shared_gate_up", r.tokens(), h, 2 * f, "x_norm",

@@ -142,7 +142,7 @@ ParamCount layer_params(const ModelSpec& m, int64_t layer_index, int64_t tp, int
     const double matrices = m.mlp_kind == MlpKind::gated ? 3 : 2;
     p.dense += h * double(m.n_routed_experts);                              // router
     if (m.router_scales) p.dense += h + double(m.n_routed_experts);         // Gemma 4's router scales
-    p.dense += matrices * h * f * double(m.n_shared_experts) / t;           // shared experts
+    p.dense += matrices * h * double(m.shared_mlp_width()) / t;             // shared experts
     p.expert = matrices * h * f * double(m.n_routed_experts) / double(ep);  // routed experts
   } else {
     p.dense += mlp_params(m, double(m.mlp_width(layer_index)), t);

@@ -153,10 +153,8 @@ void read_qwen_experts(HfJsonReader& r, ModelSpec& m) {
   int64_t shared = 0;
   r.integer("shared_expert_intermediate_size", shared, false);
   if (shared > 0 && m.moe_intermediate_size > 0) {
-    if (shared % m.moe_intermediate_size != 0)
-      r.fail("shared_expert_intermediate_size", std::to_string(shared),
-             "must be a multiple of moe_intermediate_size = " + std::to_string(m.moe_intermediate_size));
-    m.n_shared_experts = shared / m.moe_intermediate_size;
+    shared_mlp_as_experts(r, "shared_expert_intermediate_size", shared, m.moe_intermediate_size,
+                          "moe_intermediate_size", m);
     m.shared_expert_gate = true;  // Qwen2MoeSparseMoeBlock's shared_expert_gate (Qwen3-Next's too)
   }
 }

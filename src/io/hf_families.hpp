@@ -78,7 +78,7 @@ void olmo2_layer(HfJsonReader& r, ModelSpec& m);
 void cohere_layer(HfJsonReader& r, ModelSpec& m);
 
 // A shared MLP `shared` wide (the config's `key`) beside experts `width` wide (`width_name`), counted
-// as that many shared experts; a width that is no multiple of theirs is refused by name.
+// as that many shared experts, or as one shared expert of its own width where it is no multiple.
 void shared_mlp_as_experts(HfJsonReader& r, const char* key, int64_t shared, int64_t width,
                            const std::string& width_name, ModelSpec& m);
 

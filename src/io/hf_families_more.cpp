@@ -77,11 +77,13 @@ void require_experts(HfJsonReader& r, const ModelSpec& m, const char* key) {
 
 void shared_mlp_as_experts(HfJsonReader& r, const char* key, int64_t shared, int64_t width,
                            const std::string& width_name, ModelSpec& m) {
-  if (width < 1 || shared % width != 0)
-    return r.fail(key, std::to_string(shared),
-                  "is not a model remat can build: a shared MLP whose width is not a multiple of " + width_name +
-                      " = " + std::to_string(width) + " (remat counts it as shared experts of that width)");
-  m.n_shared_experts = shared / width;
+  if (width < 1) return r.fail(key, std::to_string(shared), "needs " + width_name + " to be positive");
+  if (shared % width == 0) {
+    m.n_shared_experts = shared / width;
+  } else {  // one shared expert of its own width
+    m.n_shared_experts = 1;
+    m.shared_expert_intermediate_size = shared;
+  }
 }
 
 // Helium: GraniteAttention's attention_bias on q, k and v (its o_proj has none); LLaMA's MLP.

@@ -152,6 +152,7 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& file) {
   f.integer("num_experts_per_tok", m.num_experts_per_tok, false);
   f.integer("moe_intermediate_size", m.moe_intermediate_size, false);
   f.integer("n_shared_experts", m.n_shared_experts, false);
+  f.integer("shared_expert_intermediate_size", m.shared_expert_intermediate_size, false);
   f.integer("first_k_dense_replace", m.first_k_dense_replace, false);
   f.integer("moe_layer_freq", m.moe_layer_freq, false);
   f.integer("q_lora_rank", m.q_lora_rank, false);

@@ -86,6 +86,7 @@ Json model_json(const ModelSpec& m) {
     j["num_experts_per_tok"] = m.num_experts_per_tok;
     j["moe_intermediate_size"] = m.moe_intermediate_size;
     j["n_shared_experts"] = m.n_shared_experts;
+    if (m.shared_expert_intermediate_size > 0) j["shared_expert_intermediate_size"] = m.shared_expert_intermediate_size;
     j["first_k_dense_replace"] = m.first_k_dense_replace;
   }
   if (m.attention() == AttentionKind::mla) {

@@ -142,6 +142,7 @@ std::vector<Problem> validate_model(const ModelSpec& m, const std::string& file)
     c.non_negative("moe_intermediate_size", m.moe_intermediate_size, kFfn);
     c.non_negative("n_shared_experts", m.n_shared_experts, kSharedExperts);
   }
+  c.non_negative("shared_expert_intermediate_size", m.shared_expert_intermediate_size, kFfn);
   return c.problems;
 }
 

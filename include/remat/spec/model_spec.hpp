@@ -82,6 +82,9 @@ struct ModelSpec {
   int64_t num_experts_per_tok = 0;
   int64_t moe_intermediate_size = 0;
   int64_t n_shared_experts = 0;
+  // one shared expert's width where it is not moe_intermediate_size (0): Granite 4.0's shared MLP
+  // of shared_intermediate_size beside narrower experts, loaded as one such expert
+  int64_t shared_expert_intermediate_size = 0;
   int64_t first_k_dense_replace = 0;
   int64_t moe_layer_freq = 1;
   MoeLayerRule moe_layer_rule = MoeLayerRule::dense_prefix;
@@ -209,6 +212,11 @@ struct ModelSpec {
   bool layer_shares_kv(int64_t index) const {
     const int64_t first = num_hidden_layers - kv_shared_layers;
     return kv_shared_layers > 0 && first > 0 && index >= first && index < num_hidden_layers;
+  }
+  // The MoE layers' shared MLP width: every shared expert side by side.
+  int64_t shared_mlp_width() const {
+    return n_shared_experts * (shared_expert_intermediate_size > 0 ? shared_expert_intermediate_size
+                                                                   : moe_intermediate_size);
   }
   // The dense MLP's width in layer `index` (Gemma 4's KV-shared layers may be twice as wide).
   int64_t mlp_width(int64_t index) const {
