@@ -49,7 +49,14 @@ LORA_DENSE = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "d
 LORA_ATTN = ["q_proj", "k_proj", "v_proj", "o_proj"]
 # Phi-3/Phi-4 fuse q,k,v into qkv_proj and gate,up into gate_up_proj: the same weights
 LORA_PHI3 = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]
-MOE_TYPES = {"qwen3_moe", "mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", "nemotron_h"}
+MOE_TYPES = {"qwen3_moe", "mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", "nemotron_h", "lfm2_moe"}
+# Where a family names the seven matrices its own way, the module names PEFT is given for each role
+# (the log keeps the role names). LFM2: the attention's out_proj (its short convolution has an
+# out_proj too, which stays without adapter), w1 / w3 / w2 for gate / up / down.
+PEFT_MODULES = {
+    "lfm2": {"o_proj": "self_attn.out_proj", "gate_proj": "w1", "up_proj": "w3", "down_proj": "w2"},
+    "lfm2_moe": {"o_proj": "self_attn.out_proj", "gate_proj": "w1", "up_proj": "w3", "down_proj": "w2"},
+}
 
 
 def log(msg):
@@ -397,7 +404,8 @@ def run_case(c, versions, write, meta, trace_dir=None, steps=3, diagnostic=True)
         from peft import LoraConfig, get_peft_model
 
         lcfg = LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=dropout,
-                          target_modules=targets, task_type="CAUSAL_LM")
+                          target_modules=[PEFT_MODULES.get(model_type, {}).get(t, t) for t in targets],
+                          task_type="CAUSAL_LM")
         # PEFT's default (autocast_adapter_dtype=True) keeps the adapter weights in fp32 on a bf16
         # base and casts each adapter's input to fp32; "lora_adapter_dtype": "bf16" in a case
         # turns that off (autocast_adapter_dtype=False) so the adapters stay bf16.

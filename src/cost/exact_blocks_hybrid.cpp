@@ -280,6 +280,35 @@ Block gated_deltanet_block(const RankShape& r, const ModelSpec& m) {
   return r.mixer_kernels == MixerKernels::torch ? gated_deltanet_torch(r, m) : gated_deltanet_fused(r, m);
 }
 
+// LFM2's gated short convolution (transformers 5.17's Lfm2ShortConv.forward), training without a
+// cache: in_proj's output BCx stays alive whole, since B * x saves its B and x views and C * conv
+// its C view; the conv saves its input B x; C * conv saves the conv output, which the plain-PyTorch
+// fallback of causal_conv1d_fn (F.conv1d padded by kernel - 1 on both sides, then cut to the
+// sequence) leaves kernel - 1 rows longer than the fused kernel's; out_proj saves the contiguous
+// copy of the product. Both variants save the same tensors otherwise.
+Block short_conv_block(const RankShape& r, const ModelSpec& m) {
+  Block b;
+  b.name = "short_conv";
+  const double rows = r.tokens(), h = double(m.hidden_size), c = h / double(r.tp);  // channels on this rank
+  const double taps = double(m.short_conv_kernel);
+  parts::add_input_norm(b, r, h, true, 1);
+  b.ops.push_back(parts::linear(b, r, "in_proj", rows, h, 3 * c, "x_norm", {}));
+  const double conv_rows = r.mixer_kernels == MixerKernels::torch ? r.b * (r.s + taps - 1) : rows;
+  b.tensors.push_back({"bcx", rows * 3 * c * kBf16});
+  b.tensors.push_back({"bx", rows * c * kBf16});
+  b.tensors.push_back({"conv_out", conv_rows * c * kBf16});
+  b.tensors.push_back({"gated", rows * c * kBf16});
+  b.ops.push_back(ops::streaming("b_times_x", 3 * rows * c * kBf16, 5 * rows * c * kBf16, {"bcx"}));
+  OpDef conv = ops::streaming("conv1d", 2 * rows * c * kBf16, 3 * rows * c * kBf16, {"bx"});
+  conv.fwd_flops = 2 * rows * c * taps;
+  conv.bwd_flops = conv.bwd_exec_flops = 2 * conv.fwd_flops;
+  b.ops.push_back(conv);
+  b.ops.push_back(ops::streaming("c_times_conv", 3 * rows * c * kBf16, 5 * rows * c * kBf16, {"bcx", "conv_out"}));
+  b.ops.push_back(ops::streaming("contiguous", 2 * rows * c * kBf16, 2 * rows * c * kBf16, {}));
+  b.ops.push_back(parts::linear(b, r, "out_proj", rows, c, h, "gated", {}));
+  return b;
+}
+
 Block mixer_out_glue(const RankShape& r, int64_t hidden) {
   Block b;
   b.name = "mixer.out";

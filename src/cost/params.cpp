@@ -112,6 +112,14 @@ double gated_deltanet_params(const ModelSpec& m, double tp) {
   return (in_proj + conv + 2 * vh + vd * h) / tp + double(m.linear_value_head_dim);
 }
 
+// LFM2's short convolution (transformers' Lfm2ShortConv): in_proj (h x 3h), a depthwise conv1d
+// (h x kernel), out_proj (h x h), each with a bias under conv_bias; split over tp by channel.
+double short_conv_params(const ModelSpec& m, double tp) {
+  const double h = double(m.hidden_size), bias = m.short_conv_bias ? 1 : 0;
+  const double in_proj = 3 * h * (h + bias), conv = h * (double(m.short_conv_kernel) + bias);
+  return (in_proj + conv + h * h) / tp + bias * h;
+}
+
 // The mixer's parameters with its input norm.
 double mixer_params(const ModelSpec& m, int64_t layer_index, double tp) {
   const double norm = norm_params(m, double(m.hidden_size));
@@ -122,6 +130,8 @@ double mixer_params(const ModelSpec& m, int64_t layer_index, double tp) {
       return mamba2_params(m, tp) + norm;
     case Mixer::gated_deltanet:
       return gated_deltanet_params(m, tp) + norm;
+    case Mixer::short_conv:
+      return short_conv_params(m, tp) + norm;
     case Mixer::none:
       return 0;
   }

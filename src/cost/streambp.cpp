@@ -209,9 +209,14 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
   const LoraTargets& l = t.lora_targets;
   // A: in x r, B: r x out; the output side is split over tp
   const bool own_k = !a.shares_kv, own_v = own_k && !a.values_from_keys;
-  double p =
-      (l.q ? r * (h + q / tpd) : 0) + (l.k && own_k ? r * (h + kv / tpd) : 0) + (l.v && own_v ? r * (h + kv / tpd) : 0);
-  if (l.o) p += r * (q / tpd + h);
+  double p = 0;
+  // the attention adapters sit in attention layers only (a Mamba-2, Gated DeltaNet or short
+  // convolution mixer has no q/k/v/o projections)
+  if (m.mixer(layer) == Mixer::attention) {
+    p += (l.q ? r * (h + q / tpd) : 0) + (l.k && own_k ? r * (h + kv / tpd) : 0) +
+         (l.v && own_v ? r * (h + kv / tpd) : 0);
+    if (l.o) p += r * (q / tpd + h);
+  }
   // MLP adapters sit on nn.Linear projections: a dense layer's MLP, or an MoE layer's shared experts
   // (one MLP n_shared x the expert width wide: DeepSeek's shared_experts, Qwen2-MoE's shared_expert,
   // Gemma 4's dense MLP); routed experts are not nn.Linear

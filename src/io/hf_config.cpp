@@ -39,9 +39,8 @@ void throw_if(std::vector<Problem>& problems) {
 // known or not: the construct is what the user needs to hear).
 // `layers` in a config whose model type is not one of remat's hybrids.
 std::string outside_hybrids(const std::string& layers) {
-  return layers +
-         " in a model type remat does not build as a hybrid (its hybrids: nemotron_h, bamba, "
-         "granitemoehybrid, mamba2, qwen3_next)";
+  return layers + " in a model type not built as a hybrid (remat's: nemotron_h, bamba, granitemoehybrid, mamba2, "
+                  "qwen3_next, lfm2)";
 }
 
 void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
@@ -70,6 +69,7 @@ void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
   for (const std::string& kind : r.text_list("layer_types")) {
     if (kind == "full_attention" || kind == "sliding_attention" || kind == "chunked_attention") continue;
     if (kind == "linear_attention" && hybrid == HfHybrid::gated_deltanet) continue;
+    if (kind == "conv" && hybrid == HfHybrid::short_conv) continue;
     const std::string current = current_layer_type(kind);
     if (hybrid == HfHybrid::mamba2_pattern &&
         (current == "linear_attention" || current == "full_attention" || kind == "mlp" || kind == "moe"))

@@ -46,6 +46,7 @@ enum class HfHybrid {
   // Mamba-2 layers (their keys are accepted): Nemotron-H's hybrid_override_pattern (M Mamba-2,
   // * attention, - MLP), Bamba's attn_layer_indices, GraniteMoeHybrid's layer_types, Mamba-2 alone
   mamba2_pattern,
+  short_conv,  // layer_types conv / full_attention (LFM2)
 };
 
 // Reads what one family spells or builds its own way into the model.
@@ -76,6 +77,10 @@ void read_mlp_layer_types(HfJsonReader& r, ModelSpec& m, int64_t first_dense = -
 void qwen3_layer(HfJsonReader& r, ModelSpec& m);
 void olmo2_layer(HfJsonReader& r, ModelSpec& m);
 void cohere_layer(HfJsonReader& r, ModelSpec& m);
+
+// LFM2 and LFM2-MoE (hf_families_hybrid.cpp).
+void lfm2_layer(HfJsonReader& r, ModelSpec& m);
+void lfm2_moe_layer(HfJsonReader& r, ModelSpec& m);
 
 // A shared MLP `shared` wide (the config's `key`) beside experts `width` wide (`width_name`), counted
 // as that many shared experts, or as one shared expert of its own width where it is no multiple.

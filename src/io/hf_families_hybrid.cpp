@@ -202,4 +202,76 @@ void mamba2_layer(HfJsonReader& r, ModelSpec& m) {
                     " (what --tp splits)");
 }
 
+namespace {
+
+// LFM2's mixers (transformers' Lfm2DecoderLayer): layer_types "conv" (Lfm2ShortConv) or
+// "full_attention" (LLaMA's attention with RMSNorms of head_dim on q and k); without layer_types,
+// full_attn_idxs lists the attention layers (absent: every layer attention, Lfm2Config's default).
+void read_lfm2_mixers(HfJsonReader& r, ModelSpec& m) {
+  m.qk_norm = QkNorm::shared;
+  r.integer("conv_L_cache", m.short_conv_kernel, false);
+  if (m.short_conv_kernel < 1 || m.short_conv_kernel > limits::kHeadDim)
+    r.fail("conv_L_cache", std::to_string(m.short_conv_kernel),
+           "must be between 1 and " + std::to_string(limits::kHeadDim));
+  r.boolean("conv_bias", m.short_conv_bias);
+  const std::vector<std::string> types = r.text_list("layer_types");
+  std::vector<int64_t> attention;
+  const bool listed = r.has("full_attn_idxs");
+  r.integer_list("full_attn_idxs", attention);
+  if (!types.empty() && int64_t(types.size()) != m.num_hidden_layers)
+    return r.fail("layer_types", std::to_string(types.size()) + " entries",
+                  "must name each of num_hidden_layers = " + std::to_string(m.num_hidden_layers) + " layers");
+  for (int64_t i = 0; i < std::min(m.num_hidden_layers, limits::kLayers); ++i) {
+    if (!types.empty() && types[size_t(i)] != "conv" && types[size_t(i)] != "full_attention")
+      return r.fail("layer_types", types[size_t(i)], "must hold only \"conv\" and \"full_attention\"");
+    const bool conv = !types.empty() ? types[size_t(i)] == "conv"
+                                     : listed && std::find(attention.begin(), attention.end(), i) == attention.end();
+    m.layer_mixers.push_back(conv ? Mixer::short_conv : Mixer::attention);
+  }
+}
+
+}  // namespace
+
+// LFM2: its mixers, then an RMSNorm and Lfm2MLP in every layer: w1, w3, w2 of intermediate_size
+// (block_ff_dim where given), which block_auto_adjust_ff_dim (default true) takes to int(2/3 of
+// it), then, unless block_ffn_dim_multiplier is null, times it and up to a multiple of
+// block_multiple_of (default 256).
+void lfm2_layer(HfJsonReader& r, ModelSpec& m) {
+  read_lfm2_mixers(r, m);
+  r.integer("block_ff_dim", m.intermediate_size, false);
+  bool adjust = true;
+  r.boolean("block_auto_adjust_ff_dim", adjust);
+  if (!adjust) return;
+  int64_t width = int64_t(2 * double(m.intermediate_size) / 3);
+  if (r.has("block_ffn_dim_multiplier")) {
+    double multiplier = 1;
+    int64_t multiple = 256;
+    r.number("block_ffn_dim_multiplier", multiplier);
+    r.integer("block_multiple_of", multiple, false);
+    if (!(multiplier > 0) || multiplier > 1e3)
+      return r.fail("block_ffn_dim_multiplier", std::to_string(multiplier), "must be a positive number up to 1000");
+    if (multiple < 1 || multiple > limits::kFfn)
+      return r.fail("block_multiple_of", std::to_string(multiple), "must be a positive integer");
+    width = int64_t(multiplier * double(width));
+    width = multiple * ((width + multiple - 1) / multiple);
+  }
+  m.intermediate_size = width;
+}
+
+// LFM2-MoE: LFM2's mixers; the first num_dense_layers (default 2) layers an MLP of
+// intermediate_size as given, the others num_experts (default 32) of moe_intermediate_size (1792),
+// num_experts_per_tok (4) a token, routed by a sigmoid router with an expert-bias buffer (no
+// parameters), no shared expert.
+void lfm2_moe_layer(HfJsonReader& r, ModelSpec& m) {
+  read_lfm2_mixers(r, m);
+  m.n_routed_experts = 32, m.num_experts_per_tok = 4, m.moe_intermediate_size = 1792, m.first_k_dense_replace = 2;
+  r.integer("num_experts", m.n_routed_experts, false);
+  r.integer("num_experts_per_tok", m.num_experts_per_tok, false);
+  r.integer("moe_intermediate_size", m.moe_intermediate_size, false);
+  r.integer("num_dense_layers", m.first_k_dense_replace, false);
+  if (m.n_routed_experts < 1) r.fail("num_experts", std::to_string(m.n_routed_experts), "must be at least 1");
+  if (m.first_k_dense_replace < 0)
+    r.fail("num_dense_layers", std::to_string(m.first_k_dense_replace), "must be 0 or more");
+}
+
 }  // namespace remat

@@ -12,7 +12,7 @@ namespace remat {
 namespace {
 
 // Other names for a family's layers, as their configs say (architectures or docs).
-constexpr std::array<std::pair<const char*, const char*>, 14> kAliases = {{
+constexpr std::pair<const char*, const char*> kAliases[] = {
     {"glm4v_text", "glm4"},  // GLM-4.1V/4.5V's language models
     {"qwen2_vl_text", "qwen2"},
     {"qwen2_5_vl_text", "qwen2"},
@@ -27,10 +27,10 @@ constexpr std::array<std::pair<const char*, const char*>, 14> kAliases = {{
     {"qwen3_omni_moe_text", "qwen3_moe"},  // Qwen3-Omni's thinker
     {"paddleocr_vl_text", "ernie4_5"},
     {"glm_ocr_text", "glm4"},
-}};
+};
 
 // Architecture classes whose layers are a family's (used when model_type is unknown).
-constexpr std::array<std::pair<const char*, const char*>, 26> kArchitectures = {{
+constexpr std::pair<const char*, const char*> kArchitectures[] = {
     {"LlamaForCausalLM", "llama"},
     {"MistralForCausalLM", "mistral"},
     {"Qwen2ForCausalLM", "qwen2"},
@@ -57,7 +57,7 @@ constexpr std::array<std::pair<const char*, const char*>, 26> kArchitectures = {
     {"Starcoder2ForCausalLM", "starcoder2"},
     {"ChatGLMModel", "chatglm"},  // ChatGLM2/3's remote code; some copies leave model_type out
     {"ChatGLMForConditionalGeneration", "chatglm"},
-}};
+};
 
 constexpr std::array kTextConfigWrappers = {
     "llava",    "llava_next", "llava_onevision", "mistral3", "qwen3_vl",      "qwen3_vl_moe", "llama4",
@@ -69,7 +69,8 @@ const char* kMamba1 =
     "a Mamba-1 model (selective-scan layers, no attention); remat's state-space block is Mamba-2 (SSD), whose "
     "projections and scan differ";
 
-const std::array<std::pair<const char*, const char*>, 43> kRefused = {{
+// sized by its entries: a fixed size left over after removing one gives null names
+const std::pair<const char*, const char*> kRefused[] = {
     {"bert", kEncoder},
     {"roberta", kEncoder},
     {"xlm-roberta", kEncoder},
@@ -93,7 +94,6 @@ const std::array<std::pair<const char*, const char*>, 43> kRefused = {{
     {"zamba2",
      "Mamba-2 layers plus shared attention+MLP blocks reused at several depths, each use with its own LoRA "
      "(Zamba2); remat gives every layer its own weights"},
-    {"lfm2", "short convolution layers beside attention layers (layer_types); remat has no convolution block"},
     {"mamba", kMamba1},
     {"nemotron-nas",
      "layers of different shapes (block_configs: some without attention, each its own FFN width); remat builds "
@@ -110,7 +110,6 @@ const std::array<std::pair<const char*, const char*>, 43> kRefused = {{
     {"rwkv", "RWKV's recurrent time-mixing layers, no attention; remat has no block for them"},
     {"rwkv7", "RWKV's recurrent time-mixing layers, no attention; remat has no block for them"},
     {"falcon_mamba", kMamba1},
-    {"lfm2_moe", "short convolution layers beside attention layers (layer_types); remat has no convolution block"},
     {"kimi_linear",
      "Kimi Delta Attention (linear attention) layers beside MLA layers; remat has no block for linear-attention "
      "layers"},
@@ -149,7 +148,7 @@ const std::array<std::pair<const char*, const char*>, 43> kRefused = {{
     {"doge",
      "dynamic mask attention (a learned per-head mask keeping the top keys) and cross-domain MoE of "
      "single-neuron experts; remat has no block for them"},
-}};
+};
 
 }  // namespace
 

@@ -74,6 +74,7 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m);
 // Hybrid models' mixers, norm to out_proj (src/cost/exact_blocks_hybrid.cpp), as r.mixer_kernels runs them.
 Block mamba2_block(const RankShape& r, const ModelSpec& m);
 Block gated_deltanet_block(const RankShape& r, const ModelSpec& m);
+Block short_conv_block(const RankShape& r, const ModelSpec& m);  // LFM2's gated short convolution
 Block mixer_out_glue(const RankShape& r, int64_t hidden);  // reduce, residual
 
 // Ops outside any recompute block (never recomputed at block granularity).

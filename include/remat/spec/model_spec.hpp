@@ -21,15 +21,17 @@ enum class NormKind { rms, layer };
 enum class QkNorm { none, shared, per_head };
 
 // A layer's token mixer: softmax attention (GQA or MLA), a Mamba-2 (SSD) state-space
-// mixer, a Gated DeltaNet linear-attention mixer, or none (Nemotron-H's MLP-only blocks).
-enum class Mixer : uint8_t { attention, mamba2, gated_deltanet, none };
+// mixer, a Gated DeltaNet linear-attention mixer, none (Nemotron-H's MLP-only blocks), or
+// LFM2's gated short convolution.
+enum class Mixer : uint8_t { attention, mamba2, gated_deltanet, none, short_conv };
 // Layer kinds: mixer x feed-forward (dense, MoE, none); kind 0 is attention + dense, 1 attention + MoE;
 // 12-14: sliding-window attention x feed-forward (a framework may run those layers differently);
 // 15-20: attention reusing an earlier layer's keys and values (Gemma 4's KV-shared layers), full
-// (15-17) and sliding-window (18-20), x feed-forward.
-constexpr int kLayerKinds = 21;
+// (15-17) and sliding-window (18-20), x feed-forward; 21-23: short convolution x feed-forward.
+constexpr int kLayerKinds = 24;
 constexpr int kWindowedAttentionKinds = 12;
 constexpr int kSharedKvAttentionKinds = 15;
+constexpr int kShortConvKinds = 21;
 
 // The projections of one attention layer: query heads, key/value heads and head dim, and
 // whether its keys double as its values (Gemma 4's attention_k_eq_v: no v_proj; the values
@@ -145,6 +147,10 @@ struct ModelSpec {
   // Gated DeltaNet: key heads x key dim for q and k, value heads x value dim for v, z and the output.
   int64_t linear_num_key_heads = 0, linear_num_value_heads = 0, linear_key_head_dim = 0, linear_value_head_dim = 0;
   int64_t linear_conv_kernel = 4;
+  // LFM2's short convolution: in_proj to B, C and x (3 x hidden), B x through a depthwise causal
+  // conv1d of short_conv_kernel taps, C times its output, out_proj; short_conv_bias on all three.
+  int64_t short_conv_kernel = 3;
+  bool short_conv_bias = false;
   bool attention_output_gate = false;  // Qwen3-Next: q_proj also makes a sigmoid gate on the attention output
 
   // Gemma 4: its full-attention (not windowed) layers have their own head dim and key/value heads
@@ -241,12 +247,14 @@ struct ModelSpec {
   bool has_ffn(int64_t index) const {
     return index < 0 || index >= int64_t(layer_has_ffn.size()) || layer_has_ffn[size_t(index)];
   }
-  // 3 x mixer + (0 dense, 1 MoE, 2 no feed-forward); sliding-window attention layers from 12
+  // 3 x mixer + (0 dense, 1 MoE, 2 no feed-forward); sliding-window attention layers from 12,
+  // KV-shared from 15, short convolution from 21
   int layer_kind(int64_t index) const {
     const int ffn = !has_ffn(index) ? 2 : layer_is_moe(index) ? 1 : 0;
     if (mixer(index) == Mixer::attention && layer_shares_kv(index))
       return kSharedKvAttentionKinds + (layer_is_windowed(index) ? 3 : 0) + ffn;
     if (mixer(index) == Mixer::attention && layer_is_windowed(index)) return kWindowedAttentionKinds + ffn;
+    if (mixer(index) == Mixer::short_conv) return kShortConvKinds + ffn;
     return 3 * int(mixer(index)) + ffn;
   }
   bool is_hybrid() const { return !layer_mixers.empty(); }
