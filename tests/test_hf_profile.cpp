@@ -260,46 +260,34 @@ TEST(HfProfile, GemmaFamiliesUnseen) { expect_every_step_within("steps-gemma-h10
 
 // LFM2 (reports/hf/steps-lfm2-h200.jsonl, examples/hf/lfm2/): LFM2-1.2B whole (10 short-convolution
 // and 6 attention layers) and a 6-layer LFM2-MoE, measured on an H200 after the short convolution's
-// saves were read from transformers 5.17's Lfm2ShortConv: full fine-tuning within 0.1%, LoRA within
-// 0.9%, the bytes before the step within 0.1% (LoRA adapters counted on attention layers only). The
-// MoE model's LoRA step without checkpointing is 5.6% high: its first two layers carry no adapter
-// and save nothing (the gap the Nemotron-H test below names).
-TEST(HfProfile, Lfm2Steps) {
-  int checked = 0;
-  for (const HfComparison& c : measured_cases("steps-lfm2-h200.jsonl")) {
-    EXPECT_LE(std::abs(c.before_error_pct()), 0.2) << c.measured.case_name;
-    if (c.measured.case_name == "lfm2-moe-6l-lora-none-s2048")
-      EXPECT_GT(c.peak_error_pct(), 4.0) << c.measured.case_name;  // the frozen layers before the first adapter
-    else
-      EXPECT_LE(std::abs(c.peak_error_pct()), 1.0) << c.measured.case_name;
-    ++checked;
-  }
-  EXPECT_EQ(checked, 13);
-}
+// saves were read from transformers 5.17's Lfm2ShortConv: within 0.3%, the bytes before the step
+// within 0.1% (LoRA adapters counted on attention layers only). Before LoRA's frozen prefix was
+// modelled (stage_model.hpp, first_adapted_layer) the LoRA steps without checkpointing were +0.9%
+// (the first layer's convolution, no adapter, saves nothing) and +5.6% (the MoE model's first two
+// layers carry no adapter at all).
+TEST(HfProfile, Lfm2Steps) { expect_every_step_within("steps-lfm2-h200.jsonl", 0.2, 0.5, 13); }
 
 // Nemotron-3-Nano cut to three layers (Mamba-2, MoE of 128 two-matrix relu^2 experts with a shared
 // MLP, attention; examples/hf/nemotron-3-nano-cut3.json), measured on the H100
 // (reports/hf/steps-nemotron-h-h100.jsonl): full fine-tuning peaks in the Mamba-2 layer's backward
 // (transformers' torch scan), under the MoE layer's 2.6 GB of weight gradients and the head's:
 // -13.4% and -9.7% before layer_gradient_bytes, within 0.2% with it. LoRA on the attention
-// projections under checkpointing within 0.5%. LoRA without checkpointing is not modelled: the
-// frozen embedding and the adapter-free Mamba-2 and MoE layers before the first adapter run no
-// backward at all (no saved tensors, no working set), and the step peaks in the Mamba-2 forward
-// (+51% .. +80% over today).
+// projections under checkpointing within 0.5%. LoRA without checkpointing: the frozen embedding and
+// the adapter-free Mamba-2 and MoE layers before the first adapter save nothing and run no backward,
+// and the step peaks in the Mamba-2 forward (its broadcast product beside the module's locals):
+// +51% .. +80% before that frozen prefix was modelled, +1.4% .. +2.1% with it (the later layers'
+// activations counted alive in that forward, which they are not yet).
 TEST(HfProfile, NemotronHMoeHybridSteps) {
-  int checked = 0, skipped = 0;
+  int lora_none = 0, checked = 0;
   for (const HfComparison& c : measured_cases("steps-nemotron-h-h100.jsonl")) {
     EXPECT_LE(std::abs(c.before_error_pct()), 0.5) << c.measured.case_name;
-    if (c.measured.mode == "lora" && c.measured.checkpointing == "none") {
-      EXPECT_GT(c.peak_error_pct(), 40.0) << c.measured.case_name;  // the gap above, until modelled
-      ++skipped;
-      continue;
-    }
-    EXPECT_LE(std::abs(c.peak_error_pct()), 0.6) << c.measured.case_name;
+    const bool frozen_prefix = c.measured.mode == "lora" && c.measured.checkpointing == "none";
+    EXPECT_LE(std::abs(c.peak_error_pct()), frozen_prefix ? 2.5 : 0.6) << c.measured.case_name;
+    lora_none += frozen_prefix ? 1 : 0;
     ++checked;
   }
-  EXPECT_EQ(checked, 8);
-  EXPECT_EQ(skipped, 3);
+  EXPECT_EQ(checked, 11);
+  EXPECT_EQ(lora_none, 3);
 }
 
 // Every measured step (148 cases: seven families, dense and MoE, s 1k-32k, full and LoRA, fp32 and

@@ -165,17 +165,24 @@ LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const Tra
 LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& costed,
                            const LayerDef& layer, LayerChoice& choice, int64_t g, BlockCostMemo& memo) {
   if (choice.stream_chunks > 0) choice.stream_chunks = costed.streambp_chunks;
-  LayerCost lc = layer_cost(layer, choice, costed.replay == RecomputeReplay::early_stop, hw, memo);
+  const int64_t first_adapted = first_adapted_layer(m, costed);
+  LayerCost lc;
+  if (choice.mode == LayerMode::keep && g <= first_adapted) {
+    const LayerDef frozen = frozen_prefix_layer(layer, g < first_adapted, costed);
+    BlockCostMemo own;  // its blocks live here only
+    lc = layer_cost(frozen, choice, costed.replay == RecomputeReplay::early_stop, hw, own);
+  } else {
+    lc = layer_cost(layer, choice, costed.replay == RecomputeReplay::early_stop, hw, memo);
+  }
   if (choice.stream_chunks > 1) lc.recompute_s += streambp_layer_weight_s(m, hw, costed, g);
-  if (g == 0 && choice.mode == LayerMode::keep) lc.kept_bytes -= frozen_input_saved_bytes(layer, costed);
   lc.grads_bytes = layer_gradient_bytes(m, costed, g);
   return lc;
 }
 
 namespace {
 
-size_t hash_of(const LayerDef* layer, bool first_layer, const LayerChoice& c) {
-  size_t h = std::hash<const void*>()(layer) ^ (first_layer ? 0x9e3779b97f4a7c15ULL : 0);
+size_t hash_of(const LayerDef* layer, int frozen, const LayerChoice& c) {
+  size_t h = std::hash<const void*>()(layer) ^ (uint64_t(frozen) * 0x9e3779b97f4a7c15ULL);
   const auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ULL; };
   mix(uint64_t(c.mode));
   for (BlockMode b : c.blocks) mix(uint64_t(b));
@@ -190,18 +197,21 @@ size_t hash_of(const LayerDef* layer, bool first_layer, const LayerChoice& c) {
 
 const LayerCost& LayerCostCache::cost(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& costed,
                                       const LayerDef& layer, LayerChoice& choice, int64_t g) {
-  // a layer's cost depends on its shape, its choice's cost key and, for the first layer, LoRA's
-  // frozen input; the key is made in place (no copy) and the caller's place in its chunk restored
+  // a layer's cost depends on its shape, its choice's cost key and, up to the first adapted layer,
+  // LoRA's frozen prefix; the key is made in place (no copy) and the caller's place in its chunk
+  // restored
   const int64_t chunk_layers = choice.chunk_layers, chunk_position = choice.chunk_position;
   reduce_to_cost_key(choice);
+  const int64_t first_adapted = first_adapted_layer(m, costed);
+  const int frozen = g < first_adapted ? 2 : g == first_adapted ? 1 : 0;
   const Entry* found = nullptr;
-  const size_t h = hash_of(&layer, g == 0, choice);
+  const size_t h = hash_of(&layer, frozen, choice);
   for (auto [it, end] = by_hash_.equal_range(h); it != end && !found; ++it) {
     const Entry& e = entries_[it->second];
-    if (e.layer == &layer && e.first_layer == (g == 0) && e.choice == choice) found = &e;
+    if (e.layer == &layer && e.frozen == frozen && e.choice == choice) found = &e;
   }
   if (!found) {
-    Entry e{&layer, g == 0, choice, choice, {}};
+    Entry e{&layer, frozen, choice, choice, {}};
     e.cost = stage_layer_cost(m, hw, costed, layer, e.costed_choice, g, blocks_);
     by_hash_.emplace(h, entries_.size());
     found = &entries_.emplace_back(std::move(e));

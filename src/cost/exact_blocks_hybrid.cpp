@@ -185,6 +185,7 @@ Block mamba2_torch(const RankShape& r, const ModelSpec& m) {
   scan.fwd_flops = rows * heads * (q * (n + p) + 4 * n * p);
   scan.bwd_flops = scan.bwd_exec_flops = 2 * scan.fwd_flops;
   scan.working_bytes = 2 * cb_product * kFp32;
+  scan.fwd_working_bytes = cb_product * kFp32;  // the forward sums the product it holds once
   b.ops.push_back(scan);
   // y + D x in fp32, then Zamba2RMSNormGated on it: the gate's fp32 copy (SiLU's input), silu(gate),
   // the gated product, 1/rms per group, the normalized product (saved when the norm weight trains)
@@ -264,6 +265,7 @@ Block gated_deltanet_torch(const RankShape& r, const ModelSpec& m) {
   const double repeats = vh > kh ? 2 * rows * qk * kBf16 : 0;
   norm.working_bytes =
       rows * ((conv_dim + vd) * kBf16 + vd * kBf16 + conv_dim * kBf16 + vd * kBf16 + vd * kFp32) + repeats;
+  norm.fwd_working_bytes = norm.working_bytes;
   b.ops.push_back(norm);
   b.tensors.push_back({"o_out", rows * vd * kBf16});
   b.ops.push_back(parts::linear(b, r, "out_proj", rows, vd, h, "o_out", {}));

@@ -172,10 +172,63 @@ double layer_gradient_bytes(const ModelSpec& m, const TrainingSpec& t, int64_t g
   return held_bytes(layer_params(m, g, t.tp, t.ep), 0, lora_layer_params(m, t, t.tp, g), t).gradients;
 }
 
-double frozen_input_saved_bytes(const LayerDef& first_layer, const TrainingSpec& t) {
-  if (t.lora_rank <= 0 || !t.norm_fp32_upcast || first_layer.blocks.empty()) return 0;
-  const Block& b = first_layer.blocks.front();
-  return b.tensor_bytes(t.params_fp32_autocast ? "x" : "x32") + b.tensor_bytes("rstd");
+int64_t first_adapted_layer(const ModelSpec& m, const TrainingSpec& t) {
+  if (t.lora_rank <= 0) return -1;
+  for (int64_t g = 0; g < m.num_hidden_layers; ++g)
+    if (lora_layer_params(m, t, t.tp, g) > 0) return g;
+  return m.num_hidden_layers;
+}
+
+namespace {
+
+bool has_adapter(const Block& b) {
+  return std::any_of(b.ops.begin(), b.ops.end(), [](const OpDef& op) { return op.name.ends_with(".lora"); });
+}
+
+// A block whose inputs and weights need no gradient: it saves nothing and runs no backward. Where an
+// op states what its forward holds, the tensors the ops up to it would have saved are alive with it
+// (the module's locals, freed when its forward returns).
+void freeze(Block& b) {
+  double locals = 0;
+  std::vector<std::string> seen;
+  for (OpDef& op : b.ops) {
+    for (const std::string& name : op.saves)
+      if (std::find(seen.begin(), seen.end(), name) == seen.end()) {
+        seen.push_back(name);
+        locals += b.tensor_bytes(name);
+      }
+    if (op.fwd_working_bytes > 0) op.fwd_working_bytes += locals;
+  }
+  b.tensors.clear();
+  b.inputs.clear(), b.kept_outside.clear(), b.attention_stats.clear();
+  b.inputs_saved = false;
+  for (OpDef& op : b.ops) {
+    op.saves.clear();
+    op.bwd_flops = op.bwd_exec_flops = op.bwd_bytes = 0;
+    op.working_bytes = op.fwd_working_bytes;
+  }
+}
+
+// The input norm of the first adapted block saves nothing for a gradient nobody asks for.
+void drop_input_norm_saves(Block& b, const TrainingSpec& t) {
+  if (!t.norm_fp32_upcast) return;
+  const std::string input = t.params_fp32_autocast ? "x" : "x32";
+  for (TensorDef& tensor : b.tensors)
+    if (tensor.name == input || tensor.name == "rstd") tensor.bytes = 0;
+}
+
+}  // namespace
+
+LayerDef frozen_prefix_layer(const LayerDef& layer, bool whole_layer, const TrainingSpec& t) {
+  LayerDef out = layer;
+  for (Block& b : out.blocks) {
+    if (!whole_layer && has_adapter(b)) {
+      drop_input_norm_saves(b, t);
+      break;
+    }
+    freeze(b);
+  }
+  return out;
 }
 
 StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const RankShape& r,

@@ -56,6 +56,8 @@ struct OpDef {
   // bytes it holds at once beyond the saved tensors, in forward or backward, where the code says
   // (an unfused broadcast product and its gradients); 0: not stated
   double working_bytes = 0;
+  // of those, what its forward holds (a frozen layer, which runs no backward: frozen_prefix_layer)
+  double fwd_working_bytes = 0;
   ModuleTags replayed_by = 0;  // Megatron modules whose selective recompute reruns this op
 };
 

@@ -108,13 +108,13 @@ class LayerCostCache {
  private:
   struct Entry {
     const LayerDef* layer;
-    bool first_layer;
+    int frozen;  // LoRA's frozen prefix: 0 past it, 1 the first adapted layer, 2 before it
     LayerChoice choice, costed_choice;  // the cost key, and it as stage_layer_cost updated it
     LayerCost cost;
   };
   std::deque<Entry> entries_;  // stable addresses for the references returned
   BlockCostMemo blocks_;       // the layers' block costs, shared by their choices
-  // entries by a hash of (layer, first layer, cost key); equal hashes are told apart by comparing
+  // entries by a hash of (layer, frozen, cost key); equal hashes are told apart by comparing
   std::unordered_multimap<size_t, size_t> by_hash_;
 };
 

@@ -52,9 +52,13 @@ struct StageBase {
   bool link_shared = false;     // tp collectives also cross the host link
 };
 
-// Under LoRA the embedding is frozen, so the first layer's input needs no gradient and its first
-// norm saves nothing for it (the fp32 upcast and 1/rms); 0 otherwise.
-double frozen_input_saved_bytes(const LayerDef& first_layer, const TrainingSpec& t);
+// Under LoRA the embedding and the base weights are frozen: autograd records nothing until the
+// first adapter. The layers before the first one with an adapter (first_adapted_layer; -1 without
+// LoRA) save nothing and run no backward; in that layer, the blocks before its first adapted block
+// do the same, and that block's input norm saves nothing (the fp32 upcast and 1/rms).
+int64_t first_adapted_layer(const ModelSpec& m, const TrainingSpec& t);
+// `layer` as it runs at global index g <= first_adapted_layer, kept (no recompute).
+LayerDef frozen_prefix_layer(const LayerDef& layer, bool whole_layer, const TrainingSpec& t);
 
 StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const RankShape& r,
                      int64_t index, std::pair<int64_t, int64_t> layers);
