@@ -311,6 +311,43 @@ Block short_conv_block(const RankShape& r, const ModelSpec& m) {
   return b;
 }
 
+// Mamba-1 as transformers' MambaMixer (FalconMamba, Jamba) trains with mamba_ssm installed: in_proj
+// (an nn.Linear, saving its input), then mamba_ssm's mamba_inner_fn at its default checkpoint_lvl 1,
+// which saves the in_proj output xz (x and z), x_proj's output x_dbl (dt, B, C), B and C as
+// contiguous copies, the scan's chunk states (fp32, one pair of state vectors per channel and
+// 2048-token chunk) and the scan output before the z gate; the conv output and dt are recomputed
+// in backward, out_proj's input (the gated output) too.
+Block mamba1_block(const RankShape& r, const ModelSpec& m) {
+  Block b;
+  b.name = "mamba1";
+  const double rows = r.tokens(), h = double(m.hidden_size), c = double(m.mamba1_inner) / double(r.tp);
+  const double rank = double(m.mamba1_dt_rank), n = double(m.ssm_state_size);
+  const double taps = double(m.mamba_conv_kernel), chunks = std::ceil(r.s / 2048);
+  parts::add_input_norm(b, r, h, true, 1);
+  b.ops.push_back(parts::linear(b, r, "in_proj", rows, h, 2 * c, "x_norm", {}));
+  b.tensors.push_back({"xz", rows * 2 * c * kBf16});
+  b.tensors.push_back({"x_dbl", rows * (rank + 2 * n) * kBf16});
+  b.tensors.push_back({"b_c", rows * 2 * n * kBf16});
+  b.tensors.push_back({"scan_states", r.b * c * chunks * 2 * n * kFp32});
+  b.tensors.push_back({"scan_out", rows * c * kBf16});
+  OpDef conv = ops::streaming("conv1d_silu", 2 * rows * c * kBf16, 5 * rows * c * kBf16, {"xz"});
+  conv.fwd_flops = 2 * rows * c * taps;
+  conv.bwd_flops = 2 * conv.fwd_flops, conv.bwd_exec_flops = 3 * conv.fwd_flops;  // its output recomputed
+  b.ops.push_back(conv);
+  b.ops.push_back(ops::gemm("x_proj", rows, c, rank + 2 * n, {"x_dbl"}));
+  OpDef dt = ops::gemm("dt_proj", rows, rank, c, {"x_dbl"});
+  dt.bwd_exec_flops += dt.fwd_flops;  // dt recomputed in backward
+  b.ops.push_back(dt);
+  // per token, channel and state: exp(dt A), dt B x, the state update and C h (about 9 FLOPs)
+  OpDef scan = ops::streaming("selective_scan", rows * (5 * c + 2 * n) * kBf16, 2 * rows * (7 * c + 2 * n) * kBf16,
+                              {"xz", "b_c", "scan_states", "scan_out"});
+  scan.fwd_flops = 9 * rows * c * n;
+  scan.bwd_flops = scan.bwd_exec_flops = 2 * scan.fwd_flops;
+  b.ops.push_back(scan);
+  b.ops.push_back(ops::gemm("out_proj", rows, c, h, {"scan_out", "xz"}));
+  return b;
+}
+
 Block mixer_out_glue(const RankShape& r, int64_t hidden) {
   Block b;
   b.name = "mixer.out";

@@ -214,6 +214,10 @@ void add_mixer(LayerDef& layer, const ModelSpec& m, const RankShape& r, int64_t 
       add(gated_deltanet_block(r, m), true);
       add(mixer_out_glue(r, m.hidden_size), false);
       return;
+    case Mixer::mamba1:
+      add(mamba1_block(r, m), true);
+      add(mixer_out_glue(r, m.hidden_size), false);
+      return;
     case Mixer::short_conv:
       add(short_conv_block(r, m), true);
       add(mixer_out_glue(r, m.hidden_size), false);

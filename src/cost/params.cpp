@@ -120,6 +120,20 @@ double short_conv_params(const ModelSpec& m, double tp) {
   return (in_proj + conv + h * h) / tp + bias * h;
 }
 
+// Mamba-1 (transformers' MambaMixer, FalconMambaMixer, JambaMambaMixer): in_proj (h x 2 inner), a
+// depthwise conv1d (inner x kernel), x_proj (inner x (dt_rank + 2 state)), dt_proj (dt_rank x inner,
+// with bias), A_log (inner x state), D (inner), out_proj (inner x h); Jamba's RMSNorms of dt_rank,
+// state and state. Split over tp by channel.
+double mamba1_params(const ModelSpec& m, double tp) {
+  const double h = double(m.hidden_size), inner = double(m.mamba1_inner), rank = double(m.mamba1_dt_rank);
+  const double state = double(m.ssm_state_size), bias = m.mamba_proj_bias ? 1 : 0;
+  const double in_proj = 2 * inner * (h + bias);
+  const double conv = inner * (double(m.mamba_conv_kernel) + (m.mamba_conv_bias ? 1 : 0));
+  const double scan = inner * (rank + 2 * state) + inner * (rank + 1) + inner * state + inner;
+  const double norms = m.mamba1_inner_norms ? rank + 2 * state : 0;
+  return (in_proj + conv + scan + inner * h) / tp + bias * h + norms;
+}
+
 // The mixer's parameters with its input norm.
 double mixer_params(const ModelSpec& m, int64_t layer_index, double tp) {
   const double norm = norm_params(m, double(m.hidden_size));
@@ -132,6 +146,8 @@ double mixer_params(const ModelSpec& m, int64_t layer_index, double tp) {
       return gated_deltanet_params(m, tp) + norm;
     case Mixer::short_conv:
       return short_conv_params(m, tp) + norm;
+    case Mixer::mamba1:
+      return mamba1_params(m, tp) + norm;
     case Mixer::none:
       return 0;
   }

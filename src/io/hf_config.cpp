@@ -40,7 +40,7 @@ void throw_if(std::vector<Problem>& problems) {
 // `layers` in a config whose model type is not one of remat's hybrids.
 std::string outside_hybrids(const std::string& layers) {
   return layers + " in a model type not built as a hybrid (remat's: nemotron_h, bamba, granitemoehybrid, mamba2, "
-                  "qwen3_next, lfm2)";
+                  "qwen3_next, lfm2, jamba)";
 }
 
 void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
@@ -59,7 +59,7 @@ void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
     refuse(r.file, r.path("cross_attention_layers"), "",
            "cross-attention layers over another input; remat builds self-attention decoders only");
   for (const char* key : {"ssm_cfg", "mamba_d_state", "ssm_state_size", "mamba_expand"})
-    if (r.has(key) && hybrid != HfHybrid::mamba2_pattern)
+    if (r.has(key) && hybrid != HfHybrid::mamba2_pattern && hybrid != HfHybrid::mamba1)
       refuse(r.file, r.path(key), "", outside_hybrids("state-space (Mamba) layers"));
   bool encoder_decoder = false;
   r.boolean("is_encoder_decoder", encoder_decoder);

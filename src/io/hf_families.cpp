@@ -628,6 +628,9 @@ constexpr HfDefaults kPhiDefaults{51200, 2048, 8192, 24, 32};
 constexpr HfDefaults kBambaDefaults{128000, 4096, 14336, 32, 32, 8, 0, 1e-5};
 constexpr HfDefaults kGraniteMoeHybridDefaults{32000, 4096, 11008, 32, 32};
 constexpr HfDefaults kMamba2Defaults{32768, 4096, 0, 64, 0, 0, 0, 1e-5};
+// MambaConfig and FalconMambaConfig (no attention, no MLP), JambaConfig
+constexpr HfDefaults kMambaDefaults{50280, 768, 0, 32, 0, 0, 0, 1e-5};
+constexpr HfDefaults kJambaDefaults{65536, 4096, 14336, 32, 32, 8};
 // Lfm2Config and Lfm2MoeConfig
 constexpr HfDefaults kLfm2Defaults{65536, 2560, 12288, 32, 32, 8, 0, 1e-5};
 constexpr HfDefaults kLfm2MoeDefaults{65536, 2048, 7168, 32, 32, 8, 0, 1e-5};
@@ -780,6 +783,9 @@ const std::array kFamilies = {
              kGraniteMoeHybridDefaults, false, HfHybrid::mamba2_pattern},
     HfFamily{"mamba2", false, kDense, false, nullptr, mamba2_layer, kMamba2Defaults, false, HfHybrid::mamba2_pattern},
     HfFamily{"lfm2", true, kDense, false, nullptr, lfm2_layer, kLfm2Defaults, false, HfHybrid::short_conv},
+    HfFamily{"mamba", true, kDense, false, nullptr, mamba_layer, kMambaDefaults, false, HfHybrid::mamba1},
+    HfFamily{"falcon_mamba", true, kDense, false, nullptr, mamba_layer, kMambaDefaults, false, HfHybrid::mamba1},
+    HfFamily{"jamba", false, HfExperts::own, false, nullptr, jamba_layer, kJambaDefaults, false, HfHybrid::mamba1},
     HfFamily{"lfm2_moe", true, HfExperts::own, false, nullptr, lfm2_moe_layer, kLfm2MoeDefaults, false,
              HfHybrid::short_conv},
 };

@@ -47,6 +47,7 @@ enum class HfHybrid {
   // * attention, - MLP), Bamba's attn_layer_indices, GraniteMoeHybrid's layer_types, Mamba-2 alone
   mamba2_pattern,
   short_conv,  // layer_types conv / full_attention (LFM2)
+  mamba1,      // Mamba-1 alone (Mamba, FalconMamba) or beside attention by period (Jamba)
 };
 
 // Reads what one family spells or builds its own way into the model.
@@ -77,6 +78,10 @@ void read_mlp_layer_types(HfJsonReader& r, ModelSpec& m, int64_t first_dense = -
 void qwen3_layer(HfJsonReader& r, ModelSpec& m);
 void olmo2_layer(HfJsonReader& r, ModelSpec& m);
 void cohere_layer(HfJsonReader& r, ModelSpec& m);
+
+// Mamba-1 families (hf_families_hybrid.cpp).
+void mamba_layer(HfJsonReader& r, ModelSpec& m);
+void jamba_layer(HfJsonReader& r, ModelSpec& m);
 
 // LFM2 and LFM2-MoE (hf_families_hybrid.cpp).
 void lfm2_layer(HfJsonReader& r, ModelSpec& m);

@@ -274,4 +274,95 @@ void lfm2_moe_layer(HfJsonReader& r, ModelSpec& m) {
     r.fail("num_dense_layers", std::to_string(m.first_k_dense_replace), "must be 0 or more");
 }
 
+namespace {
+
+// Mamba-1's time_step_rank: "auto" (ceil(hidden_size / 16), the config classes' default) or a number.
+void read_dt_rank(HfJsonReader& r, ModelSpec& m, const char* key) {
+  m.mamba1_dt_rank = (m.hidden_size + 15) / 16;
+  if (r.has(key) && !(r.object[r.spelled(key)].is_string() && r.text(key) == "auto"))
+    r.integer(key, m.mamba1_dt_rank, false);
+  require_positive(r, key, m.mamba1_dt_rank);
+}
+
+// The Mamba-1 mixer's channels: intermediate_size where given, else expand x hidden_size. With no
+// attention, the channels stand for the heads (so that --tp splits them), as for Mamba-2.
+void mamba1_channels(HfJsonReader& r, ModelSpec& m, int64_t expand) {
+  m.mamba1_inner = expand * m.hidden_size;
+  if (r.has("intermediate_size") && r.text("model_type") != "jamba") r.integer("intermediate_size", m.mamba1_inner, false);
+  require_positive(r, "intermediate_size", m.mamba1_inner);
+}
+
+}  // namespace
+
+// Mamba-1 alone (MambaConfig, FalconMambaConfig; state-spaces/mamba-*-hf, tiiuae/falcon-mamba-7b):
+// every layer an RMSNorm and a Mamba-1 mixer, no attention and no feed-forward. FalconMamba's
+// RMSNorms on B, C and dt have no weights.
+void mamba_layer(HfJsonReader& r, ModelSpec& m) {
+  int64_t expand = 2;
+  m.ssm_state_size = 16, m.mamba_conv_kernel = 4, m.mamba_conv_bias = true, m.mamba_proj_bias = false;
+  r.integer("state_size", m.ssm_state_size, false);
+  r.integer("expand", expand, false);
+  r.integer("conv_kernel", m.mamba_conv_kernel, false);
+  r.boolean("use_bias", m.mamba_proj_bias);
+  r.boolean("use_conv_bias", m.mamba_conv_bias);
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"state_size", m.ssm_state_size},
+                                   {"expand", expand},
+                                   {"conv_kernel", m.mamba_conv_kernel}})
+    require_positive(r, key, value);
+  read_dt_rank(r, m, "time_step_rank");
+  mamba1_channels(r, m, expand);
+  m.num_attention_heads = m.num_key_value_heads = std::max<int64_t>(m.mamba1_inner, 1);
+  m.head_dim = 1;
+  m.intermediate_size = m.mamba1_inner;
+  m.rotary_fraction = 0;
+  for (int64_t i = 0; i < std::min(m.num_hidden_layers, limits::kLayers); ++i) {
+    m.layer_mixers.push_back(Mixer::mamba1);
+    m.layer_has_ffn.push_back(false);
+  }
+}
+
+// Jamba (JambaConfig; ai21labs/Jamba-v0.1, AI21-Jamba-1.5/1.6/1.7, Jamba-Reasoning): attention
+// (no positions) where i % attn_layer_period == attn_layer_offset, a Mamba-1 mixer with RMSNorms on
+// dt, B and C elsewhere; then num_experts MLP experts of intermediate_size where i %
+// expert_layer_period == expert_layer_offset (and num_experts > 1), the dense MLP elsewhere.
+void jamba_layer(HfJsonReader& r, ModelSpec& m) {
+  int64_t expand = 2, attn_period = 8, attn_offset = 4, expert_period = 2, expert_offset = 1, experts = 16;
+  m.ssm_state_size = 16, m.mamba_conv_kernel = 4, m.mamba_conv_bias = true, m.mamba_proj_bias = false;
+  m.mamba1_inner_norms = true;
+  r.integer("mamba_d_state", m.ssm_state_size, false);
+  r.integer("mamba_expand", expand, false);
+  r.integer("mamba_d_conv", m.mamba_conv_kernel, false);
+  r.boolean("mamba_conv_bias", m.mamba_conv_bias);
+  r.boolean("mamba_proj_bias", m.mamba_proj_bias);
+  r.integer("attn_layer_period", attn_period, false);
+  r.integer("attn_layer_offset", attn_offset, false);
+  r.integer("expert_layer_period", expert_period, false);
+  r.integer("expert_layer_offset", expert_offset, false);
+  r.integer("num_experts", experts, false);
+  m.num_experts_per_tok = 2;
+  r.integer("num_experts_per_tok", m.num_experts_per_tok, false);
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"mamba_d_state", m.ssm_state_size},
+                                   {"mamba_expand", expand},
+                                   {"mamba_d_conv", m.mamba_conv_kernel},
+                                   {"attn_layer_period", attn_period},
+                                   {"expert_layer_period", expert_period},
+                                   {"num_experts", experts}})
+    require_positive(r, key, value);
+  if (!r.problems.empty()) return;
+  read_dt_rank(r, m, "mamba_dt_rank");
+  mamba1_channels(r, m, expand);
+  m.rotary_fraction = 0;
+  std::vector<int64_t> dense;
+  for (int64_t i = 0; i < std::min(m.num_hidden_layers, limits::kLayers); ++i) {
+    m.layer_mixers.push_back(i % attn_period == attn_offset ? Mixer::attention : Mixer::mamba1);
+    if (experts <= 1 || i % expert_period != expert_offset) dense.push_back(i);
+  }
+  if (experts <= 1) return;
+  m.n_routed_experts = experts;
+  m.moe_intermediate_size = m.intermediate_size;
+  m.moe_layer_rule = MoeLayerRule::every_step;
+  m.moe_layer_freq = 1;
+  m.dense_mlp_layers = dense;
+}
+
 }  // namespace remat

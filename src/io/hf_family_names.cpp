@@ -65,9 +65,6 @@ constexpr std::array kTextConfigWrappers = {
     "internvl", "glm4v",      "glm4v_moe",       "gemma3n",  "gemma4_unified"};
 
 const char* kEncoder = "an encoder or encoder-decoder model (bidirectional attention); remat plans causal decoder LLMs";
-const char* kMamba1 =
-    "a Mamba-1 model (selective-scan layers, no attention); remat's state-space block is Mamba-2 (SSD), whose "
-    "projections and scan differ";
 
 // sized by its entries: a fixed size left over after removing one gives null names
 const std::pair<const char*, const char*> kRefused[] = {
@@ -85,16 +82,12 @@ const std::pair<const char*, const char*> kRefused[] = {
     {"umt5", kEncoder},
     {"bart", kEncoder},
     {"whisper", kEncoder},
-    {"jamba",
-     "Mamba-1 (selective-scan) layers beside attention and MoE layers (Jamba); remat's state-space block "
-     "is Mamba-2 (SSD), whose projections and scan differ"},
     {"falcon_h1",
      "attention and a Mamba-2 mixer side by side in every layer, outputs scaled and summed (Falcon-H1's "
      "parallel hybrid); remat builds one mixer per layer"},
     {"zamba2",
      "Mamba-2 layers plus shared attention+MLP blocks reused at several depths, each use with its own LoRA "
      "(Zamba2); remat gives every layer its own weights"},
-    {"mamba", kMamba1},
     {"nemotron-nas",
      "layers of different shapes (block_configs: some without attention, each its own FFN width); remat builds "
      "one layer shape"},
@@ -109,7 +102,6 @@ const std::pair<const char*, const char*> kRefused[] = {
     {"glm_moe_dsa", "DeepSeek sparse attention (its lightning indexer); remat has no block for sparse attention"},
     {"rwkv", "RWKV's recurrent time-mixing layers, no attention; remat has no block for them"},
     {"rwkv7", "RWKV's recurrent time-mixing layers, no attention; remat has no block for them"},
-    {"falcon_mamba", kMamba1},
     {"kimi_linear",
      "Kimi Delta Attention (linear attention) layers beside MLA layers; remat has no block for linear-attention "
      "layers"},

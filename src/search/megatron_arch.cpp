@@ -228,8 +228,8 @@ std::vector<std::string> megatron_inexpressible(const ModelSpec& m) {
   if (m.embedding_norm) cannot("a norm on the embeddings");
   if (m.position_embeddings == 0 && m.rotary_fraction <= 0 && !m.is_hybrid()) cannot("ALiBi attention biases");
   if (m.is_hybrid())
-    cannot("Mamba-2, Gated DeltaNet or short-convolution layers (its GPT model has none; Mamba-2 hybrids run in "
-           "its MambaModel)");
+    cannot("Mamba-1, Mamba-2, Gated DeltaNet or short-convolution layers (its GPT model has none; Mamba-2 "
+           "hybrids run in its MambaModel)");
   if (m.attention_output_gate) cannot("a gate on the attention output");
   if (m.final_logit_softcap > 0) cannot("final logit softcapping");
   if (m.has_full_attention_shape())

@@ -147,6 +147,11 @@ std::vector<Problem> validate_training(const TrainingSpec& t, const ModelSpec& m
   } else if (t.ep > 1) {
     f.fail("--ep", str(t.ep), "needs a mixture-of-experts model");
   }
+  if (t.mixer_kernels == MixerKernels::torch &&
+      std::find(m.layer_mixers.begin(), m.layer_mixers.end(), Mixer::mamba1) != m.layer_mixers.end())
+    f.fail("--mixer-kernels", "torch",
+           "Mamba-1 layers are priced as mamba_ssm's kernels run them; transformers' plain-PyTorch fallback "
+           "(the hf profile's default) is not modelled: give --mixer-kernels fused");
   if (t.gbs > 0 && t.gbs % (t.mbs * t.dp) != 0)
     f.fail("--gbs", str(t.gbs), "must be a multiple of mbs * dp = " + str(t.mbs * t.dp));
   if (!t.layers_per_stage.empty()) check_layers_per_stage(f, t.layers_per_stage, t.pp, layers);

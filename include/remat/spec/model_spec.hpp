@@ -21,17 +21,19 @@ enum class NormKind { rms, layer };
 enum class QkNorm { none, shared, per_head };
 
 // A layer's token mixer: softmax attention (GQA or MLA), a Mamba-2 (SSD) state-space
-// mixer, a Gated DeltaNet linear-attention mixer, none (Nemotron-H's MLP-only blocks), or
-// LFM2's gated short convolution.
-enum class Mixer : uint8_t { attention, mamba2, gated_deltanet, none, short_conv };
+// mixer, a Gated DeltaNet linear-attention mixer, none (Nemotron-H's MLP-only blocks),
+// LFM2's gated short convolution, or a Mamba-1 (selective scan) mixer.
+enum class Mixer : uint8_t { attention, mamba2, gated_deltanet, none, short_conv, mamba1 };
 // Layer kinds: mixer x feed-forward (dense, MoE, none); kind 0 is attention + dense, 1 attention + MoE;
 // 12-14: sliding-window attention x feed-forward (a framework may run those layers differently);
 // 15-20: attention reusing an earlier layer's keys and values (Gemma 4's KV-shared layers), full
-// (15-17) and sliding-window (18-20), x feed-forward; 21-23: short convolution x feed-forward.
-constexpr int kLayerKinds = 24;
+// (15-17) and sliding-window (18-20), x feed-forward; 21-23: short convolution x feed-forward;
+// 24-26: Mamba-1 x feed-forward.
+constexpr int kLayerKinds = 27;
 constexpr int kWindowedAttentionKinds = 12;
 constexpr int kSharedKvAttentionKinds = 15;
 constexpr int kShortConvKinds = 21;
+constexpr int kMamba1Kinds = 24;
 
 // The projections of one attention layer: query heads, key/value heads and head dim, and
 // whether its keys double as its values (Gemma 4's attention_k_eq_v: no v_proj; the values
@@ -151,6 +153,11 @@ struct ModelSpec {
   // conv1d of short_conv_kernel taps, C times its output, out_proj; short_conv_bias on all three.
   int64_t short_conv_kernel = 3;
   bool short_conv_bias = false;
+  // Mamba-1 (MambaMixer): in_proj to x and z (2 x mamba1_inner), a depthwise conv1d of
+  // mamba_conv_kernel over x, x_proj to dt (mamba1_dt_rank), B and C (ssm_state_size each), dt_proj
+  // back to mamba1_inner, A_log and D, out_proj; Jamba adds RMSNorms with weights on dt, B and C.
+  int64_t mamba1_inner = 0, mamba1_dt_rank = 0;
+  bool mamba1_inner_norms = false;
   bool attention_output_gate = false;  // Qwen3-Next: q_proj also makes a sigmoid gate on the attention output
 
   // Gemma 4: its full-attention (not windowed) layers have their own head dim and key/value heads
@@ -255,6 +262,7 @@ struct ModelSpec {
       return kSharedKvAttentionKinds + (layer_is_windowed(index) ? 3 : 0) + ffn;
     if (mixer(index) == Mixer::attention && layer_is_windowed(index)) return kWindowedAttentionKinds + ffn;
     if (mixer(index) == Mixer::short_conv) return kShortConvKinds + ffn;
+    if (mixer(index) == Mixer::mamba1) return kMamba1Kinds + ffn;
     return 3 * int(mixer(index)) + ffn;
   }
   bool is_hybrid() const { return !layer_mixers.empty(); }
