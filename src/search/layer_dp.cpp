@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <limits>
 #include <set>
 #include <stdexcept>
@@ -427,7 +428,7 @@ bool better(const StageTotals& a, const std::optional<StagePlan>& best) {
 // `one_offload`: the pass's plans offload at most one layer (best_stage_plan).
 std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double budget, const Fixed& fx, const Bounds& b,
                                const Admitted& admitted, const Admitted& by_recompute, bool one_offload, Workspace& ws,
-                               int64_t& work) {
+                               int64_t& work, const std::atomic<bool>* stop) {
   const StageSpace& st = space.stages[stage];
   // per layer, the least kept bytes the layers after it can add
   std::vector<double> least_after(st.kinds.size() + 1, 0.0);
@@ -487,6 +488,7 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
     const auto& opts = admitted[size_t(kind)];
     work += int64_t(ws.front.size() * opts.size());
     if (work > kMaxExtendedPlans) refuse_search(stage, int64_t(st.kinds.size()));
+    if (stop && stop->load(std::memory_order_relaxed)) return std::nullopt;
     extend_front(space.options[kind], opts, by_recompute[size_t(kind)], fx, b, tie_kept, one_offload,
                  b.ordered ? &ordered[layer] : nullptr, mix_pays && mixes_set ? &completions.after(layer) : nullptr,
                  ws);
@@ -546,7 +548,7 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
 }  // namespace
 
 std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage, double budget_bytes,
-                                         double known_microbatch_s) {
+                                         double known_microbatch_s, const std::atomic<bool>* stop) {
   const StageSpace& st = space.stages[stage];
   // The stage's transient is the largest layer transient plus, with two or
   // more offloaded layers, the largest offloaded layer (a staging buffer).
@@ -671,7 +673,8 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
         b.tie_s = best->totals.microbatch_s;
         b.tie_kept = kept_that_cannot_peak_below(st.base, best->totals.peak_bytes, b.kept_cap);
       }
-      auto plan = solve(space, stage, budget_bytes, fx, b, admitted, by_recompute, one_offload, ws, work);
+      auto plan = solve(space, stage, budget_bytes, fx, b, admitted, by_recompute, one_offload, ws, work, stop);
+      if (stop && stop->load(std::memory_order_relaxed)) return std::nullopt;
       if (!plan) continue;
       if (!best || plan->totals.microbatch_s < best->totals.microbatch_s ||
           (plan->totals.microbatch_s == best->totals.microbatch_s && plan->totals.peak_bytes < best->totals.peak_bytes))

@@ -135,19 +135,24 @@ double known_stage_time(const SearchSpace& sp, const SearchOptions& o, size_t st
 
 // Each stage's fastest assignment that fits, or when none fits its smallest-footprint one. The
 // stages' searches are independent: `threads` workers take stages in turn. A refusal (a search
-// past its limit) is rethrown for the first stage that raised one.
+// past its limit) is rethrown for the first stage that raised one, so the stages after one that
+// refused are not searched, or stop where they are: nothing they could return or raise is used.
 std::vector<StagePlan> stage_plans(const SearchSpace& sp, const SearchOptions& o) {
   const size_t n = sp.stages.size();
   std::vector<StagePlan> plans(n);
   std::vector<std::exception_ptr> errors(n);
+  std::vector<std::atomic<bool>> stop(n);  // set: a stage before this one refused
   std::atomic<size_t> next{0};
   run_workers(std::min<size_t>(n, size_t(std::max<int64_t>(1, o.threads))), [&](size_t) {
     for (size_t i; (i = next++) < n;) {
+      if (stop[i].load()) continue;
       try {
-        auto plan = best_stage_plan(sp, i, o.budget_bytes, known_stage_time(sp, o, i));
+        auto plan = best_stage_plan(sp, i, o.budget_bytes, known_stage_time(sp, o, i), &stop[i]);
+        if (stop[i].load()) continue;
         plans[i] = plan ? std::move(*plan) : smallest_stage_plan(sp, i);
       } catch (...) {
         errors[i] = std::current_exception();
+        for (size_t later = i + 1; later < n; ++later) stop[later].store(true);
       }
     }
   });
