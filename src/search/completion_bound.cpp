@@ -62,6 +62,11 @@ void KeptCostCurve::finish() {
   }
 }
 
+void KeptCostCurve::clear() {
+  least_kept_ = 0, cost_at_least_ = 0;
+  segments_.clear(), ends_kept_.clear(), ends_cost_.clear();
+}
+
 double KeptCostCurve::at(double kept_bytes) const {
   // a little slack for sums added in another order: a bound may only be loose
   const double extra = kept_bytes - least_kept_;
@@ -166,12 +171,28 @@ double mix_lower_s(const StageTimeShape& shape, const CompletionCurves& after, i
 
 StageCompletions::StageCompletions(const std::vector<int>& kinds,
                                    const std::vector<std::vector<const LayerCost*>>& admitted_by_kind,
-                                   double copy_bytes_per_s)
-    : kinds_(kinds), admitted_by_kind_(admitted_by_kind), copy_bytes_per_s_(copy_bytes_per_s) {}
+                                   double copy_bytes_per_s) {
+  reset(kinds, admitted_by_kind, copy_bytes_per_s);
+}
+
+void StageCompletions::reset(const std::vector<int>& kinds,
+                             const std::vector<std::vector<const LayerCost*>>& admitted_by_kind,
+                             double copy_bytes_per_s) {
+  kinds_ = kinds;
+  admitted_by_kind_ = admitted_by_kind;
+  copy_bytes_per_s_ = copy_bytes_per_s;
+  hulls_ready_ = false;
+}
 
 void StageCompletions::build_hulls() {
   hulls_.resize(admitted_by_kind_.size());
+  hulls_of_.resize(admitted_by_kind_.size());
+  hull_copy_rate_.resize(admitted_by_kind_.size(), 0.0);
   for (size_t k = 0; k < admitted_by_kind_.size(); ++k) {
+    if (hulls_of_[k] == admitted_by_kind_[k] && hull_copy_rate_[k] == copy_bytes_per_s_ && !hulls_of_[k].empty())
+      continue;  // the same options as the last pass's: the same hulls
+    hulls_of_[k] = admitted_by_kind_[k];
+    hull_copy_rate_[k] = copy_bytes_per_s_;
     std::vector<const LayerCost*> by_kept = admitted_by_kind_[k];
     std::sort(by_kept.begin(), by_kept.end(),
               [](const LayerCost* a, const LayerCost* b) { return a->kept_bytes < b->kept_bytes; });
@@ -182,23 +203,26 @@ void StageCompletions::build_hulls() {
         points[m].emplace_back(c->kept_bytes, c->recompute_s + kCostMixes[m] * copy_s);
       points.back().emplace_back(c->kept_bytes, copy_s);
     }
-    for (size_t m = 0; m < points.size(); ++m)
-      if (!points[m].empty()) hulls_[k][m] = falling_hull_of_sorted(points[m]);
+    for (size_t m = 0; m < points.size(); ++m) hulls_[k][m] = points[m].empty() ? KeptCostPoints{} : falling_hull_of_sorted(points[m]);
   }
   // per layer, how many layers of each kind come after it
-  counts_after_.assign(kinds_.size(), std::vector<double>(admitted_by_kind_.size(), 0.0));
+  counts_after_.resize(kinds_.size());
+  if (!kinds_.empty()) counts_after_.back().assign(admitted_by_kind_.size(), 0.0);
   for (size_t j = kinds_.size(); j-- > 1;) {
     counts_after_[j - 1] = counts_after_[j];
     counts_after_[j - 1][size_t(kinds_[j])] += 1;
   }
   curves_.resize(kinds_.size());
   built_.assign(kinds_.size(), false);
+  hulls_ready_ = true;
 }
 
 const CompletionCurves& StageCompletions::after(size_t layer) {
-  if (curves_.empty()) build_hulls();
+  if (!hulls_ready_) build_hulls();
   CompletionCurves& cv = curves_[layer];
   if (built_[layer]) return cv;
+  for (KeptCostCurve& curve : cv.mixed) curve.clear();
+  cv.copy_s.clear();
   const std::vector<double>& counts = counts_after_[layer];
   for (size_t k = 0; k < counts.size(); ++k) {
     for (size_t m = 0; m < kCostMixes.size(); ++m) cv.mixed[m].add_hull(hulls_[k][m], counts[k]);

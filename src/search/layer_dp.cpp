@@ -34,9 +34,17 @@ bool lex_less(const State& a, const State& b) {
   return a.ot < b.ot;
 }
 
-// Buffers one stage's search reuses from layer to layer, so the loops allocate
+// The states of one layer, kept to rebuild a plan: per state its parent and option.
+struct Links {
+  std::vector<std::pair<int, int>> parent_option;
+  std::vector<size_t> layer_begin;
+};
+
+// Buffers one stage's search reuses from layer to layer and pass to pass, so the loops allocate
 // only while the fronts still grow.
 struct Workspace {
+  Links links;
+  StageCompletions completions;
   std::vector<State> merged, scratch, front;
   std::vector<std::vector<State>> runs;  // per admitted option, its candidates in front order
   std::vector<size_t> run_ends, next_ends;
@@ -265,8 +273,9 @@ double least_peak_keeping(const StageBase& base, double kept) {
 }
 
 // The least kept sum at which the stage cannot peak below `peak_bytes` whatever its transient.
-double kept_that_cannot_peak_below(const StageBase& base, double peak_bytes, double kept_cap) {
-  const auto peak_lb = [&](double kept) { return least_peak_keeping(base, kept); };
+double kept_that_cannot_peak_below(const StageBase& base, double peak_bytes, double kept_cap, double cap,
+                                   double staging) {
+  const auto peak_lb = [&](double kept) { return least_new_peak(base, kept, cap, staging); };
   if (peak_lb(0) >= peak_bytes) return 0;
   double lo = 0, hi = std::max(kept_cap, 1.0);
   if (peak_lb(hi) < peak_bytes) return std::numeric_limits<double>::infinity();
@@ -294,11 +303,6 @@ constexpr int64_t kMaxExtendedPlans = 60'000'000;
 // Per kind, the options a pass admits (indices in space.options[kind]).
 using Admitted = std::vector<std::vector<int>>;
 
-// The states of one layer, kept to rebuild a plan: per state its parent and option.
-struct Links {
-  std::vector<std::pair<int, int>> parent_option;
-  std::vector<size_t> layer_begin;
-};
 
 std::vector<LayerChoice> rebuild(const SearchSpace& space, const StageSpace& st, const Links& links, int final_state,
                                  LayerSums& sums) {
@@ -474,12 +478,15 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
   std::vector<std::vector<const LayerCost*>> admitted_costs(kLayerKinds);
   for (int kind = 0; kind < kLayerKinds; ++kind)
     for (int o : admitted[size_t(kind)]) admitted_costs[size_t(kind)].push_back(&space.options[kind][size_t(o)].cost);
-  StageCompletions completions(st.kinds, admitted_costs, fx.copy_bytes_per_s);
+  StageCompletions& completions = ws.completions;
+  completions.reset(st.kinds, admitted_costs, fx.copy_bytes_per_s);
   // the bound is built and tried where fronts grow (small ones are cheap to extend as they are)
   constexpr size_t kBoundFrom = 256;
   size_t full_bound_from = 0, skip_layers = 0;
   bool mix_pays = true, mixes_set = false;
-  Links links;
+  Links& links = ws.links;
+  links.parent_option.clear();
+  links.layer_begin.clear();
   ws.front.assign(1, State{});
   ws.front_offs.assign(1, 0.0);
   for (size_t layer = 0; layer < st.kinds.size(); ++layer) {
@@ -671,7 +678,8 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
       if (ordered) b.ordered = true, b.room = ordered_room_bytes, b.staging_term = one_offload ? 0 : staging;
       if (best) {
         b.tie_s = best->totals.microbatch_s;
-        b.tie_kept = kept_that_cannot_peak_below(st.base, best->totals.peak_bytes, b.kept_cap);
+        b.tie_kept = kept_that_cannot_peak_below(st.base, best->totals.peak_bytes, b.kept_cap, ordered ? 0 : cap,
+                                                 one_offload ? 0 : staging);
       }
       auto plan = solve(space, stage, budget_bytes, fx, b, admitted, by_recompute, one_offload, ws, work, stop);
       if (stop && stop->load(std::memory_order_relaxed)) return std::nullopt;
