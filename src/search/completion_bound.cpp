@@ -180,30 +180,41 @@ void StageCompletions::reset(const std::vector<int>& kinds,
                              double copy_bytes_per_s) {
   kinds_ = kinds;
   admitted_by_kind_ = admitted_by_kind;
+  if (copy_bytes_per_s != copy_bytes_per_s_) known_hulls_.clear();
   copy_bytes_per_s_ = copy_bytes_per_s;
   hulls_ready_ = false;
 }
 
+namespace {
+
+// Per cost of the curves (last: copy alone), the falling hull of the options' (kept, cost).
+std::array<KeptCostPoints, kCostMixes.size() + 1> hulls_of(const std::vector<const LayerCost*>& admitted,
+                                                            double copy_bytes_per_s) {
+  std::vector<const LayerCost*> by_kept = admitted;
+  std::sort(by_kept.begin(), by_kept.end(),
+            [](const LayerCost* a, const LayerCost* b) { return a->kept_bytes < b->kept_bytes; });
+  std::array<KeptCostPoints, kCostMixes.size() + 1> points, hulls;
+  for (const LayerCost* c : by_kept) {
+    const double copy_s = c->offload_bytes / copy_bytes_per_s;
+    for (size_t m = 0; m < kCostMixes.size(); ++m)
+      points[m].emplace_back(c->kept_bytes, c->recompute_s + kCostMixes[m] * copy_s);
+    points.back().emplace_back(c->kept_bytes, copy_s);
+  }
+  for (size_t m = 0; m < points.size(); ++m)
+    if (!points[m].empty()) hulls[m] = falling_hull_of_sorted(points[m]);
+  return hulls;
+}
+
+}  // namespace
+
 void StageCompletions::build_hulls() {
   hulls_.resize(admitted_by_kind_.size());
-  hulls_of_.resize(admitted_by_kind_.size());
-  hull_copy_rate_.resize(admitted_by_kind_.size(), 0.0);
+  known_hulls_.resize(admitted_by_kind_.size());
   for (size_t k = 0; k < admitted_by_kind_.size(); ++k) {
-    if (hulls_of_[k] == admitted_by_kind_[k] && hull_copy_rate_[k] == copy_bytes_per_s_ && !hulls_of_[k].empty())
-      continue;  // the same options as the last pass's: the same hulls
-    hulls_of_[k] = admitted_by_kind_[k];
-    hull_copy_rate_[k] = copy_bytes_per_s_;
-    std::vector<const LayerCost*> by_kept = admitted_by_kind_[k];
-    std::sort(by_kept.begin(), by_kept.end(),
-              [](const LayerCost* a, const LayerCost* b) { return a->kept_bytes < b->kept_bytes; });
-    std::array<KeptCostPoints, kCostMixes.size() + 1> points;  // last: copy alone
-    for (const LayerCost* c : by_kept) {
-      const double copy_s = c->offload_bytes / copy_bytes_per_s_;
-      for (size_t m = 0; m < kCostMixes.size(); ++m)
-        points[m].emplace_back(c->kept_bytes, c->recompute_s + kCostMixes[m] * copy_s);
-      points.back().emplace_back(c->kept_bytes, copy_s);
-    }
-    for (size_t m = 0; m < points.size(); ++m) hulls_[k][m] = points[m].empty() ? KeptCostPoints{} : falling_hull_of_sorted(points[m]);
+    auto& known = known_hulls_[k];
+    auto it = known.find(admitted_by_kind_[k]);
+    if (it == known.end()) it = known.emplace(admitted_by_kind_[k], hulls_of(admitted_by_kind_[k], copy_bytes_per_s_)).first;
+    hulls_[k] = &it->second;
   }
   // per layer, how many layers of each kind come after it
   counts_after_.resize(kinds_.size());
@@ -225,8 +236,8 @@ const CompletionCurves& StageCompletions::after(size_t layer) {
   cv.copy_s.clear();
   const std::vector<double>& counts = counts_after_[layer];
   for (size_t k = 0; k < counts.size(); ++k) {
-    for (size_t m = 0; m < kCostMixes.size(); ++m) cv.mixed[m].add_hull(hulls_[k][m], counts[k]);
-    cv.copy_s.add_hull(hulls_[k].back(), counts[k]);
+    for (size_t m = 0; m < kCostMixes.size(); ++m) cv.mixed[m].add_hull((*hulls_[k])[m], counts[k]);
+    cv.copy_s.add_hull(hulls_[k]->back(), counts[k]);
   }
   for (KeptCostCurve& curve : cv.mixed) curve.finish();
   cv.copy_s.finish();

@@ -45,6 +45,7 @@ struct Links {
 struct Workspace {
   Links links;
   StageCompletions completions;
+  std::vector<std::vector<const LayerCost*>> admitted_costs;  // per kind, the pass's admitted options
   std::vector<State> merged, scratch, front;
   std::vector<std::vector<State>> runs;  // per admitted option, its candidates in front order
   std::vector<size_t> run_ends, next_ends;
@@ -475,9 +476,12 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
     option_offs[size_t(kind)].erase(std::unique(option_offs[size_t(kind)].begin(), option_offs[size_t(kind)].end()),
                                     option_offs[size_t(kind)].end());
   }
-  std::vector<std::vector<const LayerCost*>> admitted_costs(kLayerKinds);
-  for (int kind = 0; kind < kLayerKinds; ++kind)
+  std::vector<std::vector<const LayerCost*>>& admitted_costs = ws.admitted_costs;
+  admitted_costs.resize(kLayerKinds);
+  for (int kind = 0; kind < kLayerKinds; ++kind) {
+    admitted_costs[size_t(kind)].clear();
     for (int o : admitted[size_t(kind)]) admitted_costs[size_t(kind)].push_back(&space.options[kind][size_t(o)].cost);
+  }
   StageCompletions& completions = ws.completions;
   completions.reset(st.kinds, admitted_costs, fx.copy_bytes_per_s);
   // the bound is built and tried where fronts grow (small ones are cheap to extend as they are)
@@ -613,7 +617,7 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
   }
   const Fixed fx = fixed_part(space, stage);
   double known = std::min(known_microbatch_s, pair_family_bound(space, stage, fx, budget_bytes));
-  // bound pairs that admit the same options need one pass, with the
+  // bound pairs that admit the same options of the stage's kinds need one pass, with the
   // smallest transient (the most room); a byte per option (a vector<bool> compares bit by bit)
   std::set<std::vector<unsigned char>> seen;
   const Admitted recompute_order = by_recompute_time(space);
@@ -622,11 +626,19 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
   Workspace ws;
   std::vector<unsigned char> mask;  // which options a pass admits, reused from pair to pair
   std::vector<double> offloads_under_cap;
+  // the kinds the stage has: options of the others take no part, so two passes whose bounds
+  // admit the same options of these kinds search the same plans (the first, with the most
+  // room, finds whatever the second could)
+  std::vector<int> present(st.kinds.begin(), st.kinds.end());
+  std::sort(present.begin(), present.end());
+  present.erase(std::unique(present.begin(), present.end()), present.end());
+  Admitted admitted(kLayerKinds), by_recompute(kLayerKinds);  // per pass, reused
+  std::vector<int> position;  // per option of a kind, its place in admitted (-1: not admitted)
   for (double cap : caps) {
     // within one cap, a staging bound that admits no more options than the last one admits
     // the same options (the bounds nest): its mask is the last one's, seen already
     offloads_under_cap.clear();
-    for (int kind = 0; kind < kLayerKinds; ++kind)
+    for (int kind : present)
       for (const auto& o : space.options[kind])
         if (o.cost.transient_bytes <= cap) offloads_under_cap.push_back(o.cost.offload_bytes);
     std::sort(offloads_under_cap.begin(), offloads_under_cap.end());
@@ -644,14 +656,15 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
         return c.transient_bytes <= cap && (one_offload || c.offload_bytes <= staging);
       };
       mask.assign(1, one_offload);
-      for (int kind = 0; kind < kLayerKinds; ++kind)
+      for (int kind : present)
         for (const auto& o : space.options[kind]) mask.push_back(admits(o.cost));
       if (!seen.insert(mask).second) continue;
-      Admitted admitted(kLayerKinds), by_recompute(kLayerKinds);
+      for (auto& a : admitted) a.clear();
+      for (auto& a : by_recompute) a.clear();
       std::array<double, kLayerKinds> least_kept_of_kind;  // the least kept bytes of an admitted option
       least_kept_of_kind.fill(std::numeric_limits<double>::infinity());
       for (int kind = 0; kind < kLayerKinds; ++kind) {
-        std::vector<int> position(space.options[kind].size(), -1);
+        position.assign(space.options[kind].size(), -1);
         for (size_t o = 0; o < space.options[kind].size(); ++o) {
           const LayerCost& c = space.options[kind][o].cost;
           if (!admits(c)) continue;

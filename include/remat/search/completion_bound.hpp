@@ -3,6 +3,7 @@
 // completions cannot all fit without more recompute or offload than the best plan known.
 #pragma once
 #include <array>
+#include <map>
 #include <vector>
 
 #include "remat/cost/layer_cost.hpp"
@@ -74,9 +75,9 @@ class StageCompletions {
   std::vector<std::vector<const LayerCost*>> admitted_by_kind_;
   double copy_bytes_per_s_ = 1;
   using KindHulls = std::array<KeptCostPoints, kCostMixes.size() + 1>;  // per cost (last: copy alone)
-  std::vector<KindHulls> hulls_;                                         // per kind
-  std::vector<std::vector<const LayerCost*>> hulls_of_;  // per kind, the admitted options its hulls are of
-  std::vector<double> hull_copy_rate_;                   // per kind, the copy rate they were built with
+  std::vector<const KindHulls*> hulls_;                                  // per kind, in known_hulls_
+  // per kind, the hulls of every admitted list seen since the copy rate was set
+  std::vector<std::map<std::vector<const LayerCost*>, KindHulls>> known_hulls_;
   std::vector<std::vector<double>> counts_after_;        // per layer, per kind
   std::vector<CompletionCurves> curves_;
   std::vector<bool> built_;
