@@ -365,8 +365,13 @@ void extend_front(const std::vector<LayerOption>& options, const std::vector<int
                   bool one_offload, const OrderedLayer* ord, const CompletionCurves* after, Workspace& ws) {
   if (ws.runs.size() < opts.size()) ws.runs.resize(opts.size());
   for (size_t pos = 0; pos < opts.size(); ++pos) ws.runs[pos].clear();
+  // the front ascends in kept bytes: past the first state that no option keeps within the cap,
+  // none does
+  double least_kept = std::numeric_limits<double>::infinity();
+  for (int o : opts) least_kept = std::min(least_kept, options[size_t(o)].cost.kept_bytes);
   for (size_t p = 0; p < ws.front.size(); ++p) {
     const State& prev = ws.front[p];
+    if (prev.kept + least_kept > b.kept_cap) break;
     for (int pos : by_recompute) {
       const int o = opts[size_t(pos)];
       const LayerCost& c = options[size_t(o)].cost;
@@ -663,7 +668,7 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
       for (auto& a : by_recompute) a.clear();
       std::array<double, kLayerKinds> least_kept_of_kind;  // the least kept bytes of an admitted option
       least_kept_of_kind.fill(std::numeric_limits<double>::infinity());
-      for (int kind = 0; kind < kLayerKinds; ++kind) {
+      for (int kind : present) {  // the other kinds' lists stay empty: the stage has no layer of them
         position.assign(space.options[kind].size(), -1);
         for (size_t o = 0; o < space.options[kind].size(); ++o) {
           const LayerCost& c = space.options[kind][o].cost;
