@@ -118,7 +118,15 @@ std::vector<PieceMix> piece_mixes() {
       if (p.a == 0 && q.a == 0)  // copy alone: each piece (mixes lie between them)
         out.push_back(mix_of(p, q, 1, -1, p.b)), out.push_back(mix_of(p, q, 0, -1, q.b));
     }
-  return out;
+  // a mix met again (a pair's end is a piece on its own) bounds the same: the first serves
+  std::vector<PieceMix> distinct;
+  for (const PieceMix& m : out)
+    if (std::none_of(distinct.begin(), distinct.end(), [&](const PieceMix& d) {
+          return d.mix == m.mix && d.scale == m.scale && d.windows_fwd == m.windows_fwd &&
+                 d.windows_bwd == m.windows_bwd;
+        }))
+      distinct.push_back(m);
+  return distinct;
 }
 
 }  // namespace
