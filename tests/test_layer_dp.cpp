@@ -10,6 +10,7 @@
 // is searched with no known time and with the fastest fitting plan's time as the known one.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <limits>
 #include <random>
 
@@ -168,6 +169,20 @@ TEST(LayerSearchBruteForce, HfOrderedBackward) {
   ModelSpec qwen = test::model("qwen3-8b");
   qwen.num_hidden_layers = 4;
   expect_search_matches_brute_force(qwen, h100, framework_layout(fw, 1, 1, 1, 1, 1, 4096), 21, 30);
+}
+
+// plan's stages are searched on worker threads; once one stage's search is refused, the others'
+// results are not used, and the caller stops them (best_stage_plan's `stop`).
+TEST(LayerSearch, AStoppedSearchReturnsNothing) {
+  const SearchSpace sp = build_search_space(test::small_dense(8), test::hardware("h100-sxm"),
+                                            test::layout(1, 2, 1, 1, 2, 2048), SearchOptions{});
+  const double budget = 1e15;  // everything fits
+  std::atomic<bool> stop{false};
+  const std::optional<StagePlan> running = best_stage_plan(sp, 0, budget, std::numeric_limits<double>::infinity(), &stop);
+  ASSERT_TRUE(running);
+  EXPECT_EQ(running->per_layer.size(), 4u);
+  stop.store(true);
+  EXPECT_FALSE(best_stage_plan(sp, 0, budget, std::numeric_limits<double>::infinity(), &stop));
 }
 
 }  // namespace

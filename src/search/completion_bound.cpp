@@ -62,6 +62,11 @@ void KeptCostCurve::finish() {
   }
 }
 
+void KeptCostCurve::clear() {
+  least_kept_ = 0, cost_at_least_ = 0;
+  segments_.clear(), ends_kept_.clear(), ends_cost_.clear();
+}
+
 double KeptCostCurve::at(double kept_bytes) const {
   // a little slack for sums added in another order: a bound may only be loose
   const double extra = kept_bytes - least_kept_;
@@ -113,7 +118,15 @@ std::vector<PieceMix> piece_mixes() {
       if (p.a == 0 && q.a == 0)  // copy alone: each piece (mixes lie between them)
         out.push_back(mix_of(p, q, 1, -1, p.b)), out.push_back(mix_of(p, q, 0, -1, q.b));
     }
-  return out;
+  // a mix met again (a pair's end is a piece on its own) bounds the same: the first serves
+  std::vector<PieceMix> distinct;
+  for (const PieceMix& m : out)
+    if (std::none_of(distinct.begin(), distinct.end(), [&](const PieceMix& d) {
+          return d.mix == m.mix && d.scale == m.scale && d.windows_fwd == m.windows_fwd &&
+                 d.windows_bwd == m.windows_bwd;
+        }))
+      distinct.push_back(m);
+  return distinct;
 }
 
 }  // namespace
@@ -166,43 +179,73 @@ double mix_lower_s(const StageTimeShape& shape, const CompletionCurves& after, i
 
 StageCompletions::StageCompletions(const std::vector<int>& kinds,
                                    const std::vector<std::vector<const LayerCost*>>& admitted_by_kind,
-                                   double copy_bytes_per_s)
-    : kinds_(kinds), admitted_by_kind_(admitted_by_kind), copy_bytes_per_s_(copy_bytes_per_s) {}
+                                   double copy_bytes_per_s) {
+  reset(kinds, admitted_by_kind, copy_bytes_per_s);
+}
+
+void StageCompletions::reset(const std::vector<int>& kinds,
+                             const std::vector<std::vector<const LayerCost*>>& admitted_by_kind,
+                             double copy_bytes_per_s) {
+  kinds_ = kinds;
+  admitted_by_kind_ = admitted_by_kind;
+  if (copy_bytes_per_s != copy_bytes_per_s_) known_hulls_.clear();
+  copy_bytes_per_s_ = copy_bytes_per_s;
+  hulls_ready_ = false;
+}
+
+namespace {
+
+// Per cost of the curves (last: copy alone), the falling hull of the options' (kept, cost).
+std::array<KeptCostPoints, kCostMixes.size() + 1> hulls_of(const std::vector<const LayerCost*>& admitted,
+                                                            double copy_bytes_per_s) {
+  std::vector<const LayerCost*> by_kept = admitted;
+  std::sort(by_kept.begin(), by_kept.end(),
+            [](const LayerCost* a, const LayerCost* b) { return a->kept_bytes < b->kept_bytes; });
+  std::array<KeptCostPoints, kCostMixes.size() + 1> points, hulls;
+  for (const LayerCost* c : by_kept) {
+    const double copy_s = c->offload_bytes / copy_bytes_per_s;
+    for (size_t m = 0; m < kCostMixes.size(); ++m)
+      points[m].emplace_back(c->kept_bytes, c->recompute_s + kCostMixes[m] * copy_s);
+    points.back().emplace_back(c->kept_bytes, copy_s);
+  }
+  for (size_t m = 0; m < points.size(); ++m)
+    if (!points[m].empty()) hulls[m] = falling_hull_of_sorted(points[m]);
+  return hulls;
+}
+
+}  // namespace
 
 void StageCompletions::build_hulls() {
   hulls_.resize(admitted_by_kind_.size());
+  known_hulls_.resize(admitted_by_kind_.size());
   for (size_t k = 0; k < admitted_by_kind_.size(); ++k) {
-    std::vector<const LayerCost*> by_kept = admitted_by_kind_[k];
-    std::sort(by_kept.begin(), by_kept.end(),
-              [](const LayerCost* a, const LayerCost* b) { return a->kept_bytes < b->kept_bytes; });
-    std::array<KeptCostPoints, kCostMixes.size() + 1> points;  // last: copy alone
-    for (const LayerCost* c : by_kept) {
-      const double copy_s = c->offload_bytes / copy_bytes_per_s_;
-      for (size_t m = 0; m < kCostMixes.size(); ++m)
-        points[m].emplace_back(c->kept_bytes, c->recompute_s + kCostMixes[m] * copy_s);
-      points.back().emplace_back(c->kept_bytes, copy_s);
-    }
-    for (size_t m = 0; m < points.size(); ++m)
-      if (!points[m].empty()) hulls_[k][m] = falling_hull_of_sorted(points[m]);
+    auto& known = known_hulls_[k];
+    auto it = known.find(admitted_by_kind_[k]);
+    if (it == known.end()) it = known.emplace(admitted_by_kind_[k], hulls_of(admitted_by_kind_[k], copy_bytes_per_s_)).first;
+    hulls_[k] = &it->second;
   }
   // per layer, how many layers of each kind come after it
-  counts_after_.assign(kinds_.size(), std::vector<double>(admitted_by_kind_.size(), 0.0));
+  counts_after_.resize(kinds_.size());
+  if (!kinds_.empty()) counts_after_.back().assign(admitted_by_kind_.size(), 0.0);
   for (size_t j = kinds_.size(); j-- > 1;) {
     counts_after_[j - 1] = counts_after_[j];
     counts_after_[j - 1][size_t(kinds_[j])] += 1;
   }
   curves_.resize(kinds_.size());
   built_.assign(kinds_.size(), false);
+  hulls_ready_ = true;
 }
 
 const CompletionCurves& StageCompletions::after(size_t layer) {
-  if (curves_.empty()) build_hulls();
+  if (!hulls_ready_) build_hulls();
   CompletionCurves& cv = curves_[layer];
   if (built_[layer]) return cv;
+  for (KeptCostCurve& curve : cv.mixed) curve.clear();
+  cv.copy_s.clear();
   const std::vector<double>& counts = counts_after_[layer];
   for (size_t k = 0; k < counts.size(); ++k) {
-    for (size_t m = 0; m < kCostMixes.size(); ++m) cv.mixed[m].add_hull(hulls_[k][m], counts[k]);
-    cv.copy_s.add_hull(hulls_[k].back(), counts[k]);
+    for (size_t m = 0; m < kCostMixes.size(); ++m) cv.mixed[m].add_hull((*hulls_[k])[m], counts[k]);
+    cv.copy_s.add_hull(hulls_[k]->back(), counts[k]);
   }
   for (KeptCostCurve& curve : cv.mixed) curve.finish();
   cv.copy_s.finish();

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <limits>
 #include <set>
 #include <stdexcept>
@@ -33,9 +34,18 @@ bool lex_less(const State& a, const State& b) {
   return a.ot < b.ot;
 }
 
-// Buffers one stage's search reuses from layer to layer, so the loops allocate
+// The states of one layer, kept to rebuild a plan: per state its parent and option.
+struct Links {
+  std::vector<std::pair<int, int>> parent_option;
+  std::vector<size_t> layer_begin;
+};
+
+// Buffers one stage's search reuses from layer to layer and pass to pass, so the loops allocate
 // only while the fronts still grow.
 struct Workspace {
+  Links links;
+  StageCompletions completions;
+  std::vector<std::vector<const LayerCost*>> admitted_costs;  // per kind, the pass's admitted options
   std::vector<State> merged, scratch, front;
   std::vector<std::vector<State>> runs;  // per admitted option, its candidates in front order
   std::vector<size_t> run_ends, next_ends;
@@ -264,8 +274,9 @@ double least_peak_keeping(const StageBase& base, double kept) {
 }
 
 // The least kept sum at which the stage cannot peak below `peak_bytes` whatever its transient.
-double kept_that_cannot_peak_below(const StageBase& base, double peak_bytes, double kept_cap) {
-  const auto peak_lb = [&](double kept) { return least_peak_keeping(base, kept); };
+double kept_that_cannot_peak_below(const StageBase& base, double peak_bytes, double kept_cap, double cap,
+                                   double staging) {
+  const auto peak_lb = [&](double kept) { return least_new_peak(base, kept, cap, staging); };
   if (peak_lb(0) >= peak_bytes) return 0;
   double lo = 0, hi = std::max(kept_cap, 1.0);
   if (peak_lb(hi) < peak_bytes) return std::numeric_limits<double>::infinity();
@@ -293,11 +304,6 @@ constexpr int64_t kMaxExtendedPlans = 60'000'000;
 // Per kind, the options a pass admits (indices in space.options[kind]).
 using Admitted = std::vector<std::vector<int>>;
 
-// The states of one layer, kept to rebuild a plan: per state its parent and option.
-struct Links {
-  std::vector<std::pair<int, int>> parent_option;
-  std::vector<size_t> layer_begin;
-};
 
 std::vector<LayerChoice> rebuild(const SearchSpace& space, const StageSpace& st, const Links& links, int final_state,
                                  LayerSums& sums) {
@@ -359,8 +365,13 @@ void extend_front(const std::vector<LayerOption>& options, const std::vector<int
                   bool one_offload, const OrderedLayer* ord, const CompletionCurves* after, Workspace& ws) {
   if (ws.runs.size() < opts.size()) ws.runs.resize(opts.size());
   for (size_t pos = 0; pos < opts.size(); ++pos) ws.runs[pos].clear();
+  // the front ascends in kept bytes: past the first state that no option keeps within the cap,
+  // none does
+  double least_kept = std::numeric_limits<double>::infinity();
+  for (int o : opts) least_kept = std::min(least_kept, options[size_t(o)].cost.kept_bytes);
   for (size_t p = 0; p < ws.front.size(); ++p) {
     const State& prev = ws.front[p];
+    if (prev.kept + least_kept > b.kept_cap) break;
     for (int pos : by_recompute) {
       const int o = opts[size_t(pos)];
       const LayerCost& c = options[size_t(o)].cost;
@@ -427,7 +438,7 @@ bool better(const StageTotals& a, const std::optional<StagePlan>& best) {
 // `one_offload`: the pass's plans offload at most one layer (best_stage_plan).
 std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double budget, const Fixed& fx, const Bounds& b,
                                const Admitted& admitted, const Admitted& by_recompute, bool one_offload, Workspace& ws,
-                               int64_t& work) {
+                               int64_t& work, const std::atomic<bool>* stop) {
   const StageSpace& st = space.stages[stage];
   // per layer, the least kept bytes the layers after it can add
   std::vector<double> least_after(st.kinds.size() + 1, 0.0);
@@ -470,15 +481,21 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
     option_offs[size_t(kind)].erase(std::unique(option_offs[size_t(kind)].begin(), option_offs[size_t(kind)].end()),
                                     option_offs[size_t(kind)].end());
   }
-  std::vector<std::vector<const LayerCost*>> admitted_costs(kLayerKinds);
-  for (int kind = 0; kind < kLayerKinds; ++kind)
+  std::vector<std::vector<const LayerCost*>>& admitted_costs = ws.admitted_costs;
+  admitted_costs.resize(kLayerKinds);
+  for (int kind = 0; kind < kLayerKinds; ++kind) {
+    admitted_costs[size_t(kind)].clear();
     for (int o : admitted[size_t(kind)]) admitted_costs[size_t(kind)].push_back(&space.options[kind][size_t(o)].cost);
-  StageCompletions completions(st.kinds, admitted_costs, fx.copy_bytes_per_s);
+  }
+  StageCompletions& completions = ws.completions;
+  completions.reset(st.kinds, admitted_costs, fx.copy_bytes_per_s);
   // the bound is built and tried where fronts grow (small ones are cheap to extend as they are)
   constexpr size_t kBoundFrom = 256;
   size_t full_bound_from = 0, skip_layers = 0;
   bool mix_pays = true, mixes_set = false;
-  Links links;
+  Links& links = ws.links;
+  links.parent_option.clear();
+  links.layer_begin.clear();
   ws.front.assign(1, State{});
   ws.front_offs.assign(1, 0.0);
   for (size_t layer = 0; layer < st.kinds.size(); ++layer) {
@@ -487,6 +504,7 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
     const auto& opts = admitted[size_t(kind)];
     work += int64_t(ws.front.size() * opts.size());
     if (work > kMaxExtendedPlans) refuse_search(stage, int64_t(st.kinds.size()));
+    if (stop && stop->load(std::memory_order_relaxed)) return std::nullopt;
     extend_front(space.options[kind], opts, by_recompute[size_t(kind)], fx, b, tie_kept, one_offload,
                  b.ordered ? &ordered[layer] : nullptr, mix_pays && mixes_set ? &completions.after(layer) : nullptr,
                  ws);
@@ -546,7 +564,7 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
 }  // namespace
 
 std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage, double budget_bytes,
-                                         double known_microbatch_s) {
+                                         double known_microbatch_s, const std::atomic<bool>* stop) {
   const StageSpace& st = space.stages[stage];
   // The stage's transient is the largest layer transient plus, with two or
   // more offloaded layers, the largest offloaded layer (a staging buffer).
@@ -604,7 +622,7 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
   }
   const Fixed fx = fixed_part(space, stage);
   double known = std::min(known_microbatch_s, pair_family_bound(space, stage, fx, budget_bytes));
-  // bound pairs that admit the same options need one pass, with the
+  // bound pairs that admit the same options of the stage's kinds need one pass, with the
   // smallest transient (the most room); a byte per option (a vector<bool> compares bit by bit)
   std::set<std::vector<unsigned char>> seen;
   const Admitted recompute_order = by_recompute_time(space);
@@ -613,11 +631,19 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
   Workspace ws;
   std::vector<unsigned char> mask;  // which options a pass admits, reused from pair to pair
   std::vector<double> offloads_under_cap;
+  // the kinds the stage has: options of the others take no part, so two passes whose bounds
+  // admit the same options of these kinds search the same plans (the first, with the most
+  // room, finds whatever the second could)
+  std::vector<int> present(st.kinds.begin(), st.kinds.end());
+  std::sort(present.begin(), present.end());
+  present.erase(std::unique(present.begin(), present.end()), present.end());
+  Admitted admitted(kLayerKinds), by_recompute(kLayerKinds);  // per pass, reused
+  std::vector<int> position;  // per option of a kind, its place in admitted (-1: not admitted)
   for (double cap : caps) {
     // within one cap, a staging bound that admits no more options than the last one admits
     // the same options (the bounds nest): its mask is the last one's, seen already
     offloads_under_cap.clear();
-    for (int kind = 0; kind < kLayerKinds; ++kind)
+    for (int kind : present)
       for (const auto& o : space.options[kind])
         if (o.cost.transient_bytes <= cap) offloads_under_cap.push_back(o.cost.offload_bytes);
     std::sort(offloads_under_cap.begin(), offloads_under_cap.end());
@@ -635,14 +661,15 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
         return c.transient_bytes <= cap && (one_offload || c.offload_bytes <= staging);
       };
       mask.assign(1, one_offload);
-      for (int kind = 0; kind < kLayerKinds; ++kind)
+      for (int kind : present)
         for (const auto& o : space.options[kind]) mask.push_back(admits(o.cost));
       if (!seen.insert(mask).second) continue;
-      Admitted admitted(kLayerKinds), by_recompute(kLayerKinds);
+      for (auto& a : admitted) a.clear();
+      for (auto& a : by_recompute) a.clear();
       std::array<double, kLayerKinds> least_kept_of_kind;  // the least kept bytes of an admitted option
       least_kept_of_kind.fill(std::numeric_limits<double>::infinity());
-      for (int kind = 0; kind < kLayerKinds; ++kind) {
-        std::vector<int> position(space.options[kind].size(), -1);
+      for (int kind : present) {  // the other kinds' lists stay empty: the stage has no layer of them
+        position.assign(space.options[kind].size(), -1);
         for (size_t o = 0; o < space.options[kind].size(); ++o) {
           const LayerCost& c = space.options[kind][o].cost;
           if (!admits(c)) continue;
@@ -669,9 +696,11 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
       if (ordered) b.ordered = true, b.room = ordered_room_bytes, b.staging_term = one_offload ? 0 : staging;
       if (best) {
         b.tie_s = best->totals.microbatch_s;
-        b.tie_kept = kept_that_cannot_peak_below(st.base, best->totals.peak_bytes, b.kept_cap);
+        b.tie_kept = kept_that_cannot_peak_below(st.base, best->totals.peak_bytes, b.kept_cap, ordered ? 0 : cap,
+                                                 one_offload ? 0 : staging);
       }
-      auto plan = solve(space, stage, budget_bytes, fx, b, admitted, by_recompute, one_offload, ws, work);
+      auto plan = solve(space, stage, budget_bytes, fx, b, admitted, by_recompute, one_offload, ws, work, stop);
+      if (stop && stop->load(std::memory_order_relaxed)) return std::nullopt;
       if (!plan) continue;
       if (!best || plan->totals.microbatch_s < best->totals.microbatch_s ||
           (plan->totals.microbatch_s == best->totals.microbatch_s && plan->totals.peak_bytes < best->totals.peak_bytes))

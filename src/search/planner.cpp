@@ -43,6 +43,7 @@ void finish(Candidate& c, const SearchSpace& sp, const std::vector<StageTotals>&
   c.time_s = it.time_s, c.mfu = it.mfu, c.tokens_per_s = it.tokens_per_s;
   c.peak_bytes = 0;
   c.stage_peak_bytes.clear();
+  c.stage_peak_bytes.reserve(stages.size());
   for (size_t i = 0; i < stages.size(); ++i) {
     c.stage_peak_bytes.push_back(stages[i].peak_bytes);
     if (stages[i].peak_bytes > c.peak_bytes) c.peak_bytes = stages[i].peak_bytes, c.worst_stage = int64_t(i);
@@ -62,10 +63,13 @@ int64_t max_stage_layers(const SearchSpace& sp) {
 void uniform_candidates(const SearchSpace& sp, const SearchOptions& o, std::vector<Candidate>& out) {
   std::vector<Strategy> strategies = {Strategy::none};
   strategies.insert(strategies.end(), o.strategies.begin(), o.strategies.end());
+  std::vector<StageTotals> stages;  // per candidate, reused
+  stages.reserve(sp.stages.size());
   for (Strategy s : strategies)
     for (int64_t r = (s == Strategy::none ? 0 : 1); r <= (s == Strategy::none ? 0 : max_stage_layers(sp)); ++r) {
       Candidate c = candidate(SearchMode::uniform_r, s);
-      std::vector<StageTotals> stages;
+      c.r.reserve(sp.stages.size());
+      stages.clear();
       for (size_t i = 0; i < sp.stages.size(); ++i) {
         c.r.push_back(std::min<int64_t>(r, int64_t(sp.stages[i].kinds.size())));
         stages.push_back(stage_with_r(sp, i, s, c.r.back()));
@@ -80,7 +84,9 @@ void uniform_candidates(const SearchSpace& sp, const SearchOptions& o, std::vect
 void per_stage_candidates(const SearchSpace& sp, const SearchOptions& o, std::vector<Candidate>& out) {
   for (Strategy s : o.strategies) {
     Candidate c = candidate(SearchMode::per_stage_r, s);
+    c.r.reserve(sp.stages.size());
     std::vector<StageTotals> stages;
+    stages.reserve(sp.stages.size());
     for (size_t i = 0; i < sp.stages.size(); ++i) {
       const int64_t n = int64_t(sp.stages[i].kinds.size());
       int64_t r = 0;
@@ -135,19 +141,24 @@ double known_stage_time(const SearchSpace& sp, const SearchOptions& o, size_t st
 
 // Each stage's fastest assignment that fits, or when none fits its smallest-footprint one. The
 // stages' searches are independent: `threads` workers take stages in turn. A refusal (a search
-// past its limit) is rethrown for the first stage that raised one.
+// past its limit) is rethrown for the first stage that raised one, so the stages after one that
+// refused are not searched, or stop where they are: nothing they could return or raise is used.
 std::vector<StagePlan> stage_plans(const SearchSpace& sp, const SearchOptions& o) {
   const size_t n = sp.stages.size();
   std::vector<StagePlan> plans(n);
   std::vector<std::exception_ptr> errors(n);
+  std::vector<std::atomic<bool>> stop(n);  // set: a stage before this one refused
   std::atomic<size_t> next{0};
   run_workers(std::min<size_t>(n, size_t(std::max<int64_t>(1, o.threads))), [&](size_t) {
     for (size_t i; (i = next++) < n;) {
+      if (stop[i].load()) continue;
       try {
-        auto plan = best_stage_plan(sp, i, o.budget_bytes, known_stage_time(sp, o, i));
+        auto plan = best_stage_plan(sp, i, o.budget_bytes, known_stage_time(sp, o, i), &stop[i]);
+        if (stop[i].load()) continue;
         plans[i] = plan ? std::move(*plan) : smallest_stage_plan(sp, i);
       } catch (...) {
         errors[i] = std::current_exception();
+        for (size_t later = i + 1; later < n; ++later) stop[later].store(true);
       }
     }
   });

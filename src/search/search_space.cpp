@@ -143,6 +143,7 @@ StageTotals stage_with_r(const SearchSpace& space, size_t stage, Strategy s, int
 
 IterationEstimate iteration_of(const SearchSpace& space, const std::vector<StageTotals>& stages) {
   std::vector<StageRun> runs;
+  runs.reserve(stages.size());
   for (size_t i = 0; i < stages.size(); ++i)
     runs.push_back({stages[i].microbatch_s, space.stages[i].base.static_bytes});
   return iteration_from_stages(runs, space.model_flops, 0, space.costed, space.hardware);

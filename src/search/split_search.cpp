@@ -67,15 +67,10 @@ class SplitSearch {
   int64_t widest() const { return widest_; }
   int64_t microbatches() const { return t_.microbatches(); }
 
-  // Stage i over layers [a, a + k).
+  // Stage i over layers [a, a + k): priced on first use (the split searches visit each many times).
   const StageCell& cell(int64_t i, int64_t a, int64_t k) {
     const StageCell*& slot = cells_[size_t((i * layers_ + a) * (widest_ + 1) + k)];
-    if (slot) return *slot;
-    const uint64_t hash = prefix_[size_t(a + k)] - prefix_[size_t(a)] * power_[size_t(k)];
-    auto [it, added] = unique_.try_emplace({i, k, hash, a == 0}, StageCell{});
-    if (added) it->second = space_ ? least_r_cell(i, a, k) : priced(plan_, i, a, k);
-    slot = &it->second;
-    return *slot;
+    return slot ? *slot : first_use(slot, i, a, k);
   }
 
   // The stage sizes k allowed for stage i starting at layer a (every later stage keeps >= 1 layer).
@@ -85,6 +80,14 @@ class SplitSearch {
   }
 
  private:
+  [[gnu::noinline]] const StageCell& first_use(const StageCell*& slot, int64_t i, int64_t a, int64_t k) {
+    const uint64_t hash = prefix_[size_t(a + k)] - prefix_[size_t(a)] * power_[size_t(k)];
+    auto [it, added] = unique_.try_emplace({i, k, hash, a == 0}, StageCell{});
+    if (added) it->second = space_ ? least_r_cell(i, a, k) : priced(plan_, i, a, k);
+    slot = &it->second;
+    return *slot;
+  }
+
   StageCell priced(const Plan& plan, int64_t i, int64_t a, int64_t k) {
     const StageEstimate st = stage_estimate(m_, hw_, t_, plan, shapes_, r_, size_t(i), {a, a + k}, cache_);
     const StageMemory& mem = st.memory_bytes;

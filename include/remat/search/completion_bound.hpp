@@ -3,6 +3,7 @@
 // completions cannot all fit without more recompute or offload than the best plan known.
 #pragma once
 #include <array>
+#include <map>
 #include <vector>
 
 #include "remat/cost/layer_cost.hpp"
@@ -21,6 +22,7 @@ class KeptCostCurve {
   // The same with the options' falling lower hull (add_layers finds it).
   void add_hull(const KeptCostPoints& hull, double copies);
   void finish();  // call once after the last add_layers
+  void clear();   // back to no layers, keeping the memory
   double at(double kept_bytes) const;
 
  private:
@@ -55,22 +57,31 @@ double mix_lower_s(const StageTimeShape& shape, const CompletionCurves& after, i
                    double room_kept_bytes);
 
 // The curves after each layer of a stage (layer j: the layers j + 1 ...), from the options each
-// layer's kind admits, each built the first time it is asked for.
+// layer's kind admits, each built the first time it is asked for. One object serves a stage's
+// passes in turn (reset): a kind's hulls are kept while its admitted options stay the same, and
+// the curves' memory is reused.
 class StageCompletions {
  public:
+  StageCompletions() = default;
   StageCompletions(const std::vector<int>& kinds, const std::vector<std::vector<const LayerCost*>>& admitted_by_kind,
                    double copy_bytes_per_s);
+  void reset(const std::vector<int>& kinds, const std::vector<std::vector<const LayerCost*>>& admitted_by_kind,
+             double copy_bytes_per_s);
   const CompletionCurves& after(size_t layer);
 
  private:
   void build_hulls();
   std::vector<int> kinds_;
   std::vector<std::vector<const LayerCost*>> admitted_by_kind_;
-  double copy_bytes_per_s_;
-  std::vector<std::array<KeptCostPoints, kCostMixes.size() + 1>> hulls_;  // per kind and cost (last: copy alone)
-  std::vector<std::vector<double>> counts_after_;                         // per layer, per kind
+  double copy_bytes_per_s_ = 1;
+  using KindHulls = std::array<KeptCostPoints, kCostMixes.size() + 1>;  // per cost (last: copy alone)
+  std::vector<const KindHulls*> hulls_;                                  // per kind, in known_hulls_
+  // per kind, the hulls of every admitted list seen since the copy rate was set
+  std::vector<std::map<std::vector<const LayerCost*>, KindHulls>> known_hulls_;
+  std::vector<std::vector<double>> counts_after_;        // per layer, per kind
   std::vector<CompletionCurves> curves_;
   std::vector<bool> built_;
+  bool hulls_ready_ = false;
 };
 
 }  // namespace remat

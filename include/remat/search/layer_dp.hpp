@@ -1,6 +1,7 @@
 #pragma once
 // The exact per-layer search of one stage: which choice each layer takes so
 // that the stage's microbatch time is least and its peak fits the budget.
+#include <atomic>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -23,8 +24,11 @@ struct StagePlan {
 // on the layers' order, and the states carry it too: exact there as well.
 // `known_microbatch_s`, the time of a plan known to fit (or infinity), only
 // prunes partial plans that cannot beat it. Empty when no assignment fits.
+// `stop` (when given): the caller sets it once it no longer wants the result (another stage's
+// search was refused); the search then returns empty soon after.
 std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage, double budget_bytes,
-                                         double known_microbatch_s = std::numeric_limits<double>::infinity());
+                                         double known_microbatch_s = std::numeric_limits<double>::infinity(),
+                                         const std::atomic<bool>* stop = nullptr);
 
 // The assignment with the lowest peak whatever the budget (ties: the faster):
 // for every bound on the transient and the staging buffer, each layer takes
