@@ -178,7 +178,8 @@ TEST(LayerSearch, AStoppedSearchReturnsNothing) {
                                             test::layout(1, 2, 1, 1, 2, 2048), SearchOptions{});
   const double budget = 1e15;  // everything fits
   std::atomic<bool> stop{false};
-  const std::optional<StagePlan> running = best_stage_plan(sp, 0, budget, std::numeric_limits<double>::infinity(), &stop);
+  const std::optional<StagePlan> running =
+      best_stage_plan(sp, 0, budget, std::numeric_limits<double>::infinity(), &stop);
   ASSERT_TRUE(running);
   EXPECT_EQ(running->per_layer.size(), 4u);
   stop.store(true);

@@ -39,8 +39,9 @@ void throw_if(std::vector<Problem>& problems) {
 // known or not: the construct is what the user needs to hear).
 // `layers` in a config whose model type is not one of remat's hybrids.
 std::string outside_hybrids(const std::string& layers) {
-  return layers + " in a model type not built as a hybrid (remat's: nemotron_h, bamba, granitemoehybrid, mamba2, "
-                  "qwen3_next, lfm2, jamba)";
+  return layers +
+         " in a model type not built as a hybrid (remat's: nemotron_h, bamba, granitemoehybrid, mamba2, "
+         "qwen3_next, lfm2, jamba)";
 }
 
 void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {

@@ -288,7 +288,8 @@ void read_dt_rank(HfJsonReader& r, ModelSpec& m, const char* key) {
 // attention, the channels stand for the heads (so that --tp splits them), as for Mamba-2.
 void mamba1_channels(HfJsonReader& r, ModelSpec& m, int64_t expand) {
   m.mamba1_inner = expand * m.hidden_size;
-  if (r.has("intermediate_size") && r.text("model_type") != "jamba") r.integer("intermediate_size", m.mamba1_inner, false);
+  if (r.has("intermediate_size") && r.text("model_type") != "jamba")
+    r.integer("intermediate_size", m.mamba1_inner, false);
   require_positive(r, "intermediate_size", m.mamba1_inner);
 }
 

@@ -108,7 +108,7 @@ class LayerCostCache {
  private:
   struct Entry {
     const LayerDef* layer;
-    int frozen;  // LoRA's frozen prefix: 0 past it, 1 the first adapted layer, 2 before it
+    int frozen;                         // LoRA's frozen prefix: 0 past it, 1 the first adapted layer, 2 before it
     LayerChoice choice, costed_choice;  // the cost key, and it as stage_layer_cost updated it
     LayerCost cost;
   };

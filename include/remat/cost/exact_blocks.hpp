@@ -75,8 +75,8 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m);
 Block mamba2_block(const RankShape& r, const ModelSpec& m);
 Block gated_deltanet_block(const RankShape& r, const ModelSpec& m);
 Block short_conv_block(const RankShape& r, const ModelSpec& m);  // LFM2's gated short convolution
-Block mamba1_block(const RankShape& r, const ModelSpec& m);       // Mamba-1, mamba_ssm's kernels
-Block mixer_out_glue(const RankShape& r, int64_t hidden);  // reduce, residual
+Block mamba1_block(const RankShape& r, const ModelSpec& m);      // Mamba-1, mamba_ssm's kernels
+Block mixer_out_glue(const RankShape& r, int64_t hidden);        // reduce, residual
 
 // Ops outside any recompute block (never recomputed at block granularity).
 // Wo, reduce, residual; `windowed`: of a sliding-window layer (Gemma 4's full-attention layers are wider)

@@ -75,10 +75,10 @@ class StageCompletions {
   std::vector<std::vector<const LayerCost*>> admitted_by_kind_;
   double copy_bytes_per_s_ = 1;
   using KindHulls = std::array<KeptCostPoints, kCostMixes.size() + 1>;  // per cost (last: copy alone)
-  std::vector<const KindHulls*> hulls_;                                  // per kind, in known_hulls_
+  std::vector<const KindHulls*> hulls_;                                 // per kind, in known_hulls_
   // per kind, the hulls of every admitted list seen since the copy rate was set
   std::vector<std::map<std::vector<const LayerCost*>, KindHulls>> known_hulls_;
-  std::vector<std::vector<double>> counts_after_;        // per layer, per kind
+  std::vector<std::vector<double>> counts_after_;  // per layer, per kind
   std::vector<CompletionCurves> curves_;
   std::vector<bool> built_;
   bool hulls_ready_ = false;

@@ -228,8 +228,8 @@ struct ModelSpec {
   }
   // The MoE layers' shared MLP width: every shared expert side by side.
   int64_t shared_mlp_width() const {
-    return n_shared_experts * (shared_expert_intermediate_size > 0 ? shared_expert_intermediate_size
-                                                                   : moe_intermediate_size);
+    return n_shared_experts *
+           (shared_expert_intermediate_size > 0 ? shared_expert_intermediate_size : moe_intermediate_size);
   }
   // The dense MLP's width in layer `index` (Gemma 4's KV-shared layers may be twice as wide).
   int64_t mlp_width(int64_t index) const {
