@@ -54,10 +54,8 @@ MOE_TYPES = {"qwen3_moe", "mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", "nem
 # Where a family names the seven matrices its own way, the module names PEFT is given for each role
 # (the log keeps the role names). LFM2: the attention's out_proj (its short convolution has an
 # out_proj too, which stays without adapter), w1 / w3 / w2 for gate / up / down.
-PEFT_MODULES = {
-    "lfm2": {"o_proj": "self_attn.out_proj", "gate_proj": "w1", "up_proj": "w3", "down_proj": "w2"},
-    "lfm2_moe": {"o_proj": "self_attn.out_proj", "gate_proj": "w1", "up_proj": "w3", "down_proj": "w2"},
-}
+LFM2_MODULES = {"o_proj": "self_attn.out_proj", "gate_proj": "w1", "up_proj": "w3", "down_proj": "w2"}
+PEFT_MODULES = {"lfm2": LFM2_MODULES, "lfm2_moe": LFM2_MODULES}
 
 
 def log(msg):

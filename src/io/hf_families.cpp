@@ -628,10 +628,9 @@ constexpr HfDefaults kPhiDefaults{51200, 2048, 8192, 24, 32};
 constexpr HfDefaults kBambaDefaults{128000, 4096, 14336, 32, 32, 8, 0, 1e-5};
 constexpr HfDefaults kGraniteMoeHybridDefaults{32000, 4096, 11008, 32, 32};
 constexpr HfDefaults kMamba2Defaults{32768, 4096, 0, 64, 0, 0, 0, 1e-5};
-// MambaConfig and FalconMambaConfig (no attention, no MLP), JambaConfig
+// MambaConfig and FalconMambaConfig (no attention, no MLP), JambaConfig, Lfm2Config, Lfm2MoeConfig
 constexpr HfDefaults kMambaDefaults{50280, 768, 0, 32, 0, 0, 0, 1e-5};
 constexpr HfDefaults kJambaDefaults{65536, 4096, 14336, 32, 32, 8};
-// Lfm2Config and Lfm2MoeConfig
 constexpr HfDefaults kLfm2Defaults{65536, 2560, 12288, 32, 32, 8, 0, 1e-5};
 constexpr HfDefaults kLfm2MoeDefaults{65536, 2048, 7168, 32, 32, 8, 0, 1e-5};
 

@@ -97,11 +97,8 @@ ModelSpec model_from(ArgReader& a, int64_t tp) {
     m.n_routed_experts = a.integer("num_experts");
     m.num_experts_per_tok = a.integer("moe_router_topk");
     m.moe_intermediate_size = a.integer("moe_ffn_hidden_size", m.intermediate_size);
-    if (!a.is_none("moe_shared_expert_intermediate_size") && m.moe_intermediate_size > 0) {
-      const int64_t shared = a.integer("moe_shared_expert_intermediate_size");
-      m.n_shared_experts = shared % m.moe_intermediate_size == 0 ? shared / m.moe_intermediate_size : 1;
-      if (shared % m.moe_intermediate_size != 0) m.shared_expert_intermediate_size = shared;
-    }
+    if (!a.is_none("moe_shared_expert_intermediate_size") && m.moe_intermediate_size > 0)
+      m.set_shared_mlp_width(a.integer("moe_shared_expert_intermediate_size"));
     const std::string freq = a.text("moe_layer_freq");
     if (freq != "1") a.refuse("moe_layer_freq", freq, "remat models MoE in every layer (moe_layer_freq 1) here");
   }

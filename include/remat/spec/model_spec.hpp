@@ -226,6 +226,13 @@ struct ModelSpec {
     const int64_t first = num_hidden_layers - kv_shared_layers;
     return kv_shared_layers > 0 && first > 0 && index >= first && index < num_hidden_layers;
   }
+  // A shared MLP `width` wide: shared experts of moe_intermediate_size where it is a multiple of
+  // that, else one shared expert of its own width.
+  void set_shared_mlp_width(int64_t width) {
+    const bool multiple = moe_intermediate_size > 0 && width % moe_intermediate_size == 0;
+    n_shared_experts = multiple ? width / moe_intermediate_size : 1;
+    shared_expert_intermediate_size = multiple ? 0 : width;
+  }
   // The MoE layers' shared MLP width: every shared expert side by side.
   int64_t shared_mlp_width() const {
     return n_shared_experts *
