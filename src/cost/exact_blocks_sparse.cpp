@@ -22,6 +22,65 @@ double mla_down_width(const ModelSpec& m) {
   return q + double(m.kv_lora_rank) + double(m.qk_rope_head_dim);
 }
 
+// Keys each query attends to on average, as the FLOP counts take it: half the sequence under the
+// causal mask; under DeepSeek sparse attention at most index_topk, so past s = k the first k
+// queries read k / 2 and the others k each.
+double keys_per_query(const RankShape& r, const ModelSpec& m) {
+  const double s = r.s, k = m.sparse_attention() ? double(m.index_topk) : s;
+  if (!r.causal) return std::min(s, k);
+  if (s <= k) return s / 2;
+  return (k * k / 2 + (s - k) * k) / s;
+}
+
+// DSA's lightning indexer as a training kernel runs it (generic, megatron-local): wq_b on the
+// query latent, wk (with its LayerNorm) and weights_proj on the layer input, ReLU scores of every
+// causal pair in index_n_heads heads, weighted and summed, and the top index_topk keys per query.
+// Its backward (the indexer's own loss) reads q, k and the weights; the attention reads the indices.
+void add_indexer_fused(Block& b, const RankShape& r, const ModelSpec& m) {
+  const double rows = r.tokens(), heads = double(m.index_n_heads), dim = double(m.index_head_dim);
+  const double h = double(m.hidden_size), s_causal = r.causal ? r.s / 2 : r.s;
+  b.tensors.push_back({"index_q", rows * heads * dim * kBf16});
+  b.tensors.push_back({"index_k", rows * dim * kBf16});
+  b.tensors.push_back({"index_weights", rows * heads * kFp32});
+  b.ops.push_back(ops::gemm("indexer_q", rows, double(m.q_lora_rank), heads * dim, {"q_latent_norm"}));
+  // wk and weights_proj read x_norm, which the down projection already saves
+  b.ops.push_back(ops::gemm("indexer_k_weights", rows, h, dim + heads, {}));
+  OpDef scores = ops::gemm("indexer_scores", rows, s_causal, heads * dim, {"index_q", "index_k", "index_weights"});
+  b.ops.push_back(scores);
+  // the weighted head sum and the top-k pass over the fp32 index scores
+  b.ops.push_back(ops::streaming("indexer_topk", 2 * rows * s_causal * kFp32, 0, {}));
+}
+
+// transformers 5.17's DeepseekV32Indexer.forward, under torch.no_grad (nothing saved, no backward):
+// wq_b, wk, weights_proj in bf16; q.float() @ k.float() gives b s x heads x s fp32 scores (torch.matmul
+// folds the broadcast k: no copy of it per query); the softmax scale and the ReLU each write a new
+// score tensor while the last is alive (measured: reports/hf/steps-dsa-h200.jsonl).
+void add_indexer_transformers(Block& b, const RankShape& r, const ModelSpec& m) {
+  const double rows = r.tokens(), heads = double(m.index_n_heads), dim = double(m.index_head_dim);
+  const double h = double(m.hidden_size), pairs = r.b * r.s * r.s;
+  const auto no_grad = [](OpDef op) {
+    op.forward_only = true;
+    op.saves.clear();
+    op.bwd_flops = op.bwd_exec_flops = 0;
+    op.bwd_bytes = 0;
+    return op;
+  };
+  b.ops.push_back(no_grad(ops::gemm("indexer_q", rows, double(m.q_lora_rank), heads * dim, {})));
+  b.ops.push_back(no_grad(ops::gemm("indexer_k_weights", rows, h, dim + heads, {})));
+  // an fp32 GEMM (cuBLAS SIMT) over the whole square; its output's bytes where no fp32 rate is known
+  OpDef scores = no_grad(ops::streaming("indexer_scores", pairs * heads * kFp32, 0, {}));
+  scores.fp32_adapter_flops = 2 * pairs * heads * dim;
+  scores.gemm_flops_each = scores.fp32_adapter_flops;
+  const double q_copies = 4 * rows * heads * dim * kBf16;  // wq_b's output, the rotated cat and its fp32 cast
+  scores.working_bytes = q_copies + 2 * pairs * heads * kFp32;
+  scores.fwd_working_bytes = scores.working_bytes;
+  b.ops.push_back(scores);
+  // the scores scaled and ReLU'd (each read and written) and read by the head sum
+  b.ops.push_back(no_grad(ops::streaming("indexer_score_passes", 5 * pairs * heads * kFp32, 0, {})));
+  // the masked fp32 index scores, top-k, and the boolean masks built from the indices
+  b.ops.push_back(no_grad(ops::streaming("indexer_topk", 2 * pairs * kFp32 + 4 * pairs, 0, {})));
+}
+
 }  // namespace
 
 Block mla_down_block(const RankShape& r, const ModelSpec& m) {
@@ -64,11 +123,23 @@ Block mla_up_attn_block(const RankShape& r, const ModelSpec& m) {
   // rope on the decoupled parts and assembly of per-head q, k (k_rope broadcast to heads)
   const double qk_bytes = rows * nh * (d + rope) * kBf16;
   b.ops.push_back(ops::streaming("rope_concat", 4 * qk_bytes, 4 * qk_bytes, {}));
-  // QK^T with head dim d + r, PV with dv; half under the causal mask
-  const double fwd = (2 * rows * r.s * nh * (d + rope) + 2 * rows * r.s * nh * dv) * (r.causal ? 0.5 : 1.0);
+  // QK^T with head dim d + r, PV with dv, over the keys each query reads (half under the causal mask)
+  const bool dsa = m.sparse_attention();
+  const bool dsa_masked = dsa && r.layouts_from_model_code;  // transformers: a dense s x s mask from the top-k
+  if (dsa) (dsa_masked ? add_indexer_transformers : add_indexer_fused)(b, r, m);
+  const double keys = dsa_masked ? r.s : keys_per_query(r, m);
+  const double fwd = 2 * rows * keys * nh * (d + rope) + 2 * rows * keys * nh * dv;
   b.tensors.push_back({"lse", r.b * nh * r.s * kFp32});
   b.ops.push_back(ops::attention("flash_attention", fwd, r.s, d + rope, {"q", "k", "v", "o", "lse"}));
   b.attention_stats = {"lse"};
+  if (dsa_masked) {
+    // sdpa turns the boolean mask into a bf16 bias, which its memory-efficient kernel saves per layer
+    b.tensors.push_back({"dsa_mask", r.b * r.s * r.s * kBf16});
+    b.ops.back().saves.push_back("dsa_mask");
+  } else if (dsa) {
+    b.tensors.push_back({"index_topk", rows * std::min(r.s, double(m.index_topk)) * 4});  // int32 indices
+    b.ops.back().saves.push_back("index_topk");
+  }
   b.kept_outside = {"o"};
   // Megatron's `mla_up_proj` discards q, k, v (up projections and rope) and reruns them
   b.tag(parts::kMlaUpProjTag, {"q_up", "kv_up", "rope_concat", "q", "k", "v"});

@@ -110,6 +110,11 @@ std::vector<Problem> network_problems(const TrainingSpec& t, const HardwareSpec&
 double host_copy_bytes_per_s(const HardwareSpec& hw) { return hw.host_link_bytes_per_s * hw.efficiency.host_link; }
 
 OpTime op_time(const OpDef& op, const HardwareSpec& hw) {
+  if (op.forward_only) {
+    OpDef forward = op;
+    forward.forward_only = false;
+    return {op_time(forward, hw).fwd_s, 0};
+  }
   const auto& e = hw.efficiency;
   const double mem_bw = hw.hbm_bytes_per_s * e.memory_bound;
   switch (op.kind) {

@@ -39,7 +39,7 @@ double attention_params(const ModelSpec& m, int64_t layer_index, double tp) {
   const double q = hq > 0 ? h * hq + hq + hq * nh * (d + r) / tp  // down, latent norm, up
                           : h * nh * (d + r) / tp;
   const double kv = h * (hkv + r) + hkv + hkv * nh * (d + dv) / tp;  // down (+ k rope), norm, up
-  return q + kv + nh * dv * h / tp + norm;                           // o projection, input norm
+  return q + kv + nh * dv * h / tp + norm + indexer_params(m, layer_index);  // o projection, input norm
 }
 
 // A dense MLP of width f: gated (gate, up, down) or two matrices (up, down), with
@@ -179,6 +179,14 @@ ParamCount layer_params(const ModelSpec& m, int64_t layer_index, int64_t tp, int
   return p;
 }
 
+// A DSA lightning indexer (DeepseekV32Indexer.__init__): wq_b (query latent -> heads x dim), wk
+// (hidden -> dim), k_norm (a LayerNorm with bias) and weights_proj (hidden -> heads); not split over tp.
+double indexer_params(const ModelSpec& m, int64_t layer_index) {
+  if (!m.layer_has_indexer(layer_index)) return 0;
+  const double heads = double(m.index_n_heads), dim = double(m.index_head_dim), h = double(m.hidden_size);
+  return double(m.q_lora_rank) * heads * dim + h * dim + 2 * dim + h * heads;
+}
+
 double embedding_params(const ModelSpec& m, int64_t tp) {
   return double(m.vocab_size) * double(m.hidden_size) / double(tp);
 }
@@ -229,8 +237,9 @@ StaticBytes static_bytes(const ParamCount& p, const TrainingSpec& t) {
   const double dense_shard = double(t.dp);
   const double expert_shard = double(t.dp * t.tp) / double(t.ep);  // expert data-parallel size
   const StaticBytes d = bytes_per_param(t, dense_shard), e = bytes_per_param(t, expert_shard);
-  return {p.dense * d.weights + p.expert * e.weights, p.dense * d.gradients + p.expert * e.gradients,
-          p.dense * d.optimizer + p.expert * e.optimizer};
+  const double trained = p.dense - p.untrained;
+  return {p.dense * d.weights + p.expert * e.weights, trained * d.gradients + p.expert * e.gradients,
+          trained * d.optimizer + p.expert * e.optimizer};
 }
 
 }  // namespace remat

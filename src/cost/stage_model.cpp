@@ -241,6 +241,7 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
   for (int64_t g = layers.first; g < layers.second; ++g) {
     const ParamCount lp = layer_params(m, g, t.tp, t.ep);
     s.params.dense += lp.dense, s.params.expert += lp.expert;
+    if (t.layouts_from_model_code) s.params.untrained += indexer_params(m, g);  // transformers: under no_grad
     largest_layer = std::max(largest_layer, lp.total());
     s.adapter_params += lora_layer_params(m, t, t.tp, g);
   }
@@ -272,7 +273,7 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
   if (t.optimizer_temp_bytes_per_param > 0 && t.optimizer != Optimizer::none) {
     // with ep > 1 Megatron steps the dense and the expert-parallel parameters in two optimizers, one
     // after the other, so only the larger group's temporary is live (reports/megatron: MoE ep 2)
-    const double dense = s.params.dense / (t.zero_stage >= 1 ? double(t.dp) : 1.0);
+    const double dense = (s.params.dense - s.params.untrained) / (t.zero_stage >= 1 ? double(t.dp) : 1.0);
     const double trained = t.lora_rank > 0 ? s.adapter_params
                            : t.ep > 1      ? std::max(dense, s.params.expert)
                                            : dense + s.params.expert;

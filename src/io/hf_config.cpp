@@ -69,6 +69,7 @@ void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
            "an encoder-decoder model (bidirectional attention); remat plans causal decoders");
   for (const std::string& kind : r.text_list("layer_types")) {
     if (kind == "full_attention" || kind == "sliding_attention" || kind == "chunked_attention") continue;
+    if (kind == "deepseek_sparse_attention") continue;  // a DSA family's reader sets it, else it is refused
     if (kind == "linear_attention" && hybrid == HfHybrid::gated_deltanet) continue;
     if (kind == "conv" && hybrid == HfHybrid::short_conv) continue;
     const std::string current = current_layer_type(kind);
@@ -86,6 +87,17 @@ void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
       refuse(r.file, r.path("layer_types"), kind, outside_hybrids("Mamba layers beside attention layers"));
     refuse(r.file, r.path("layer_types"), kind, "layers of kind " + kind + "; remat has no block for them");
   }
+}
+
+// DeepSeek sparse attention declared in a family whose reader did not build it.
+void refuse_sparse_attention_keys(HfJsonReader& r, const ModelSpec& m) {
+  if (m.sparse_attention()) return;
+  const std::vector<std::string> kinds = r.text_list("layer_types");
+  const bool dsa_layers = std::find(kinds.begin(), kinds.end(), "deepseek_sparse_attention") != kinds.end();
+  if (r.has("index_n_heads") || dsa_layers)
+    refuse(r.file, r.path(dsa_layers ? "layer_types" : "index_n_heads"), dsa_layers ? "deepseek_sparse_attention" : "",
+           "DeepSeek sparse attention (a lightning indexer) in a model type remat builds without one (remat's: "
+           "deepseek_v32, glm_moe_dsa)");
 }
 
 // The family a config's model_type names: itself, another name for one (kimi_k2), or,
@@ -635,6 +647,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   m.source = file;
   read_dimensions(r, m, *family);
   if (family->layer) family->layer(r, m);
+  refuse_sparse_attention_keys(r, m);
   throw_if(problems);  // a construct the family's reader refuses (Nemotron-H's MoE blocks) before its keys
   if (m.mlp_kind == MlpKind::gated)  // SwiGLU, GeGLU (Gemma's hidden_activation): for the Megatron-LM flags
     for (const char* key : {"hidden_act", "hidden_activation"})

@@ -706,6 +706,8 @@ const std::array kFamilies = {
     HfFamily{"deepseek_v2", false, HfExperts::deepseek, false, nullptr, nullptr, {}, true},
     HfFamily{"deepseek_v3", false, HfExperts::deepseek, false, nullptr, nullptr, {}, true},
     HfFamily{"glm4_moe", false, HfExperts::deepseek, false, nullptr, glm4_moe_layer, {}, true},
+    HfFamily{"deepseek_v32", false, HfExperts::deepseek, false, nullptr, deepseek_v32_layer, {}, true},
+    HfFamily{"glm_moe_dsa", false, HfExperts::deepseek, false, nullptr, glm_moe_dsa_layer, {}, true},
     HfFamily{"llama4_text", false, HfExperts::llama4, false, nullptr, llama4_layer, kEps1e5},
     HfFamily{"olmo", false, kDense, false, nullptr, olmo_layer},
     HfFamily{"smollm3", true, kDense, false, nullptr, llama_layer},

@@ -109,6 +109,9 @@ void afmoe_layer(HfJsonReader& r, ModelSpec& m);
 void hy_v3_layer(HfJsonReader& r, ModelSpec& m);
 void hunyuan_moe_layer(HfJsonReader& r, ModelSpec& m);
 void cohere2_moe_layer(HfJsonReader& r, ModelSpec& m);
+// DeepSeek sparse attention: DeepSeek-V3.2 and GLM-5 (GLM-MoE-DSA, with its shared-indexer layers).
+void deepseek_v32_layer(HfJsonReader& r, ModelSpec& m);
+void glm_moe_dsa_layer(HfJsonReader& r, ModelSpec& m);
 
 // The Gemma families (hf_family_gemma.cpp): their layer readers, and which Gemma 4 layers attend
 // within the window.

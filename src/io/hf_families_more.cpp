@@ -169,6 +169,76 @@ void mla_layer(HfJsonReader& r, ModelSpec& m) {
            "is not a model remat can build: biases on multi-head latent attention's projections");
 }
 
+namespace {
+
+// DeepSeek sparse attention's indexer on DeepSeek-V3's layer (DeepseekV32Config, GlmMoeDsaConfig):
+// index_n_heads (the config class's default `heads`), index_head_dim 128 and index_topk 2048 where
+// absent. Its wq_b reads the query latent, so q_lora_rank must be set.
+void read_dsa_indexer(HfJsonReader& r, ModelSpec& m, int64_t heads) {
+  mla_layer(r, m);
+  if (m.q_lora_rank < 1)
+    r.fail("q_lora_rank", "", "must be set: DeepSeek sparse attention's indexer projects the query latent");
+  m.index_n_heads = heads, m.index_head_dim = 128, m.index_topk = 2048;
+  r.integer("index_n_heads", m.index_n_heads, false);
+  r.integer("index_head_dim", m.index_head_dim, false);
+  r.integer("index_topk", m.index_topk, false);
+  if (m.index_n_heads < 1) r.fail("index_n_heads", std::to_string(m.index_n_heads), "must be a positive integer");
+  if (m.index_head_dim < 1 || m.index_head_dim < m.qk_rope_head_dim)
+    r.fail("index_head_dim", std::to_string(m.index_head_dim),
+           "must be a positive integer of at least qk_rope_head_dim (the indexer rotates that many dims)");
+  if (m.index_topk < 1) r.fail("index_topk", std::to_string(m.index_topk), "must be a positive integer");
+}
+
+// GLM-5's per-layer indexer modes (GlmMoeDsaConfig.__post_init__): indexer_types ("full" runs an
+// indexer, "shared" reuses the previous layer's keys); else index_topk_pattern ("F"/"S" per layer);
+// else "full" where max(i - index_skip_topk_offset + 1, 0) % index_topk_freq == 0 (1 and 2 by default).
+std::vector<bool> glm_shared_indexer_layers(HfJsonReader& r, int64_t layers) {
+  std::vector<std::string> kinds = r.text_list("indexer_types");
+  const char* key = "indexer_types";
+  if (kinds.empty() && r.has("index_topk_pattern")) {
+    key = "index_topk_pattern";
+    const auto& pattern = r.object[r.spelled(key)];
+    if (pattern.is_string())
+      for (char c : pattern.get<std::string>()) kinds.push_back(c == 'F' ? "full" : c == 'S' ? "shared" : "?");
+    else
+      kinds = r.text_list(key);
+  }
+  std::vector<bool> shared;
+  if (kinds.empty()) {
+    int64_t freq = 1, offset = 2;
+    r.integer("index_topk_freq", freq, false);
+    r.integer("index_skip_topk_offset", offset, false);
+    freq = std::max<int64_t>(freq, 1);
+    for (int64_t i = 0; i < std::min(layers, limits::kLayers); ++i)
+      shared.push_back(std::max<int64_t>(i - offset + 1, 0) % freq != 0);
+    return shared;
+  }
+  if (int64_t(kinds.size()) != layers)
+    r.fail(key, std::to_string(kinds.size()) + " entries",
+           "must name each of num_hidden_layers = " + std::to_string(layers) + " layers");
+  for (const auto& kind : kinds) {
+    if (kind != "full" && kind != "shared") r.fail(key, kind, "must hold only full and shared (F and S)");
+    shared.push_back(kind == "shared");
+  }
+  if (!shared.empty() && shared.front()) r.fail(key, "shared", "its first layer has no earlier indexer to share");
+  return shared;
+}
+
+}  // namespace
+
+void deepseek_v32_layer(HfJsonReader& r, ModelSpec& m) { read_dsa_indexer(r, m, 64); }
+
+void glm_moe_dsa_layer(HfJsonReader& r, ModelSpec& m) {
+  read_dsa_indexer(r, m, 32);
+  m.indexer_shared_layers = glm_shared_indexer_layers(r, m.num_hidden_layers);
+  const auto shared = std::count(m.indexer_shared_layers.begin(), m.indexer_shared_layers.end(), true);
+  if (shared > 0)
+    m.notes.push_back(r.path("indexer_types") + ": " + std::to_string(shared) + " of " +
+                      std::to_string(m.num_hidden_layers) +
+                      " layers reuse an earlier layer's top-k (no indexer weights, counted exactly); their "
+                      "activations and time are costed with an indexer of their own, an overestimate");
+}
+
 // Solar Open: LLaMA's attention with attention_bias on q, k and v (o_proj has none); GLM-4.5's MoE
 // in every layer (first_k_dense_replace is not read): n_routed_experts of moe_intermediate_size and
 // n_shared_experts (default 1) of it.

@@ -40,6 +40,8 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
     {"MixtralForCausalLM", "mixtral"},
     {"DeepseekV2ForCausalLM", "deepseek_v2"},
     {"DeepseekV3ForCausalLM", "deepseek_v3"},
+    {"DeepseekV32ForCausalLM", "deepseek_v32"},
+    {"GlmMoeDsaForCausalLM", "glm_moe_dsa"},
     {"DeepseekForCausalLM", "deepseek"},
     {"MiMoForCausalLM", "mimo"},
     {"GemmaForCausalLM", "gemma"},
@@ -98,8 +100,6 @@ const std::pair<const char*, const char*> kRefused[] = {
     {"minimax",
      "lightning (linear) attention layers beside softmax attention (MiniMax-01); remat has no block for "
      "linear-attention layers"},
-    {"deepseek_v32", "DeepSeek sparse attention (its lightning indexer); remat has no block for sparse attention"},
-    {"glm_moe_dsa", "DeepSeek sparse attention (its lightning indexer); remat has no block for sparse attention"},
     {"rwkv", "RWKV's recurrent time-mixing layers, no attention; remat has no block for them"},
     {"rwkv7", "RWKV's recurrent time-mixing layers, no attention; remat has no block for them"},
     {"kimi_linear",

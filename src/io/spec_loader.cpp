@@ -160,6 +160,9 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& file) {
   f.integer("qk_rope_head_dim", m.qk_rope_head_dim, false);
   f.integer("qk_nope_head_dim", m.qk_nope_head_dim, false);
   f.integer("v_head_dim", m.v_head_dim, false);
+  f.integer("index_n_heads", m.index_n_heads, false);  // DeepSeek sparse attention (every layer)
+  f.integer("index_head_dim", m.index_head_dim, false);
+  f.integer("index_topk", m.index_topk, false);
   f.integer("paper_num_hidden_layers", m.paper_num_hidden_layers, false);
   f.number("paper_params_B", m.paper_params_B, false);
   read_layer_construction(f, m);

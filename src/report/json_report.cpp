@@ -1,5 +1,6 @@
 #include "remat/report/json_report.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "remat/cost/params.hpp"
@@ -95,6 +96,13 @@ Json model_json(const ModelSpec& m) {
     j["qk_rope_head_dim"] = m.qk_rope_head_dim;
     j["qk_nope_head_dim"] = m.qk_nope_head_dim;
     j["v_head_dim"] = m.v_head_dim;
+  }
+  if (m.sparse_attention()) {
+    j["index_n_heads"] = m.index_n_heads;
+    j["index_head_dim"] = m.index_head_dim;
+    j["index_topk"] = m.index_topk;
+    if (!m.indexer_shared_layers.empty())
+      j["indexer_layers"] = std::count(m.indexer_shared_layers.begin(), m.indexer_shared_layers.end(), false);
   }
   if (m.num_nextn_predict_layers > 0) j["num_nextn_predict_layers"] = m.num_nextn_predict_layers;
   if (!m.notes.empty()) j["notes"] = m.notes;

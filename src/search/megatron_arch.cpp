@@ -215,6 +215,12 @@ std::vector<std::string> megatron_inexpressible(const ModelSpec& m) {
     out.push_back("Megatron-LM has no flag for " + what + ": the flags above build a different layer there");
   };
   if (m.parallel_attn_mlp) cannot("attention and MLP in parallel on one residual");
+  if (m.sparse_attention())
+    out.push_back(fmt::format(
+        "remat prints no flags for DeepSeek sparse attention (Megatron-LM's experimental DSA: "
+        "--experimental-attention-variant dsa, --dsa-indexer-n-heads {}, --dsa-indexer-head-dim {}, "
+        "--dsa-indexer-topk {}) and does not model it under megatron-local: the flags above build dense MLA",
+        m.index_n_heads, m.index_head_dim, m.index_topk));
   if (m.mlp_kind == MlpKind::two_matrix && m.hidden_act != "relu2" && m.hidden_act != "gelu" &&
       !gelu_tanh(m.hidden_act))
     cannot("the MLP activation " + m.hidden_act + " (its two-matrix MLP runs GELU)");

@@ -152,6 +152,10 @@ std::vector<Problem> validate_training(const TrainingSpec& t, const ModelSpec& m
     f.fail("--mixer-kernels", "torch",
            "Mamba-1 layers are priced as mamba_ssm's kernels run them; transformers' plain-PyTorch fallback "
            "(the hf profile's default) is not modelled: give --mixer-kernels fused");
+  if (t.framework == "megatron-local" && m.sparse_attention())
+    f.fail("--framework", "megatron-local",
+           "DeepSeek sparse attention (index_n_heads) as Megatron-LM runs it (its experimental DSA and indexer "
+           "loss) is not modelled: give --framework generic or hf");
   if (t.gbs > 0 && t.gbs % (t.mbs * t.dp) != 0)
     f.fail("--gbs", str(t.gbs), "must be a multiple of mbs * dp = " + str(t.mbs * t.dp));
   if (!t.layers_per_stage.empty()) check_layers_per_stage(f, t.layers_per_stage, t.pp, layers);

@@ -64,12 +64,26 @@ void check_moe(Checker& c, const ModelSpec& m) {
   c.non_negative("n_shared_experts", m.n_shared_experts, kSharedExperts);
 }
 
+// DeepSeek sparse attention's indexer: on MLA with a query latent (its wq_b reads it).
+void check_sparse_attention(Checker& c, const ModelSpec& m) {
+  c.non_negative("index_n_heads", m.index_n_heads, kHeads);
+  if (!m.sparse_attention()) return;
+  c.positive("index_head_dim", m.index_head_dim, kHeadDim);
+  c.positive("index_topk", m.index_topk, kSeq);
+  if (m.q_lora_rank < 1)
+    c.fail("q_lora_rank", std::to_string(m.q_lora_rank), "must be positive with index_n_heads (the indexer reads it)");
+  if (m.index_head_dim < m.qk_rope_head_dim)
+    c.fail("index_head_dim", std::to_string(m.index_head_dim),
+           "must be at least qk_rope_head_dim = " + std::to_string(m.qk_rope_head_dim));
+}
+
 void check_attention(Checker& c, const ModelSpec& m) {
   if (m.attention() == AttentionKind::mla) {
     c.non_negative("q_lora_rank", m.q_lora_rank, kHeadDim);
     c.positive("qk_nope_head_dim", m.qk_nope_head_dim, kHeadDim);
     c.non_negative("qk_rope_head_dim", m.qk_rope_head_dim, kHeadDim);
     c.positive("v_head_dim", m.v_head_dim, kHeadDim);
+    check_sparse_attention(c, m);
     return;
   }
   for (auto [key, v] : {std::pair{"q_lora_rank", m.q_lora_rank},
@@ -77,6 +91,9 @@ void check_attention(Checker& c, const ModelSpec& m) {
                         {"qk_nope_head_dim", m.qk_nope_head_dim},
                         {"v_head_dim", m.v_head_dim}})
     c.non_negative(key, v, kHeadDim);  // unused without kv_lora_rank, but checked
+  if (m.index_n_heads != 0)
+    c.fail("index_n_heads", std::to_string(m.index_n_heads),
+           "needs multi-head latent attention (kv_lora_rank): DeepSeek sparse attention indexes MLA's keys");
   c.positive("num_key_value_heads", m.num_key_value_heads, kHeads);
   c.non_negative("head_dim", m.head_dim, kHeadDim);
   c.non_negative("global_head_dim", m.full_attention_head_dim, kHeadDim);

@@ -10,12 +10,17 @@ namespace remat {
 struct ParamCount {
   double dense = 0;   // replicated over data parallel (sharded by tp where the layer is)
   double expert = 0;  // routed experts, sharded by ep
+  // of `dense`: weights that get no gradient or optimizer state (transformers runs DSA's indexer
+  // under torch.no_grad)
+  double untrained = 0;
   double total() const { return dense + expert; }
 };
 
 // One layer's parameters on one rank of tp x ep (tp = ep = 1: the whole layer).
 ParamCount layer_params(const ModelSpec& m, int64_t layer_index, int64_t tp, int64_t ep);
 double embedding_params(const ModelSpec& m, int64_t tp);  // V h / tp
+// Layer `layer_index`'s DSA indexer (replicated over tp); 0 where it runs none.
+double indexer_params(const ModelSpec& m, int64_t layer_index);
 // The first stage's embeddings: the token embedding plus learned positions (replicated).
 double input_embedding_params(const ModelSpec& m, int64_t tp);
 // Gemma 4 E2B/E4B: the per-layer input embedding, its projection from the hidden state and norm.

@@ -193,6 +193,13 @@ struct ModelSpec {
   int64_t qk_rope_head_dim = 0;
   int64_t qk_nope_head_dim = 0;
   int64_t v_head_dim = 0;
+  // DeepSeek sparse attention (DeepSeek-V3.2's and GLM-5's DSA): beside the MLA, a lightning
+  // indexer scores every earlier key with index_n_heads heads of index_head_dim (wq_b from the
+  // query latent; wk with a LayerNorm and weights_proj from the layer input) and the attention
+  // reads the index_topk best keys of each query. GLM-5's "shared" layers (indexer_types) run no
+  // indexer and reuse the previous layer's keys. 0 heads: dense attention.
+  int64_t index_n_heads = 0, index_head_dim = 0, index_topk = 0;
+  std::vector<bool> indexer_shared_layers;  // empty: every layer runs its own indexer
 
   // The EAGLE paper's Table 6 layer count and total, where it differs.
   int64_t paper_num_hidden_layers = 0;
@@ -215,6 +222,12 @@ struct ModelSpec {
     return false;
   }
   int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
+  bool sparse_attention() const { return index_n_heads > 0; }
+  // Whether attention layer `index` runs its own DSA indexer (not a "shared" one).
+  bool layer_has_indexer(int64_t index) const {
+    if (!sparse_attention()) return false;
+    return index < 0 || index >= int64_t(indexer_shared_layers.size()) || !indexer_shared_layers[size_t(index)];
+  }
   // The GQA projections of attention layer `index` (windowed or full, which may differ: Gemma 4).
   AttentionShape attention_shape(int64_t index) const {
     AttentionShape a = attention_shape_of(layer_is_windowed(index));
