@@ -279,26 +279,25 @@ TEST(HfProfile, HybridsUnseen) { expect_every_step_within("steps-hybrid-unseen-h
 // to 3 layers of 16 experts (examples/hf/dsa/), full fine-tuning on an H200, measured after the
 // indexer was written from transformers 5.17's source and once corrected (no copy of k per query,
 // the indexer's weights without gradients or AdamW states under no_grad). Up to 4k tokens the
-// optimizer step peaks (within 0.1%); at 8k the indexer's two fp32 score tensors do (within 1%).
-// Without checkpointing at 8k, DeepSeek-V3 and GLM-5 peak in the backward at the loss, 2 GiB above
-// remat (-3.9%, -2.9%): the DeepSeek MoE's backward under transformers, not yet read.
+// optimizer step peaks (within 0.1%); at 8k the activations do. Without checkpointing at 8k
+// DeepSeek-V3 and GLM-5 peaked at the loss's backward 2 GiB above remat (-3.9%, -2.9%): three
+// terms of transformers' DeepSeek code, read off the allocator's history (peak-traces-h200/dsa)
+// and priced since: v a view of kv_b_proj's whole output, sdpa's output copied for o_proj, the
+// router's fp32 input saved (-0.16%, +0.08% now). DeepSeek-V3.2 without checkpointing peaks in
+// its last indexer's forward, where remat counts that layer's later saves alive too (+2.25%).
 TEST(HfProfile, SparseAttentionSteps) {
   for (const HfComparison& c : measured_cases("steps-dsa-h200.jsonl", "h200")) {
     EXPECT_LE(std::abs(c.peak_error_pct()), 0.1) << c.measured.case_name;
     EXPECT_LE(std::abs(c.before_error_pct()), 0.1) << c.measured.case_name;
   }
-  int known_gaps = 0;
+  int checked = 0;
   for (const HfComparison& c : measured_cases("steps-dsa-s8192-h200.jsonl", "h200")) {
     EXPECT_LE(std::abs(c.before_error_pct()), 0.1) << c.measured.case_name;
-    const std::string& name = c.measured.case_name;
-    if (name == "dsv3-3l-full-none-s8192" || name == "glm5-3l-full-none-s8192") {
-      EXPECT_NEAR(c.peak_error_pct(), name[0] == 'd' ? -3.9 : -2.9, 0.3) << name;
-      ++known_gaps;
-      continue;
-    }
-    EXPECT_LE(std::abs(c.peak_error_pct()), 1.0) << name;
+    const bool indexer_forward_peak = c.measured.case_name == "dsv32-3l-full-none-s8192";
+    EXPECT_LE(std::abs(c.peak_error_pct()), indexer_forward_peak ? 2.5 : 0.3) << c.measured.case_name;
+    ++checked;
   }
-  EXPECT_EQ(known_gaps, 2);
+  EXPECT_EQ(checked, 6);
 }
 
 // Nemotron-3-Nano cut to three layers (Mamba-2, MoE of 128 two-matrix relu^2 experts with a shared

@@ -318,12 +318,14 @@ def peak_report(snapshot, case):
             total -= alive.pop(ev["addr"])[0]
 
     def grouped(at_peak):
-        groups = {}
+        groups, sizes = {}, {}
         for size, where in at_peak.values():
             n, b = groups.get(where, (0, 0))
             groups[where] = (n + 1, b + size)
+            sizes.setdefault(where, []).append(size)
         rows = sorted(groups.items(), key=lambda kv: -kv[1][1])
-        return [{"where": w, "blocks": n, "bytes": b} for w, (n, b) in rows[:40]]
+        return [{"where": w, "blocks": n, "bytes": b, "largest": sorted(sizes[w], reverse=True)[:6]}
+                for w, (n, b) in rows[:40]]
 
     report = {"case": case, "step_peak_bytes_over_start": peak, "alive_at_peak": grouped(peak_set)}
     if before_opt is not None:

@@ -109,7 +109,10 @@ Block mla_up_attn_block(const RankShape& r, const ModelSpec& m) {
   b.tensors.push_back({"rstd_kv", rows * kFp32});
   b.tensors.push_back({"q", rows * nh * (d + rope) * kBf16});
   b.tensors.push_back({"k", rows * nh * (d + rope) * kBf16});
-  b.tensors.push_back({"v", rows * nh * dv * kBf16});
+  // transformers (DeepseekV3Attention.expand_kv): v is a view of kv_b_proj's output, so the saved
+  // v keeps the whole projection, k_nope's half too (reports/hf/peak-traces-h200/dsa)
+  const bool model_code = r.layouts_from_model_code;
+  b.tensors.push_back({"v", rows * nh * (model_code ? d + dv : dv) * kBf16});
   b.tensors.push_back({"o", rows * nh * dv * kBf16});
   if (q_latent) {
     b.tensors.push_back({"q_latent", rows * hq * kBf16});
@@ -140,7 +143,15 @@ Block mla_up_attn_block(const RankShape& r, const ModelSpec& m) {
     b.tensors.push_back({"index_topk", rows * std::min(r.s, double(m.index_topk)) * 4});  // int32 indices
     b.ops.back().saves.push_back("index_topk");
   }
-  b.kept_outside = {"o"};
+  if (model_code) {
+    // sdpa_attention_forward's transpose(1, 2).contiguous() copies the kernel's output here (the
+    // traces: a second s x heads x v_head_dim tensor per layer), and o_proj saves the copy
+    const double bytes = rows * nh * dv * kBf16;
+    b.tensors.push_back({"o_contiguous", bytes});
+    b.ops.push_back(ops::streaming("o_copy", 2 * bytes, 2 * bytes, {}));
+  }
+  b.kept_outside = {model_code ? "o_contiguous" : "o"};
+  if (model_code && !parts::saves_input(r, r.lora.o)) b.kept_outside.clear();
   // Megatron's `mla_up_proj` discards q, k, v (up projections and rope) and reruns them
   b.tag(parts::kMlaUpProjTag, {"q_up", "kv_up", "rope_concat", "q", "k", "v"});
   b.tag(parts::kCoreAttnTag, {"lse", "flash_attention"});
@@ -155,7 +166,14 @@ Block moe_shared_block(const RankShape& r, const ModelSpec& m) {
   parts::add_input_norm(b, r, h, /*gather=*/false);
   b.tensors.push_back({"router_scores", rows * e * kFp32});
   // a frozen router (LoRA) saves no input: only its weight's gradient reads it
-  b.ops.push_back(parts::linear(b, r, "router", rows, h, e, "x_norm", {}));
+  if (r.layouts_from_model_code && m.router_fp32_input) {
+    // transformers' DeepseekV3TopkRouter: F.linear on hidden_states.type(torch.float32), which the
+    // linear saves for its weight's gradient (reports/hf/peak-traces-h200/dsa)
+    b.tensors.push_back({"router_x_fp32", rows * h * kFp32});
+    b.ops.push_back(parts::linear(b, r, "router", rows, h, e, "router_x_fp32", {}));
+  } else {
+    b.ops.push_back(parts::linear(b, r, "router", rows, h, e, "x_norm", {}));
+  }
   b.ops.push_back(ops::streaming("topk", 2 * rows * e * kFp32, 2 * rows * e * kFp32, {"router_scores"}));
   if (m.n_shared_experts > 0) {
     const double f = double(m.shared_mlp_width()) / double(r.tp);

@@ -704,7 +704,7 @@ const std::array kFamilies = {
     HfFamily{"qwen3_vl_moe_text", false, HfExperts::qwen, false, nullptr, qwen3_layer},
     HfFamily{"deepseek", false, HfExperts::deepseek, false},
     HfFamily{"deepseek_v2", false, HfExperts::deepseek, false, nullptr, nullptr, {}, true},
-    HfFamily{"deepseek_v3", false, HfExperts::deepseek, false, nullptr, nullptr, {}, true},
+    HfFamily{"deepseek_v3", false, HfExperts::deepseek, false, nullptr, deepseek_v3_layer, {}, true},
     HfFamily{"glm4_moe", false, HfExperts::deepseek, false, nullptr, glm4_moe_layer, {}, true},
     HfFamily{"deepseek_v32", false, HfExperts::deepseek, false, nullptr, deepseek_v32_layer, {}, true},
     HfFamily{"glm_moe_dsa", false, HfExperts::deepseek, false, nullptr, glm_moe_dsa_layer, {}, true},

@@ -226,10 +226,17 @@ std::vector<bool> glm_shared_indexer_layers(HfJsonReader& r, int64_t layers) {
 
 }  // namespace
 
-void deepseek_v32_layer(HfJsonReader& r, ModelSpec& m) { read_dsa_indexer(r, m, 64); }
+// DeepseekV3TopkRouter and its copies in V3.2 and GLM-5 cast the router's input to fp32.
+void deepseek_v3_layer(HfJsonReader&, ModelSpec& m) { m.router_fp32_input = true; }
+
+void deepseek_v32_layer(HfJsonReader& r, ModelSpec& m) {
+  read_dsa_indexer(r, m, 64);
+  m.router_fp32_input = true;
+}
 
 void glm_moe_dsa_layer(HfJsonReader& r, ModelSpec& m) {
   read_dsa_indexer(r, m, 32);
+  m.router_fp32_input = true;
   m.indexer_shared_layers = glm_shared_indexer_layers(r, m.num_hidden_layers);
   const auto shared = std::count(m.indexer_shared_layers.begin(), m.indexer_shared_layers.end(), true);
   if (shared > 0)
