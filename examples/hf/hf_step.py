@@ -49,7 +49,7 @@ LORA_DENSE = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "d
 LORA_ATTN = ["q_proj", "k_proj", "v_proj", "o_proj"]
 # Phi-3/Phi-4 fuse q,k,v into qkv_proj and gate,up into gate_up_proj: the same weights
 LORA_PHI3 = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]
-MOE_TYPES = {"qwen3_moe", "mixtral", "qwen2_moe", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "gpt_oss", "nemotron_h", "lfm2_moe",
+MOE_TYPES = {"qwen3_moe", "mixtral", "qwen2_moe", "deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "glm4_moe_lite", "gpt_oss", "nemotron_h", "lfm2_moe",
              "granitemoehybrid"}
 # Where a family names the seven matrices its own way, the module names PEFT is given for each role
 # (the log keeps the role names). LFM2: the attention's out_proj (its short convolution has an

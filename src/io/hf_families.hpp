@@ -110,7 +110,7 @@ void hy_v3_layer(HfJsonReader& r, ModelSpec& m);
 void hunyuan_moe_layer(HfJsonReader& r, ModelSpec& m);
 void cohere2_moe_layer(HfJsonReader& r, ModelSpec& m);
 // DeepSeek sparse attention: DeepSeek-V3.2 and GLM-5 (GLM-MoE-DSA, with its shared-indexer layers).
-void deepseek_v3_layer(HfJsonReader& r, ModelSpec& m);
+void fp32_router_layer(HfJsonReader& r, ModelSpec& m);  // DeepSeek-V2 and V3
 void deepseek_v32_layer(HfJsonReader& r, ModelSpec& m);
 void glm_moe_dsa_layer(HfJsonReader& r, ModelSpec& m);
 

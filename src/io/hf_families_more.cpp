@@ -226,8 +226,8 @@ std::vector<bool> glm_shared_indexer_layers(HfJsonReader& r, int64_t layers) {
 
 }  // namespace
 
-// DeepseekV3TopkRouter and its copies in V3.2 and GLM-5 cast the router's input to fp32.
-void deepseek_v3_layer(HfJsonReader&, ModelSpec& m) { m.router_fp32_input = true; }
+// DeepSeek-V2/V3's routers (DeepseekV2Moe, DeepseekV3TopkRouter) cast their input to fp32.
+void fp32_router_layer(HfJsonReader&, ModelSpec& m) { m.router_fp32_input = true; }
 
 void deepseek_v32_layer(HfJsonReader& r, ModelSpec& m) {
   read_dsa_indexer(r, m, 64);

@@ -136,7 +136,7 @@ struct ModelSpec {
   bool qk_l2_norm = false;             // Llama 4: weightless L2 norm on q and k (on its rotary layers)
   bool nope_attention_temperature = false;  // Llama 4's attn_temperature_tuning on the layers without rotary
   // the MoE router casts its input to fp32 and its linear saves that copy (transformers'
-  // DeepSeek-V3-style TopkRouter: deepseek_v3, deepseek_v32, glm_moe_dsa)
+  // DeepSeek routers: deepseek_v2, deepseek_v3, deepseek_v32, glm_moe_dsa)
   bool router_fp32_input = false;
   bool shared_expert_gate = false;  // Qwen2-MoE: sigmoid(x W_g), W_g of h x 1, scales the shared experts' output
 
