@@ -476,14 +476,17 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
   const Fixed fx = fixed_part(space, stage);
   double known = std::min(known_microbatch_s, pair_family_bound(space, stage, fx, budget_bytes));
   // bound pairs that admit the same options of the stage's kinds need one pass, with the
-  // smallest transient (the most room); a byte per option (a vector<bool> compares bit by bit)
-  std::set<std::vector<unsigned char>> seen;
+  // smallest transient (the most room). The options a pair admits are those within the largest
+  // transient and (but in the one-offload passes) the largest offload among them, so those two
+  // name the set: (one offload, largest transient, largest offload), -infinity where none
+  std::set<std::array<double, 3>> seen;
   const Admitted recompute_order = by_recompute_time(space);
   std::optional<StagePlan> best;
   int64_t work = 0;
   Workspace ws;
-  std::vector<unsigned char> mask;  // which options a pass admits, reused from pair to pair
-  std::vector<double> offloads_under_cap;
+  // per cap, its options' (offload bytes, largest transient of those up to here) by offload: a
+  // staging bound admits a prefix
+  std::vector<std::pair<double, double>> under_cap;
   // the kinds the stage has: options of the others take no part, so two passes whose bounds
   // admit the same options of these kinds search the same plans (the first, with the most
   // room, finds whatever the second could)
@@ -494,29 +497,33 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
   std::vector<int> position;  // per option of a kind, its place in admitted (-1: not admitted)
   for (double cap : caps) {
     // within one cap, a staging bound that admits no more options than the last one admits
-    // the same options (the bounds nest): its mask is the last one's, seen already
-    offloads_under_cap.clear();
+    // the same options (the bounds nest): seen already
+    under_cap.clear();
     for (int kind : present)
       for (const auto& o : space.options[kind])
-        if (o.cost.transient_bytes <= cap) offloads_under_cap.push_back(o.cost.offload_bytes);
-    std::sort(offloads_under_cap.begin(), offloads_under_cap.end());
-    size_t last_admitted = offloads_under_cap.size() + 1;
+        if (o.cost.transient_bytes <= cap) under_cap.emplace_back(o.cost.offload_bytes, o.cost.transient_bytes);
+    std::sort(under_cap.begin(), under_cap.end());
+    for (size_t i = 1; i < under_cap.size(); ++i)
+      under_cap[i].second = std::max(under_cap[i].second, under_cap[i - 1].second);
+    size_t last_admitted = under_cap.size() + 1;
     for (double staging : stagings) {
       const bool one_offload = staging == *stagings.begin();
+      const auto by_offload = [](double bytes, const std::pair<double, double>& u) { return bytes < u.first; };
+      const auto within =
+          size_t(std::upper_bound(under_cap.begin(), under_cap.end(), staging, by_offload) - under_cap.begin());
       if (!one_offload) {
-        const auto admitted_count =
-            size_t(std::upper_bound(offloads_under_cap.begin(), offloads_under_cap.end(), staging) -
-                   offloads_under_cap.begin());
-        if (admitted_count == last_admitted) continue;
-        last_admitted = admitted_count;
+        if (within == last_admitted) continue;
+        last_admitted = within;
       }
+      const size_t admitted_count = one_offload ? under_cap.size() : within;
+      constexpr double kNone = -std::numeric_limits<double>::infinity();
+      const std::array<double, 3> admitted_set = {
+          one_offload ? 1.0 : 0.0, admitted_count > 0 ? under_cap[admitted_count - 1].second : kNone,
+          one_offload || admitted_count == 0 ? kNone : under_cap[admitted_count - 1].first};
+      if (!seen.insert(admitted_set).second) continue;
       const auto admits = [&](const LayerCost& c) {
         return c.transient_bytes <= cap && (one_offload || c.offload_bytes <= staging);
       };
-      mask.assign(1, one_offload);
-      for (int kind : present)
-        for (const auto& o : space.options[kind]) mask.push_back(admits(o.cost));
-      if (!seen.insert(mask).second) continue;
       for (auto& a : admitted) a.clear();
       for (auto& a : by_recompute) a.clear();
       std::array<double, kLayerKinds> least_kept_of_kind;  // the least kept bytes of an admitted option
