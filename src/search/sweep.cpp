@@ -130,7 +130,7 @@ double iteration_lower_bound_s(const SearchSpace& sp) {
 struct SpaceCache {
   using Key = std::tuple<int64_t, int64_t, int64_t, int>;
   std::map<Key, SearchSpace> spaces;
-  static constexpr size_t kMaxSpaces = 64;  // a worker's memory stays bounded
+  static constexpr size_t kMaxSpaces = 512;  // a worker's memory stays bounded
 
   const SearchSpace& space_for(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t,
                                const SearchOptions& o, Strategy s) {
