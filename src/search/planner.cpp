@@ -60,42 +60,73 @@ int64_t max_stage_layers(const SearchSpace& sp) {
   return n;
 }
 
-void uniform_candidates(const SearchSpace& sp, const SearchOptions& o, std::vector<Candidate>& out) {
+// Per strategy and stage, the fewest recomputed layers that fit it (all of them when none does) and
+// the stage's totals with them: per_stage_candidates's picks, which uniform_candidates meets as it
+// prices every R (R = 0 is the same stage under every strategy).
+struct LeastFittingR {
+  std::vector<int64_t> r;           // per stage, -1 until found
+  std::vector<StageTotals> totals;  // per stage
+};
+using LeastFitting = std::array<LeastFittingR, kStrategyCount>;  // empty where uniform_candidates did not run
+
+void uniform_candidates(const SearchSpace& sp, const SearchOptions& o, std::vector<Candidate>& out,
+                        LeastFitting& least) {
   std::vector<Strategy> strategies = {Strategy::none};
   strategies.insert(strategies.end(), o.strategies.begin(), o.strategies.end());
   std::vector<StageTotals> stages;  // per candidate, reused
   stages.reserve(sp.stages.size());
-  for (Strategy s : strategies)
+  std::vector<StageTotals> keep_all;  // per stage, R = 0
+  for (Strategy s : strategies) {
+    LeastFittingR* fit = s == Strategy::none ? nullptr : &least[size_t(s)];
+    if (fit) {
+      fit->r.assign(sp.stages.size(), -1);
+      fit->totals.resize(sp.stages.size());
+      for (size_t i = 0; i < sp.stages.size(); ++i)
+        if (keep_all[i].peak_bytes <= o.budget_bytes || sp.stages[i].kinds.empty())
+          fit->r[i] = 0, fit->totals[i] = keep_all[i];
+    }
     for (int64_t r = (s == Strategy::none ? 0 : 1); r <= (s == Strategy::none ? 0 : max_stage_layers(sp)); ++r) {
       Candidate c = candidate(SearchMode::uniform_r, s);
       c.r.reserve(sp.stages.size());
       stages.clear();
       for (size_t i = 0; i < sp.stages.size(); ++i) {
-        c.r.push_back(std::min<int64_t>(r, int64_t(sp.stages[i].kinds.size())));
+        const int64_t n = int64_t(sp.stages[i].kinds.size());
+        c.r.push_back(std::min<int64_t>(r, n));
         stages.push_back(stage_with_r(sp, i, s, c.r.back()));
+        if (fit && fit->r[i] < 0 && c.r.back() == r && (stages.back().peak_bytes <= o.budget_bytes || r == n))
+          fit->r[i] = r, fit->totals[i] = stages.back();
       }
+      if (s == Strategy::none) keep_all = stages;
       finish(c, sp, stages, o.budget_bytes, o.explain);
       out.push_back(std::move(c));
     }
+  }
 }
 
 // Per stage the smallest R that fits: time grows with R, the iteration time
 // grows with every stage's time, so stage by stage is optimal.
-void per_stage_candidates(const SearchSpace& sp, const SearchOptions& o, std::vector<Candidate>& out) {
+void per_stage_candidates(const SearchSpace& sp, const SearchOptions& o, std::vector<Candidate>& out,
+                          const LeastFitting& least) {
   for (Strategy s : o.strategies) {
     Candidate c = candidate(SearchMode::per_stage_r, s);
-    c.r.reserve(sp.stages.size());
-    std::vector<StageTotals> stages;
-    stages.reserve(sp.stages.size());
-    for (size_t i = 0; i < sp.stages.size(); ++i) {
-      const int64_t n = int64_t(sp.stages[i].kinds.size());
-      int64_t r = 0;
-      StageTotals tot = stage_with_r(sp, i, s, 0);
-      while (tot.peak_bytes > o.budget_bytes && r < n) tot = stage_with_r(sp, i, s, ++r);
-      c.r.push_back(r);
-      stages.push_back(tot);
+    const LeastFittingR& fit = least[size_t(s)];
+    if (!fit.r.empty()) {
+      c.r = fit.r;
+      finish(c, sp, fit.totals, o.budget_bytes, o.explain);
+    } else {
+      c.r.reserve(sp.stages.size());
+      std::vector<StageTotals> stages;
+      stages.reserve(sp.stages.size());
+      for (size_t i = 0; i < sp.stages.size(); ++i) {
+        const int64_t n = int64_t(sp.stages[i].kinds.size());
+        int64_t r = 0;
+        StageTotals tot = stage_with_r(sp, i, s, 0);
+        while (tot.peak_bytes > o.budget_bytes && r < n) tot = stage_with_r(sp, i, s, ++r);
+        c.r.push_back(r);
+        stages.push_back(tot);
+      }
+      finish(c, sp, stages, o.budget_bytes, o.explain);
     }
-    finish(c, sp, stages, o.budget_bytes, o.explain);
     if (!c.fits && o.explain) c.reason += fmt::format(" even with every layer under {}", to_string(s));
     out.push_back(std::move(c));
   }
@@ -262,8 +293,9 @@ Plan to_plan(const Candidate& c, const SearchSpace& sp) {
 
 PlanSearchResult plan_search(const SearchSpace& sp, const SearchOptions& o) {
   std::vector<Candidate> all;
-  if (o.uniform_r) uniform_candidates(sp, o, all);
-  if (o.per_stage_r) per_stage_candidates(sp, o, all);
+  LeastFitting least;
+  if (o.uniform_r) uniform_candidates(sp, o, all, least);
+  if (o.per_stage_r) per_stage_candidates(sp, o, all, least);
   if (o.per_layer) per_layer_candidate(sp, o, all);
   PlanSearchResult res;
   res.evaluated = int64_t(all.size());
