@@ -113,13 +113,17 @@ SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const
   return sp;
 }
 
-SearchSpace with_pipeline(const SearchSpace& built, const TrainingSpec& t_in) {
-  SearchSpace sp = built;
+void repipeline(SearchSpace& sp, const TrainingSpec& t_in) {
   sp.training = with_defaults(t_in);
   sp.costed = costed_training(sp.training, Strategy::none);
   sp.model_flops = iteration_model_flops(sp.microbatch_model_flops, sp.costed);
   sp.stages.clear();
   add_stages(sp, rank_shape(sp.costed));
+}
+
+SearchSpace with_pipeline(const SearchSpace& built, const TrainingSpec& t_in) {
+  SearchSpace sp = built;
+  repipeline(sp, t_in);
   return sp;
 }
 
@@ -158,8 +162,8 @@ StageTotals stage_with_r(const SearchSpace& space, size_t stage, Strategy s, int
 }
 
 IterationEstimate iteration_of(const SearchSpace& space, const std::vector<StageTotals>& stages) {
-  std::vector<StageRun> runs;
-  runs.reserve(stages.size());
+  thread_local std::vector<StageRun> runs;  // reused: the planner asks for one per candidate
+  runs.clear();
   for (size_t i = 0; i < stages.size(); ++i)
     runs.push_back({stages[i].microbatch_s, space.stages[i].base.static_bytes});
   return iteration_from_stages(runs, space.model_flops, 0, space.costed, space.hardware);

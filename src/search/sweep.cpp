@@ -141,7 +141,7 @@ struct SpaceCache {
       return spaces.emplace(key, build_search_space(m, hw, t, o)).first->second;
     }
     // the strategies of one layout (visited in a row) share its space as it is
-    if (it->second.training.pp != t.pp || it->second.training.dp != t.dp) it->second = with_pipeline(it->second, t);
+    if (it->second.training.pp != t.pp || it->second.training.dp != t.dp) repipeline(it->second, t);
     return it->second;
   }
 };

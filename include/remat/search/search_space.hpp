@@ -71,6 +71,8 @@ SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const
 // and options: the layer shapes and costs do not depend on pp or dp (rank_shape), only the stages
 // are rebuilt.
 SearchSpace with_pipeline(const SearchSpace& built, const TrainingSpec& t_in);
+// with_pipeline in place (no copy of the model, hardware and layer costs).
+void repipeline(SearchSpace& sp, const TrainingSpec& t_in);
 
 // The sums of a stage's layers of `kinds` (in order) when the first `r` use strategy `s` and the
 // rest keep.
