@@ -70,22 +70,27 @@ BENCHMARK(plan_llama3_70b_megatron_local_tp8_pp2)->Unit(benchmark::kMillisecond)
 
 // remat sweep over DeepSeek-V3 layouts on `gpus` (tp 1-8, every pp and ep, mbs 1-8, five
 // strategies) as the CLI runs it: the layouts that could reach the first 20 rows on their best split.
-void sweep_deepseek_v3_on(benchmark::State& state, std::vector<int64_t> gpus) {
+// Counters: the layouts enumerated, and those planned (the others fail validation first, such as a
+// global batch that mbs x dp does not divide).
+void sweep_deepseek_v3_on(benchmark::State& state, std::vector<int64_t> gpus, int64_t gbs = 8192) {
   ModelSpec m = test::model("deepseek-v3");
   m.num_hidden_layers = 63;
   const HardwareSpec hw = test::hardware("a100-80gb-pcie");
   TrainingSpec base;
-  base.gbs = 8192;
+  base.gbs = gbs;
   SweepSpace sp;
   sp.gpus = std::move(gpus);
   sp.split_top = 20;
-  int64_t layouts = 0;
+  int64_t layouts = 0, planned = 0;
   for (auto _ : state) {
     const SweepResult r = sweep(m, hw, base, sp, default_budget_bytes(hw));
-    layouts = r.evaluated;
+    layouts = planned = r.evaluated;
+    for (const auto& [why, n] : r.infeasible_by_reason)
+      if (why.rfind("does not fit", 0) != 0) planned -= n;
     benchmark::DoNotOptimize(r);
   }
   state.counters["layouts"] = double(layouts);
+  state.counters["planned"] = double(planned);
 }
 
 // 12,160 layouts on 1024, 2048 and 4096 GPUs.
@@ -97,6 +102,15 @@ void sweep_deepseek_v3_76k(benchmark::State& state) {
   sweep_deepseek_v3_on(state, {256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768});
 }
 BENCHMARK(sweep_deepseek_v3_76k)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// 139,720 layouts of DeepSeek-V3's own global batch (15,360 sequences) on 21 GPU counts from 256
+// to 8192 (2^k times 1, 1.25, 1.5 and 1.875), of which 114,620 are planned.
+void sweep_deepseek_v3_100k(benchmark::State& state) {
+  sweep_deepseek_v3_on(state, {256,  320,  384,  480,  512,  640,  768,  960,  1024, 1280, 1536,
+                               1920, 2048, 2560, 3072, 3840, 4096, 5120, 6144, 7680, 8192},
+                       15360);
+}
+BENCHMARK(sweep_deepseek_v3_100k)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
 

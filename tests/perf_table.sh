@@ -27,7 +27,8 @@ raw=$("${pin[@]}" "$bench" --benchmark_repetitions=5 --benchmark_report_aggregat
     if (name ~ /^plan_deepseek_v3_pp16/) goal = "<= 20 ms"
     if (name ~ /^sweep_deepseek_v3/) goal = "100,000 layouts in 2 s"
     extra = ""
-    for (i = 1; i <= NF; ++i) if ($i ~ /^layouts/) extra = " (" $i ")"
+    for (i = 1; i <= NF; ++i) if ($i ~ /^(layouts|planned)=/) extra = extra (extra == "" ? " (" : ", ") $i
+    if (extra != "") extra = extra ")"
     printf "| `%s` | %s | %s %s%s |\n", name, goal, $4, $5, extra
   }'
 } > reports/perf/latest.md

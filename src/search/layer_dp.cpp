@@ -1,5 +1,6 @@
 #include "remat/search/layer_dp.hpp"
 
+#include "layer_front.hpp"
 #include "pair_family.hpp"
 #include "remat/search/completion_bound.hpp"
 #include "remat/spec/problems.hpp"
@@ -15,160 +16,7 @@ namespace remat {
 
 namespace {
 
-// Partial sums over the layers decided so far.
-struct State {
-  double kept = 0, rc = 0, off = 0;
-  // Under ordered backward (StageBase::ordered_backward), LayerSums::ordered_transient_bytes of
-  // the layers so far (raised to a floor that no completion can tell from it: extend_front);
-  // 0 otherwise.
-  double ot = 0;
-  int parent = -1;  // index in the previous layer's states
-  int option = -1;  // option taken at this layer (index in space.options[kind])
-  int mix = -1;     // the mix of completion_lower_s that bounded this state (its extensions try it first)
-};
-
-bool lex_less(const State& a, const State& b) {
-  if (a.kept != b.kept) return a.kept < b.kept;
-  if (a.rc != b.rc) return a.rc < b.rc;
-  if (a.off != b.off) return a.off < b.off;
-  return a.ot < b.ot;
-}
-
-// The states of one layer, kept to rebuild a plan: per state its parent and option.
-struct Links {
-  std::vector<std::pair<int, int>> parent_option;
-  std::vector<size_t> layer_begin;
-};
-
-// Buffers one stage's search reuses from layer to layer and pass to pass, so the loops allocate
-// only while the fronts still grow.
-struct Workspace {
-  Links links;
-  StageCompletions completions;
-  std::vector<std::vector<const LayerCost*>> admitted_costs;  // per kind, the pass's admitted options
-  std::vector<State> merged, scratch, front;
-  std::vector<std::vector<State>> runs;  // per admitted option, its candidates in front order
-  std::vector<size_t> run_ends, next_ends;
-  std::vector<std::pair<double, double>> stairs;  // rc ascending, off strictly descending
-  // under ordered backward: the distinct offload sums, and per Fenwick node a staircase over
-  // rc -> least q (pareto_sorted_ordered)
-  std::vector<double> offs, front_offs;  // front_offs: the front's distinct offload sums, ascending
-  std::vector<bool> off_used;
-  std::vector<std::vector<std::pair<double, double>>> fenwick;
-  size_t mix_checked = 0, mix_dropped = 0;  // extend_front's candidates held to their parent's mix
-};
-
-// Merges the sorted runs of ws.merged (ending at ws.run_ends) pairwise until one is left: the
-// candidates of one layer are the previous front shifted by each option, each run already
-// sorted, so this costs n log(options) instead of a sort's n log n.
-void merge_runs(Workspace& ws) {
-  while (ws.run_ends.size() > 1) {
-    ws.scratch.resize(ws.merged.size());
-    std::vector<size_t>& ends = ws.next_ends;
-    ends.clear();
-    size_t begin = 0;
-    for (size_t r = 0; r < ws.run_ends.size(); r += 2) {
-      const size_t mid = ws.run_ends[r], end = r + 1 < ws.run_ends.size() ? ws.run_ends[r + 1] : mid;
-      std::merge(ws.merged.begin() + long(begin), ws.merged.begin() + long(mid), ws.merged.begin() + long(mid),
-                 ws.merged.begin() + long(end), ws.scratch.begin() + long(begin), lex_less);
-      ends.push_back(end);
-      begin = end;
-    }
-    std::swap(ws.merged, ws.scratch);
-    std::swap(ws.run_ends, ws.next_ends);
-  }
-  // adding one option's sums keeps a run's order up to rounding ties; sort in that rare case
-  if (!std::is_sorted(ws.merged.begin(), ws.merged.end(), lex_less))
-    std::sort(ws.merged.begin(), ws.merged.end(), lex_less);
-}
-
-// Keeps, of states sorted by (kept, rc, off), those no other matches or beats
-// on all three: a state is beaten iff an earlier one has both recompute and
-// offload no larger, which a staircase over (rc -> least off) answers.
-void pareto_sorted(Workspace& ws) {
-  ws.front.clear();
-  ws.stairs.clear();
-  for (const State& s : ws.merged) {
-    auto it = std::upper_bound(ws.stairs.begin(), ws.stairs.end(), s.rc,
-                               [](double rc, const std::pair<double, double>& st) { return rc < st.first; });
-    if (it != ws.stairs.begin() && std::prev(it)->second <= s.off) continue;
-    ws.front.push_back(s);
-    auto from = std::lower_bound(ws.stairs.begin(), ws.stairs.end(), s.rc,
-                                 [](const std::pair<double, double>& st, double rc) { return st.first < rc; });
-    auto to = from;
-    while (to != ws.stairs.end() && to->second >= s.off) ++to;
-    if (from != to) {
-      *from = {s.rc, s.off};
-      ws.stairs.erase(from + 1, to);
-    } else {
-      ws.stairs.insert(from, {s.rc, s.off});
-    }
-  }
-}
-
-// Adds (x, v) to a staircase (x ascending, v strictly descending) that answers "least v at x or
-// below": nothing when a step at or below x has v or less, else dropping the steps it beats.
-void add_stair(std::vector<std::pair<double, double>>& stairs, double x, double v) {
-  const auto it = std::upper_bound(stairs.begin(), stairs.end(), x,
-                                   [](double y, const std::pair<double, double>& st) { return y < st.first; });
-  if (it != stairs.begin() && std::prev(it)->second <= v) return;
-  auto from = std::lower_bound(stairs.begin(), it, x,
-                               [](const std::pair<double, double>& st, double y) { return st.first < y; });
-  auto to = from;
-  while (to != stairs.end() && to->second >= v) ++to;
-  if (from != to) {
-    *from = {x, v};
-    stairs.erase(from + 1, to);
-  } else {
-    stairs.insert(from, {x, v});
-  }
-}
-
-// pareto_sorted under ordered backward, where a state's future peak also grows with
-// q = in_flight x kept + ot (stage_totals: the activations are in_flight x kept, and the layers'
-// ordered transient is max(ot - kept after, the later layers' own)): of states sorted by (kept,
-// rc, off, ot), keeps those no earlier one matches or beats on rc, off and q. A Fenwick tree over
-// the distinct offload sums (few), each node a staircase (rc -> least q) of the states it
-// covers, answers that in log^2 time.
-// `option_offs`: the offload bytes of the layer's admitted options. The candidates' offload sums
-// are the previous front's (ws.front_offs) plus one of them: sorting those few finds them all.
-void pareto_sorted_ordered(Workspace& ws, double in_flight, const std::vector<double>& option_offs) {
-  ws.front.clear();
-  std::vector<double>& offs = ws.offs;
-  offs.clear();
-  for (double o : ws.front_offs)
-    for (double d : option_offs) offs.push_back(o + d);  // as extend_front adds them
-  std::sort(offs.begin(), offs.end());
-  offs.erase(std::unique(offs.begin(), offs.end()), offs.end());
-  if (ws.fenwick.size() < offs.size() + 1) ws.fenwick.resize(offs.size() + 1);
-  for (size_t i = 1; i <= offs.size(); ++i) ws.fenwick[i].clear();
-  ws.off_used.assign(offs.size(), false);
-  for (const State& s : ws.merged) {
-    const double q = in_flight * s.kept + s.ot;
-    const size_t rank = size_t(std::lower_bound(offs.begin(), offs.end(), s.off) - offs.begin()) + 1;
-    if (rank > offs.size() || offs[rank - 1] != s.off) {  // not expected; the plain way then
-      ws.front_offs.clear();
-      for (const State& t : ws.merged) ws.front_offs.push_back(t.off);
-      std::sort(ws.front_offs.begin(), ws.front_offs.end());
-      pareto_sorted_ordered(ws, in_flight, {0.0});
-      return;
-    }
-    bool beaten = false;
-    for (size_t i = rank; i > 0 && !beaten; i -= i & (~i + 1)) {
-      const auto& stairs = ws.fenwick[i];
-      auto it = std::upper_bound(stairs.begin(), stairs.end(), s.rc,
-                                 [](double rc, const std::pair<double, double>& st) { return rc < st.first; });
-      beaten = it != stairs.begin() && std::prev(it)->second <= q;
-    }
-    if (beaten) continue;
-    ws.front.push_back(s);
-    ws.off_used[rank - 1] = true;
-    for (size_t i = rank; i <= offs.size(); i += i & (~i + 1)) add_stair(ws.fenwick[i], s.rc, q);
-  }
-  ws.front_offs.clear();
-  for (size_t i = 0; i < offs.size(); ++i)
-    if (ws.off_used[i]) ws.front_offs.push_back(offs[i]);
-}
+using namespace dp;
 
 // The least peak of the plans a pass adds to the earlier passes': they keep at least `least_kept`,
 // hold a layer of transient `cap` (unordered backward: a plan whose transients all stay below
@@ -304,7 +152,6 @@ constexpr int64_t kMaxExtendedPlans = 60'000'000;
 // Per kind, the options a pass admits (indices in space.options[kind]).
 using Admitted = std::vector<std::vector<int>>;
 
-
 std::vector<LayerChoice> rebuild(const SearchSpace& space, const StageSpace& st, const Links& links, int final_state,
                                  LayerSums& sums) {
   std::vector<LayerChoice> choices(st.kinds.size());
@@ -365,20 +212,32 @@ void extend_front(const std::vector<LayerOption>& options, const std::vector<int
                   bool one_offload, const OrderedLayer* ord, const CompletionCurves* after, Workspace& ws) {
   if (ws.runs.size() < opts.size()) ws.runs.resize(opts.size());
   for (size_t pos = 0; pos < opts.size(); ++pos) ws.runs[pos].clear();
+  ws.runs_used = opts.size();
   // the front ascends in kept bytes: past the first state that no option keeps within the cap,
-  // none does
+  // none does; and an option that keeps a state over the cap keeps every later one over it
+  // (a rounded sum never falls as an addend grows), so it leaves the live list for good
+  std::vector<LiveOption>& live = ws.live;
+  live.clear();
   double least_kept = std::numeric_limits<double>::infinity();
-  for (int o : opts) least_kept = std::min(least_kept, options[size_t(o)].cost.kept_bytes);
+  for (int pos : by_recompute) {
+    const int o = opts[size_t(pos)];
+    live.push_back({&options[size_t(o)].cost, pos, o});
+    least_kept = std::min(least_kept, options[size_t(o)].cost.kept_bytes);
+  }
   for (size_t p = 0; p < ws.front.size(); ++p) {
     const State& prev = ws.front[p];
     if (prev.kept + least_kept > b.kept_cap) break;
-    for (int pos : by_recompute) {
-      const int o = opts[size_t(pos)];
-      const LayerCost& c = options[size_t(o)].cost;
+    for (size_t i = 0; i < live.size(); ++i) {
+      const LayerCost& c = *live[i].cost;
       const double rc = prev.rc + c.recompute_s;
       if (fx.floor_s + rc > b.known_s) break;
       const double kept = prev.kept + c.kept_bytes;
-      if (kept > b.kept_cap || (one_offload && prev.off > 0 && c.offload_bytes > 0)) continue;
+      if (kept > b.kept_cap) {
+        live.erase(live.begin() + long(i--));
+        continue;
+      }
+      if (one_offload && prev.off > 0 && c.offload_bytes > 0) continue;
+      const int pos = live[i].pos, o = live[i].option;
       const double off = prev.off + c.offload_bytes;
       double ot = 0;
       if (ord) {
@@ -399,13 +258,6 @@ void extend_front(const std::vector<LayerOption>& options, const std::vector<int
       }
       ws.runs[size_t(pos)].push_back(next);
     }
-  }
-  ws.merged.clear();
-  ws.run_ends.clear();
-  for (size_t pos = 0; pos < opts.size(); ++pos) {
-    if (ws.runs[pos].empty()) continue;
-    ws.merged.insert(ws.merged.end(), ws.runs[pos].begin(), ws.runs[pos].end());
-    ws.run_ends.push_back(ws.merged.size());
   }
 }
 
@@ -511,6 +363,7 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
     // the parents' mixes pay while they drop 2% of the candidates they are tried on
     if (ws.mix_checked > 0) mix_pays = ws.mix_dropped * 50 >= ws.mix_checked;
     ws.mix_checked = ws.mix_dropped = 0;
+    concat_runs(ws);
     merge_runs(ws);
     if (b.ordered)
       pareto_sorted_ordered(ws, double(st.base.in_flight), option_offs[size_t(kind)]);
@@ -623,14 +476,17 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
   const Fixed fx = fixed_part(space, stage);
   double known = std::min(known_microbatch_s, pair_family_bound(space, stage, fx, budget_bytes));
   // bound pairs that admit the same options of the stage's kinds need one pass, with the
-  // smallest transient (the most room); a byte per option (a vector<bool> compares bit by bit)
-  std::set<std::vector<unsigned char>> seen;
+  // smallest transient (the most room). The options a pair admits are those within the largest
+  // transient and (but in the one-offload passes) the largest offload among them, so those two
+  // name the set: (one offload, largest transient, largest offload), -infinity where none
+  std::set<std::array<double, 3>> seen;
   const Admitted recompute_order = by_recompute_time(space);
   std::optional<StagePlan> best;
   int64_t work = 0;
   Workspace ws;
-  std::vector<unsigned char> mask;  // which options a pass admits, reused from pair to pair
-  std::vector<double> offloads_under_cap;
+  // per cap, its options' (offload bytes, largest transient of those up to here) by offload: a
+  // staging bound admits a prefix
+  std::vector<std::pair<double, double>> under_cap;
   // the kinds the stage has: options of the others take no part, so two passes whose bounds
   // admit the same options of these kinds search the same plans (the first, with the most
   // room, finds whatever the second could)
@@ -641,29 +497,33 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
   std::vector<int> position;  // per option of a kind, its place in admitted (-1: not admitted)
   for (double cap : caps) {
     // within one cap, a staging bound that admits no more options than the last one admits
-    // the same options (the bounds nest): its mask is the last one's, seen already
-    offloads_under_cap.clear();
+    // the same options (the bounds nest): seen already
+    under_cap.clear();
     for (int kind : present)
       for (const auto& o : space.options[kind])
-        if (o.cost.transient_bytes <= cap) offloads_under_cap.push_back(o.cost.offload_bytes);
-    std::sort(offloads_under_cap.begin(), offloads_under_cap.end());
-    size_t last_admitted = offloads_under_cap.size() + 1;
+        if (o.cost.transient_bytes <= cap) under_cap.emplace_back(o.cost.offload_bytes, o.cost.transient_bytes);
+    std::sort(under_cap.begin(), under_cap.end());
+    for (size_t i = 1; i < under_cap.size(); ++i)
+      under_cap[i].second = std::max(under_cap[i].second, under_cap[i - 1].second);
+    size_t last_admitted = under_cap.size() + 1;
     for (double staging : stagings) {
       const bool one_offload = staging == *stagings.begin();
+      const auto by_offload = [](double bytes, const std::pair<double, double>& u) { return bytes < u.first; };
+      const auto within =
+          size_t(std::upper_bound(under_cap.begin(), under_cap.end(), staging, by_offload) - under_cap.begin());
       if (!one_offload) {
-        const auto admitted_count =
-            size_t(std::upper_bound(offloads_under_cap.begin(), offloads_under_cap.end(), staging) -
-                   offloads_under_cap.begin());
-        if (admitted_count == last_admitted) continue;
-        last_admitted = admitted_count;
+        if (within == last_admitted) continue;
+        last_admitted = within;
       }
+      const size_t admitted_count = one_offload ? under_cap.size() : within;
+      constexpr double kNone = -std::numeric_limits<double>::infinity();
+      const std::array<double, 3> admitted_set = {
+          one_offload ? 1.0 : 0.0, admitted_count > 0 ? under_cap[admitted_count - 1].second : kNone,
+          one_offload || admitted_count == 0 ? kNone : under_cap[admitted_count - 1].first};
+      if (!seen.insert(admitted_set).second) continue;
       const auto admits = [&](const LayerCost& c) {
         return c.transient_bytes <= cap && (one_offload || c.offload_bytes <= staging);
       };
-      mask.assign(1, one_offload);
-      for (int kind : present)
-        for (const auto& o : space.options[kind]) mask.push_back(admits(o.cost));
-      if (!seen.insert(mask).second) continue;
       for (auto& a : admitted) a.clear();
       for (auto& a : by_recompute) a.clear();
       std::array<double, kLayerKinds> least_kept_of_kind;  // the least kept bytes of an admitted option

@@ -37,6 +37,36 @@ Candidate candidate(SearchMode mode, Strategy s) {
   return c;
 }
 
+// c as candidate(mode, s) makes it, keeping the memory of its vectors.
+void renew(Candidate& c, SearchMode mode, Strategy s) {
+  std::vector<int64_t> r = std::move(c.r);
+  std::vector<double> peaks = std::move(c.stage_peak_bytes);
+  c = candidate(mode, s);
+  r.clear(), peaks.clear();
+  c.r = std::move(r), c.stage_peak_bytes = std::move(peaks);
+}
+
+// The candidates plan_search weighs, in the order searched. With `keep_all` (the explained
+// report) each one; else only what the sweep reads: the fastest that fits and, while none does,
+// the smallest footprint (each the first of equals, as plan_search picks them from all), so the
+// R loops reuse one candidate's memory instead of keeping every candidate.
+struct Candidates {
+  bool keep_all = true;
+  int64_t count = 0;
+  std::vector<Candidate> all;                // keep_all
+  std::optional<Candidate> fastest, lowest;  // the others
+  // Takes c (keep_all) or copies what it needs of it; c is renewed before its next use.
+  void add(Candidate& c) {
+    ++count;
+    if (keep_all) {
+      all.push_back(std::move(c));
+      return;
+    }
+    if (c.fits && (!fastest || c.time_s < fastest->time_s)) fastest = c;
+    if (!fastest && (!lowest || c.peak_bytes < lowest->peak_bytes)) lowest = c;
+  }
+};
+
 // Fills time, peak, fit and reason from per-stage totals.
 void finish(Candidate& c, const SearchSpace& sp, const std::vector<StageTotals>& stages, double budget, bool explain) {
   const IterationEstimate it = iteration_of(sp, stages);
@@ -60,44 +90,74 @@ int64_t max_stage_layers(const SearchSpace& sp) {
   return n;
 }
 
-void uniform_candidates(const SearchSpace& sp, const SearchOptions& o, std::vector<Candidate>& out) {
+// Per strategy and stage, the fewest recomputed layers that fit it (all of them when none does) and
+// the stage's totals with them: per_stage_candidates's picks, which uniform_candidates meets as it
+// prices every R (R = 0 is the same stage under every strategy).
+struct LeastFittingR {
+  std::vector<int64_t> r;           // per stage, -1 until found
+  std::vector<StageTotals> totals;  // per stage
+};
+using LeastFitting = std::array<LeastFittingR, kStrategyCount>;  // empty where uniform_candidates did not run
+
+void uniform_candidates(const SearchSpace& sp, const SearchOptions& o, Candidates& out, LeastFitting& least) {
   std::vector<Strategy> strategies = {Strategy::none};
   strategies.insert(strategies.end(), o.strategies.begin(), o.strategies.end());
   std::vector<StageTotals> stages;  // per candidate, reused
   stages.reserve(sp.stages.size());
-  for (Strategy s : strategies)
+  std::vector<StageTotals> keep_all;  // per stage, R = 0
+  Candidate c;                        // renewed from R to R
+  for (Strategy s : strategies) {
+    LeastFittingR* fit = s == Strategy::none ? nullptr : &least[size_t(s)];
+    if (fit) {
+      fit->r.assign(sp.stages.size(), -1);
+      fit->totals.resize(sp.stages.size());
+      for (size_t i = 0; i < sp.stages.size(); ++i)
+        if (keep_all[i].peak_bytes <= o.budget_bytes || sp.stages[i].kinds.empty())
+          fit->r[i] = 0, fit->totals[i] = keep_all[i];
+    }
     for (int64_t r = (s == Strategy::none ? 0 : 1); r <= (s == Strategy::none ? 0 : max_stage_layers(sp)); ++r) {
-      Candidate c = candidate(SearchMode::uniform_r, s);
+      renew(c, SearchMode::uniform_r, s);
       c.r.reserve(sp.stages.size());
       stages.clear();
       for (size_t i = 0; i < sp.stages.size(); ++i) {
-        c.r.push_back(std::min<int64_t>(r, int64_t(sp.stages[i].kinds.size())));
+        const int64_t n = int64_t(sp.stages[i].kinds.size());
+        c.r.push_back(std::min<int64_t>(r, n));
         stages.push_back(stage_with_r(sp, i, s, c.r.back()));
+        if (fit && fit->r[i] < 0 && c.r.back() == r && (stages.back().peak_bytes <= o.budget_bytes || r == n))
+          fit->r[i] = r, fit->totals[i] = stages.back();
       }
+      if (s == Strategy::none) keep_all = stages;
       finish(c, sp, stages, o.budget_bytes, o.explain);
-      out.push_back(std::move(c));
+      out.add(c);
     }
+  }
 }
 
 // Per stage the smallest R that fits: time grows with R, the iteration time
 // grows with every stage's time, so stage by stage is optimal.
-void per_stage_candidates(const SearchSpace& sp, const SearchOptions& o, std::vector<Candidate>& out) {
+void per_stage_candidates(const SearchSpace& sp, const SearchOptions& o, Candidates& out, const LeastFitting& least) {
   for (Strategy s : o.strategies) {
     Candidate c = candidate(SearchMode::per_stage_r, s);
-    c.r.reserve(sp.stages.size());
-    std::vector<StageTotals> stages;
-    stages.reserve(sp.stages.size());
-    for (size_t i = 0; i < sp.stages.size(); ++i) {
-      const int64_t n = int64_t(sp.stages[i].kinds.size());
-      int64_t r = 0;
-      StageTotals tot = stage_with_r(sp, i, s, 0);
-      while (tot.peak_bytes > o.budget_bytes && r < n) tot = stage_with_r(sp, i, s, ++r);
-      c.r.push_back(r);
-      stages.push_back(tot);
+    const LeastFittingR& fit = least[size_t(s)];
+    if (!fit.r.empty()) {
+      c.r = fit.r;
+      finish(c, sp, fit.totals, o.budget_bytes, o.explain);
+    } else {
+      c.r.reserve(sp.stages.size());
+      std::vector<StageTotals> stages;
+      stages.reserve(sp.stages.size());
+      for (size_t i = 0; i < sp.stages.size(); ++i) {
+        const int64_t n = int64_t(sp.stages[i].kinds.size());
+        int64_t r = 0;
+        StageTotals tot = stage_with_r(sp, i, s, 0);
+        while (tot.peak_bytes > o.budget_bytes && r < n) tot = stage_with_r(sp, i, s, ++r);
+        c.r.push_back(r);
+        stages.push_back(tot);
+      }
+      finish(c, sp, stages, o.budget_bytes, o.explain);
     }
-    finish(c, sp, stages, o.budget_bytes, o.explain);
     if (!c.fits && o.explain) c.reason += fmt::format(" even with every layer under {}", to_string(s));
-    out.push_back(std::move(c));
+    out.add(c);
   }
 }
 
@@ -169,7 +229,7 @@ std::vector<StagePlan> stage_plans(const SearchSpace& sp, const SearchOptions& o
 
 // The per-layer candidate: per stage its stage_plans plan, so a stage that none fits still says
 // how far over the budget the best the search could do is.
-void per_layer_candidate(const SearchSpace& sp, const SearchOptions& o, std::vector<Candidate>& out) {
+void per_layer_candidate(const SearchSpace& sp, const SearchOptions& o, Candidates& out) {
   Candidate c = candidate(SearchMode::per_layer, Strategy::none);
   std::vector<StageTotals> stages;
   std::vector<StagePlan> plans = stage_plans(sp, o);
@@ -179,7 +239,7 @@ void per_layer_candidate(const SearchSpace& sp, const SearchOptions& o, std::vec
   }
   finish(c, sp, stages, o.budget_bytes, o.explain);
   if (!c.fits && o.explain) c.reason += " with its smallest per-layer assignment";
-  out.push_back(std::move(c));
+  out.add(c);
 }
 
 std::vector<Candidate> frontier_of(const std::vector<Candidate>& all) {
@@ -261,12 +321,21 @@ Plan to_plan(const Candidate& c, const SearchSpace& sp) {
 }
 
 PlanSearchResult plan_search(const SearchSpace& sp, const SearchOptions& o) {
-  std::vector<Candidate> all;
-  if (o.uniform_r) uniform_candidates(sp, o, all);
-  if (o.per_stage_r) per_stage_candidates(sp, o, all);
-  if (o.per_layer) per_layer_candidate(sp, o, all);
+  Candidates found;
+  found.keep_all = o.explain;
+  LeastFitting least;
+  if (o.uniform_r) uniform_candidates(sp, o, found, least);
+  if (o.per_stage_r) per_stage_candidates(sp, o, found, least);
+  if (o.per_layer) per_layer_candidate(sp, o, found);
   PlanSearchResult res;
-  res.evaluated = int64_t(all.size());
+  res.evaluated = found.count;
+  if (!o.explain) {
+    res.best = std::move(found.fastest);
+    if (res.best) res.best_plan = to_plan(*res.best, sp);
+    if (!res.best && found.lowest) res.shortfall = shortfall_of(sp, *found.lowest, o.budget_bytes);
+    return res;
+  }
+  std::vector<Candidate>& all = found.all;
   size_t best_i = all.size();
   for (size_t i = 0; i < all.size(); ++i)
     if (all[i].fits && (best_i == all.size() || all[i].time_s < all[best_i].time_s)) best_i = i;

@@ -71,6 +71,7 @@ void add_stages(SearchSpace& sp, const RankShape& r) {
   for (size_t i = 0; i < ranges.size(); ++i) {
     StageSpace st{stage_base(sp.model, sp.hardware, sp.costed, r, int64_t(i), ranges[i]), {}};
     for (int64_t g = ranges[i].first; g < ranges[i].second; ++g) st.kinds.push_back(sp.model.layer_kind(g));
+    st.runs = kind_runs(st.kinds);
     sp.stages.push_back(std::move(st));
   }
 }
@@ -112,38 +113,57 @@ SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const
   return sp;
 }
 
-SearchSpace with_pipeline(const SearchSpace& built, const TrainingSpec& t_in) {
-  SearchSpace sp = built;
+void repipeline(SearchSpace& sp, const TrainingSpec& t_in) {
   sp.training = with_defaults(t_in);
   sp.costed = costed_training(sp.training, Strategy::none);
   sp.model_flops = iteration_model_flops(sp.microbatch_model_flops, sp.costed);
   sp.stages.clear();
   add_stages(sp, rank_shape(sp.costed));
+}
+
+SearchSpace with_pipeline(const SearchSpace& built, const TrainingSpec& t_in) {
+  SearchSpace sp = built;
+  repipeline(sp, t_in);
   return sp;
 }
 
-LayerSums sums_with_r(const SearchSpace& space, const std::vector<int>& kinds, Strategy s, int64_t r) {
+std::vector<KindRun> kind_runs(const std::vector<int>& kinds) {
+  std::vector<KindRun> runs;
+  for (int kind : kinds) {
+    if (runs.empty() || runs.back().kind != kind) runs.push_back({kind, 0});
+    ++runs.back().layers;
+  }
+  return runs;
+}
+
+LayerSums sums_with_r(const SearchSpace& space, const std::vector<KindRun>& runs, Strategy s, int64_t r) {
   LayerSums sums;
-  // runs of equal layers (one kind, all recomputed or all kept) are added at once
-  for (size_t j = 0; j < kinds.size();) {
-    const int k = kinds[j];
-    const bool recomputed = int64_t(j) < r;
-    size_t end = j + 1;
-    while (end < kinds.size() && kinds[end] == k && (int64_t(end) < r) == recomputed) ++end;
-    sums.add(recomputed ? space.strategy_cost[k][size_t(s)] : space.keep_cost[k], int64_t(end - j));
-    j = end;
+  // runs of equal layers (one kind, all recomputed or all kept) are added at once: a run of one
+  // kind splits at r into its recomputed and its kept layers (add skips none)
+  int64_t first = 0;
+  for (const KindRun& run : runs) {
+    const int64_t recomputed = std::clamp<int64_t>(r - first, 0, run.layers);
+    sums.add(space.strategy_cost[run.kind][size_t(s)], recomputed);
+    sums.add(space.keep_cost[run.kind], run.layers - recomputed);
+    first += run.layers;
   }
   return sums;
 }
 
+LayerSums sums_with_r(const SearchSpace& space, const std::vector<int>& kinds, Strategy s, int64_t r) {
+  return sums_with_r(space, kind_runs(kinds), s, r);
+}
+
 StageTotals stage_with_r(const SearchSpace& space, size_t stage, Strategy s, int64_t r) {
   const StageSpace& st = space.stages[stage];
-  return stage_totals(st.base, sums_with_r(space, st.kinds, s, r));
+  const LayerSums sums =
+      st.runs.empty() && !st.kinds.empty() ? sums_with_r(space, st.kinds, s, r) : sums_with_r(space, st.runs, s, r);
+  return stage_totals(st.base, sums);
 }
 
 IterationEstimate iteration_of(const SearchSpace& space, const std::vector<StageTotals>& stages) {
-  std::vector<StageRun> runs;
-  runs.reserve(stages.size());
+  thread_local std::vector<StageRun> runs;  // reused: the planner asks for one per candidate
+  runs.clear();
   for (size_t i = 0; i < stages.size(); ++i)
     runs.push_back({stages[i].microbatch_s, space.stages[i].base.static_bytes});
   return iteration_from_stages(runs, space.model_flops, 0, space.costed, space.hardware);

@@ -96,16 +96,20 @@ class SplitSearch {
   }
 
   // The fastest R that fits the stage, else the one of least peak.
-  // The fastest R that fits the stage, else the one of least peak.
-  StageCell least_r_cell(int64_t i, int64_t a, int64_t k) const {
+  StageCell least_r_cell(int64_t i, int64_t a, int64_t k) {
     const StageBase base = stage_base(m_, hw_, t_, r_, i, {a, a + k});
     const StaticBytes& b = base.static_bytes;
     const double step_s = optimizer_step_s({b.weights, b.gradients, b.optimizer}, t_, hw_);
-    std::vector<int> kinds;
-    for (int64_t g = a; g < a + k; ++g) kinds.push_back(m_.layer_kind(g));
+    std::vector<KindRun>& runs = runs_;
+    runs.clear();
+    for (int64_t g = a; g < a + k; ++g) {
+      const int kind = m_.layer_kind(g);
+      if (runs.empty() || runs.back().kind != kind) runs.push_back({kind, 0});
+      ++runs.back().layers;
+    }
     StageCell lowest;
     for (int64_t r = 0; r <= (plan_.strategy == Strategy::none ? 0 : k); ++r) {
-      const StageTotals tot = stage_totals(base, sums_with_r(*space_, kinds, plan_.strategy, r));
+      const StageTotals tot = stage_totals(base, sums_with_r(*space_, runs, plan_.strategy, r));
       const StageCell c{tot.microbatch_s, tot.peak_bytes, step_s, tot.peak_bytes <= budget_, r};
       if (c.fits) return c;
       if (c.peak_bytes < lowest.peak_bytes) lowest = c;
@@ -138,6 +142,7 @@ class SplitSearch {
   std::vector<const StageCell*> cells_;
   std::unordered_map<Key, StageCell, KeyHash> unique_;
   LayerCostCache cache_;
+  std::vector<KindRun> runs_;  // least_r_cell's, reused
 };
 
 // The split that minimizes the stages' values folded by `combine` (max or sum) over the

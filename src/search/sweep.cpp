@@ -130,7 +130,7 @@ double iteration_lower_bound_s(const SearchSpace& sp) {
 struct SpaceCache {
   using Key = std::tuple<int64_t, int64_t, int64_t, int>;
   std::map<Key, SearchSpace> spaces;
-  static constexpr size_t kMaxSpaces = 64;  // a worker's memory stays bounded
+  static constexpr size_t kMaxSpaces = 512;  // a worker's memory stays bounded
 
   const SearchSpace& space_for(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t,
                                const SearchOptions& o, Strategy s) {
@@ -141,7 +141,7 @@ struct SpaceCache {
       return spaces.emplace(key, build_search_space(m, hw, t, o)).first->second;
     }
     // the strategies of one layout (visited in a row) share its space as it is
-    if (it->second.training.pp != t.pp || it->second.training.dp != t.dp) it->second = with_pipeline(it->second, t);
+    if (it->second.training.pp != t.pp || it->second.training.dp != t.dp) repipeline(it->second, t);
     return it->second;
   }
 };

@@ -33,9 +33,17 @@ struct LayerOption {
   LayerCost cost;
 };
 
+// Consecutive layers of one kind.
+struct KindRun {
+  int kind = 0;
+  int64_t layers = 0;
+};
+std::vector<KindRun> kind_runs(const std::vector<int>& kinds);
+
 struct StageSpace {
   StageBase base;
-  std::vector<int> kinds;  // per layer of the stage: ModelSpec::layer_kind (0 dense, 1 MoE, ...)
+  std::vector<int> kinds;     // per layer of the stage: ModelSpec::layer_kind (0 dense, 1 MoE, ...)
+  std::vector<KindRun> runs;  // kinds in runs (kind_runs); empty: not made, stage_with_r makes them
 };
 
 struct SearchSpace {
@@ -63,10 +71,14 @@ SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const
 // and options: the layer shapes and costs do not depend on pp or dp (rank_shape), only the stages
 // are rebuilt.
 SearchSpace with_pipeline(const SearchSpace& built, const TrainingSpec& t_in);
+// with_pipeline in place (no copy of the model, hardware and layer costs).
+void repipeline(SearchSpace& sp, const TrainingSpec& t_in);
 
 // The sums of a stage's layers of `kinds` (in order) when the first `r` use strategy `s` and the
 // rest keep.
 LayerSums sums_with_r(const SearchSpace& space, const std::vector<int>& kinds, Strategy s, int64_t r);
+// The same from the kinds' runs (kind_runs): the same sums, in time linear in the runs.
+LayerSums sums_with_r(const SearchSpace& space, const std::vector<KindRun>& runs, Strategy s, int64_t r);
 
 // Stage totals when the first `r` layers use strategy `s` and the rest keep.
 StageTotals stage_with_r(const SearchSpace& space, size_t stage, Strategy s, int64_t r);
