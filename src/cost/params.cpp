@@ -38,7 +38,7 @@ double attention_params(const ModelSpec& m, int64_t layer_index, double tp) {
   const double hq = double(m.q_lora_rank), hkv = double(m.kv_lora_rank);
   const double q = hq > 0 ? h * hq + hq + hq * nh * (d + r) / tp  // down, latent norm, up
                           : h * nh * (d + r) / tp;
-  const double kv = h * (hkv + r) + hkv + hkv * nh * (d + dv) / tp;  // down (+ k rope), norm, up
+  const double kv = h * (hkv + r) + hkv + hkv * nh * (d + dv) / tp;          // down (+ k rope), norm, up
   return q + kv + nh * dv * h / tp + norm + indexer_params(m, layer_index);  // o projection, input norm
 }
 

@@ -58,7 +58,7 @@ struct OpDef {
   double working_bytes = 0;
   // of those, what its forward holds (a frozen layer, which runs no backward: frozen_prefix_layer)
   double fwd_working_bytes = 0;
-  bool forward_only = false;  // runs under torch.no_grad: saves nothing, no backward (transformers' DSA indexer)
+  bool forward_only = false;   // runs under torch.no_grad: saves nothing, no backward (transformers' DSA indexer)
   ModuleTags replayed_by = 0;  // Megatron modules whose selective recompute reruns this op
 };
 
