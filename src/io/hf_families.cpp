@@ -731,9 +731,8 @@ const std::array kFamilies = {
     HfFamily{"ernie4_5_moe", true, HfExperts::ernie, false, nullptr, ernie_layer},
     HfFamily{"hunyuan_v1_dense", false, kDense, false, nullptr, hunyuan_layer},
     HfFamily{"dbrx", false, HfExperts::dbrx, false, dbrx_spell, dbrx_layer},
-    // hf_families_more.cpp
+    // hf_families_more.cpp; vaultgemma: Gemma 2 without the post-attention and post-MLP norms
     HfFamily{"helium", false, kDense, false, nullptr, helium_layer, kHeliumDefaults},
-    // Gemma 2 without the post-attention and post-MLP norms
     HfFamily{"vaultgemma", true, kDense, false, nullptr, llama_layer, kGemma2Defaults},
     HfFamily{"cwm", false, kDense, false, nullptr, cwm_layer, kCwmDefaults},
     HfFamily{"jais2", false, kDense, false, nullptr, jais2_layer, kJais2Defaults},
