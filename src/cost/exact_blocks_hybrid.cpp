@@ -51,33 +51,41 @@ Mamba2Shape mamba2_shape(const RankShape& r, const ModelSpec& m) {
   return {heads, p, n, groups, q, inner, conv_dim, inner + conv_dim + heads};
 }
 
-// Both blocks up to their input projection: the norm and in_proj.
-Block mamba2_projection(const RankShape& r, const ModelSpec& m, const Mamba2Shape& g) {
-  Block b;
-  b.name = "mamba2";
-  parts::add_input_norm(b, r, double(m.hidden_size), true, 1);
-  b.ops.push_back(parts::linear(b, r, "in_proj", r.tokens(), double(m.hidden_size), g.projected, "x_norm", {}));
-  return b;
+// in_proj on `input`: the mixer's input norm's output, or Falcon-H1's scaled copy of it.
+void add_mamba2_in_proj(Block& b, const RankShape& r, const ModelSpec& m, const Mamba2Shape& g,
+                        const std::string& input) {
+  b.ops.push_back(parts::linear(b, r, "in_proj", r.tokens(), double(m.hidden_size), g.projected, input, {}));
 }
 
-Block mamba2_fused(const RankShape& r, const ModelSpec& m) {
-  const Mamba2Shape g = mamba2_shape(r, m);
-  Block b = mamba2_projection(r, m, g);
+// After in_proj, as mamba_ssm's kernels run it (without the gated RMSNorm, Falcon-H1's
+// mamba_rms_norm false, the kernel gates y by silu(z) alone and saves no 1/rms).
+void add_mamba2_fused_scan(Block& b, const RankShape& r, const ModelSpec& m, const Mamba2Shape& g) {
   const double rows = r.tokens(), h = double(m.hidden_size);
   const auto [heads, p, n, groups, q, inner, conv_dim, projected] = g;
   b.tensors.push_back({"zxbcdt", rows * projected * kBf16});
   b.tensors.push_back({"ssm_y", rows * inner * kBf16});
-  b.tensors.push_back({"ssm_rstd", rows * groups * kFp32});
+  if (m.mamba_gated_norm) b.tensors.push_back({"ssm_rstd", rows * groups * kFp32});
   // conv1d over x, B, C (kernel K), then per head and token: the chunk's C B^T and its product
   // with x under the causal mask (Q (N + P)), the chunk state B^T x and its read-out C h (4 N P)
   const double conv_flops = 2 * rows * conv_dim * double(m.mamba_conv_kernel);
   const double scan_flops = rows * heads * (q * (n + p) + 4 * n * p) + conv_flops;
   b.ops.push_back(chunked_scan("ssd_scan", scan_flops, 2 * q * q * std::max(n, p), {"zxbcdt"}));
   // the gated RMSNorm (y * silu(z)) then out_proj, fused: both read y, z and 1/rms
-  b.ops.push_back(
-      ops::streaming("gated_norm", 3 * rows * inner * kBf16, 5 * rows * inner * kBf16, {"ssm_y", "ssm_rstd"}));
-  OpDef out = parts::linear(b, r, "out_proj", rows, inner, h, "ssm_y", {});
-  b.ops.push_back(out);
+  std::vector<std::string> norm_saves = {"ssm_y"};
+  if (m.mamba_gated_norm) norm_saves.push_back("ssm_rstd");
+  b.ops.push_back(ops::streaming("gated_norm", 3 * rows * inner * kBf16, 5 * rows * inner * kBf16, norm_saves));
+  b.ops.push_back(parts::linear(b, r, "out_proj", rows, inner, h, "ssm_y", {}));
+}
+
+// The standalone mixer's block: its input norm, in_proj, then the rest in `variant`.
+template <class Rest>
+Block mamba2_standalone(const RankShape& r, const ModelSpec& m, Rest rest) {
+  const Mamba2Shape g = mamba2_shape(r, m);
+  Block b;
+  b.name = "mamba2";
+  parts::add_input_norm(b, r, double(m.hidden_size), true, 1);
+  add_mamba2_in_proj(b, r, m, g, "x_norm");
+  rest(b, r, m, g);
   return b;
 }
 
@@ -134,11 +142,34 @@ Block gated_deltanet_fused(const RankShape& r, const ModelSpec& m) {
   return b;
 }
 
-// transformers' NemotronHMamba2Mixer.torch_forward (models/nemotron_h/modeling_nemotron_h.py; the
-// Mamba-2, Bamba, FalconH1 and Zamba2 mixers share it), training without a cache or padding mask.
-Block mamba2_torch(const RankShape& r, const ModelSpec& m) {
-  const Mamba2Shape g = mamba2_shape(r, m);
-  Block b = mamba2_projection(r, m, g);
+// y + D x in fp32, gated by silu(z). With the gated RMSNorm, Zamba2RMSNormGated (gate, then norm)
+// saves the gate's fp32 copy (SiLU's input), silu(gate), the gated product, 1/rms per group and the
+// normalized product (when the norm weight trains); FalconH1RMSNormGated with norm_before_gate
+// saves tensors of the same sizes in the other order (y, 1/rms, the normalized and weighted
+// products, the gate's fp32 copy and its silu). Without it (Falcon-H1's mamba_rms_norm false),
+// y * silu(z) saves y and the bf16 silu(z) (z itself is a view of the saved in_proj output).
+void add_mamba2_torch_gate(Block& b, const RankShape& r, const ModelSpec& m, const Mamba2Shape& g) {
+  const double rows = r.tokens(), inner = g.inner;
+  if (!m.mamba_gated_norm) {
+    b.tensors.push_back({"y", rows * inner * kFp32});
+    b.tensors.push_back({"gate_silu", rows * inner * kBf16});
+    // bytes per element: silu 2+2, the product 4+2+4, the cast 4+2; backward about twice
+    b.ops.push_back(ops::streaming("gate", 20 * rows * inner, 36 * rows * inner, {"y", "gate_silu", "zxbcdt"}));
+    return;
+  }
+  for (const char* name : {"y", "gate_fp32", "gate_silu", "gated"}) b.tensors.push_back({name, rows * inner * kFp32});
+  b.tensors.push_back({"gated_rstd", rows * g.groups * kFp32});
+  b.tensors.push_back({"gated_normed", rows * inner * kFp32});
+  std::vector<std::string> norm_saves = {"y", "gate_fp32", "gate_silu", "gated", "gated_rstd"};
+  if (r.weights_train) norm_saves.push_back("gated_normed");
+  b.ops.push_back(ops::streaming("gated_norm", 8 * rows * inner * kFp32, 14 * rows * inner * kFp32, norm_saves));
+}
+
+// After in_proj, as transformers' NemotronHMamba2Mixer.torch_forward runs it
+// (models/nemotron_h/modeling_nemotron_h.py; the Mamba-2, Bamba and Zamba2 mixers share it, and
+// FalconH1Mixer's mamba2_chunk_scan fallback is the same algorithm), training without a cache or
+// padding mask.
+void add_mamba2_torch_scan(Block& b, const RankShape& r, const ModelSpec& m, const Mamba2Shape& g) {
   const double rows = r.tokens(), h = double(m.hidden_size);
   const auto [heads, p, n, groups, q, inner, conv_dim, projected] = g;
   const double chunks = std::ceil(r.s / q), padded = r.b * chunks * q;  // rows padded to whole chunks
@@ -187,17 +218,9 @@ Block mamba2_torch(const RankShape& r, const ModelSpec& m) {
   scan.working_bytes = 2 * cb_product * kFp32;
   scan.fwd_working_bytes = cb_product * kFp32;  // the forward sums the product it holds once
   b.ops.push_back(scan);
-  // y + D x in fp32, then Zamba2RMSNormGated on it: the gate's fp32 copy (SiLU's input), silu(gate),
-  // the gated product, 1/rms per group, the normalized product (saved when the norm weight trains)
-  for (const char* name : {"y", "gate_fp32", "gate_silu", "gated"}) b.tensors.push_back({name, rows * inner * kFp32});
-  b.tensors.push_back({"gated_rstd", rows * groups * kFp32});
-  b.tensors.push_back({"gated_normed", rows * inner * kFp32});
-  std::vector<std::string> norm_saves = {"y", "gate_fp32", "gate_silu", "gated", "gated_rstd"};
-  if (r.weights_train) norm_saves.push_back("gated_normed");
-  b.ops.push_back(ops::streaming("gated_norm", 8 * rows * inner * kFp32, 14 * rows * inner * kFp32, norm_saves));
+  add_mamba2_torch_gate(b, r, m, g);
   b.tensors.push_back({"y_out", rows * inner * kBf16});  // cast back for out_proj
   b.ops.push_back(parts::linear(b, r, "out_proj", rows, inner, h, "y_out", {}));
-  return b;
 }
 
 // transformers' Qwen3NextGatedDeltaNet.forward with the fallbacks causal_conv1d_fn and
@@ -275,7 +298,44 @@ Block gated_deltanet_torch(const RankShape& r, const ModelSpec& m) {
 }  // namespace
 
 Block mamba2_block(const RankShape& r, const ModelSpec& m) {
-  return r.mixer_kernels == MixerKernels::torch ? mamba2_torch(r, m) : mamba2_fused(r, m);
+  return r.mixer_kernels == MixerKernels::torch ? mamba2_standalone(r, m, add_mamba2_torch_scan)
+                                                : mamba2_standalone(r, m, add_mamba2_fused_scan);
+}
+
+// Falcon-H1's parallel hybrid (transformers' FalconH1DecoderLayer.forward): one input norm feeds
+// attention and the Mamba-2 mixer, whose outputs are scaled, summed and added to the residual in the
+// glue. Both branches form one recompute block. Under transformers, each branch reads its own copy
+// of the normed input times its muP multiplier (attention_in_multiplier, ssm_in_multiplier): the
+// attention's copy stands in for x_norm (same size, and the norm's output itself is saved by no op),
+// the mixer's is one more tensor; a fused implementation folds the multipliers into the weights.
+Block attention_mamba2_block(const RankShape& r, const ModelSpec& m) {
+  Block b = gqa_block(r, m, false, false);
+  b.name = "attention_mamba2";
+  const Mamba2Shape g = mamba2_shape(r, m);
+  const double rows = r.tokens(), h = double(m.hidden_size);
+  const size_t first_mixer_op = b.ops.size();
+  std::string input = "x_norm";
+  if (m.mamba_input_scaled_copy && r.layouts_from_model_code) {
+    b.tensors.push_back({"ssm_in", rows * h * kBf16});
+    for (const char* name : {"attn_in_scale", "ssm_in_scale"})
+      b.ops.push_back(ops::streaming(name, 2 * rows * h * kBf16, 2 * rows * h * kBf16, {}));
+    input = "ssm_in";
+  }
+  add_mamba2_in_proj(b, r, m, g, input);
+  if (r.mixer_kernels == MixerKernels::torch)
+    add_mamba2_torch_scan(b, r, m, g);
+  else
+    add_mamba2_fused_scan(b, r, m, g);
+  for (size_t i = first_mixer_op; i < b.ops.size(); ++i) b.ops[i].beside_adapters = true;
+  return b;
+}
+
+// Wo, the scaled branch outputs summed, the reduction and the residual add.
+Block attention_mamba2_glue(const RankShape& r, const ModelSpec& m) {
+  Block b = attention_out_glue(r, m, false);
+  const double rows = r.tokens(), h = double(m.hidden_size);
+  b.ops.insert(b.ops.begin() + 1, ops::streaming("branch_sum", 3 * rows * h * kBf16, 2 * rows * h * kBf16, {}));
+  return b;
 }
 
 Block gated_deltanet_block(const RankShape& r, const ModelSpec& m) {

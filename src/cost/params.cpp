@@ -96,8 +96,8 @@ double mamba2_params(const ModelSpec& m, double tp) {
   const double bc = 2 * double(m.mamba_n_groups) * double(m.ssm_state_size);
   const double in_proj = h * (2 * inner + bc + heads) + (m.mamba_proj_bias ? 2 * inner + bc + heads : 0);
   const double conv = (inner + bc) * (double(m.mamba_conv_kernel) + (m.mamba_conv_bias ? 1 : 0));
-  const double out_proj = inner * h;
-  return (in_proj + conv + 3 * heads + inner + out_proj) / tp + (m.mamba_proj_bias ? h : 0);
+  const double out_proj = inner * h, norm = m.mamba_gated_norm ? inner : 0;
+  return (in_proj + conv + 3 * heads + norm + out_proj) / tp + (m.mamba_out_bias() ? h : 0);
 }
 
 // Gated DeltaNet (transformers' Qwen3NextGatedDeltaNet): in_proj_qkvz, in_proj_ba (beta and
@@ -148,6 +148,8 @@ double mixer_params(const ModelSpec& m, int64_t layer_index, double tp) {
       return short_conv_params(m, tp) + norm;
     case Mixer::mamba1:
       return mamba1_params(m, tp) + norm;
+    case Mixer::attention_mamba2:  // one input norm for both (attention_params counts it)
+      return attention_params(m, layer_index, tp) + mamba2_params(m, tp);
     case Mixer::none:
       return 0;
   }

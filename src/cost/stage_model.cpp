@@ -71,6 +71,13 @@ void add_head(StageBase& s, const ModelSpec& m, const RankShape& r, const Traini
   // (src/cost/streambp.cpp)
   s.head_transient_bytes = head_peak_bytes(head, t, logits);
   add_logit_softcap(s, m, t, hw, logits);
+  // Falcon-H1's lm_head_multiplier as transformers applies it (FalconH1ForCausalLM.forward:
+  // lm_head(h) * m): one more pass over the bf16 logits each way (2+2 bytes a logit); the unscaled
+  // logits are freed at once, so the loss's tensors still set the head's peak
+  if (m.logits_multiplied && r.layouts_from_model_code) {
+    const double bw = hw.hbm_bytes_per_s * hw.efficiency.memory_bound;
+    s.fixed_fwd_s += 4 * logits / bw, s.fixed_bwd_s += 4 * logits / bw;
+  }
   for (const auto& op : head.ops) {
     const OpTime ot = op_time(op, hw);
     s.fixed_fwd_s += ot.fwd_s, s.fixed_bwd_s += ot.bwd_s;
@@ -185,13 +192,15 @@ bool has_adapter(const Block& b) {
   return std::any_of(b.ops.begin(), b.ops.end(), [](const OpDef& op) { return op.name.ends_with(".lora"); });
 }
 
-// A block whose inputs and weights need no gradient: it saves nothing and runs no backward. Where an
-// op states what its forward holds, the tensors the ops up to it would have saved are alive with it
-// (the module's locals, freed when its forward returns).
-void freeze(Block& b) {
+// Ops whose inputs and weights need no gradient (those `which` picks) save nothing and run no
+// backward. Where one states what its forward holds, the tensors the picked ops up to it would have
+// saved are alive with it (the module's locals, freed when its forward returns).
+template <class Which>
+void freeze_ops(Block& b, Which which) {
   double locals = 0;
   std::vector<std::string> seen;
   for (OpDef& op : b.ops) {
+    if (!which(op)) continue;
     for (const std::string& name : op.saves)
       if (std::find(seen.begin(), seen.end(), name) == seen.end()) {
         seen.push_back(name);
@@ -199,14 +208,20 @@ void freeze(Block& b) {
       }
     if (op.fwd_working_bytes > 0) op.fwd_working_bytes += locals;
   }
-  b.tensors.clear();
-  b.inputs.clear(), b.kept_outside.clear(), b.attention_stats.clear();
-  b.inputs_saved = false;
   for (OpDef& op : b.ops) {
+    if (!which(op)) continue;
     op.saves.clear();
     op.bwd_flops = op.bwd_exec_flops = op.bwd_bytes = 0;
     op.working_bytes = op.fwd_working_bytes;
   }
+}
+
+// A block whose inputs and weights need no gradient.
+void freeze(Block& b) {
+  freeze_ops(b, [](const OpDef&) { return true; });
+  b.tensors.clear();
+  b.inputs.clear(), b.kept_outside.clear(), b.attention_stats.clear();
+  b.inputs_saved = false;
 }
 
 // The input norm of the first adapted block saves nothing for a gradient nobody asks for.
@@ -224,6 +239,7 @@ LayerDef frozen_prefix_layer(const LayerDef& layer, bool whole_layer, const Trai
   for (Block& b : out.blocks) {
     if (!whole_layer && has_adapter(b)) {
       drop_input_norm_saves(b, t);
+      freeze_ops(b, [](const OpDef& op) { return op.beside_adapters; });
       break;
     }
     freeze(b);

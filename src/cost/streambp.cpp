@@ -212,7 +212,7 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
   double p = 0;
   // the attention adapters sit in attention layers only (a Mamba-2, Gated DeltaNet or short
   // convolution mixer has no q/k/v/o projections)
-  if (m.mixer(layer) == Mixer::attention) {
+  if (m.layer_has_attention(layer)) {
     p += (l.q ? r * (h + q / tpd) : 0) + (l.k && own_k ? r * (h + kv / tpd) : 0) +
          (l.v && own_v ? r * (h + kv / tpd) : 0);
     if (l.o) p += r * (q / tpd + h);

@@ -40,14 +40,13 @@ void throw_if(std::vector<Problem>& problems) {
 // `layers` in a config whose model type is not one of remat's hybrids.
 std::string outside_hybrids(const std::string& layers) {
   return layers +
-         " in a model type not built as a hybrid (remat's: nemotron_h, bamba, granitemoehybrid, mamba2, "
+         " in another model type (remat's hybrids: nemotron_h, bamba, granitemoehybrid, mamba2, falcon_h1, "
          "qwen3_next, lfm2, jamba)";
 }
 
 void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
   if (r.has("hybrid_override_pattern") && hybrid != HfHybrid::mamba2_pattern)
-    refuse(r.file, r.path("hybrid_override_pattern"), "",
-           outside_hybrids("Mamba-2, attention and MLP layers by pattern"));
+    refuse(r.file, r.path("hybrid_override_pattern"), "", outside_hybrids("Mamba-2/attention/MLP layers by pattern"));
   for (const std::string& kind :
        r.object.contains("layers_block_type") ? r.text_list("layers_block_type") : std::vector<std::string>{})
     if ((kind == "mamba" || kind == "mamba2" || kind == "hybrid") && hybrid != HfHybrid::mamba2_pattern)
@@ -73,8 +72,8 @@ void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
     if (kind == "linear_attention" && hybrid == HfHybrid::gated_deltanet) continue;
     if (kind == "conv" && hybrid == HfHybrid::short_conv) continue;
     const std::string current = current_layer_type(kind);
-    if (hybrid == HfHybrid::mamba2_pattern &&
-        (current == "linear_attention" || current == "full_attention" || kind == "mlp" || kind == "moe"))
+    if (hybrid == HfHybrid::mamba2_pattern && (current == "linear_attention" || current == "full_attention" ||
+                                               kind == "mlp" || kind == "moe" || kind == "hybrid"))
       continue;  // its reader checks
     if (kind == "linear_attention")
       refuse(r.file, r.path("layer_types"), kind,

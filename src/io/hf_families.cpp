@@ -544,68 +544,8 @@ void qwen3_next_layer(HfJsonReader& r, ModelSpec& m) {
   }
 }
 
-// transformers 5's spelling of Nemotron-H's pattern: layers_block_type (or layer_types), one
-// word a layer (linear_attention or mamba: M, full_attention or attention: *, mlp: -, moe: E).
-std::string nemotron_h_pattern(HfJsonReader& r) {
-  std::string pattern;
-  for (const std::string& kind : r.text_list("layers_block_type")) {
-    const std::string current = current_layer_type(kind);
-    const char c = current == "linear_attention" ? 'M'
-                   : current == "full_attention" ? '*'
-                   : kind == "mlp"               ? '-'
-                   : kind == "moe"               ? 'E'
-                                                 : '?';
-    if (c == '?') {
-      r.fail("layers_block_type", kind, "must hold only linear_attention (Mamba-2), full_attention, mlp and moe");
-      return "";
-    }
-    pattern += c;
-  }
-  return pattern;
-}
-
 // GLM-4.7-Flash: Glm4MoeLiteConfig builds its first layer dense unless mlp_layer_types says otherwise.
 void glm4_moe_lite_layer(HfJsonReader&, ModelSpec& m) { m.first_k_dense_replace = 1; }
-
-// Nemotron-H: hybrid_override_pattern gives each layer one block: M a Mamba-2 mixer, * attention
-// (no rotary), - a relu^2 two-matrix MLP, E an MoE of relu^2 two-matrix experts (Nemotron 3);
-// each with its own RMSNorm and residual.
-void nemotron_h_layer(HfJsonReader& r, ModelSpec& m) {
-  llama_layer(r, m);
-  two_matrix_mlp(m, "relu2");
-  read_activation(r, m, "mlp_hidden_act");
-  m.rotary_fraction = 0;
-  r.integer("mamba_num_heads", m.mamba_num_heads, true);
-  r.integer("mamba_head_dim", m.mamba_head_dim, true);
-  r.integer("ssm_state_size", m.ssm_state_size, true);
-  r.integer("n_groups", m.mamba_n_groups, false);
-  r.integer("conv_kernel", m.mamba_conv_kernel, false);
-  r.integer("chunk_size", m.mamba_chunk_size, false);
-  r.boolean("use_bias", m.mamba_proj_bias);
-  r.boolean("use_conv_bias", m.mamba_conv_bias);
-  const bool by_words = !r.has("hybrid_override_pattern");
-  const char* key = by_words ? "layers_block_type" : "hybrid_override_pattern";
-  const std::string pattern = by_words ? nemotron_h_pattern(r) : r.text("hybrid_override_pattern");
-  if (by_words && m.num_hidden_layers == 0)
-    m.num_hidden_layers = int64_t(pattern.size());  // transformers 5 derives the depth from the list
-  if (int64_t(pattern.size()) != m.num_hidden_layers)
-    return r.fail(
-        key, pattern,
-        "must have one character per layer (num_hidden_layers = " + std::to_string(m.num_hidden_layers) + ")");
-  std::vector<int64_t> not_moe;
-  for (char c : pattern) {
-    if (c != 'M' && c != '*' && c != '-' && c != 'E')
-      return r.fail(key, pattern, "must hold only M (Mamba-2), * (attention), - (MLP) and E (MoE)");
-    if (c != 'E') not_moe.push_back(int64_t(m.layer_mixers.size()));
-    m.layer_mixers.push_back(c == 'M' ? Mixer::mamba2 : c == '*' ? Mixer::attention : Mixer::none);
-    m.layer_has_ffn.push_back(c == '-' || c == 'E');
-  }
-  if (not_moe.size() == pattern.size()) return;
-  // E: the experts (read_experts) in exactly these layers
-  m.moe_layer_rule = MoeLayerRule::every_step;
-  m.moe_layer_freq = 1;
-  m.dense_mlp_layers = not_moe;
-}
 
 constexpr HfDefaults kLlamaDefaults{32000, 4096, 11008, 32, 32};
 constexpr HfDefaults kQwen3Defaults{151936, 4096, 22016, 32, 32, 32, 128};
@@ -782,6 +722,8 @@ const std::array kFamilies = {
     HfFamily{"granitemoehybrid", false, HfExperts::optional_num_experts, false, nullptr, granitemoehybrid_layer,
              kGraniteMoeHybridDefaults, false, HfHybrid::mamba2_pattern},
     HfFamily{"mamba2", false, kDense, false, nullptr, mamba2_layer, kMamba2Defaults, false, HfHybrid::mamba2_pattern},
+    HfFamily{"falcon_h1", false, kDense, false, nullptr, falcon_h1_layer, kBambaDefaults, false,
+             HfHybrid::mamba2_pattern},  // FalconH1Config's defaults are BambaConfig's
     HfFamily{"lfm2", true, kDense, false, nullptr, lfm2_layer, kLfm2Defaults, false, HfHybrid::short_conv},
     HfFamily{"mamba", true, kDense, false, nullptr, mamba_layer, kMambaDefaults, false, HfHybrid::mamba1},
     HfFamily{"falcon_mamba", true, kDense, false, nullptr, mamba_layer, kMambaDefaults, false, HfHybrid::mamba1},

@@ -44,7 +44,8 @@ enum class HfHybrid {
   none,
   gated_deltanet,  // layer_types linear_attention / full_attention (Qwen3-Next, Qwen3.5)
   // Mamba-2 layers (their keys are accepted): Nemotron-H's hybrid_override_pattern (M Mamba-2,
-  // * attention, - MLP), Bamba's attn_layer_indices, GraniteMoeHybrid's layer_types, Mamba-2 alone
+  // * attention, - MLP), Bamba's attn_layer_indices, GraniteMoeHybrid's layer_types, Mamba-2 alone,
+  // Falcon-H1's attention beside Mamba-2 in every layer
   mamba2_pattern,
   short_conv,  // layer_types conv / full_attention (LFM2)
   mamba1,      // Mamba-1 alone (Mamba, FalconMamba) or beside attention by period (Jamba)
@@ -127,6 +128,8 @@ std::vector<bool> gemma4_windowed_layers(HfJsonReader& r, int64_t layers);
 void bamba_layer(HfJsonReader& r, ModelSpec& m);
 void granitemoehybrid_layer(HfJsonReader& r, ModelSpec& m);
 void mamba2_layer(HfJsonReader& r, ModelSpec& m);
+void nemotron_h_layer(HfJsonReader& r, ModelSpec& m);
+void falcon_h1_layer(HfJsonReader& r, ModelSpec& m);  // attention beside Mamba-2 in every layer
 
 // nullptr when model_type is not a family remat maps.
 const HfFamily* find_hf_family(const std::string& model_type);

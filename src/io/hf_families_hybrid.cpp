@@ -1,8 +1,8 @@
-// Readers of the Mamba-2 families in hf_families.cpp's table beside Nemotron-H: Bamba and
-// GraniteMoeHybrid (transformers' BambaDecoderLayer, GraniteMoeHybridDecoderLayer: an RMSNorm,
-// a Mamba-2 mixer (BambaMixer) or attention, then an RMSNorm and a feed-forward in every
-// layer) and the pure Mamba-2 model (Mamba2Block: an RMSNorm and a Mamba-2 mixer, no attention
-// and no feed-forward).
+// Readers of the Mamba-2 families in hf_families.cpp's table: Nemotron-H (one block a layer by
+// pattern), Bamba and GraniteMoeHybrid (transformers' BambaDecoderLayer, GraniteMoeHybridDecoderLayer:
+// an RMSNorm, a Mamba-2 mixer (BambaMixer) or attention, then an RMSNorm and a feed-forward in every
+// layer), Falcon-H1 (attention beside the mixer in every layer) and the pure Mamba-2 model
+// (Mamba2Block: an RMSNorm and a Mamba-2 mixer, no attention and no feed-forward).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -81,7 +81,67 @@ void read_bamba_mamba(HfJsonReader& r, ModelSpec& m, const char* type) {
   check_inner(r, m, "mamba_n_heads", "mamba_d_head", "mamba_expand", expand);
 }
 
+// transformers 5's spelling of Nemotron-H's pattern: layers_block_type (or layer_types), one
+// word a layer (linear_attention or mamba: M, full_attention or attention: *, mlp: -, moe: E).
+std::string nemotron_h_pattern(HfJsonReader& r) {
+  std::string pattern;
+  for (const std::string& kind : r.text_list("layers_block_type")) {
+    const std::string current = current_layer_type(kind);
+    const char c = current == "linear_attention" ? 'M'
+                   : current == "full_attention" ? '*'
+                   : kind == "mlp"               ? '-'
+                   : kind == "moe"               ? 'E'
+                                                 : '?';
+    if (c == '?') {
+      r.fail("layers_block_type", kind, "must hold only linear_attention (Mamba-2), full_attention, mlp and moe");
+      return "";
+    }
+    pattern += c;
+  }
+  return pattern;
+}
+
 }  // namespace
+
+// Nemotron-H: hybrid_override_pattern gives each layer one block: M a Mamba-2 mixer, * attention
+// (no rotary), - a relu^2 two-matrix MLP, E an MoE of relu^2 two-matrix experts (Nemotron 3);
+// each with its own RMSNorm and residual.
+void nemotron_h_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  two_matrix_mlp(m, "relu2");
+  read_activation(r, m, "mlp_hidden_act");
+  m.rotary_fraction = 0;
+  r.integer("mamba_num_heads", m.mamba_num_heads, true);
+  r.integer("mamba_head_dim", m.mamba_head_dim, true);
+  r.integer("ssm_state_size", m.ssm_state_size, true);
+  r.integer("n_groups", m.mamba_n_groups, false);
+  r.integer("conv_kernel", m.mamba_conv_kernel, false);
+  r.integer("chunk_size", m.mamba_chunk_size, false);
+  r.boolean("use_bias", m.mamba_proj_bias);
+  r.boolean("use_conv_bias", m.mamba_conv_bias);
+  const bool by_words = !r.has("hybrid_override_pattern");
+  const char* key = by_words ? "layers_block_type" : "hybrid_override_pattern";
+  const std::string pattern = by_words ? nemotron_h_pattern(r) : r.text("hybrid_override_pattern");
+  if (by_words && m.num_hidden_layers == 0)
+    m.num_hidden_layers = int64_t(pattern.size());  // transformers 5 derives the depth from the list
+  if (int64_t(pattern.size()) != m.num_hidden_layers)
+    return r.fail(
+        key, pattern,
+        "must have one character per layer (num_hidden_layers = " + std::to_string(m.num_hidden_layers) + ")");
+  std::vector<int64_t> not_moe;
+  for (char c : pattern) {
+    if (c != 'M' && c != '*' && c != '-' && c != 'E')
+      return r.fail(key, pattern, "must hold only M (Mamba-2), * (attention), - (MLP) and E (MoE)");
+    if (c != 'E') not_moe.push_back(int64_t(m.layer_mixers.size()));
+    m.layer_mixers.push_back(c == 'M' ? Mixer::mamba2 : c == '*' ? Mixer::attention : Mixer::none);
+    m.layer_has_ffn.push_back(c == '-' || c == 'E');
+  }
+  if (not_moe.size() == pattern.size()) return;
+  // E: the experts (read_experts) in exactly these layers
+  m.moe_layer_rule = MoeLayerRule::every_step;
+  m.moe_layer_freq = 1;
+  m.dense_mlp_layers = not_moe;
+}
 
 // Bamba: attention where attn_layer_indices says (none when absent: every layer Mamba-2),
 // Mamba-2 elsewhere; a SwiGLU MLP after each; attention_bias and mlp_bias false, half of each
@@ -102,6 +162,69 @@ void bamba_layer(HfJsonReader& r, ModelSpec& m) {
   for (int64_t i = 0; i < std::min(m.num_hidden_layers, limits::kLayers); ++i)
     m.layer_mixers.push_back(std::find(attention.begin(), attention.end(), i) != attention.end() ? Mixer::attention
                                                                                                  : Mixer::mamba2);
+}
+
+// Falcon-H1 (transformers' FalconH1DecoderLayer): every layer runs attention and a Mamba-2 mixer
+// side by side on one RMSNorm's output, then an RMSNorm and a SwiGLU MLP. FalconH1Config's Mamba
+// keys: mamba_d_ssm wide (null: mamba_expand x hidden_size) in mamba_n_heads heads of mamba_d_head
+// ("auto": d_ssm / heads), B and C in mamba_n_groups groups of mamba_d_state; in_proj's bias is
+// mamba_proj_bias, out_proj's projectors_bias; the gated RMSNorm only where mamba_rms_norm. The muP
+// multipliers change no parameter; transformers applies them as separate multiplies (a scaled copy
+// of the mixer's input, the logits scaled after the head). attn_layer_indices and mamba_use_mlp are
+// not read by transformers 5.17's FalconH1 model (every layer has both mixers and an MLP).
+void falcon_h1_layer(HfJsonReader& r, ModelSpec& m) {
+  bool bias = false;
+  r.boolean("attention_bias", bias);
+  m.qkv_bias = m.o_bias = bias;
+  r.boolean("mlp_bias", m.mlp_bias);
+  int64_t expand = 2, inner = 1024;
+  m.mamba_num_heads = 128, m.ssm_state_size = 256, m.mamba_n_groups = 1;
+  m.mamba_conv_kernel = 4, m.mamba_chunk_size = 256;
+  m.mamba_conv_bias = true, m.mamba_proj_bias = false;
+  m.mamba_out_proj_bias_own = true;
+  m.mamba_gated_norm = false, m.mamba_norm_before_gate = true;
+  m.mamba_input_scaled_copy = m.logits_multiplied = true;
+  r.integer("mamba_expand", expand, false);
+  const bool inner_from_expand = r.object.contains("mamba_d_ssm") && r.object["mamba_d_ssm"].is_null();
+  if (inner_from_expand)
+    inner = expand * m.hidden_size;
+  else
+    r.integer("mamba_d_ssm", inner, false);
+  r.integer("mamba_n_heads", m.mamba_num_heads, false);
+  r.integer("mamba_n_groups", m.mamba_n_groups, false);
+  r.integer("mamba_d_state", m.ssm_state_size, false);
+  r.integer("mamba_d_conv", m.mamba_conv_kernel, false);
+  r.integer("mamba_chunk_size", m.mamba_chunk_size, false);
+  r.boolean("mamba_conv_bias", m.mamba_conv_bias);
+  r.boolean("mamba_proj_bias", m.mamba_proj_bias);
+  r.boolean("projectors_bias", m.mamba_out_proj_bias);
+  r.boolean("mamba_rms_norm", m.mamba_gated_norm);
+  r.boolean("mamba_norm_before_gate", m.mamba_norm_before_gate);
+  const size_t before = r.problems.size();
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"mamba_d_ssm", inner},
+                                   {"mamba_n_heads", m.mamba_num_heads},
+                                   {"mamba_n_groups", m.mamba_n_groups},
+                                   {"mamba_d_state", m.ssm_state_size},
+                                   {"mamba_d_conv", m.mamba_conv_kernel},
+                                   {"mamba_chunk_size", m.mamba_chunk_size}})
+    require_positive(r, key, value);
+  if (r.problems.size() > before) return;
+  if (inner % m.mamba_num_heads != 0)
+    return r.fail("mamba_n_heads", std::to_string(m.mamba_num_heads),
+                  "must divide mamba_d_ssm = " + std::to_string(inner));
+  m.mamba_head_dim = inner / m.mamba_num_heads;
+  if (!(r.has("mamba_d_head") && r.object["mamba_d_head"].is_string() && r.text("mamba_d_head") == "auto"))
+    r.integer("mamba_d_head", m.mamba_head_dim, false);
+  if (m.mamba_head_dim * m.mamba_num_heads != inner)
+    return r.fail("mamba_d_head", std::to_string(m.mamba_head_dim),
+                  "times mamba_n_heads = " + std::to_string(m.mamba_num_heads) +
+                      " must be mamba_d_ssm = " + std::to_string(inner));
+  if (m.mamba_num_heads % m.mamba_n_groups != 0)
+    return r.fail("mamba_n_groups", std::to_string(m.mamba_n_groups),
+                  "must divide the Mamba-2 heads (" + std::to_string(m.mamba_num_heads) + ")");
+  for (const std::string& kind : r.text_list("layers_block_type"))
+    if (kind != "hybrid") return r.fail("layers_block_type", kind, "must hold only \"hybrid\" (Falcon-H1)");
+  m.layer_mixers.assign(size_t(std::min(m.num_hidden_layers, limits::kLayers)), Mixer::attention_mamba2);
 }
 
 // GraniteMoeHybrid (Granite 4.0-H): layer_types mamba / attention (absent: every layer Mamba-2),

@@ -55,6 +55,7 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
     {"GPT2LMHeadModel", "gpt2"},
     {"GPTBigCodeForCausalLM", "gpt_bigcode"},
     {"FalconForCausalLM", "falcon"},
+    {"FalconH1ForCausalLM", "falcon_h1"},
     {"RWForCausalLM", "falcon"},
     {"Starcoder2ForCausalLM", "starcoder2"},
     {"ChatGLMModel", "chatglm"},  // ChatGLM2/3's remote code; some copies leave model_type out
@@ -84,9 +85,6 @@ const std::pair<const char*, const char*> kRefused[] = {
     {"umt5", kEncoder},
     {"bart", kEncoder},
     {"whisper", kEncoder},
-    {"falcon_h1",
-     "attention and a Mamba-2 mixer side by side in every layer, outputs scaled and summed (Falcon-H1's "
-     "parallel hybrid); remat builds one mixer per layer"},
     {"zamba2",
      "Mamba-2 layers plus shared attention+MLP blocks reused at several depths, each use with its own LoRA "
      "(Zamba2); remat gives every layer its own weights"},

@@ -58,7 +58,10 @@ struct OpDef {
   double working_bytes = 0;
   // of those, what its forward holds (a frozen layer, which runs no backward: frozen_prefix_layer)
   double fwd_working_bytes = 0;
-  bool forward_only = false;   // runs under torch.no_grad: saves nothing, no backward (transformers' DSA indexer)
+  bool forward_only = false;  // runs under torch.no_grad: saves nothing, no backward (transformers' DSA indexer)
+  // of a branch beside the block's LoRA adapters that none of them feeds (Falcon-H1's Mamba-2 mixer
+  // beside the adapted attention): in the first adapted layer its input needs no gradient
+  bool beside_adapters = false;
   ModuleTags replayed_by = 0;  // Megatron modules whose selective recompute reruns this op
 };
 

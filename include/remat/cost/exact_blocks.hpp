@@ -73,6 +73,10 @@ Block moe_shared_block(const RankShape& r, const ModelSpec& m);
 Block moe_routed_block(const RankShape& r, const ModelSpec& m);
 // Hybrid models' mixers, norm to out_proj (src/cost/exact_blocks_hybrid.cpp), as r.mixer_kernels runs them.
 Block mamba2_block(const RankShape& r, const ModelSpec& m);
+// Falcon-H1's parallel hybrid: attention and a Mamba-2 mixer on one normed input (one block), and
+// its glue (Wo, the branches summed, the reduction, the residual add).
+Block attention_mamba2_block(const RankShape& r, const ModelSpec& m);
+Block attention_mamba2_glue(const RankShape& r, const ModelSpec& m);
 Block gated_deltanet_block(const RankShape& r, const ModelSpec& m);
 Block short_conv_block(const RankShape& r, const ModelSpec& m);  // LFM2's gated short convolution
 Block mamba1_block(const RankShape& r, const ModelSpec& m);      // Mamba-1, mamba_ssm's kernels

@@ -22,18 +22,20 @@ enum class QkNorm { none, shared, per_head };
 
 // A layer's token mixer: softmax attention (GQA or MLA), a Mamba-2 (SSD) state-space
 // mixer, a Gated DeltaNet linear-attention mixer, none (Nemotron-H's MLP-only blocks),
-// LFM2's gated short convolution, or a Mamba-1 (selective scan) mixer.
-enum class Mixer : uint8_t { attention, mamba2, gated_deltanet, none, short_conv, mamba1 };
+// LFM2's gated short convolution, a Mamba-1 (selective scan) mixer, or attention and a Mamba-2
+// mixer side by side on one normed input, their outputs summed (Falcon-H1's parallel hybrid).
+enum class Mixer : uint8_t { attention, mamba2, gated_deltanet, none, short_conv, mamba1, attention_mamba2 };
 // Layer kinds: mixer x feed-forward (dense, MoE, none); kind 0 is attention + dense, 1 attention + MoE;
 // 12-14: sliding-window attention x feed-forward (a framework may run those layers differently);
 // 15-20: attention reusing an earlier layer's keys and values (Gemma 4's KV-shared layers), full
 // (15-17) and sliding-window (18-20), x feed-forward; 21-23: short convolution x feed-forward;
-// 24-26: Mamba-1 x feed-forward.
-constexpr int kLayerKinds = 27;
+// 24-26: Mamba-1 x feed-forward; 27-29: attention beside Mamba-2 x feed-forward.
+constexpr int kLayerKinds = 30;
 constexpr int kWindowedAttentionKinds = 12;
 constexpr int kSharedKvAttentionKinds = 15;
 constexpr int kShortConvKinds = 21;
 constexpr int kMamba1Kinds = 24;
+constexpr int kParallelHybridKinds = 27;
 
 // The projections of one attention layer: query heads, key/value heads and head dim, and
 // whether its keys double as its values (Gemma 4's attention_k_eq_v: no v_proj; the values
@@ -149,6 +151,13 @@ struct ModelSpec {
   int64_t mamba_num_heads = 0, mamba_head_dim = 0, ssm_state_size = 0, mamba_n_groups = 1;
   int64_t mamba_conv_kernel = 4, mamba_chunk_size = 256;
   bool mamba_proj_bias = false, mamba_conv_bias = true;
+  bool mamba_out_proj_bias_own = false, mamba_out_proj_bias = false;  // own: not mamba_proj_bias (Falcon-H1)
+  // The gated RMSNorm before out_proj (Falcon-H1's mamba_rms_norm false: y * silu(z) alone), and
+  // whether it normalizes before gating (Falcon-H1's mamba_norm_before_gate) or gates first (Zamba2's)
+  bool mamba_gated_norm = true, mamba_norm_before_gate = false;
+  // Falcon-H1's muP multipliers as transformers applies them: the Mamba-2 mixer reads its own scaled
+  // copy of the normed input (ssm_in_multiplier) and the logits are scaled after the head (one more pass)
+  bool mamba_input_scaled_copy = false, logits_multiplied = false;
   // Gated DeltaNet: key heads x key dim for q and k, value heads x value dim for v, z and the output.
   int64_t linear_num_key_heads = 0, linear_num_value_heads = 0, linear_key_head_dim = 0, linear_value_head_dim = 0;
   int64_t linear_conv_kernel = 4;
@@ -286,9 +295,15 @@ struct ModelSpec {
     if (mixer(index) == Mixer::attention && layer_is_windowed(index)) return kWindowedAttentionKinds + ffn;
     if (mixer(index) == Mixer::short_conv) return kShortConvKinds + ffn;
     if (mixer(index) == Mixer::mamba1) return kMamba1Kinds + ffn;
+    if (mixer(index) == Mixer::attention_mamba2) return kParallelHybridKinds + ffn;
     return 3 * int(mixer(index)) + ffn;
   }
   bool is_hybrid() const { return !layer_mixers.empty(); }
+  bool mamba_out_bias() const { return mamba_out_proj_bias_own ? mamba_out_proj_bias : mamba_proj_bias; }
+  // Whether layer `index` has softmax attention (alone or beside a Mamba-2 mixer).
+  bool layer_has_attention(int64_t index) const {
+    return mixer(index) == Mixer::attention || mixer(index) == Mixer::attention_mamba2;
+  }
   // Whether layer `index` attends within sliding_window_tokens only.
   bool layer_is_windowed(int64_t index) const {
     if (sliding_window_tokens <= 0) return false;
