@@ -257,6 +257,34 @@ TEST(HfHybridLoader, StateSpaceRefusalsNameTheConstruct) {
   }
 }
 
+// OLMo Hybrid from OlmoHybridConfig's defaults on a small shape, h 64, 4 heads, 4 layers: every
+// fourth layer attention (layer 3), the others Gated DeltaNet with key and value heads = 4, key dim
+// 0.75 x 64 / 4 = 12, value dim 24, conv 4. GDN: q, k 64 x 48 each, v and g 64 x 96 each, a and b
+// 64 x 4 each, conv (48 + 48 + 96) x 4, A_log and dt_bias 4 each, o_norm 24, o 96 x 64, its norm 64;
+// attention (OLMo-2): q, k, v, o 64 x 64 each, q_norm and k_norm 64 each, a norm 64; MLP 3 x 64 x 256
+// and a norm 64 in every layer; embeddings 100 x 64 twice, the final norm 64.
+TEST(HfHybridLoader, OlmoHybridByHand) {
+  const std::string base = R"({"model_type": "olmo_hybrid", "hidden_size": 64, "intermediate_size": 256,
+      "num_attention_heads": 4, "vocab_size": 100, "num_hidden_layers": 4)";
+  const ModelSpec m = parse_hf_config(base + "}", "t.json");
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(m.mixer(i), i == 3 ? Mixer::attention : Mixer::gated_deltanet) << i;
+  EXPECT_EQ(m.linear_key_head_dim, 12);
+  EXPECT_EQ(m.linear_value_head_dim, 24);
+  const double gdn = 2 * 64 * 48 + 2 * 64 * 96 + 2 * 64 * 4 + 192 * 4 + 8 + 24 + 96 * 64 + 64;
+  const double attention = 4 * 64 * 64 + 128 + 64, mlp = 3 * 64 * 256 + 64;
+  EXPECT_DOUBLE_EQ(model_params(m, 4), 3 * (gdn + mlp) + attention + mlp + 2 * 6400 + 64);
+  EXPECT_GT(m.rotary_fraction, 0);
+  // the released checkpoints: rope_theta null, no rotary (a note says so)
+  const ModelSpec nope =
+      parse_hf_config(base + R"(, "rope_parameters": {"rope_theta": null, "rope_type": "default"}})", "t.json");
+  EXPECT_EQ(nope.rotary_fraction, 0);
+  EXPECT_EQ(model_params(nope, 4), model_params(m, 4));
+  EXPECT_EQ(test::rejection_of(base + R"(, "layer_types": ["linear_attention", "linear_attention",
+      "linear_attention", "linear_attention"]})"),
+            "t.json: layer_types: must hold at least one linear_attention and one full_attention layer "
+            "(OlmoHybridConfig requires both) (got linear_attention only)");
+}
+
 // Mamba-1 (MambaMixer; FalconMamba's is the same with weightless RMSNorms on B, C and dt): h 64,
 // inner 128, state 16, conv 4, time_step_rank "auto" = ceil(64 / 16) = 4. Layer: norm 64, in_proj
 // 64 x 256, conv1d 128 x 4 + bias 128, x_proj 128 x (4 + 32), dt_proj 4 x 128 + bias 128, A_log

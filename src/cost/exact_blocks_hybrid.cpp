@@ -101,15 +101,37 @@ GdnShape gdn_shape(const RankShape& r, const ModelSpec& m) {
   return {kh, vh, dk, dv, kh * dk, vh * dv, 2 * kh * dk + vh * dv};
 }
 
-// Both blocks up to their input projections: the norm, in_proj_qkvz and in_proj_ba.
+// Both blocks up to their input projections: the norm, in_proj_qkvz and in_proj_ba; or OLMo Hybrid's
+// q, k, v (LoRA adapts them), g, a and b projections, the gate g then its own tensor ("gate").
 Block gdn_projections(const RankShape& r, const ModelSpec& m, const GdnShape& g) {
   Block b;
   b.name = "gated_deltanet";
   const double rows = r.tokens(), h = double(m.hidden_size);
   parts::add_input_norm(b, r, h, true, 2);
+  if (m.linear_attention_own_projections) {
+    b.ops.push_back(parts::linear(b, r, "q_proj", rows, h, g.kd, "x_norm", {&LoraTargets::q}));
+    b.ops.push_back(parts::linear(b, r, "k_proj", rows, h, g.kd, "x_norm", {&LoraTargets::k}));
+    b.ops.push_back(parts::linear(b, r, "v_proj", rows, h, g.vd, "x_norm", {&LoraTargets::v}));
+    b.ops.push_back(parts::linear(b, r, "g_proj", rows, h, g.vd, "x_norm", {}));
+    b.ops.push_back(parts::linear(b, r, "ab_proj", rows, h, 2 * g.vh, "x_norm", {}));
+    b.tensors.push_back({"gate", rows * g.vd * kBf16});
+    return b;
+  }
   b.ops.push_back(parts::linear(b, r, "in_proj_qkvz", rows, h, g.conv_dim + g.vd, "x_norm", {}));
   b.ops.push_back(parts::linear(b, r, "in_proj_ba", rows, h, 2 * g.vh, "x_norm", {}));
+  b.tensors.push_back({"qkvz", rows * (g.conv_dim + g.vd) * kBf16});
   return b;
+}
+
+// What the gated norm reads of the gate: z, a view that keeps Qwen3-Next's whole qkvz projection
+// alive, or OLMo Hybrid's own g projection.
+const char* gate_tensor(const ModelSpec& m) { return m.linear_attention_own_projections ? "gate" : "qkvz"; }
+
+// out_proj on `input`, adapted by LoRA's o where the layer names it o_proj (OLMo Hybrid).
+OpDef gdn_out_proj(Block& b, const RankShape& r, const ModelSpec& m, const GdnShape& g, const std::string& input) {
+  std::vector<bool LoraTargets::*> adapted;
+  if (m.linear_attention_own_projections) adapted.push_back(&LoraTargets::o);
+  return parts::linear(b, r, "out_proj", r.tokens(), g.vd, double(m.hidden_size), input, adapted);
 }
 
 // The delta rule's FLOPs over chunks of `chunk` rows.
@@ -120,9 +142,8 @@ double gdn_rule_flops(double rows, const GdnShape& g, double chunk) {
 Block gated_deltanet_fused(const RankShape& r, const ModelSpec& m) {
   const GdnShape g = gdn_shape(r, m);
   Block b = gdn_projections(r, m, g);
-  const double rows = r.tokens(), h = double(m.hidden_size), chunk = 64;
+  const double rows = r.tokens(), chunk = 64;
   const auto [kh, vh, dk, dv, kd, vd, conv_dim] = g;
-  b.tensors.push_back({"qkvz", rows * (conv_dim + vd) * kBf16});
   b.tensors.push_back({"conv_in", rows * conv_dim * kBf16});  // q, k, v gathered for the conv
   b.tensors.push_back({"qkv", rows * conv_dim * kBf16});      // the conv's output (silu), the rule's q, k, v
   b.tensors.push_back({"decay_beta", rows * vh * (kFp32 + kBf16)});
@@ -137,8 +158,8 @@ Block gated_deltanet_fused(const RankShape& r, const ModelSpec& m) {
   b.ops.push_back(
       chunked_scan("gated_delta_rule", rule_flops, 2 * chunk * chunk * std::max(dk, dv), {"qkv", "decay_beta", "wy"}));
   b.ops.push_back(
-      ops::streaming("gated_norm", 3 * rows * vd * kBf16, 5 * rows * vd * kBf16, {"gdn_o", "qkvz", "gdn_rstd"}));
-  b.ops.push_back(parts::linear(b, r, "out_proj", rows, vd, h, "gdn_o_normed", {}));
+      ops::streaming("gated_norm", 3 * rows * vd * kBf16, 5 * rows * vd * kBf16, {"gdn_o", gate_tensor(m), "gdn_rstd"}));
+  b.ops.push_back(gdn_out_proj(b, r, m, g, "gdn_o_normed"));
   return b;
 }
 
@@ -229,7 +250,7 @@ void add_mamba2_torch_scan(Block& b, const RankShape& r, const ModelSpec& m, con
 Block gated_deltanet_torch(const RankShape& r, const ModelSpec& m) {
   const GdnShape g = gdn_shape(r, m);
   Block b = gdn_projections(r, m, g);
-  const double rows = r.tokens(), h = double(m.hidden_size), c = 64;
+  const double rows = r.tokens(), c = 64;
   const auto [kh, vh, dk, dv, kd, vd, conv_dim] = g;
   const double chunks = std::ceil(r.s / c), padded = r.b * chunks * c;  // rows padded to whole chunks
   const double qk = vh * dk;                                            // q, k repeated to the value heads
@@ -285,13 +306,14 @@ Block gated_deltanet_torch(const RankShape& r, const ModelSpec& m) {
   // The layer's peak is here, in forward: beside everything saved, the module's locals (the qkvz
   // projection, z's copy, the conv output after SiLU, q and k repeated to the value heads in bf16)
   // and the norm's bf16 input and fp32 gated product.
+  // (OLMo Hybrid: its g projection instead of the qkvz projection and z's copy)
   const double repeats = vh > kh ? 2 * rows * qk * kBf16 : 0;
-  norm.working_bytes =
-      rows * ((conv_dim + vd) * kBf16 + vd * kBf16 + conv_dim * kBf16 + vd * kBf16 + vd * kFp32) + repeats;
+  const double projections = m.linear_attention_own_projections ? vd * kBf16 : (conv_dim + vd) * kBf16 + vd * kBf16;
+  norm.working_bytes = rows * (projections + conv_dim * kBf16 + vd * kBf16 + vd * kFp32) + repeats;
   norm.fwd_working_bytes = norm.working_bytes;
   b.ops.push_back(norm);
   b.tensors.push_back({"o_out", rows * vd * kBf16});
-  b.ops.push_back(parts::linear(b, r, "out_proj", rows, vd, h, "o_out", {}));
+  b.ops.push_back(gdn_out_proj(b, r, m, g, "o_out"));
   return b;
 }
 

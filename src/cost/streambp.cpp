@@ -211,11 +211,17 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
   const bool own_k = !a.shares_kv, own_v = own_k && !a.values_from_keys;
   double p = 0;
   // the attention adapters sit in attention layers only (a Mamba-2, Gated DeltaNet or short
-  // convolution mixer has no q/k/v/o projections)
+  // convolution mixer has no q/k/v/o projections), and in OLMo Hybrid's Gated DeltaNet, which names
+  // its projections so: q and k of the key width, v and o of the value width
   if (m.layer_has_attention(layer)) {
     p += (l.q ? r * (h + q / tpd) : 0) + (l.k && own_k ? r * (h + kv / tpd) : 0) +
          (l.v && own_v ? r * (h + kv / tpd) : 0);
     if (l.o) p += r * (q / tpd + h);
+  } else if (m.mixer(layer) == Mixer::gated_deltanet && m.linear_attention_own_projections) {
+    const double kd = double(m.linear_num_key_heads * m.linear_key_head_dim);
+    const double vd = double(m.linear_num_value_heads * m.linear_value_head_dim);
+    p += (l.q ? r * (h + kd / tpd) : 0) + (l.k ? r * (h + kd / tpd) : 0) + (l.v ? r * (h + vd / tpd) : 0) +
+         (l.o ? r * (vd / tpd + h) : 0);
   }
   // MLP adapters sit on nn.Linear projections: a dense layer's MLP, or an MoE layer's shared experts
   // (one MLP n_shared x the expert width wide: DeepSeek's shared_experts, Qwen2-MoE's shared_expert,

@@ -77,11 +77,11 @@ void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
       continue;  // its reader checks
     if (kind == "linear_attention")
       refuse(r.file, r.path("layer_types"), kind,
-             "Gated DeltaNet (linear attention) layers beside attention layers; remat has no block for "
-             "linear-attention layers");
+             "Gated DeltaNet (linear attention) layers in another model type (remat builds them in qwen3_next, "
+             "qwen3_5, olmo_hybrid)");
     if (kind == "conv")
       refuse(r.file, r.path("layer_types"), kind,
-             "short convolution layers beside attention layers; remat has no convolution block");
+             "short convolution layers in another model type (remat builds them in lfm2)");
     if (kind.find("mamba") != std::string::npos)
       refuse(r.file, r.path("layer_types"), kind, outside_hybrids("Mamba layers beside attention layers"));
     refuse(r.file, r.path("layer_types"), kind, "layers of kind " + kind + "; remat has no block for them");

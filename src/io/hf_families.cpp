@@ -549,6 +549,7 @@ void glm4_moe_lite_layer(HfJsonReader&, ModelSpec& m) { m.first_k_dense_replace 
 
 constexpr HfDefaults kLlamaDefaults{32000, 4096, 11008, 32, 32};
 constexpr HfDefaults kQwen3Defaults{151936, 4096, 22016, 32, 32, 32, 128};
+constexpr HfDefaults kOlmoHybridDefaults{100352, 3840, 11008, 32, 30};
 // rms_norm_eps 1e-5 in their config classes (MixtralConfig, Phi3Config, OlmoeConfig, GptOssConfig,
 // Llama4TextConfig) where LlamaConfig has 1e-6
 constexpr HfDefaults kEps1e5{.rms_norm_eps = 1e-5};
@@ -700,6 +701,8 @@ const std::array kFamilies = {
     HfFamily{
         "qwen3_next", false, HfExperts::qwen, false, nullptr, qwen3_next_layer, {}, false, HfHybrid::gated_deltanet},
     HfFamily{"qwen3_5_text", false, kDense, false, nullptr, qwen3_next_layer, {}, false, HfHybrid::gated_deltanet},
+    HfFamily{"olmo_hybrid", false, kDense, false, nullptr, olmo_hybrid_layer, kOlmoHybridDefaults, false,
+             HfHybrid::gated_deltanet},
     HfFamily{"qwen3_5_moe_text",
              false,
              HfExperts::qwen,

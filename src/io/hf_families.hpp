@@ -129,7 +129,10 @@ void bamba_layer(HfJsonReader& r, ModelSpec& m);
 void granitemoehybrid_layer(HfJsonReader& r, ModelSpec& m);
 void mamba2_layer(HfJsonReader& r, ModelSpec& m);
 void nemotron_h_layer(HfJsonReader& r, ModelSpec& m);
-void falcon_h1_layer(HfJsonReader& r, ModelSpec& m);  // attention beside Mamba-2 in every layer
+void falcon_h1_layer(HfJsonReader& r, ModelSpec& m);
+void olmo_hybrid_layer(
+    HfJsonReader& r,
+    ModelSpec& m);  // Gated DeltaNet beside OLMo-2 attention  // attention beside Mamba-2 in every layer
 
 // nullptr when model_type is not a family remat maps.
 const HfFamily* find_hf_family(const std::string& model_type);

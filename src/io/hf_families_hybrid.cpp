@@ -164,6 +164,73 @@ void bamba_layer(HfJsonReader& r, ModelSpec& m) {
                                                                                                  : Mixer::mamba2);
 }
 
+// Whether the config turns rotary off by a null rope_theta (rope_parameters null, or its or the
+// top-level rope_theta null): OLMo Hybrid's released checkpoints run without positions.
+bool rope_nulled(HfJsonReader& r) {
+  const auto& j = r.object;
+  if (j.contains("rope_parameters") && j["rope_parameters"].is_null()) return true;
+  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
+    const auto& p = j["rope_parameters"];
+    return p.contains("rope_theta") && p["rope_theta"].is_null();
+  }
+  return j.contains("rope_theta") && j["rope_theta"].is_null();
+}
+
+// OLMo Hybrid (transformers' OlmoHybridModel): OLMo-2's attention layers (q/k norms over all heads,
+// norms after attention and MLP) where layer_types says full_attention (default: every fourth
+// layer, the last one at least), Gated DeltaNet layers elsewhere. Its OlmoHybridGatedDeltaNet
+// projects q, k, v, a, b and the gate g separately (the same parameters as Qwen3-Next's fused
+// in_proj_qkvz / in_proj_ba; LoRA adapts its q_proj, k_proj, v_proj and o_proj too) and runs
+// Qwen3-Next's rule (the doubled beta of linear_allow_neg_eigval, one more per-head tensor, is not
+// counted). Defaults per
+// OlmoHybridConfig: key and value heads = num_attention_heads, key dim 0.75 x hidden / key heads,
+// value dim twice that, conv 4.
+void olmo_hybrid_layer(HfJsonReader& r, ModelSpec& m) {
+  olmo2_layer(r, m);
+  m.linear_attention_own_projections = true;
+  if (rope_nulled(r)) {
+    m.rotary_fraction = 0;
+    m.notes.push_back(r.path("rope_parameters") +
+                      ": rope_theta is null, so the attention layers run without "
+                      "rotary positions (as the released OLMo Hybrid checkpoints do)");
+  }
+  m.linear_num_key_heads = m.linear_num_value_heads = m.num_attention_heads;
+  r.integer("linear_num_key_heads", m.linear_num_key_heads, false);
+  r.integer("linear_num_value_heads", m.linear_num_value_heads, false);
+  require_positive(r, "linear_num_key_heads", m.linear_num_key_heads);
+  if (m.linear_num_key_heads < 1) return;
+  m.linear_key_head_dim = int64_t(0.75 * double(m.hidden_size) / double(m.linear_num_key_heads));
+  r.integer("linear_key_head_dim", m.linear_key_head_dim, false);
+  m.linear_value_head_dim = 2 * m.linear_key_head_dim;
+  r.integer("linear_value_head_dim", m.linear_value_head_dim, false);
+  r.integer("linear_conv_kernel_dim", m.linear_conv_kernel, false);
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"linear_num_value_heads", m.linear_num_value_heads},
+                                   {"linear_key_head_dim", m.linear_key_head_dim},
+                                   {"linear_value_head_dim", m.linear_value_head_dim},
+                                   {"linear_conv_kernel_dim", m.linear_conv_kernel}})
+    require_positive(r, key, value);
+  std::vector<std::string> types = r.text_list("layer_types");
+  if (!types.empty() && int64_t(types.size()) != m.num_hidden_layers)
+    return r.fail("layer_types", std::to_string(types.size()) + " entries",
+                  "must name each of num_hidden_layers = " + std::to_string(m.num_hidden_layers) + " layers");
+  const int64_t layers = std::min(m.num_hidden_layers, limits::kLayers);
+  if (types.empty()) {
+    for (int64_t i = 0; i < layers; ++i) types.push_back(i % 4 == 3 ? "full_attention" : "linear_attention");
+    if (layers > 0 && layers < 4) types.back() = "full_attention";
+  }
+  int64_t linear = 0;
+  for (int64_t i = 0; i < layers; ++i) {
+    const std::string kind = current_layer_type(types[size_t(i)]);
+    if (kind != "linear_attention" && kind != "full_attention")
+      return r.fail("layer_types", kind, "must hold only linear_attention and full_attention");
+    linear += kind == "linear_attention" ? 1 : 0;
+    m.layer_mixers.push_back(kind == "linear_attention" ? Mixer::gated_deltanet : Mixer::attention);
+  }
+  if (linear == 0 || linear == layers)
+    r.fail("layer_types", linear == 0 ? "full_attention only" : "linear_attention only",
+           "must hold at least one linear_attention and one full_attention layer (OlmoHybridConfig requires both)");
+}
+
 // Falcon-H1 (transformers' FalconH1DecoderLayer): every layer runs attention and a Mamba-2 mixer
 // side by side on one RMSNorm's output, then an RMSNorm and a SwiGLU MLP. FalconH1Config's Mamba
 // keys: mamba_d_ssm wide (null: mamba_expand x hidden_size) in mamba_n_heads heads of mamba_d_head

@@ -56,6 +56,7 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
     {"GPTBigCodeForCausalLM", "gpt_bigcode"},
     {"FalconForCausalLM", "falcon"},
     {"FalconH1ForCausalLM", "falcon_h1"},
+    {"OlmoHybridForCausalLM", "olmo_hybrid"},
     {"RWForCausalLM", "falcon"},
     {"Starcoder2ForCausalLM", "starcoder2"},
     {"ChatGLMModel", "chatglm"},  // ChatGLM2/3's remote code; some copies leave model_type out

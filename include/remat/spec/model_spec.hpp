@@ -161,6 +161,9 @@ struct ModelSpec {
   // Gated DeltaNet: key heads x key dim for q and k, value heads x value dim for v, z and the output.
   int64_t linear_num_key_heads = 0, linear_num_value_heads = 0, linear_key_head_dim = 0, linear_value_head_dim = 0;
   int64_t linear_conv_kernel = 4;
+  // OLMo Hybrid's Gated DeltaNet: q_proj, k_proj, v_proj, g_proj, a_proj, b_proj and o_proj on their own
+  // (PEFT adapts q, k, v and o there as in attention) instead of Qwen3-Next's fused in_proj_qkvz / ba
+  bool linear_attention_own_projections = false;
   // LFM2's short convolution: in_proj to B, C and x (3 x hidden), B x through a depthwise causal
   // conv1d of short_conv_kernel taps, C times its output, out_proj; short_conv_bias on all three.
   int64_t short_conv_kernel = 3;
