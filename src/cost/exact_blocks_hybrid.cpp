@@ -157,8 +157,8 @@ Block gated_deltanet_fused(const RankShape& r, const ModelSpec& m) {
   const double rule_flops = gdn_rule_flops(rows, g, chunk);
   b.ops.push_back(
       chunked_scan("gated_delta_rule", rule_flops, 2 * chunk * chunk * std::max(dk, dv), {"qkv", "decay_beta", "wy"}));
-  b.ops.push_back(
-      ops::streaming("gated_norm", 3 * rows * vd * kBf16, 5 * rows * vd * kBf16, {"gdn_o", gate_tensor(m), "gdn_rstd"}));
+  b.ops.push_back(ops::streaming("gated_norm", 3 * rows * vd * kBf16, 5 * rows * vd * kBf16,
+                                 {"gdn_o", gate_tensor(m), "gdn_rstd"}));
   b.ops.push_back(gdn_out_proj(b, r, m, g, "gdn_o_normed"));
   return b;
 }
