@@ -79,8 +79,21 @@ TEST(HfCorpus, TransformersDefaultConfigsLoadAtItsCountOrAreRefused) {
         row.contains("transformers_params_reloaded") ? "transformers_params_reloaded" : "transformers_params";
     EXPECT_NEAR(model_params(m, m.num_hidden_layers) / row.at(count_key).get<double>(), 1.0, 0.001) << label;
   }
-  EXPECT_GE(loads, 136);  // Falcon-H1 and OLMo Hybrid since 2026-11-28 (eleventh session)
-  EXPECT_GE(refusals, 90);
+  EXPECT_GE(loads, 139);  // Falcon-H1, OLMo Hybrid, 3 with heads not dividing hidden: 2026-11-28 (eleventh)
+  EXPECT_GE(refusals, 87);
+}
+
+// Heads that do not divide hidden_size, head_dim absent: transformers' attention takes hidden_size //
+// num_attention_heads (GLM-4-MoE's config class defaults, 4096 / 96 = 42), so remat does, with a note:
+// q and o 64 x (6 x 10), k and v 64 x (2 x 10).
+TEST(HfCorpus, HeadDimFlooredWhereHeadsDoNotDivideHidden) {
+  const ModelSpec m = parse_hf_config(R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+      "num_attention_heads": 6, "num_key_value_heads": 2, "vocab_size": 100, "num_hidden_layers": 1})",
+                                      "c.json");
+  EXPECT_EQ(m.head_dim, 10);
+  EXPECT_DOUBLE_EQ(layer_params(m, 0, 1, 1).total(), 2 * 64 * 60 + 2 * 64 * 20 + 3 * 64 * 128 + 2 * 64);
+  ASSERT_FALSE(m.notes.empty());
+  EXPECT_NE(m.notes.back().find("10 = hidden_size // num_attention_heads"), std::string::npos) << m.notes.back();
 }
 
 // A transformers 5 re-save spells some keys by the config class's canonical name: Qwen3-MoE's

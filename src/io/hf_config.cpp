@@ -576,6 +576,15 @@ void read_dimensions(HfJsonReader& r, ModelSpec& m, const HfFamily& family) {
   fill("num_attention_heads", m.num_attention_heads, d.num_attention_heads);
   fill("num_key_value_heads", m.num_key_value_heads, d.num_key_value_heads);
   if (m.attention() == AttentionKind::gqa) fill("head_dim", m.head_dim, d.head_dim);
+  // transformers' attention takes hidden_size // num_attention_heads where head_dim is absent, even
+  // where the heads do not divide hidden_size (GLM-4-MoE's config class defaults: 4096 / 96)
+  if (m.attention() == AttentionKind::gqa && m.head_dim == 0 && m.num_attention_heads > 0 && m.hidden_size > 0 &&
+      m.hidden_size % m.num_attention_heads != 0) {
+    m.head_dim = m.hidden_size / m.num_attention_heads;
+    m.notes.push_back(r.path("head_dim") +
+                      " is absent and num_attention_heads does not divide hidden_size: " + std::to_string(m.head_dim) +
+                      " = hidden_size // num_attention_heads, as transformers computes it");
+  }
 }
 
 void require_dimensions(HfJsonReader& r, const ModelSpec& m) {
