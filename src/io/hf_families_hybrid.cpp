@@ -26,24 +26,24 @@ void note_default(HfJsonReader& r, ModelSpec& m, const char* type, const char* k
     m.notes.push_back(r.path(key) + " is absent: transformers' default for " + type + ", " + std::to_string(value));
 }
 
-// The Mamba-2 mixer's width: heads x head_dim must be expand x hidden_size (the in_proj and
-// conv1d are built from expand x hidden_size, the scan from heads x head_dim).
-void check_inner(HfJsonReader& r, const ModelSpec& m, const char* heads_key, const char* head_dim_key,
-                 const char* expand_key, int64_t expand) {
-  const int64_t inner = expand * m.hidden_size;
+// The Mamba-2 mixer's width: heads x head_dim must be `inner` (the in_proj and conv1d are built
+// from it, the scan from heads x head_dim), named `inner_name` in the message.
+void check_inner(HfJsonReader& r, const ModelSpec& m, const char* heads_key, const char* head_dim_key, int64_t inner,
+                 const std::string& inner_name) {
   if (m.mamba_num_heads > 0 && m.mamba_head_dim * m.mamba_num_heads != inner)
     r.fail(head_dim_key, std::to_string(m.mamba_head_dim),
-           std::string("times ") + heads_key + " = " + std::to_string(m.mamba_num_heads) + " must be " + expand_key +
-               " x hidden_size = " + std::to_string(inner));
+           std::string("times ") + heads_key + " = " + std::to_string(m.mamba_num_heads) + " must be " + inner_name +
+               " = " + std::to_string(inner));
   if (m.mamba_n_groups > 0 && m.mamba_num_heads % m.mamba_n_groups != 0)
     r.fail("mamba_n_groups", std::to_string(m.mamba_n_groups),
            "must divide the Mamba-2 heads (" + std::to_string(m.mamba_num_heads) + ")");
 }
 
-// BambaConfig's Mamba-2 keys (GraniteMoeHybridConfig's are the same, with the same defaults):
-// BambaMixer's d_inner is mamba_expand x hidden_size in mamba_n_heads heads of mamba_d_head
-// ("auto": d_inner / mamba_n_heads); B and C in mamba_n_groups groups of mamba_d_state.
-void read_bamba_mamba(HfJsonReader& r, ModelSpec& m, const char* type) {
+// BambaConfig's Mamba-2 keys (GraniteMoeHybridConfig's and FalconH1Config's are the same, with the
+// same defaults): d_inner is mamba_expand x hidden_size (Falcon-H1: mamba_d_ssm, default 1024, null
+// for the expand rule) in mamba_n_heads heads of mamba_d_head ("auto": d_inner / mamba_n_heads);
+// B and C in mamba_n_groups groups of mamba_d_state.
+void read_bamba_mamba(HfJsonReader& r, ModelSpec& m, const char* type, bool width_from_d_ssm = false) {
   int64_t expand = 2;
   m.mamba_num_heads = 128, m.ssm_state_size = 256, m.mamba_n_groups = 1;
   m.mamba_conv_kernel = 4, m.mamba_chunk_size = 256;
@@ -58,6 +58,12 @@ void read_bamba_mamba(HfJsonReader& r, ModelSpec& m, const char* type) {
   r.integer("mamba_chunk_size", m.mamba_chunk_size, false);
   r.boolean("mamba_conv_bias", m.mamba_conv_bias);
   r.boolean("mamba_proj_bias", m.mamba_proj_bias);
+  int64_t inner = expand * m.hidden_size;
+  std::string inner_name = "mamba_expand x hidden_size";
+  if (width_from_d_ssm && !(r.object.contains("mamba_d_ssm") && r.object["mamba_d_ssm"].is_null())) {
+    inner = 1024, inner_name = "mamba_d_ssm";
+    r.integer("mamba_d_ssm", inner, false);
+  }
   const size_t before = r.problems.size();
   for (const auto& [key, value] : {std::pair<const char*, int64_t>{"mamba_n_heads", m.mamba_num_heads},
                                    {"mamba_expand", expand},
@@ -66,11 +72,11 @@ void read_bamba_mamba(HfJsonReader& r, ModelSpec& m, const char* type) {
                                    {"mamba_d_conv", m.mamba_conv_kernel},
                                    {"mamba_chunk_size", m.mamba_chunk_size}})
     require_positive(r, key, value);
+  if (inner_name == "mamba_d_ssm") require_positive(r, "mamba_d_ssm", inner);
   if (r.problems.size() > before) return;
-  const int64_t inner = expand * m.hidden_size;
   if (inner % m.mamba_num_heads != 0)
     return r.fail("mamba_n_heads", std::to_string(m.mamba_num_heads),
-                  "must divide mamba_expand x hidden_size = " + std::to_string(inner));
+                  "must divide " + inner_name + " = " + std::to_string(inner));
   m.mamba_head_dim = inner / m.mamba_num_heads;
   if (r.has("mamba_d_head") && r.object["mamba_d_head"].is_string()) {
     if (r.text("mamba_d_head") != "auto")
@@ -78,7 +84,7 @@ void read_bamba_mamba(HfJsonReader& r, ModelSpec& m, const char* type) {
   } else {
     r.integer("mamba_d_head", m.mamba_head_dim, false);
   }
-  check_inner(r, m, "mamba_n_heads", "mamba_d_head", "mamba_expand", expand);
+  check_inner(r, m, "mamba_n_heads", "mamba_d_head", inner, inner_name);
 }
 
 // transformers 5's spelling of Nemotron-H's pattern: layers_block_type (or layer_types), one
@@ -244,51 +250,15 @@ void falcon_h1_layer(HfJsonReader& r, ModelSpec& m) {
   r.boolean("attention_bias", bias);
   m.qkv_bias = m.o_bias = bias;
   r.boolean("mlp_bias", m.mlp_bias);
-  int64_t expand = 2, inner = 1024;
-  m.mamba_num_heads = 128, m.ssm_state_size = 256, m.mamba_n_groups = 1;
-  m.mamba_conv_kernel = 4, m.mamba_chunk_size = 256;
-  m.mamba_conv_bias = true, m.mamba_proj_bias = false;
+  const size_t before = r.problems.size();
+  read_bamba_mamba(r, m, "falcon_h1", true);
+  if (r.problems.size() > before) return;
   m.mamba_out_proj_bias_own = true;
-  m.mamba_gated_norm = false, m.mamba_norm_before_gate = true;
-  m.mamba_input_scaled_copy = m.logits_multiplied = true;
-  r.integer("mamba_expand", expand, false);
-  const bool inner_from_expand = r.object.contains("mamba_d_ssm") && r.object["mamba_d_ssm"].is_null();
-  if (inner_from_expand)
-    inner = expand * m.hidden_size;
-  else
-    r.integer("mamba_d_ssm", inner, false);
-  r.integer("mamba_n_heads", m.mamba_num_heads, false);
-  r.integer("mamba_n_groups", m.mamba_n_groups, false);
-  r.integer("mamba_d_state", m.ssm_state_size, false);
-  r.integer("mamba_d_conv", m.mamba_conv_kernel, false);
-  r.integer("mamba_chunk_size", m.mamba_chunk_size, false);
-  r.boolean("mamba_conv_bias", m.mamba_conv_bias);
-  r.boolean("mamba_proj_bias", m.mamba_proj_bias);
   r.boolean("projectors_bias", m.mamba_out_proj_bias);
+  m.mamba_gated_norm = false, m.mamba_norm_before_gate = true;
   r.boolean("mamba_rms_norm", m.mamba_gated_norm);
   r.boolean("mamba_norm_before_gate", m.mamba_norm_before_gate);
-  const size_t before = r.problems.size();
-  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"mamba_d_ssm", inner},
-                                   {"mamba_n_heads", m.mamba_num_heads},
-                                   {"mamba_n_groups", m.mamba_n_groups},
-                                   {"mamba_d_state", m.ssm_state_size},
-                                   {"mamba_d_conv", m.mamba_conv_kernel},
-                                   {"mamba_chunk_size", m.mamba_chunk_size}})
-    require_positive(r, key, value);
-  if (r.problems.size() > before) return;
-  if (inner % m.mamba_num_heads != 0)
-    return r.fail("mamba_n_heads", std::to_string(m.mamba_num_heads),
-                  "must divide mamba_d_ssm = " + std::to_string(inner));
-  m.mamba_head_dim = inner / m.mamba_num_heads;
-  if (!(r.has("mamba_d_head") && r.object["mamba_d_head"].is_string() && r.text("mamba_d_head") == "auto"))
-    r.integer("mamba_d_head", m.mamba_head_dim, false);
-  if (m.mamba_head_dim * m.mamba_num_heads != inner)
-    return r.fail("mamba_d_head", std::to_string(m.mamba_head_dim),
-                  "times mamba_n_heads = " + std::to_string(m.mamba_num_heads) +
-                      " must be mamba_d_ssm = " + std::to_string(inner));
-  if (m.mamba_num_heads % m.mamba_n_groups != 0)
-    return r.fail("mamba_n_groups", std::to_string(m.mamba_n_groups),
-                  "must divide the Mamba-2 heads (" + std::to_string(m.mamba_num_heads) + ")");
+  m.mamba_input_scaled_copy = m.logits_multiplied = true;
   for (const std::string& kind : r.text_list("layers_block_type"))
     if (kind != "hybrid") return r.fail("layers_block_type", kind, "must hold only \"hybrid\" (Falcon-H1)");
   m.layer_mixers.assign(size_t(std::min(m.num_hidden_layers, limits::kLayers)), Mixer::attention_mamba2);
@@ -372,7 +342,7 @@ void mamba2_layer(HfJsonReader& r, ModelSpec& m) {
                                    {"chunk_size", m.mamba_chunk_size}})
     require_positive(r, key, value);
   if (r.problems.size() > before) return;
-  check_inner(r, m, "num_heads", "head_dim", "expand", expand);
+  check_inner(r, m, "num_heads", "head_dim", expand * m.hidden_size, "expand x hidden_size");
   m.num_attention_heads = m.num_key_value_heads = m.mamba_num_heads;
   m.head_dim = m.mamba_head_dim;
   m.intermediate_size = expand * m.hidden_size;
