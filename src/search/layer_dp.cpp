@@ -1,5 +1,6 @@
 #include "remat/search/layer_dp.hpp"
 
+#include "remat/search/counts_search.hpp"
 #include "layer_front.hpp"
 #include "pair_family.hpp"
 #include "remat/search/completion_bound.hpp"
@@ -141,6 +142,23 @@ double kept_that_cannot_peak_below(const StageBase& base, double peak_bytes, dou
 // minutes: MoE and MLA layers have many options and their Pareto sets grow
 // fast under a loose budget.
 constexpr int64_t kMaxExtendedPlans = 60'000'000;
+
+// The exact search runs where the counts search cannot (ordered backward) as before: refused past
+// kMaxExtendedPlans. Elsewhere a stage of more layers than kExactLayers goes to the counts search
+// at once (the exact search's fronts grow past its limit there: LLaMA3-8B's 62-layer stages), and
+// one of fewer does when its exact search passes kExactWorkBeforeCounts partial plans (about a
+// second; no layout of the regression grid comes near: 14M at most).
+constexpr size_t kExactLayers = 48;
+constexpr int64_t kExactWorkBeforeCounts = 20'000'000;
+
+// What one stage's exact search may extend, and what it does past that: refuse, or (where the
+// counts search can take the stage) stop and say so.
+struct WorkLimit {
+  int64_t plans = kMaxExtendedPlans;
+  bool fall_back = false;
+  bool passed = false;  // the search stopped at the limit (fall_back)
+  int64_t used = 0;
+};
 
 [[noreturn]] void refuse_search(size_t stage, int64_t layers) {
   throw InputError({{"command line", "--no-per-layer", "stage " + std::to_string(stage),
@@ -290,7 +308,7 @@ bool better(const StageTotals& a, const std::optional<StagePlan>& best) {
 // `one_offload`: the pass's plans offload at most one layer (best_stage_plan).
 std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double budget, const Fixed& fx, const Bounds& b,
                                const Admitted& admitted, const Admitted& by_recompute, bool one_offload, Workspace& ws,
-                               int64_t& work, const std::atomic<bool>* stop) {
+                               WorkLimit& work, const std::atomic<bool>* stop) {
   const StageSpace& st = space.stages[stage];
   // per layer, the least kept bytes the layers after it can add
   std::vector<double> least_after(st.kinds.size() + 1, 0.0);
@@ -354,8 +372,12 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
     const int kind = st.kinds[layer];
     const double tie_kept = b.tie_kept - least_after[layer + 1];
     const auto& opts = admitted[size_t(kind)];
-    work += int64_t(ws.front.size() * opts.size());
-    if (work > kMaxExtendedPlans) refuse_search(stage, int64_t(st.kinds.size()));
+    work.used += int64_t(ws.front.size() * opts.size());
+    if (work.used > work.plans) {
+      if (!work.fall_back) refuse_search(stage, int64_t(st.kinds.size()));
+      work.passed = true;
+      return std::nullopt;
+    }
     if (stop && stop->load(std::memory_order_relaxed)) return std::nullopt;
     extend_front(space.options[kind], opts, by_recompute[size_t(kind)], fx, b, tie_kept, one_offload,
                  b.ordered ? &ordered[layer] : nullptr, mix_pays && mixes_set ? &completions.after(layer) : nullptr,
@@ -414,10 +436,9 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
   return best;
 }
 
-}  // namespace
-
-std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage, double budget_bytes,
-                                         double known_microbatch_s, const std::atomic<bool>* stop) {
+// best_stage_plan's exact search, within `work`.
+std::optional<StagePlan> exact_stage_plan(const SearchSpace& space, size_t stage, double budget_bytes,
+                                          double known_microbatch_s, const std::atomic<bool>* stop, WorkLimit& work) {
   const StageSpace& st = space.stages[stage];
   // The stage's transient is the largest layer transient plus, with two or
   // more offloaded layers, the largest offloaded layer (a staging buffer).
@@ -482,7 +503,6 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
   std::set<std::array<double, 3>> seen;
   const Admitted recompute_order = by_recompute_time(space);
   std::optional<StagePlan> best;
-  int64_t work = 0;
   Workspace ws;
   // per cap, its options' (offload bytes, largest transient of those up to here) by offload: a
   // staging bound admits a prefix
@@ -560,7 +580,7 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
                                                  one_offload ? 0 : staging);
       }
       auto plan = solve(space, stage, budget_bytes, fx, b, admitted, by_recompute, one_offload, ws, work, stop);
-      if (stop && stop->load(std::memory_order_relaxed)) return std::nullopt;
+      if ((stop && stop->load(std::memory_order_relaxed)) || work.passed) return std::nullopt;
       if (!plan) continue;
       if (!best || plan->totals.microbatch_s < best->totals.microbatch_s ||
           (plan->totals.microbatch_s == best->totals.microbatch_s && plan->totals.peak_bytes < best->totals.peak_bytes))
@@ -568,6 +588,20 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
     }
   }
   return best;
+}
+
+}  // namespace
+
+std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage, double budget_bytes,
+                                         double known_microbatch_s, const std::atomic<bool>* stop) {
+  WorkLimit work;
+  if (!counts_search_applies(space, stage))
+    return exact_stage_plan(space, stage, budget_bytes, known_microbatch_s, stop, work);
+  if (space.stages[stage].kinds.size() > kExactLayers) return counts_stage_plan(space, stage, budget_bytes);
+  work.plans = kExactWorkBeforeCounts, work.fall_back = true;
+  auto plan = exact_stage_plan(space, stage, budget_bytes, known_microbatch_s, stop, work);
+  if (!work.passed || (stop && stop->load(std::memory_order_relaxed))) return plan;
+  return counts_stage_plan(space, stage, budget_bytes);
 }
 
 StagePlan smallest_stage_plan(const SearchSpace& space, size_t stage) {
