@@ -196,13 +196,25 @@ bool fill_at(const CountsProblem& p, const SubRun& r, double room, double lambda
   return fill_along_hulls(hulls, free_layers(p, r), room, counts);
 }
 
-void keep_if_better(Scored&& s, Scored& best) {
-  if (s.fits && (!best.fits || better(s.totals, best.totals))) best = std::move(s);
-}
+// The fastest fitting plans met so far, of distinct counts, fastest first: the local search's
+// starts (from the fastest alone it stops at a plan two moves cannot improve more often).
+struct Starts {
+  static constexpr size_t kStarts = 4;
+  std::vector<Scored> top;
+  void offer(Scored&& s) {
+    if (!s.fits) return;
+    for (const Scored& t : top)
+      if (t.counts == s.counts) return;
+    const auto at = std::find_if(top.begin(), top.end(), [&](const Scored& t) { return better(s.totals, t.totals); });
+    if (at == top.end() && top.size() >= kStarts) return;
+    top.insert(at, std::move(s));
+    if (top.size() > kStarts) top.pop_back();
+  }
+};
 
 // The sub-run's fills, one per cost mix of completion_bound.hpp (and copy alone), into `best`
 // where faster.
-void fill_sub_run(const CountsProblem& p, const SubRun& r, double room, const Fixed& fx, Scored& best,
+void fill_sub_run(const CountsProblem& p, const SubRun& r, double room, const Fixed& fx, Starts& starts,
                   std::vector<std::set<int>>& targets) {
   std::vector<double> lambdas(kCostMixes.begin(), kCostMixes.end());
   if (offloads_any(p, r))
@@ -212,13 +224,13 @@ void fill_sub_run(const CountsProblem& p, const SubRun& r, double room, const Fi
   Counts counts;
   for (double lambda : lambdas) {
     if (!fill_at(p, r, room, lambda, fx.copy_bytes_per_s, counts, targets)) return;
-    keep_if_better(scored(p, counts), best);
+    starts.offer(scored(p, counts));
   }
 }
 
 // The plans on the way from `from` to `to`, one layer moved at a time (from an option `from`
 // holds more of to one `to` holds more of, of the same kind), into `best` where faster.
-void walk_between(const CountsProblem& p, const Counts& from, const Counts& to, Scored& best) {
+void walk_between(const CountsProblem& p, const Counts& from, const Counts& to, Starts& starts) {
   Counts at = from;
   for (size_t k = 0; k < at.size(); ++k) {
     size_t out = 0, in = 0;
@@ -227,7 +239,7 @@ void walk_between(const CountsProblem& p, const Counts& from, const Counts& to, 
       while (in < at[k].size() && at[k][in] >= to[k][in]) ++in;
       if (out == at[k].size() || in == at[k].size()) break;
       --at[k][out], ++at[k][in];
-      keep_if_better(scored(p, at), best);
+      starts.offer(scored(p, at));
     }
   }
 }
@@ -235,7 +247,7 @@ void walk_between(const CountsProblem& p, const Counts& from, const Counts& to, 
 // The sub-run's fills over a fine range of cost mixes, and the plans between each two in turn
 // (the copy windows make the best plan mix the fills either side of the mix where its copies
 // reach a window).
-void fill_finely(const CountsProblem& p, const SubRun& r, double room, const Fixed& fx, Scored& best,
+void fill_finely(const CountsProblem& p, const SubRun& r, double room, const Fixed& fx, Starts& starts,
                  std::vector<std::set<int>>& targets) {
   constexpr int kSteps = 64;  // lambda from 1/64 to 16, geometric
   Counts last, counts;
@@ -243,8 +255,8 @@ void fill_finely(const CountsProblem& p, const SubRun& r, double room, const Fix
     const double lambda = std::exp2(-6.0 + 10.0 * step / (kSteps - 1));
     if (!fill_at(p, r, room, lambda, fx.copy_bytes_per_s, counts, targets)) return;
     if (counts == last) continue;
-    keep_if_better(scored(p, counts), best);
-    if (!last.empty()) walk_between(p, last, counts, best);
+    starts.offer(scored(p, counts));
+    if (!last.empty()) walk_between(p, last, counts, starts);
     last = counts;
   }
 }
@@ -460,6 +472,36 @@ StagePlan written_out(const CountsProblem& p, const Counts& counts) {
   return plan;
 }
 
+// A sub-run with a fitting plan: its bound, and the kept bytes at which its peak reaches the budget.
+struct Bounded {
+  double lower_s, fits_kept, over_kept;
+  size_t run;
+};
+
+// The least bound over the sub-runs (`bounds` ascending), each refined in that order until the
+// next coarse one is no lower than the least refined so far, or than the plan's time.
+double least_bound(const CountsProblem& p, const std::vector<SubRun>& runs, const std::vector<Bounded>& bounds,
+                   const Fixed& fx, double plan_s) {
+  double lower_s = kInf;
+  for (const Bounded& b : bounds) {
+    if (b.lower_s >= lower_s || b.lower_s >= plan_s) return std::min({lower_s, b.lower_s, plan_s});
+    lower_s = std::min(lower_s, refined_lower_s(p, runs[b.run], b.over_kept, fx, b.lower_s));
+  }
+  return std::min(lower_s, plan_s);
+}
+
+CountsProblem problem_of(const SearchSpace& space, size_t stage, double budget_bytes) {
+  CountsProblem p;
+  p.space = &space, p.st = &space.stages[stage], p.budget = budget_bytes;
+  p.kinds = p.st->kinds;
+  std::sort(p.kinds.begin(), p.kinds.end());
+  p.kinds.erase(std::unique(p.kinds.begin(), p.kinds.end()), p.kinds.end());
+  p.layers.assign(p.kinds.size(), 0);
+  for (int kind : p.st->kinds)
+    ++p.layers[size_t(std::lower_bound(p.kinds.begin(), p.kinds.end(), kind) - p.kinds.begin())];
+  return p;
+}
+
 }  // namespace
 
 bool counts_search_applies(const SearchSpace& space, size_t stage) {
@@ -472,57 +514,37 @@ bool counts_search_applies(const SearchSpace& space, size_t stage) {
 }
 
 std::optional<StagePlan> counts_stage_plan(const SearchSpace& space, size_t stage, double budget_bytes) {
-  CountsProblem p;
-  p.space = &space, p.st = &space.stages[stage], p.budget = budget_bytes;
-  p.kinds = p.st->kinds;
-  std::sort(p.kinds.begin(), p.kinds.end());
-  p.kinds.erase(std::unique(p.kinds.begin(), p.kinds.end()), p.kinds.end());
-  p.layers.assign(p.kinds.size(), 0);
-  for (int kind : p.st->kinds)
-    ++p.layers[size_t(std::lower_bound(p.kinds.begin(), p.kinds.end(), kind) - p.kinds.begin())];
+  const CountsProblem p = problem_of(space, stage, budget_bytes);
   const Fixed fx = fixed_part(space, stage);
-  Scored best;
-  std::vector<std::set<int>> targets(p.kinds.size());
-  struct Bounded {
-    double lower_s, most_kept;
-    size_t run;
-  };
-  std::vector<Bounded> bounds;
   const std::vector<SubRun> runs = sub_runs(p);
+  std::vector<Bounded> bounds;
+  Starts starts;
+  std::vector<std::set<int>> targets(p.kinds.size());
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto [fits_kept, over_kept] = kept_cap(p, runs[i]);
     if (fits_kept < 0) continue;
-    bounds.push_back({sub_run_lower_s(p, runs[i], over_kept, fx), over_kept, i});
-    fill_sub_run(p, runs[i], fits_kept, fx, best, targets);
+    bounds.push_back({sub_run_lower_s(p, runs[i], over_kept, fx), fits_kept, over_kept, i});
+    fill_sub_run(p, runs[i], fits_kept, fx, starts, targets);
   }
-  if (!best.fits) return std::nullopt;
-  // the sub-runs of the least bounds (the fastest plans are likeliest there): finer fills
-  std::vector<Bounded> by_bound = bounds;
-  std::stable_sort(by_bound.begin(), by_bound.end(),
-                   [](const Bounded& a, const Bounded& b) { return a.lower_s < b.lower_s; });
-  constexpr size_t kFinelyFilled = 4;
-  for (size_t i = 0; i < std::min(kFinelyFilled, by_bound.size()); ++i) {
-    const SubRun& r = runs[by_bound[i].run];
-    if (by_bound[i].lower_s >= best.totals.microbatch_s || !offloads_any(p, r)) continue;
-    fill_finely(p, r, kept_cap(p, r).first, fx, best, targets);
-  }
-  improve(p, targets, best);
-  StagePlan plan = written_out(p, best.counts);
-  if (plan.totals.peak_bytes > budget_bytes) return std::nullopt;
-  // the least bound over the sub-runs, each refined in ascending order of its coarse bound until
-  // the next coarse one is no lower than the least refined so far
+  if (starts.top.empty()) return std::nullopt;
   std::sort(bounds.begin(), bounds.end(), [](const Bounded& a, const Bounded& b) {
     return a.lower_s != b.lower_s ? a.lower_s < b.lower_s : a.run < b.run;
   });
-  double lower_s = kInf;
-  for (const Bounded& b : bounds) {
-    if (b.lower_s >= lower_s || b.lower_s >= plan.totals.microbatch_s) {
-      lower_s = std::min(lower_s, b.lower_s);
-      break;
-    }
-    lower_s = std::min(lower_s, refined_lower_s(p, runs[b.run], b.most_kept, fx, b.lower_s));
+  // the sub-runs of the least bounds (the fastest plans are likeliest there): finer fills
+  constexpr size_t kFinelyFilled = 4;
+  for (size_t i = 0; i < std::min(kFinelyFilled, bounds.size()); ++i) {
+    const SubRun& r = runs[bounds[i].run];
+    if (bounds[i].lower_s < starts.top.front().totals.microbatch_s && offloads_any(p, r))
+      fill_finely(p, r, bounds[i].fits_kept, fx, starts, targets);
   }
-  plan.optimum_lower_bound_s = std::min(lower_s, plan.totals.microbatch_s);
+  std::optional<Scored> best;
+  for (Scored& s : starts.top) {
+    improve(p, targets, s);
+    if (!best || better(s.totals, best->totals)) best = s;
+  }
+  StagePlan plan = written_out(p, best->counts);
+  if (plan.totals.peak_bytes > budget_bytes) return std::nullopt;
+  plan.optimum_lower_bound_s = least_bound(p, runs, bounds, fx, plan.totals.microbatch_s);
   return plan;
 }
 

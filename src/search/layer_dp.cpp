@@ -1,9 +1,9 @@
 #include "remat/search/layer_dp.hpp"
 
-#include "remat/search/counts_search.hpp"
 #include "layer_front.hpp"
 #include "pair_family.hpp"
 #include "remat/search/completion_bound.hpp"
+#include "remat/search/counts_search.hpp"
 #include "remat/spec/problems.hpp"
 
 #include <algorithm>
@@ -144,12 +144,14 @@ double kept_that_cannot_peak_below(const StageBase& base, double peak_bytes, dou
 constexpr int64_t kMaxExtendedPlans = 60'000'000;
 
 // The exact search runs where the counts search cannot (ordered backward) as before: refused past
-// kMaxExtendedPlans. Elsewhere a stage of more layers than kExactLayers goes to the counts search
-// at once (the exact search's fronts grow past its limit there: LLaMA3-8B's 62-layer stages), and
-// one of fewer does when its exact search passes kExactWorkBeforeCounts partial plans (about a
-// second; no layout of the regression grid comes near: 14M at most).
+// kMaxExtendedPlans. Elsewhere the counts search takes a stage whose exact search passes
+// kExactWorkBeforeCounts partial plans (about a second; the regression grid's layouts need 14M at
+// most), or kDeepExactWorkBeforeCounts on a stage of more than kExactLayers layers (a few ms:
+// LLaMA3-8B's 62-layer stages need 28-200M, Qwen3-32B's 64-layer stage under its sweep's budgets
+// 24k at most).
 constexpr size_t kExactLayers = 48;
 constexpr int64_t kExactWorkBeforeCounts = 20'000'000;
+constexpr int64_t kDeepExactWorkBeforeCounts = 64'000;
 
 // What one stage's exact search may extend, and what it does past that: refuse, or (where the
 // counts search can take the stage) stop and say so.
@@ -158,6 +160,9 @@ struct WorkLimit {
   bool fall_back = false;
   bool passed = false;  // the search stopped at the limit (fall_back)
   int64_t used = 0;
+  // the pair family's plans bound the search (pair_family_bound: quadratic in the layers); a
+  // deep stage's search is bounded by the counts search's plan instead
+  bool pair_family = true;
 };
 
 [[noreturn]] void refuse_search(size_t stage, int64_t layers) {
@@ -495,7 +500,8 @@ std::optional<StagePlan> exact_stage_plan(const SearchSpace& space, size_t stage
       caps = {*caps.rbegin()};  // the states bound the peak by position: one pass admits every transient
   }
   const Fixed fx = fixed_part(space, stage);
-  double known = std::min(known_microbatch_s, pair_family_bound(space, stage, fx, budget_bytes));
+  double known = known_microbatch_s;
+  if (work.pair_family) known = std::min(known, pair_family_bound(space, stage, fx, budget_bytes));
   // bound pairs that admit the same options of the stage's kinds need one pass, with the
   // smallest transient (the most room). The options a pair admits are those within the largest
   // transient and (but in the one-offload passes) the largest offload among them, so those two
@@ -597,11 +603,25 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
   WorkLimit work;
   if (!counts_search_applies(space, stage))
     return exact_stage_plan(space, stage, budget_bytes, known_microbatch_s, stop, work);
-  if (space.stages[stage].kinds.size() > kExactLayers) return counts_stage_plan(space, stage, budget_bytes);
-  work.plans = kExactWorkBeforeCounts, work.fall_back = true;
-  auto plan = exact_stage_plan(space, stage, budget_bytes, known_microbatch_s, stop, work);
+  work.fall_back = true;
+  if (space.stages[stage].kinds.size() <= kExactLayers) {
+    work.plans = kExactWorkBeforeCounts;
+    auto plan = exact_stage_plan(space, stage, budget_bytes, known_microbatch_s, stop, work);
+    if (!work.passed || (stop && stop->load(std::memory_order_relaxed))) return plan;
+    return counts_stage_plan(space, stage, budget_bytes);
+  }
+  // a deep stage: the counts search first, its plan's time the exact search's bound. Any bound no
+  // faster than the fastest fitting plan leaves the exact search's plan as it was: it only drops
+  // partial plans that cannot reach the fastest time (nor tie it), and a pass whose plans are all
+  // slower than the best of the others returns nothing instead of a plan that is not kept.
+  std::optional<StagePlan> counts = counts_stage_plan(space, stage, budget_bytes);
+  work.plans = kDeepExactWorkBeforeCounts;
+  work.pair_family = !counts;  // none: no plan fits, but for one within the counts search's rounding slack
+  auto plan = exact_stage_plan(space, stage, budget_bytes,
+                               counts ? std::min(known_microbatch_s, counts->totals.microbatch_s) : known_microbatch_s,
+                               stop, work);
   if (!work.passed || (stop && stop->load(std::memory_order_relaxed))) return plan;
-  return counts_stage_plan(space, stage, budget_bytes);
+  return counts;
 }
 
 StagePlan smallest_stage_plan(const SearchSpace& space, size_t stage) {
