@@ -79,19 +79,27 @@ double peak_keeping(const CountsProblem& p, const SubRun& r, double kept) {
   return stage_totals(p.st->base, s).peak_bytes;
 }
 
-// The kept bytes at which the sub-run's peak reaches the budget: [fits, over] around it, or
+// The kept bytes at which the sub-run's peak reaches `budget`: [fits, over] around it, or
 // fits = -1 when no kept sum fits.
-std::pair<double, double> kept_cap(const CountsProblem& p, const SubRun& r) {
-  const double budget = p.budget * (1 - kBudgetSlack);
+std::pair<double, double> kept_reaching(const CountsProblem& p, const SubRun& r, double budget) {
   if (peak_keeping(p, r, 0) > budget) return {-1, 0};
   double lo = 0, hi = std::max(1.0, budget / double(std::max<int64_t>(1, p.st->base.in_flight)));
-  if (peak_keeping(p, r, hi) <= budget) return {hi, hi};
-  for (int i = 0; i < 80 && lo < hi; ++i) {
+  while (peak_keeping(p, r, hi) <= budget) {
+    if (hi > 1e300) return {hi, kInf};
+    lo = hi, hi *= 2;
+  }
+  for (int i = 0; i < 80; ++i) {
     const double mid = 0.5 * (lo + hi);
     if (mid <= lo || mid >= hi) break;
     (peak_keeping(p, r, mid) <= budget ? lo : hi) = mid;
   }
   return {lo, hi};
+}
+
+// The kept bytes the sub-run's fills may keep (within the budget less the slack), and past which
+// none of its plans fits the budget (the bound's room); fits = -1 when no kept sum fits.
+std::pair<double, double> kept_cap(const CountsProblem& p, const SubRun& r) {
+  return {kept_reaching(p, r, p.budget * (1 - kBudgetSlack)).first, kept_reaching(p, r, p.budget).second};
 }
 
 struct HullPoint {
@@ -522,9 +530,9 @@ std::optional<StagePlan> counts_stage_plan(const SearchSpace& space, size_t stag
   std::vector<std::set<int>> targets(p.kinds.size());
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto [fits_kept, over_kept] = kept_cap(p, runs[i]);
-    if (fits_kept < 0) continue;
+    if (over_kept <= 0) continue;  // nothing fits the budget
     bounds.push_back({sub_run_lower_s(p, runs[i], over_kept, fx), fits_kept, over_kept, i});
-    fill_sub_run(p, runs[i], fits_kept, fx, starts, targets);
+    if (fits_kept >= 0) fill_sub_run(p, runs[i], fits_kept, fx, starts, targets);
   }
   if (starts.top.empty()) return std::nullopt;
   std::sort(bounds.begin(), bounds.end(), [](const Bounded& a, const Bounded& b) {
@@ -534,7 +542,7 @@ std::optional<StagePlan> counts_stage_plan(const SearchSpace& space, size_t stag
   constexpr size_t kFinelyFilled = 4;
   for (size_t i = 0; i < std::min(kFinelyFilled, bounds.size()); ++i) {
     const SubRun& r = runs[bounds[i].run];
-    if (bounds[i].lower_s < starts.top.front().totals.microbatch_s && offloads_any(p, r))
+    if (bounds[i].fits_kept >= 0 && bounds[i].lower_s < starts.top.front().totals.microbatch_s && offloads_any(p, r))
       fill_finely(p, r, bounds[i].fits_kept, fx, starts, targets);
   }
   std::optional<Scored> best;

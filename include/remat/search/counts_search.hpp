@@ -1,7 +1,7 @@
-// The per-layer search of deep stages (best_stage_plan runs it where the exact search
-// would pass its work limit): layers of one kind are interchangeable when their order does not
-// change the stage's cost, so a plan is a count of layers per (kind, option), and the search
-// works on counts, not on layers.
+// The per-layer search of deep stages (best_stage_plan runs it where the exact search would take
+// too long: see kExactLayers in src/search/layer_dp.cpp): layers of one kind are interchangeable
+// when their order does not change the stage's cost, so a plan is a count of layers per (kind,
+// option), and the search works on counts, not on layers.
 #pragma once
 #include <cstddef>
 #include <optional>
