@@ -53,6 +53,15 @@ StageTotals totals_of(const CountsProblem& p, const Counts& c) {
   return stage_totals(p.st->base, s);
 }
 
+// The same where every option with a count is in `support` (ascending (kind, option)): the same
+// sums, added in the same order, without a look at the other options.
+StageTotals totals_over(const CountsProblem& p, const Counts& c, const std::vector<std::pair<size_t, int>>& support) {
+  LayerSums s;
+  for (const auto& [k, o] : support)
+    if (c[k][size_t(o)] > 0) s.add(p.cost(k, o), c[k][size_t(o)]);
+  return stage_totals(p.st->base, s);
+}
+
 // Sums of counts and of layers added one by one differ in the last bits: the search keeps this
 // much of the budget free so the plan written out layer by layer still fits.
 constexpr double kBudgetSlack = 1e-9;
@@ -416,8 +425,9 @@ void apply(Counts& c, const Move& m, int64_t step) {
 // Moves one layer, or two, to other options while that makes the plan faster (or as fast with
 // a lower peak) and it still fits: the best single move each round, a pair only where no single
 // move helps. A local optimum; the rounds are capped.
-void improve(const CountsProblem& p, const std::vector<std::set<int>>& targets, Scored& best) {
+void improve(const CountsProblem& p, const Fixed& fx, const std::vector<std::set<int>>& targets, Scored& best) {
   constexpr int kMaxRounds = 256;
+  const double most_kept = kept_reaching(p, SubRun{}, p.budget * (1 - kBudgetSlack)).second;
   std::vector<Move> moves;
   for (int round = 0; round < kMaxRounds; ++round) {
     moves.clear();
@@ -426,11 +436,34 @@ void improve(const CountsProblem& p, const std::vector<std::set<int>>& targets, 
         if (best.counts[k][from] > 0)
           for (int to : targets[k])
             if (size_t(to) != from) moves.push_back({k, int(from), to});
+    // the options a trial can hold: those held now and the moves' targets
+    std::vector<std::pair<size_t, int>> support;
+    for (size_t k = 0; k < p.kinds.size(); ++k)
+      for (size_t o = 0; o < best.counts[k].size(); ++o)
+        if (best.counts[k][o] > 0 || targets[k].count(int(o))) support.emplace_back(k, int(o));
+    // the plan's recompute and copy bytes, for a trial's lower bound (Fixed): a trial whose bound,
+    // summed in another order, passes the best time by more than rounding cannot be faster
+    // and its kept bytes, against the most any plan can keep and fit (with no transient at all)
+    double rc = 0, off = 0, kept = 0;
+    for (const auto& [k, o] : support) {
+      const double n = double(best.counts[k][size_t(o)]);
+      rc += n * p.cost(k, o).recompute_s, off += n * p.cost(k, o).offload_bytes, kept += n * p.cost(k, o).kept_bytes;
+    }
+    const auto delta = [&](const Move& m, double& d_rc, double& d_off, double& d_kept) {
+      d_rc += p.cost(m.kind, m.to).recompute_s - p.cost(m.kind, m.from).recompute_s;
+      d_off += p.cost(m.kind, m.to).offload_bytes - p.cost(m.kind, m.from).offload_bytes;
+      d_kept += p.cost(m.kind, m.to).kept_bytes - p.cost(m.kind, m.from).kept_bytes;
+    };
     Counts trial = best.counts;
     std::optional<std::pair<size_t, size_t>> pick;  // (first, second), second == moves.size(): alone
     StageTotals pick_totals = best.totals;
     const auto consider = [&](size_t i, size_t j) {
-      const StageTotals t = totals_of(p, trial);
+      double d_rc = 0, d_off = 0, d_kept = 0;
+      delta(moves[i], d_rc, d_off, d_kept);
+      if (j < moves.size()) delta(moves[j], d_rc, d_off, d_kept);
+      if (fx.lower_bound(rc + d_rc, off + d_off) > pick_totals.microbatch_s * (1 + 1e-9)) return;
+      if (kept + d_kept > most_kept * (1 + 1e-9)) return;
+      const StageTotals t = totals_over(p, trial, support);
       if (t.peak_bytes <= p.budget * (1 - kBudgetSlack) && better(t, pick_totals)) pick = {i, j}, pick_totals = t;
     };
     for (size_t i = 0; i < moves.size(); ++i) {
@@ -547,7 +580,7 @@ std::optional<StagePlan> counts_stage_plan(const SearchSpace& space, size_t stag
   }
   std::optional<Scored> best;
   for (Scored& s : starts.top) {
-    improve(p, targets, s);
+    improve(p, fx, targets, s);
     if (!best || better(s.totals, best->totals)) best = s;
   }
   StagePlan plan = written_out(p, best->counts);
