@@ -190,8 +190,8 @@ TEST(CountsSearch, ItsBoundLeavesTheExactPlan) {
 }
 
 // 125 layers a stage: the exact search passed its 60M partial plans on stage 11 after ~20 s; each
-// stage now plans through the counts search, fits, is no faster than its bound and within 0.5%
-// of it (0.23% at most measured), and is no slower than the fastest uniform-R plan that fits.
+// stage now plans through the counts search, fits, is no faster than its bound and within 0.1%
+// of it (0.021% at most measured), and is no slower than the fastest uniform-R plan that fits.
 TEST(CountsSearch, DeepStagesPlan) {
   const SearchSpace sp = deep_llama(2000);
   const double budget = default_budget_bytes(sp.hardware);
@@ -205,7 +205,7 @@ TEST(CountsSearch, DeepStagesPlan) {
     EXPECT_LE(plan->totals.peak_bytes, budget);
     EXPECT_GT(plan->optimum_lower_bound_s, 0);
     EXPECT_GE(plan->totals.microbatch_s, plan->optimum_lower_bound_s);
-    EXPECT_LE(plan->totals.microbatch_s, plan->optimum_lower_bound_s * 1.005);
+    EXPECT_LE(plan->totals.microbatch_s, plan->optimum_lower_bound_s * 1.001);
     double uniform_s = std::numeric_limits<double>::infinity();
     for (Strategy s : searched_strategies())
       for (int64_t r = 0; r <= 125; ++r) {

@@ -336,8 +336,26 @@ double bound_along(const Fixed& fx, double lambda, double along) {
   return best;
 }
 
-// sub_run_lower_s over a finer set of directions than completion_lower_s's 16 (the best
-// direction of the relaxation's dual lies between two of those): the larger of the two.
+// The relaxation's bound along rc + lambda x c for the sub-run (bound_along of its least value).
+double lower_along(const CountsProblem& p, const SubRun& r, const std::vector<int64_t>& layers, double rc, double c,
+                   double room, const Fixed& fx, double lambda) {
+  KeptCostCurve curve;
+  for (size_t k = 0; k < p.kinds.size(); ++k) {
+    if (layers[k] == 0) continue;
+    KeptCostPoints pts;
+    for (int o : r.admitted[k])
+      pts.emplace_back(p.cost(k, o).kept_bytes, mixed_cost(p.cost(k, o), lambda, fx.copy_bytes_per_s));
+    curve.add_layers(std::move(pts), double(layers[k]));
+  }
+  curve.finish();
+  const double more = curve.at(room);
+  if (more == kInf) return kInf;
+  return bound_along(fx, lambda, rc + lambda * c + more * (1 - 1e-9));
+}
+
+// sub_run_lower_s over finer directions than completion_lower_s's 16 (the best direction of the
+// relaxation's dual lies between two of those): 64 from lambda = 1/64 to 16, geometric, then 64
+// between the best one's neighbours; the largest bound of all.
 double refined_lower_s(const CountsProblem& p, const SubRun& r, double most_kept, const Fixed& fx, double coarse_s) {
   const std::vector<int64_t> layers = free_layers(p, r);
   double rc = 0, c = 0, room = most_kept;
@@ -345,22 +363,19 @@ double refined_lower_s(const CountsProblem& p, const SubRun& r, double most_kept
     const LayerCost& f = p.cost(size_t(r.fixed_kind), r.fixed_option);
     rc = f.recompute_s, c = f.offload_bytes / fx.copy_bytes_per_s, room -= f.kept_bytes;
   }
-  double best = coarse_s - fx.floor_s;
-  constexpr int kSteps = 64;  // lambda from 1/64 to 16, geometric
+  constexpr int kSteps = 64;
+  const auto log_lambda = [](double step) { return -6.0 + 10.0 * step / (kSteps - 1); };
+  double on_grid = -kInf;
+  int best_step = 0;
   for (int step = 0; step < kSteps; ++step) {
-    const double lambda = std::exp2(-6.0 + 10.0 * step / (kSteps - 1));
-    KeptCostCurve curve;
-    for (size_t k = 0; k < p.kinds.size(); ++k) {
-      if (layers[k] == 0) continue;
-      KeptCostPoints pts;
-      for (int o : r.admitted[k])
-        pts.emplace_back(p.cost(k, o).kept_bytes, mixed_cost(p.cost(k, o), lambda, fx.copy_bytes_per_s));
-      curve.add_layers(std::move(pts), double(layers[k]));
-    }
-    curve.finish();
-    const double more = curve.at(room);
-    if (more == kInf) return kInf;
-    best = std::max(best, bound_along(fx, lambda, rc + lambda * c + more * (1 - 1e-9)));
+    const double v = lower_along(p, r, layers, rc, c, room, fx, std::exp2(log_lambda(step)));
+    if (v == kInf) return kInf;
+    if (v > on_grid) on_grid = v, best_step = step;
+  }
+  double best = std::max(on_grid, coarse_s - fx.floor_s);
+  for (int fine = 1; fine < kSteps; ++fine) {
+    const double step = best_step - 1 + 2.0 * fine / kSteps;
+    best = std::max(best, lower_along(p, r, layers, rc, c, room, fx, std::exp2(log_lambda(step))));
   }
   return fx.floor_s + best;
 }
