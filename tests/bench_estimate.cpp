@@ -55,6 +55,20 @@ void plan_llama3_70b_tp8_pp4(benchmark::State& state) {
 }
 BENCHMARK(plan_llama3_70b_tp8_pp4)->Unit(benchmark::kMillisecond);
 
+// Deep stages: LLaMA3-8B with 2,000 layers on pp 16 (125 layers a stage, the CLI's defaults
+// otherwise), whose exact per-layer search was refused after ~20 s; the counts search plans every
+// stage (include/remat/search/counts_search.hpp).
+void plan_llama3_8b_2000_layers_pp16(benchmark::State& state) {
+  ModelSpec m = test::model("llama3-8b");
+  m.num_hidden_layers = 2000;
+  const HardwareSpec hw = test::hardware("a100-80gb-pcie");
+  const TrainingSpec t = test::layout(8, 16, 1, 1, 4, 4096);
+  SearchOptions o;
+  o.budget_bytes = default_budget_bytes(hw);
+  for (auto _ : state) benchmark::DoNotOptimize(plan_search(m, hw, t, o));
+}
+BENCHMARK(plan_llama3_8b_2000_layers_pp16)->Unit(benchmark::kMillisecond);
+
 // Under ordered backward (Megatron-LM local) the per-layer search also carries each plan's
 // ordered transient: the slowest per-layer search of the issue-26 cases (13.6 s at 7938d06's parent).
 void plan_llama3_70b_megatron_local_tp8_pp2(benchmark::State& state) {

@@ -109,6 +109,7 @@ Json candidate_json(const Candidate& c, const SearchSpace& sp) {
             {"fits", c.fits}};
   if (c.mode == SearchMode::per_layer) j["layer_plan"] = layer_plan_text(c, sp);
   if (!c.reason.empty()) j["reason"] = c.reason;
+  if (!c.search_note.empty()) j["search_note"] = c.search_note;
   return j;
 }
 
@@ -201,6 +202,7 @@ std::string no_fit_table(const SearchSpace& sp, const PlanSearchResult& res, con
   const std::optional<Plan> plan = reported_plan(res, sp);
   if (est && plan) out += estimate_table(sp.model, sp.hardware, sp.training, *plan, *est);
   if (s.smallest.mode == SearchMode::per_layer) out += "--layer-plan '" + layer_plan_text(s.smallest, sp) + "'\n";
+  if (!s.smallest.search_note.empty()) out += "note: " + s.smallest.search_note + "\n";
   return out + frontier_and_intervals(res);
 }
 
@@ -215,6 +217,7 @@ std::string plan_search_table(const SearchSpace& sp, const SearchOptions& o, con
                                 res.best->time_s, res.best->peak_bytes / kGiB, o.budget_bytes / kGiB);
   if (est) out += estimate_table(sp.model, sp.hardware, sp.training, res.best_plan, *est);
   if (res.best->mode == SearchMode::per_layer) out += "--layer-plan '" + layer_plan_text(*res.best, sp) + "'\n";
+  if (!res.best->search_note.empty()) out += "note: " + res.best->search_note + "\n";
   if (runnable) out += runnable_table(sp, res, *runnable, te);
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : res.best_by_strategy) rows.push_back(candidate_row(c));

@@ -3,6 +3,7 @@
 #include "layer_front.hpp"
 #include "pair_family.hpp"
 #include "remat/search/completion_bound.hpp"
+#include "remat/search/counts_search.hpp"
 #include "remat/spec/problems.hpp"
 
 #include <algorithm>
@@ -141,6 +142,28 @@ double kept_that_cannot_peak_below(const StageBase& base, double peak_bytes, dou
 // minutes: MoE and MLA layers have many options and their Pareto sets grow
 // fast under a loose budget.
 constexpr int64_t kMaxExtendedPlans = 60'000'000;
+
+// The exact search runs where the counts search cannot (ordered backward) as before: refused past
+// kMaxExtendedPlans. Elsewhere the counts search takes a stage whose exact search passes
+// kExactWorkBeforeCounts partial plans (about a second; the regression grid's layouts need 14M at
+// most), or kDeepExactWorkBeforeCounts on a stage of more than kExactLayers layers (a few ms:
+// LLaMA3-8B's 62-layer stages need 28-200M, Qwen3-32B's 64-layer stage under its sweep's budgets
+// 24k at most).
+constexpr size_t kExactLayers = 48;
+constexpr int64_t kExactWorkBeforeCounts = 20'000'000;
+constexpr int64_t kDeepExactWorkBeforeCounts = 64'000;
+
+// What one stage's exact search may extend, and what it does past that: refuse, or (where the
+// counts search can take the stage) stop and say so.
+struct WorkLimit {
+  int64_t plans = kMaxExtendedPlans;
+  bool fall_back = false;
+  bool passed = false;  // the search stopped at the limit (fall_back)
+  int64_t used = 0;
+  // the pair family's plans bound the search (pair_family_bound: quadratic in the layers); a
+  // deep stage's search is bounded by the counts search's plan instead
+  bool pair_family = true;
+};
 
 [[noreturn]] void refuse_search(size_t stage, int64_t layers) {
   throw InputError({{"command line", "--no-per-layer", "stage " + std::to_string(stage),
@@ -290,7 +313,7 @@ bool better(const StageTotals& a, const std::optional<StagePlan>& best) {
 // `one_offload`: the pass's plans offload at most one layer (best_stage_plan).
 std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double budget, const Fixed& fx, const Bounds& b,
                                const Admitted& admitted, const Admitted& by_recompute, bool one_offload, Workspace& ws,
-                               int64_t& work, const std::atomic<bool>* stop) {
+                               WorkLimit& work, const std::atomic<bool>* stop) {
   const StageSpace& st = space.stages[stage];
   // per layer, the least kept bytes the layers after it can add
   std::vector<double> least_after(st.kinds.size() + 1, 0.0);
@@ -354,8 +377,12 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
     const int kind = st.kinds[layer];
     const double tie_kept = b.tie_kept - least_after[layer + 1];
     const auto& opts = admitted[size_t(kind)];
-    work += int64_t(ws.front.size() * opts.size());
-    if (work > kMaxExtendedPlans) refuse_search(stage, int64_t(st.kinds.size()));
+    work.used += int64_t(ws.front.size() * opts.size());
+    if (work.used > work.plans) {
+      if (!work.fall_back) refuse_search(stage, int64_t(st.kinds.size()));
+      work.passed = true;
+      return std::nullopt;
+    }
     if (stop && stop->load(std::memory_order_relaxed)) return std::nullopt;
     extend_front(space.options[kind], opts, by_recompute[size_t(kind)], fx, b, tie_kept, one_offload,
                  b.ordered ? &ordered[layer] : nullptr, mix_pays && mixes_set ? &completions.after(layer) : nullptr,
@@ -414,10 +441,9 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
   return best;
 }
 
-}  // namespace
-
-std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage, double budget_bytes,
-                                         double known_microbatch_s, const std::atomic<bool>* stop) {
+// best_stage_plan's exact search, within `work`.
+std::optional<StagePlan> exact_stage_plan(const SearchSpace& space, size_t stage, double budget_bytes,
+                                          double known_microbatch_s, const std::atomic<bool>* stop, WorkLimit& work) {
   const StageSpace& st = space.stages[stage];
   // The stage's transient is the largest layer transient plus, with two or
   // more offloaded layers, the largest offloaded layer (a staging buffer).
@@ -474,7 +500,8 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
       caps = {*caps.rbegin()};  // the states bound the peak by position: one pass admits every transient
   }
   const Fixed fx = fixed_part(space, stage);
-  double known = std::min(known_microbatch_s, pair_family_bound(space, stage, fx, budget_bytes));
+  double known = known_microbatch_s;
+  if (work.pair_family) known = std::min(known, pair_family_bound(space, stage, fx, budget_bytes));
   // bound pairs that admit the same options of the stage's kinds need one pass, with the
   // smallest transient (the most room). The options a pair admits are those within the largest
   // transient and (but in the one-offload passes) the largest offload among them, so those two
@@ -482,7 +509,6 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
   std::set<std::array<double, 3>> seen;
   const Admitted recompute_order = by_recompute_time(space);
   std::optional<StagePlan> best;
-  int64_t work = 0;
   Workspace ws;
   // per cap, its options' (offload bytes, largest transient of those up to here) by offload: a
   // staging bound admits a prefix
@@ -560,7 +586,7 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
                                                  one_offload ? 0 : staging);
       }
       auto plan = solve(space, stage, budget_bytes, fx, b, admitted, by_recompute, one_offload, ws, work, stop);
-      if (stop && stop->load(std::memory_order_relaxed)) return std::nullopt;
+      if ((stop && stop->load(std::memory_order_relaxed)) || work.passed) return std::nullopt;
       if (!plan) continue;
       if (!best || plan->totals.microbatch_s < best->totals.microbatch_s ||
           (plan->totals.microbatch_s == best->totals.microbatch_s && plan->totals.peak_bytes < best->totals.peak_bytes))
@@ -568,6 +594,34 @@ std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage,
     }
   }
   return best;
+}
+
+}  // namespace
+
+std::optional<StagePlan> best_stage_plan(const SearchSpace& space, size_t stage, double budget_bytes,
+                                         double known_microbatch_s, const std::atomic<bool>* stop) {
+  WorkLimit work;
+  if (!counts_search_applies(space, stage))
+    return exact_stage_plan(space, stage, budget_bytes, known_microbatch_s, stop, work);
+  work.fall_back = true;
+  if (space.stages[stage].kinds.size() <= kExactLayers) {
+    work.plans = kExactWorkBeforeCounts;
+    auto plan = exact_stage_plan(space, stage, budget_bytes, known_microbatch_s, stop, work);
+    if (!work.passed || (stop && stop->load(std::memory_order_relaxed))) return plan;
+    return counts_stage_plan(space, stage, budget_bytes);
+  }
+  // a deep stage: the counts search first, its plan's time the exact search's bound. Any bound no
+  // faster than the fastest fitting plan leaves the exact search's plan as it was: it only drops
+  // partial plans that cannot reach the fastest time (nor tie it), and a pass whose plans are all
+  // slower than the best of the others returns nothing instead of a plan that is not kept.
+  std::optional<StagePlan> counts = counts_stage_plan(space, stage, budget_bytes);
+  work.plans = kDeepExactWorkBeforeCounts;
+  work.pair_family = !counts;  // none: no plan fits, but for one within the counts search's rounding slack
+  auto plan = exact_stage_plan(space, stage, budget_bytes,
+                               counts ? std::min(known_microbatch_s, counts->totals.microbatch_s) : known_microbatch_s,
+                               stop, work);
+  if (!work.passed || (stop && stop->load(std::memory_order_relaxed))) return plan;
+  return counts;
 }
 
 StagePlan smallest_stage_plan(const SearchSpace& space, size_t stage) {

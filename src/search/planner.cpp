@@ -227,6 +227,30 @@ std::vector<StagePlan> stage_plans(const SearchSpace& sp, const SearchOptions& o
   return plans;
 }
 
+// Which stages the counts search planned and how far from their fastest fitting plans they can
+// be (StagePlan::optimum_lower_bound_s); empty when the exact search planned every stage.
+std::string counts_search_note(const std::vector<StagePlan>& plans) {
+  std::string stages;  // as ranges: 3-15
+  size_t count = 0;
+  double worst = 0;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const double lower_s = plans[i].optimum_lower_bound_s;
+    if (lower_s <= 0) continue;
+    const bool follows = i > 0 && plans[i - 1].optimum_lower_bound_s > 0;
+    const bool continues = i + 1 < plans.size() && plans[i + 1].optimum_lower_bound_s > 0;
+    if (!follows) stages += (count ? ", " : "") + std::to_string(i);
+    if (follows && !continues) stages += "-" + std::to_string(i);
+    ++count;
+    worst = std::max(worst, plans[i].totals.microbatch_s / lower_s - 1);
+  }
+  if (count == 0) return "";
+  return fmt::format(
+      "the counts search, not the exact one, planned {} of the {} stages ({}), deep stages the exact per-layer "
+      "search would take too long on: each within {:.3f}% of its fastest fitting plan's microbatch time (against "
+      "a lower bound from the relaxed choice; not proven fastest)",
+      count, plans.size(), stages, 100 * worst);
+}
+
 // The per-layer candidate: per stage its stage_plans plan, so a stage that none fits still says
 // how far over the budget the best the search could do is.
 void per_layer_candidate(const SearchSpace& sp, const SearchOptions& o, Candidates& out) {
@@ -238,6 +262,7 @@ void per_layer_candidate(const SearchSpace& sp, const SearchOptions& o, Candidat
     stages.push_back(plans[i].totals);
   }
   finish(c, sp, stages, o.budget_bytes, o.explain);
+  c.search_note = counts_search_note(plans);
   if (!c.fits && o.explain) c.reason += " with its smallest per-layer assignment";
   out.add(c);
 }

@@ -218,24 +218,32 @@ SplitChoice search_split(SplitSearch& s) {
                 s, any, [](const StageCell& c) { return c.peak_bytes; }, kMax, &peak),
             false};
   }
-  // every bound worth trying: the stage times and optimizer steps of fitting cells, ascending
+  double least_sum = kInf;
+  min_sum_split(s, kInf, kInf, &least_sum);
+  double best_s = iteration_s(s, best);
+  const double fill = double(s.microbatches() - 1);
+  // every bound worth trying: the stage times and optimizer steps of fitting cells, ascending.
+  // The loops below end at the first bound (and step) past which no split can beat best_s, and
+  // best_s only falls, so those past it for the least step (for the slowest stage) are left out
+  // before sorting: the same bounds are tried.
   std::vector<double> bounds, step_bounds;
+  double least_step = kInf;
   for (int64_t i = 0; i < s.pp(); ++i)
     for (int64_t a = i; a <= s.layers() - (s.pp() - i); ++a)
       for (int64_t k = s.smallest_k(i, a); k <= s.largest_k(i, a); ++k) {
         const StageCell& c = s.cell(i, a, k);
         if (!c.fits) continue;
         if (c.microbatch_s >= slowest) bounds.push_back(c.microbatch_s);
-        step_bounds.push_back(c.step_s);
+        least_step = std::min(least_step, c.step_s);
+        if (!(c.step_s + fill * slowest + least_sum >= best_s)) step_bounds.push_back(c.step_s);
       }
+  bounds.erase(std::remove_if(bounds.begin(), bounds.end(),
+                              [&](double b) { return least_step + fill * b + least_sum >= best_s; }),
+               bounds.end());
   for (auto* v : {&bounds, &step_bounds}) {
     std::sort(v->begin(), v->end());
     v->erase(std::unique(v->begin(), v->end()), v->end());
   }
-  double least_sum = kInf;
-  min_sum_split(s, kInf, kInf, &least_sum);
-  double best_s = iteration_s(s, best);
-  const double fill = double(s.microbatches() - 1);
   // bounded work: each run visits up to pp x layers x widest cells; past the cap the best split
   // found so far stands (exact on every model whose search ends sooner, which real ones do)
   const int64_t cells_per_run = std::max<int64_t>(1, s.pp() * s.layers() * s.widest());

@@ -13,6 +13,10 @@ namespace remat {
 struct StagePlan {
   std::vector<LayerChoice> per_layer;
   StageTotals totals;
+  // 0 when the exact search chose the plan; when the counts search did (a deep stage, see
+  // best_stage_plan), a lower bound on the fastest fitting plan's time: this plan is at most
+  // totals.microbatch_s - optimum_lower_bound_s slower than it.
+  double optimum_lower_bound_s = 0;
 };
 
 // Dynamic programming over the stage's layers. The stage's cost depends on

@@ -21,7 +21,10 @@ struct Candidate {
   double peak_bytes = 0;
   int64_t worst_stage = 0;  // the stage with the highest peak
   bool fits = false;
-  std::string reason;                    // why it was rejected
+  std::string reason;  // why it was rejected
+  // per-layer mode: set when the counts search (a deep stage) chose some stage's plan, and how
+  // close to the fastest that can be (best_stage_plan); empty when the exact search chose all
+  std::string search_note;
   std::vector<double> stage_peak_bytes;  // per stage, as estimate's memory_bytes.peak
   double mfu = 0, tokens_per_s = 0;      // as estimate's iteration
 };
