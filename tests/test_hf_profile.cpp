@@ -335,6 +335,11 @@ TEST(HfProfile, ParallelAndDeltaNetHybridsInOtherModes) {
   expect_every_step_within("steps-hybrid-modes-h200.jsonl", 0.7, 2.5, 8);
 }
 
+// Falcon-H1-1.5B-Deep's shape whole (66 layers, h 1280; examples/hf/falcon_h1/falcon-h1-1.5b-deep-shape.json),
+// run once after every change above and compared as it came (reports/hf/steps-falcon-h1-deep-h200.jsonl):
+// 4 step peaks within 0.34%, at 52-66 GiB.
+TEST(HfProfile, FalconH1DeepWhole) { expect_every_step_within("steps-falcon-h1-deep-h200.jsonl", 0.3, 0.4, 4); }
+
 // Nemotron-3-Nano cut to three layers (Mamba-2, MoE of 128 two-matrix relu^2 experts with a shared
 // MLP, attention; examples/hf/nemotron-3-nano-cut3.json), measured on the H100
 // (reports/hf/steps-nemotron-h-h100.jsonl): full fine-tuning peaks in the Mamba-2 layer's backward
