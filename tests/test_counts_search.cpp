@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 
+#include "brute_force_stage.hpp"
 #include "remat/cost/estimate.hpp"
 #include "remat/search/counts_search.hpp"
 #include "remat/search/layer_dp.hpp"
@@ -21,24 +22,8 @@
 namespace remat {
 namespace {
 
-struct Priced {
-  double time_s, peak_bytes;
-};
-
-std::vector<Priced> every_assignment(const SearchSpace& sp, size_t stage) {
-  const StageSpace& st = sp.stages[stage];
-  std::vector<size_t> digit(st.kinds.size(), 0);
-  std::vector<Priced> out;
-  while (true) {
-    LayerSums sums;
-    for (size_t j = 0; j < digit.size(); ++j) sums.add(sp.options[st.kinds[j]][digit[j]].cost);
-    const StageTotals t = stage_totals(st.base, sums);
-    out.push_back({t.microbatch_s, t.peak_bytes});
-    size_t j = 0;
-    while (j < digit.size() && ++digit[j] == sp.options[st.kinds[j]].size()) digit[j++] = 0;
-    if (j == digit.size()) return out;
-  }
-}
+using test::every_assignment;
+using test::Priced;
 
 std::optional<double> fastest_within(const std::vector<Priced>& all, double budget_bytes) {
   std::optional<double> best;

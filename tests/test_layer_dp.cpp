@@ -14,6 +14,7 @@
 #include <limits>
 #include <random>
 
+#include "brute_force_stage.hpp"
 #include "remat/search/layer_dp.hpp"
 #include "remat/search/search_space.hpp"
 #include "remat/spec/framework.hpp"
@@ -22,25 +23,8 @@
 namespace remat {
 namespace {
 
-struct Priced {
-  double time_s, peak_bytes;
-};
-
-// Every assignment of the stage's options, in layer order.
-std::vector<Priced> every_assignment(const SearchSpace& sp, size_t stage) {
-  const StageSpace& st = sp.stages[stage];
-  std::vector<size_t> digit(st.kinds.size(), 0);
-  std::vector<Priced> out;
-  while (true) {
-    LayerSums sums;
-    for (size_t j = 0; j < digit.size(); ++j) sums.add(sp.options[st.kinds[j]][digit[j]].cost);
-    const StageTotals t = stage_totals(st.base, sums);
-    out.push_back({t.microbatch_s, t.peak_bytes});
-    size_t j = 0;
-    while (j < digit.size() && ++digit[j] == sp.options[st.kinds[j]].size()) digit[j++] = 0;
-    if (j == digit.size()) return out;
-  }
-}
+using test::every_assignment;
+using test::Priced;
 
 // The fastest that fits, then the lowest peak among equally fast; empty when none fits.
 std::optional<Priced> fastest_within(const std::vector<Priced>& all, double budget_bytes) {

@@ -1,5 +1,7 @@
 #include "remat/search/completion_bound.hpp"
 
+#include "time_pieces.hpp"
+
 #include <algorithm>
 #include <limits>
 
@@ -80,11 +82,8 @@ double KeptCostCurve::at(double kept_bytes) const {
 
 namespace {
 
-// One piece of the stage time: a x rc + b x c - windows_fwd x fwd window - windows_bwd x bwd window.
-struct TimePiece {
-  double a, b, windows_fwd, windows_bwd;
-};
-constexpr std::array<TimePiece, 4> kPieces = {{{1, 0, 0, 0}, {1, 1, 1, 0}, {0, 1, 0, 1}, {0, 2, 1, 1}}};
+using pieces::kPieces;
+using pieces::TimePiece;
 
 // A mix of two pieces whose direction is rc + lambda x c (scaled by `scale`), or c alone (mix -1).
 struct PieceMix {
@@ -97,8 +96,7 @@ struct PieceMix {
 std::vector<PieceMix> piece_mixes() {
   std::vector<PieceMix> out;
   const auto mix_of = [](const TimePiece& p, const TimePiece& q, double theta, int mix, double scale) {
-    return PieceMix{mix, scale, theta * p.windows_fwd + (1 - theta) * q.windows_fwd,
-                    theta * p.windows_bwd + (1 - theta) * q.windows_bwd};
+    return PieceMix{mix, scale, theta * p.wf + (1 - theta) * q.wf, theta * p.wb + (1 - theta) * q.wb};
   };
   for (size_t i = 0; i < kPieces.size(); ++i)
     for (size_t j = i; j < kPieces.size(); ++j) {
@@ -106,11 +104,7 @@ std::vector<PieceMix> piece_mixes() {
       for (size_t m = 0; m < kCostMixes.size(); ++m) {
         // theta x (p.b - lambda p.a) + (1 - theta) x (q.b - lambda q.a) = 0
         const double lambda = kCostMixes[m], dp = p.b - lambda * p.a, dq = q.b - lambda * q.a;
-        double theta = -1;
-        if (dp == 0 && dq == 0)
-          theta = 1;
-        else if (dp != dq)
-          theta = dq / (dq - dp);
+        const double theta = pieces::mix_weight(dp, dq);
         if (theta < 0 || theta > 1) continue;
         const double scale = theta * p.a + (1 - theta) * q.a;
         if (scale > 0) out.push_back(mix_of(p, q, theta, int(m), scale));
@@ -197,7 +191,7 @@ namespace {
 
 // Per cost of the curves (last: copy alone), the falling hull of the options' (kept, cost).
 std::array<KeptCostPoints, kCostMixes.size() + 1> hulls_of(const std::vector<const LayerCost*>& admitted,
-                                                            double copy_bytes_per_s) {
+                                                           double copy_bytes_per_s) {
   std::vector<const LayerCost*> by_kept = admitted;
   std::sort(by_kept.begin(), by_kept.end(),
             [](const LayerCost* a, const LayerCost* b) { return a->kept_bytes < b->kept_bytes; });
@@ -221,7 +215,8 @@ void StageCompletions::build_hulls() {
   for (size_t k = 0; k < admitted_by_kind_.size(); ++k) {
     auto& known = known_hulls_[k];
     auto it = known.find(admitted_by_kind_[k]);
-    if (it == known.end()) it = known.emplace(admitted_by_kind_[k], hulls_of(admitted_by_kind_[k], copy_bytes_per_s_)).first;
+    if (it == known.end())
+      it = known.emplace(admitted_by_kind_[k], hulls_of(admitted_by_kind_[k], copy_bytes_per_s_)).first;
     hulls_[k] = &it->second;
   }
   // per layer, how many layers of each kind come after it

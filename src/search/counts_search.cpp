@@ -9,6 +9,7 @@
 
 #include "pair_family.hpp"
 #include "remat/search/completion_bound.hpp"
+#include "time_pieces.hpp"
 
 namespace remat {
 
@@ -306,12 +307,8 @@ double sub_run_lower_s(const CountsProblem& p, const SubRun& r, double most_kept
   return completion_lower_s(fx, curves, rc, off, room);
 }
 
-// One piece of the stage's time over its floor (stage_totals): a x rc + b x c less wf x the
-// forward window and wb x the backward window, for recompute rc and copy seconds c.
-struct TimePiece {
-  double a, b, wf, wb;
-};
-constexpr std::array<TimePiece, 4> kPieces = {{{1, 0, 0, 0}, {1, 1, 1, 0}, {0, 1, 0, 1}, {0, 2, 1, 1}}};
+using pieces::kPieces;
+using pieces::TimePiece;
 
 // The relaxation's bound along rc + lambda x c (`along`: its least value over the sub-run's
 // relaxed plans): every convex mix of the pieces whose direction that is bounds the time over the
@@ -322,11 +319,7 @@ double bound_along(const Fixed& fx, double lambda, double along) {
     for (size_t j = i; j < kPieces.size(); ++j) {
       const TimePiece &p = kPieces[i], &q = kPieces[j];
       const double dp = p.b - lambda * p.a, dq = q.b - lambda * q.a;
-      double theta = -1;
-      if (dp == 0 && dq == 0)
-        theta = 1;
-      else if (dp != dq)
-        theta = dq / (dq - dp);
+      const double theta = pieces::mix_weight(dp, dq);
       if (theta < 0 || theta > 1) continue;
       const double scale = theta * p.a + (1 - theta) * q.a;
       if (scale <= 0) continue;
