@@ -390,12 +390,13 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
     // the parents' mixes pay while they drop 2% of the candidates they are tried on
     if (ws.mix_checked > 0) mix_pays = ws.mix_dropped * 50 >= ws.mix_checked;
     ws.mix_checked = ws.mix_dropped = 0;
-    concat_runs(ws);
-    merge_runs(ws);
-    if (b.ordered)
+    if (b.ordered) {
+      concat_runs(ws);
+      merge_runs(ws);
       pareto_sorted_ordered(ws, double(st.base.in_flight), option_offs[size_t(kind)]);
-    else
-      pareto_sorted(ws);
+    } else {
+      merge_pareto(ws);
+    }
     // every mix where that pays: after a layer where it dropped few states, only the parents'
     // mixes for the next few layers
     const size_t front_before = ws.front.size();
