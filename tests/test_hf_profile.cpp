@@ -205,16 +205,17 @@ TEST(HfProfile, FusedQkvFamilies) {
 // reports/hf/peak-traces-h100/two-matrix/); within 0.6% since. Most of these steps peak in the
 // optimizer step (a 50k vocabulary on three layers), which remat matches too; at mbs 4
 // (steps-two-matrix-b4-h100.jsonl) the activations set the peak: Phi-1 and GPT-J without
-// checkpointing were -12.8% and -12.7%, now -0.7% and -1.6%. GPT-J under checkpointing stays
-// -4.3%: its eager attention upcasts q and k and keeps the scores and softmax in fp32 (1 GiB of
-// softmax output alive at the peak), which remat does not model for it yet.
+// checkpointing were -12.8% and -12.7%, now -0.7% and -0.7% (GPT-J's `_attn` casts q and k to
+// fp32, and QK^T saves the fp32 copies: ModelSpec::eager_qk_fp32, -1.6% before it). GPT-J under
+// checkpointing stays -3.7% (-4.3% before the fp32 q and k): about one fp32 score-sized buffer
+// more than remat holds is alive in the replayed attention's backward, not yet accounted for.
 TEST(HfProfile, TwoMatrixMlpFamiliesUnseen) {
   int checked = 0, gap = 0;
   for (const std::string file : {"steps-two-matrix-h100.jsonl", "steps-two-matrix-b4-h100.jsonl"})
     for (const HfComparison& c : measured_cases(file)) {
       EXPECT_LE(std::abs(c.before_error_pct()), 0.5) << c.measured.case_name;
       if (c.measured.case_name == "gptj-l3-full-nr-s2048-b4-eager") {
-        EXPECT_NEAR(c.peak_error_pct(), -4.3, 0.5);  // the fp32 attention above, until modelled
+        EXPECT_NEAR(c.peak_error_pct(), -3.75, 0.25);  // the buffer above, until modelled
         ++gap;
         continue;
       }

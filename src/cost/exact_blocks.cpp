@@ -391,9 +391,13 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
   if (shape.values_from_keys || shares_kv) adapted.pop_back();  // no v_proj to adapt
   if (shares_kv) adapted.pop_back();
   b.ops.push_back(parts::linear(b, r, "qkv", rows, h, (nh + kv_projections * g) * hd + gate, "x_norm", adapted));
-  b.tensors.push_back({"q", rows * nh * hd * kBf16});
+  // GPT-J's eager `_attn` casts q and k to fp32 and matmul copies them batch-major: QK^T saves
+  // those fp32 copies in place of the bf16 ones (peak-traces-h100/two-matrix: modeling_gptj.py:147)
+  const bool qk_fp32 = r.layouts_from_model_code && m.eager_qk_fp32 && !r.flash_attention;
+  const double qk_bytes = qk_fp32 ? kFp32 : kBf16;
+  b.tensors.push_back({"q", rows * nh * hd * qk_bytes});
   const double own_kv = shares_kv ? 0 : 1;
-  b.tensors.push_back({"k", own_kv * rows * g * hd * kBf16});
+  b.tensors.push_back({"k", own_kv * rows * g * hd * qk_bytes});
   // Megatron local slices v out of the fused qkv output: a checkpoint that
   // takes v as input keeps the whole projection alive. So does Phi-3's code, where
   // the attention saves v: a view of the whole projection
@@ -405,6 +409,10 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
   // partial rotary: the rotated share
   const double rotated = 2 * rows * (nh + own_kv * g) * hd * kBf16 * m.rotary_fraction;
   if (m.position_embeddings == 0) b.ops.push_back(rope_op(r, rotated / (2 * kBf16)));
+  if (qk_fp32) {  // after the rotary: the cast (2 bytes read, 4 written) and the copy (4 and 4); back: one cast
+    const double elems = rows * (nh + own_kv * g) * hd;
+    b.ops.push_back(ops::streaming("qk_fp32", 14 * elems, 6 * elems, {}));
+  }
   std::string k = "k", v = "v";
   // transformers under sdpa, a sliding-window layer longer than its window (masking_utils: no
   // is_causal skip): an s x s mask handed to sdpa, which each layer's memory-efficient kernel saves as

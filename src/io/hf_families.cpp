@@ -195,6 +195,7 @@ void gptj_layer(HfJsonReader& r, ModelSpec& m) {
   read_activation(r, m, "activation_function");
   m.mlp_bias = m.lm_head_bias = true;
   m.parallel_attn_mlp = m.shared_input_norm = true;
+  m.eager_qk_fp32 = true;
   set_rotary_dim(r, m);
 }
 
@@ -431,6 +432,7 @@ void gpt_neo_layer(HfJsonReader& r, ModelSpec& m) {
   two_matrix_mlp(m, "gelu_new");
   read_activation(r, m, "activation_function");
   m.o_bias = m.mlp_bias = true;
+  m.eager_qk_fp32 = true;
   m.position_embeddings = 2048;
   r.integer("max_position_embeddings", m.position_embeddings, false);
   m.rotary_fraction = 0;
