@@ -207,23 +207,18 @@ TEST(HfProfile, FusedQkvFamilies) {
 // (steps-two-matrix-b4-h100.jsonl) the activations set the peak: Phi-1 and GPT-J without
 // checkpointing were -12.8% and -12.7%, now -0.7% and -0.7% (GPT-J's `_attn` casts q and k to
 // fp32, and QK^T saves the fp32 copies: ModelSpec::eager_qk_fp32, -1.6% before it). GPT-J under
-// checkpointing stays -3.7% (-4.3% before the fp32 q and k): about one fp32 score-sized buffer
-// more than remat holds is alive in the replayed attention's backward, not yet accounted for.
+// checkpointing was -4.3%: with the fp32 q and k -3.7%, and with the weight gradients of the MLP
+// and o_proj, allocated by their backward before the attention's (OpDef::weight_grad_bytes; the
+// allocator named each block's autograd node: peak-traces-h200/gptj/), -1.35%.
 TEST(HfProfile, TwoMatrixMlpFamiliesUnseen) {
-  int checked = 0, gap = 0;
+  int checked = 0;
   for (const std::string file : {"steps-two-matrix-h100.jsonl", "steps-two-matrix-b4-h100.jsonl"})
     for (const HfComparison& c : measured_cases(file)) {
       EXPECT_LE(std::abs(c.before_error_pct()), 0.5) << c.measured.case_name;
-      if (c.measured.case_name == "gptj-l3-full-nr-s2048-b4-eager") {
-        EXPECT_NEAR(c.peak_error_pct(), -3.75, 0.25);  // the buffer above, until modelled
-        ++gap;
-        continue;
-      }
-      EXPECT_LE(std::abs(c.peak_error_pct()), 2.0) << c.measured.case_name;
+      EXPECT_LE(std::abs(c.peak_error_pct()), 1.5) << c.measured.case_name;
       ++checked;
     }
-  EXPECT_EQ(checked, 12);
-  EXPECT_EQ(gap, 1);
+  EXPECT_EQ(checked, 13);
 }
 
 // Gemma 4, measured on the H100 (reports/hf/steps-gemma4-h100.jsonl, examples/hf/gemma4/): the 31B's

@@ -34,6 +34,7 @@ import contextlib
 import copy
 import gc
 import json
+import re
 import os
 import statistics
 import sys
@@ -44,6 +45,7 @@ import torch
 import torch.nn.functional as F
 
 T_START = time.time()
+TRACE_STACKS = "python"  # --trace-stacks
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LORA_DENSE = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 LORA_ATTN = ["q_proj", "k_proj", "v_proj", "o_proj"]
@@ -295,6 +297,11 @@ def first_frame(frames):
                                    "torch/autograd", "torch/optim")):
             short = name.split("site-packages/")[-1]
             return f"{short}:{f.get('line')} {f.get('name')}"
+    # with --trace-stacks all: the autograd node whose C++ code allocated it
+    for f in frames:
+        node = re.search(r"(\w+Backward\d*)", f.get("name", ""))
+        if node:
+            return "autograd: " + node.group(1)
     return "(no python frame: autograd engine)" if frames else "(no frames)"
 
 
@@ -513,7 +520,7 @@ def run_case(c, versions, write, meta, trace_dir=None, steps=3, diagnostic=True)
         torch.cuda.reset_peak_memory_stats()
         tracing = trace_dir and step == steps
         if tracing:
-            torch.cuda.memory._record_memory_history(max_entries=1_000_000, stacks="python")
+            torch.cuda.memory._record_memory_history(max_entries=1_000_000, stacks=TRACE_STACKS)
         before = torch.cuda.memory_allocated()
         t0 = time.perf_counter()
         loss = forward_loss(ids)
@@ -571,6 +578,8 @@ def main():
                     help="exit if any of the first N cases fails with an error other than OOM")
     ap.add_argument("--only", default="")
     ap.add_argument("--trace-peak", default="", help="directory for each case's allocations alive at the step-3 peak")
+    ap.add_argument("--trace-stacks", choices=["python", "all"], default="python",
+                    help="all: also C++ frames, so blocks the autograd engine allocates name their node")
     ap.add_argument("--steps", type=int, default=3, help="measured steps per case (AdamW's states exist from step 2)")
     ap.add_argument("--no-diag", action="store_true", help="skip step 0, the saved-tensor diagnostic")
     ap.add_argument("--start", type=int, default=0, help="index of the first case to run")
@@ -588,7 +597,8 @@ def main():
     log(f"versions: {versions} cuda={torch.version.cuda} "
         f"total_mem={torch.cuda.get_device_properties(0).total_memory/2**30:.1f}GiB")
 
-    global T_START
+    global T_START, TRACE_STACKS
+    TRACE_STACKS = args.trace_stacks
     if args.t0:
         T_START = args.t0
     cases = []

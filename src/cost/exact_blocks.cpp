@@ -7,6 +7,7 @@
 
 #include "exact_ops.hpp"
 #include "exact_parts.hpp"
+#include "remat/cost/params.hpp"
 
 namespace remat {
 
@@ -36,6 +37,8 @@ RankShape rank_shape(const TrainingSpec& t) {
   r.weights_train = t.lora_rank == 0;
   if (t.lora_rank > 0) r.lora = t.lora_targets, r.lora_rank = double(t.lora_rank), r.lora_dropout = t.lora_dropout;
   r.lora_bytes = t.lora_adapter_bytes > 0 ? double(t.lora_adapter_bytes) : 2;
+  if (t.grads_allocated_in_backward && t.microbatches() == 1 && t.lora_rank == 0)
+    r.weight_grad_bytes = bytes_per_param(t, double(t.dp)).gradients;
   return r;
 }
 
@@ -165,6 +168,7 @@ OpDef linear(Block& b, const RankShape& r, const std::string& name, double rows,
   if (saves_input(r, adapted > 0)) saves.push_back(input);
   OpDef op = ops::gemm(name, rows, in, out, saves, count);
   if (!r.weights_train) op.bwd_flops = op.bwd_exec_flops = op.fwd_flops;  // frozen: the input's gradient only
+  op.weight_grad_bytes = r.weight_grad_bytes * in * out * count;
   if (adapted == 0) return op;
   // PEFT (tuners/lora/layer.py, Linear.forward): lora_B(lora_A(dropout(x))) * scaling; lora_B saves
   // lora_A's rank-wide output; lora_A saves its input, which is each adapter's own tensor when

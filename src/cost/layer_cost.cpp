@@ -38,13 +38,32 @@ void add_recompute(LayerCost& c, const OpDef& op, const HardwareSpec& hw, bool m
   c.recompute_flops += op.fwd_flops;
 }
 
+// The weight gradients the block's backward allocates (OpDef::weight_grad_bytes).
+double weight_grad_bytes(const Block& b) {
+  double bytes = 0;
+  for (const OpDef& op : b.ops) bytes += op.weight_grad_bytes;
+  return bytes;
+}
+
+// Whether the block's largest stated working set is its forward's (DeepSeek-V3.2's indexer), held
+// before any weight gradient of the layer exists.
+bool forward_working_set(const Block& b) {
+  const OpDef* largest = nullptr;
+  for (const OpDef& op : b.ops)
+    if (!largest || op.working_bytes > largest->working_bytes) largest = &op;
+  return largest && largest->working_bytes > 0 && largest->fwd_working_bytes >= largest->working_bytes;
+}
+
 // The largest of `working[i]` less, under ordered backward, what the blocks
-// after i kept (freed by their backward before block i's runs).
+// after i kept (freed by their backward before block i's runs) and, where block i's
+// working set is its backward's, plus the weight gradients their backward allocated.
 double largest_working_set(const LayerDef& layer, const std::vector<double>& working, const std::vector<double>& kept) {
-  double largest = 0, kept_after = 0;
+  double largest = 0, kept_after = 0, grads_after = 0;
   for (size_t i = working.size(); i-- > 0;) {
-    largest = std::max(largest, working[i] - (layer.ordered_backward ? kept_after : 0));
+    const double grads = forward_working_set(layer.blocks[i]) ? 0 : grads_after;
+    largest = std::max(largest, working[i] + (layer.ordered_backward ? grads - kept_after : 0));
     kept_after += kept[i];
+    grads_after += weight_grad_bytes(layer.blocks[i]);
   }
   return largest;
 }

@@ -62,6 +62,9 @@ struct OpDef {
   // of a branch beside the block's LoRA adapters that none of them feeds (Falcon-H1's Mamba-2 mixer
   // beside the adapted attention): in the first adapted layer its input needs no gradient
   bool beside_adapters = false;
+  // the weight gradient its backward allocates where the step has none before its backward
+  // (RankShape::weight_grad_bytes); alive for the rest of the layer's backward
+  double weight_grad_bytes = 0;
   ModuleTags replayed_by = 0;  // Megatron modules whose selective recompute reruns this op
 };
 

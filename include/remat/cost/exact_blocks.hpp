@@ -42,6 +42,9 @@ struct RankShape {
   LoraTargets lora{false, false, false, false, false, false, false};
   double lora_rank = 0, lora_dropout = 0;
   double lora_bytes = 2;  // bytes per element of the adapters (and of their input's cast)
+  // bytes per weight of the gradients each GEMM's backward allocates, where the step holds none
+  // before its backward (hf, full model, one microbatch: zero_grad(set_to_none)); 0 otherwise
+  double weight_grad_bytes = 0;
   double stream_bytes() const { return autocast ? 4 : 2; }  // bytes per element of the residual stream
 
   double tokens() const { return b * s; }                                // full sequence
