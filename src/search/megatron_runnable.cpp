@@ -90,9 +90,13 @@ RunnablePlan runnable_megatron_plan(const ModelSpec& m, const HardwareSpec& hw, 
   for (const MegatronRecompute& setting : megatron_settings(m, t, o.transformer_engine)) {
     Plan plan;
     plan.megatron = setting;
-    // a split the user gave is kept; else each setting gets its best one
-    const SplitChoice split = t.layers_per_stage.empty() ? best_split(m, hw, split_t, plan, o.budget_bytes)
-                                                         : SplitChoice{t.layers_per_stage, true};
+    // a split the user gave is kept; else each setting gets its best one, searched only as far as
+    // it could beat (or tie) the best setting so far: one that cannot is neither chosen nor, as a
+    // fitting setting exists, the least-peak fallback
+    const double wanted_below_s = res.best ? res.best->time_s : std::numeric_limits<double>::infinity();
+    const SplitChoice split = t.layers_per_stage.empty()
+                                  ? best_split(m, hw, split_t, plan, o.budget_bytes, wanted_below_s)
+                                  : SplitChoice{t.layers_per_stage, true};
     split_t.layers_per_stage = split.layers_per_stage;
     const Estimate e = estimate(m, hw, split_t, plan, o.budget_bytes);
     RunnableCandidate c{setting, split.layers_per_stage, e.iteration.time_s, e.peak_memory_bytes, 0, e.fits};

@@ -207,7 +207,7 @@ std::vector<int64_t> default_split(const ModelSpec& m, const TrainingSpec& t) {
   return split;
 }
 
-SplitChoice search_split(SplitSearch& s) {
+SplitChoice search_split(SplitSearch& s, double wanted_below_s) {
   double slowest = kInf;
   std::vector<int64_t> best = best_split_by(
       s, [](const StageCell& c) { return c.fits; }, kTime, kMax, &slowest);
@@ -237,6 +237,7 @@ SplitChoice search_split(SplitSearch& s) {
         least_step = std::min(least_step, c.step_s);
         if (!(c.step_s + fill * slowest + least_sum >= best_s)) step_bounds.push_back(c.step_s);
       }
+  if (least_step + fill * slowest + least_sum > wanted_below_s) return {best, true};
   bounds.erase(std::remove_if(bounds.begin(), bounds.end(),
                               [&](double b) { return least_step + fill * b + least_sum >= best_s; }),
                bounds.end());
@@ -266,13 +267,13 @@ SplitChoice search_split(SplitSearch& s) {
 }  // namespace
 
 SplitChoice best_split(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,
-                       double budget_bytes) {
+                       double budget_bytes, double wanted_below_s) {
   if (!split_searched(m, t)) {
     const std::vector<int64_t> split = default_split(m, t);
     return {split, estimate(m, hw, with_defaults(t), plan, budget_bytes).fits};
   }
   SplitSearch s(m, hw, t, plan, budget_bytes);
-  return search_split(s);
+  return search_split(s, wanted_below_s);
 }
 
 SplitPlan best_split_and_r(const SearchSpace& space, Strategy strategy, double budget_bytes) {
@@ -283,7 +284,7 @@ SplitPlan best_split_and_r(const SearchSpace& space, Strategy strategy, double b
   SplitSearch s(m, space.hardware, t, plan, budget_bytes, &space);
   SplitPlan out;
   if (split_searched(m, t)) {
-    const SplitChoice c = search_split(s);
+    const SplitChoice c = search_split(s, kInf);
     out.layers_per_stage = c.layers_per_stage, out.fits = c.fits;
   } else {
     out.layers_per_stage = default_split(m, t);
