@@ -79,21 +79,27 @@ inline void concat_runs(Workspace& ws) {
 // Merges the sorted runs of ws.merged (ending at ws.run_ends) pairwise until one is left: the
 // candidates of one layer are the previous front shifted by each option, each run already
 // sorted, so this costs n log(options) instead of a sort's n log n.
+// One level of merge_runs: each pair of adjacent runs of ws.merged merged, into ws.scratch (at
+// least as long as the runs), then swapped in.
+inline void merge_level(Workspace& ws) {
+  std::vector<size_t>& ends = ws.next_ends;
+  ends.clear();
+  size_t begin = 0;
+  for (size_t r = 0; r < ws.run_ends.size(); r += 2) {
+    const size_t mid = ws.run_ends[r], end = r + 1 < ws.run_ends.size() ? ws.run_ends[r + 1] : mid;
+    std::merge(ws.merged.begin() + long(begin), ws.merged.begin() + long(mid), ws.merged.begin() + long(mid),
+               ws.merged.begin() + long(end), ws.scratch.begin() + long(begin), lex_less);
+    ends.push_back(end);
+    begin = end;
+  }
+  std::swap(ws.merged, ws.scratch);
+  std::swap(ws.run_ends, ws.next_ends);
+}
+
 inline void merge_runs(Workspace& ws) {
   while (ws.run_ends.size() > 1) {
     ws.scratch.resize(ws.merged.size());
-    std::vector<size_t>& ends = ws.next_ends;
-    ends.clear();
-    size_t begin = 0;
-    for (size_t r = 0; r < ws.run_ends.size(); r += 2) {
-      const size_t mid = ws.run_ends[r], end = r + 1 < ws.run_ends.size() ? ws.run_ends[r + 1] : mid;
-      std::merge(ws.merged.begin() + long(begin), ws.merged.begin() + long(mid), ws.merged.begin() + long(mid),
-                 ws.merged.begin() + long(end), ws.scratch.begin() + long(begin), lex_less);
-      ends.push_back(end);
-      begin = end;
-    }
-    std::swap(ws.merged, ws.scratch);
-    std::swap(ws.run_ends, ws.next_ends);
+    merge_level(ws);
   }
   // adding one option's sums keeps a run's order up to rounding ties; sort in that rare case
   if (!std::is_sorted(ws.merged.begin(), ws.merged.end(), lex_less))
@@ -183,20 +189,7 @@ inline void merge_pareto(Workspace& ws) {
     ws.run_ends.push_back(size_t(out - ws.merged.data()));
   }
   // the middle levels as merge_runs, down to two runs; the last into the staircase
-  while (ws.run_ends.size() > 2) {
-    std::vector<size_t>& ends = ws.next_ends;
-    ends.clear();
-    size_t begin = 0;
-    for (size_t r = 0; r < ws.run_ends.size(); r += 2) {
-      const size_t mid = ws.run_ends[r], end = r + 1 < ws.run_ends.size() ? ws.run_ends[r + 1] : mid;
-      std::merge(ws.merged.begin() + long(begin), ws.merged.begin() + long(mid), ws.merged.begin() + long(mid),
-                 ws.merged.begin() + long(end), ws.scratch.begin() + long(begin), lex_less);
-      ends.push_back(end);
-      begin = end;
-    }
-    std::swap(ws.merged, ws.scratch);
-    std::swap(ws.run_ends, ws.next_ends);
-  }
+  while (ws.run_ends.size() > 2) merge_level(ws);
   const State* m = ws.merged.data();
   merge_two_into_front(m, m + ws.run_ends[0], m + ws.run_ends[0], m + ws.run_ends[1], ws);
 }

@@ -106,20 +106,20 @@ struct ModelSpec {
   MlpKind mlp_kind = MlpKind::gated;
   std::string hidden_act = "silu";  // the MLP's activation as config.json names it
   NormKind norm_kind = NormKind::rms;
-  bool norm_bias = false;       // LayerNorm with a bias (GPT-NeoX, Falcon, StableLM)
-  bool norm_affine = true;      // false: norms without weights (OLMo 1's non-parametric LayerNorm)
-  bool embedding_norm = false;  // a norm on the embeddings before the first layer (BLOOM)
-  bool qkv_bias = false;        // q, k, v projections (Qwen2, StarCoder2, GPT-NeoX)
+  bool norm_bias = false;             // LayerNorm with a bias (GPT-NeoX, Falcon, StableLM)
+  bool norm_affine = true;            // false: norms without weights (OLMo 1's non-parametric LayerNorm)
+  bool embedding_norm = false;        // a norm on the embeddings before the first layer (BLOOM)
+  bool qkv_bias = false;              // q, k, v projections (Qwen2, StarCoder2, GPT-NeoX)
   bool fused_qkv_projection = false;  // one q|k|v projection its code slices into views (Phi-3's qkv_proj)
   double buffer_bytes = 0;  // registered non-parameter buffers (GPTBigCode's causal-mask bias), per model copy
   bool sdpa_mask_materialized = false;  // its code hands sdpa an s x s mask, not is_causal (Falcon)
-  double residual_dropout = 0;  // dropout on each block's output before the residual add (GPT-2's resid_pdrop)
+  double residual_dropout = 0;          // dropout on each block's output before the residual add (GPT-2's resid_pdrop)
   // its own eager attention casts q and k to fp32 before QK^T, which saves the fp32 copies
   // (GPT-J, CodeGen, GPT-Neo: `_attn`)
   bool eager_qk_fp32 = false;
-  bool o_bias = false;          // attention output projection
-  bool mlp_bias = false;        // every MLP matrix
-  bool lm_head_bias = false;    // GPT-J, Phi-1
+  bool o_bias = false;                // attention output projection
+  bool mlp_bias = false;              // every MLP matrix
+  bool lm_head_bias = false;          // GPT-J, Phi-1
   bool parallel_attn_mlp = false;     // x + attn(norm(x)) + mlp(norm'(x)): one residual (GPT-J, Cohere, Falcon)
   bool shared_input_norm = false;     // parallel with one norm feeding both (GPT-J, Cohere, Falcon-7B)
   int64_t extra_norms_per_layer = 0;  // sandwich norms after attention and MLP (GLM-4, Gemma 2/3)
