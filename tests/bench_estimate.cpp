@@ -32,26 +32,25 @@ void modules_llama3_70b(benchmark::State& state) {
 }
 BENCHMARK(modules_llama3_70b)->Unit(benchmark::kMicrosecond);
 
-// remat plan's search: uniform R, per-stage R and the per-layer DP over
-// keep/standard/eagle/offload per block, for all four strategies.
+// remat plan's search (uniform R, per-stage R and the per-layer DP over keep/standard/eagle/offload
+// per block, for all four strategies) of `t` within `budget_bytes` (default: the GPU's).
+void run_plan_search(benchmark::State& state, const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t,
+                     double budget_bytes = 0) {
+  SearchOptions o;
+  o.budget_bytes = budget_bytes > 0 ? budget_bytes : default_budget_bytes(hw);
+  for (auto _ : state) benchmark::DoNotOptimize(plan_search(m, hw, t, o));
+}
+
 void plan_deepseek_v3_pp16(benchmark::State& state) {
   ModelSpec m = test::model("deepseek-v3");
   m.num_hidden_layers = 63;
-  const HardwareSpec hw = test::hardware("a100-80gb-pcie");
-  const TrainingSpec t = test::layout(1, 16, 128, 64, 1, 4096);
-  SearchOptions o;
-  o.budget_bytes = default_budget_bytes(hw);
-  for (auto _ : state) benchmark::DoNotOptimize(plan_search(m, hw, t, o));
+  run_plan_search(state, m, test::hardware("a100-80gb-pcie"), test::layout(1, 16, 128, 64, 1, 4096));
 }
 BENCHMARK(plan_deepseek_v3_pp16)->Unit(benchmark::kMillisecond);
 
 void plan_llama3_70b_tp8_pp4(benchmark::State& state) {
-  const ModelSpec m = test::model("llama3-70b");
-  const HardwareSpec hw = test::hardware("a100-80gb-pcie");
-  const TrainingSpec t = test::layout(8, 4, 1, 1, 4, 4096);
-  SearchOptions o;
-  o.budget_bytes = 50.0 * 1024 * 1024 * 1024;
-  for (auto _ : state) benchmark::DoNotOptimize(plan_search(m, hw, t, o));
+  run_plan_search(state, test::model("llama3-70b"), test::hardware("a100-80gb-pcie"), test::layout(8, 4, 1, 1, 4, 4096),
+                  50.0 * 1024 * 1024 * 1024);
 }
 BENCHMARK(plan_llama3_70b_tp8_pp4)->Unit(benchmark::kMillisecond);
 
@@ -61,11 +60,7 @@ BENCHMARK(plan_llama3_70b_tp8_pp4)->Unit(benchmark::kMillisecond);
 void plan_llama3_8b_2000_layers_pp16(benchmark::State& state) {
   ModelSpec m = test::model("llama3-8b");
   m.num_hidden_layers = 2000;
-  const HardwareSpec hw = test::hardware("a100-80gb-pcie");
-  const TrainingSpec t = test::layout(8, 16, 1, 1, 4, 4096);
-  SearchOptions o;
-  o.budget_bytes = default_budget_bytes(hw);
-  for (auto _ : state) benchmark::DoNotOptimize(plan_search(m, hw, t, o));
+  run_plan_search(state, m, test::hardware("a100-80gb-pcie"), test::layout(8, 16, 1, 1, 4, 4096));
 }
 BENCHMARK(plan_llama3_8b_2000_layers_pp16)->Unit(benchmark::kMillisecond);
 
@@ -76,9 +71,7 @@ void plan_llama3_70b_megatron_local_tp8_pp2(benchmark::State& state) {
   const HardwareSpec hw = apply_framework(test::hardware("h200"), kMegatronLocalFramework);
   TrainingSpec t = apply_framework(test::layout(8, 2, 1, 1, 1, 8192), kMegatronLocalFramework);
   t.framework = kMegatronLocalFramework;
-  SearchOptions o;
-  o.budget_bytes = default_budget_bytes(hw);
-  for (auto _ : state) benchmark::DoNotOptimize(plan_search(m, hw, t, o));
+  run_plan_search(state, m, hw, t);
 }
 BENCHMARK(plan_llama3_70b_megatron_local_tp8_pp2)->Unit(benchmark::kMillisecond)->Iterations(1);
 
