@@ -348,7 +348,7 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
     }
   }
   // per kind, the distinct offload bytes of its admitted options (pareto_sorted_ordered)
-  std::vector<std::vector<double>> option_offs(kLayerKinds);
+  std::vector<std::vector<double>> option_offs(b.ordered ? kLayerKinds : 0);
   for (int kind = 0; kind < kLayerKinds && b.ordered; ++kind) {
     for (int o : admitted[size_t(kind)])
       option_offs[size_t(kind)].push_back(space.options[kind][size_t(o)].cost.offload_bytes);
