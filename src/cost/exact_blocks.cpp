@@ -461,6 +461,9 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     // probabilities; PV's backward has freed the bf16 ones by then (torch's allocator history of an
     // eager step, reports/hf/peak-traces-h100)
     if (r.softmax_fp32) op.working_bytes = 3 * scores * kFp32 - scores * kBf16;
+    // the layer's returned probabilities and the zero gradient autograd materializes for them
+    // (torch.utils.checkpoint's CheckpointFunction; peak-traces-h200/gptj/, reentrant)
+    if (r.layouts_from_model_code && m.layer_returns_attention_probs) op.reentrant_held_bytes = 2 * scores * kBf16;
     b.ops.push_back(op);
     b.attention_stats = {"probs"};
   }

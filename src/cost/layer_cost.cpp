@@ -87,6 +87,9 @@ void full_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, 
   const bool head = choice.chunk_position == 0;
   c.kept_bytes = head ? layer.input_bytes : 0;
   c.transient_bytes = all_saved - c.kept_bytes + largest_working_set(layer, grads, saved);
+  if (!early_stop)
+    for (const auto& b : layer.blocks)
+      for (const OpDef& op : b.ops) c.transient_bytes += op.reentrant_held_bytes;
   if (choice.chunk_layers > 1) {
     c.chunk_replay_bytes = all_saved - c.kept_bytes;
     c.chunk_start = head;

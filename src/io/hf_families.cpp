@@ -199,6 +199,13 @@ void gptj_layer(HfJsonReader& r, ModelSpec& m) {
   set_rotary_dim(r, m);
 }
 
+// GPT-J's own block also returns the attention probabilities (CodeGen's layer, read as GPT-J's,
+// is not known to)
+void gptj_block_layer(HfJsonReader& r, ModelSpec& m) {
+  gptj_layer(r, m);
+  m.layer_returns_attention_probs = true;
+}
+
 // Falcon (and RefinedWeb): n_head / n_layer; key/value heads from
 // new_decoder_architecture (num_kv_heads), multi_query (one) or none (all heads).
 void falcon_spell(HfJsonReader& r, ModelSpec& m) {
@@ -634,7 +641,7 @@ const std::array kFamilies = {
     HfFamily{"gpt_neox", false, kDense, false, nullptr, gpt_neox_layer, kGptNeoxDefaults},
     HfFamily{"gpt2", true, kDense, false, gpt2_spell, gpt2_layer, kGpt2Defaults},
     HfFamily{"gpt_bigcode", true, kDense, false, gpt2_spell, gpt_bigcode_layer, kGpt2Defaults},
-    HfFamily{"gptj", false, kDense, false, gpt2_spell, gptj_layer, kGptjDefaults},
+    HfFamily{"gptj", false, kDense, false, gpt2_spell, gptj_block_layer, kGptjDefaults},
     HfFamily{"falcon", true, kDense, false, falcon_spell, falcon_layer, kFalconDefaults},
     HfFamily{"phi", false, kDense, false, nullptr, phi_layer, kPhiDefaults},
     HfFamily{"starcoder2", true, kDense, false, nullptr, starcoder2_layer},

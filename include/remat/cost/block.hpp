@@ -65,6 +65,8 @@ struct OpDef {
   // the weight gradient its backward allocates where the step has none before its backward
   // (RankShape::weight_grad_bytes); alive for the rest of the layer's backward
   double weight_grad_bytes = 0;
+  // held through the layer's backward when a reentrant checkpoint replays it (RecomputeReplay::full)
+  double reentrant_held_bytes = 0;
   ModuleTags replayed_by = 0;  // Megatron modules whose selective recompute reruns this op
 };
 

@@ -117,6 +117,10 @@ struct ModelSpec {
   // its own eager attention casts q and k to fp32 before QK^T, which saves the fp32 copies
   // (GPT-J, CodeGen, GPT-Neo: `_attn`)
   bool eager_qk_fp32 = false;
+  // its decoder layer returns eager attention's probabilities beside the hidden state (GPT-J's
+  // GPTJBlock): a reentrant checkpoint's replay holds them, and autograd hands the checkpoint a
+  // zero gradient of their size, through the layer's backward
+  bool layer_returns_attention_probs = false;
   bool o_bias = false;                // attention output projection
   bool mlp_bias = false;              // every MLP matrix
   bool lm_head_bias = false;          // GPT-J, Phi-1
