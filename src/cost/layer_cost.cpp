@@ -60,8 +60,12 @@ bool forward_working_set(const Block& b) {
 double largest_working_set(const LayerDef& layer, const std::vector<double>& working, const std::vector<double>& kept) {
   double largest = 0, kept_after = 0, grads_after = 0;
   for (size_t i = working.size(); i-- > 0;) {
+    if (!layer.ordered_backward) {
+      largest = std::max(largest, working[i]);
+      continue;
+    }
     const double grads = forward_working_set(layer.blocks[i]) ? 0 : grads_after;
-    largest = std::max(largest, working[i] + (layer.ordered_backward ? grads - kept_after : 0));
+    largest = std::max(largest, working[i] + grads - kept_after);
     kept_after += kept[i];
     grads_after += weight_grad_bytes(layer.blocks[i]);
   }

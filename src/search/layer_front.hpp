@@ -167,9 +167,10 @@ inline void merge_pareto(Workspace& ws) {
   ws.stairs.clear();
   if (runs.empty()) return;
   if (runs.size() <= 2) {
+    static const std::vector<State> kNone;
     const std::vector<State>& x = *runs[0];
-    const std::vector<State>& y = runs.size() == 2 ? *runs[1] : x;
-    merge_two_into_front(x.data(), x.data() + x.size(), y.data(), y.data() + (runs.size() == 2 ? y.size() : 0), ws);
+    const std::vector<State>& y = runs.size() == 2 ? *runs[1] : kNone;
+    merge_two_into_front(x.data(), x.data() + x.size(), y.data(), y.data() + y.size(), ws);
     return;
   }
   // the first level: pairs of runs merged into ws.merged (an odd last one copied). The buffers
