@@ -122,5 +122,52 @@ TEST(HfFamiliesMore, SolarOpenEveryLayerMoe) {
   EXPECT_FALSE(m.o_bias);  // SolarOpenAttention's o_proj has no bias
 }
 
+// MiMo-V2-Flash as transformers writes it and as its Hub (remote-code) config spells it: sliding-window
+// layers with twice the key/value heads, value heads narrower than q and k, dense layers by list.
+// Hand count: embeddings and head 2 x 100 x 64, final norm 64; per layer two norms (128), q 64 x 4 x 24,
+// o 4 x 16 x 64; full layer k 64 x 1 x 24, v 64 x 1 x 16; windowed k and v twice that; layer 0's
+// dense MLP 3 x 64 x 128; MoE layers 4 experts of 3 x 64 x 32 and a 4 x 64 router.
+TEST(HfFamiliesMore, MiMoV2FlashNarrowValuesAndWindowedKeyValueHeads) {
+  const std::string dims = R"("num_hidden_layers": 3, "hidden_size": 64, "intermediate_size": 128,
+      "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 24, "v_head_dim": 16, "vocab_size": 100,
+      "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, )";
+  const double full = 128 + 64 * 4 * 24 + 4 * 16 * 64 + 64 * 24 + 64 * 16;
+  const double windowed = full + 64 * 24 + 64 * 16;
+  const double expected = full + 3 * 64 * 128 + 2 * (windowed + 4 * 3 * 64 * 32 + 4 * 64) + 2 * 100 * 64 + 64;
+  const ModelSpec ported = parse_hf_config(
+      R"({"model_type": "mimo_v2_flash", )" + dims +
+          R"("sliding_window": 8, "layer_types": ["full_attention", "sliding_attention", "sliding_attention"],
+             "mlp_layer_types": ["dense", "sparse", "sparse"]})",
+      "m.json");
+  const ModelSpec hub = parse_hf_config(
+      R"({"model_type": "mimo_v2_flash", "architectures": ["MiMoV2FlashForCausalLM"], )" + dims +
+          R"("sliding_window_size": 8, "hybrid_layer_pattern": [0, 1, 1], "moe_layer_freq": [0, 1, 1],
+             "swa_num_attention_heads": 4, "swa_num_key_value_heads": 2, "swa_head_dim": 24, "swa_v_head_dim": 16,
+             "n_shared_experts": null, "add_swa_attention_sink_bias": true})",
+      "hub.json");
+  for (const ModelSpec* m : {&ported, &hub}) {
+    EXPECT_DOUBLE_EQ(model_params(*m, 3), expected);
+    EXPECT_EQ(m->windowed_layers, (std::vector<bool>{false, true, true}));
+    EXPECT_EQ(moe_layers(*m), (std::vector<int64_t>{1, 2}));
+    EXPECT_EQ(m->attention_shape(0).kv_heads, 1);
+    EXPECT_EQ(m->attention_shape(1).kv_heads, 2);
+    EXPECT_EQ(m->attention_shape(1).value_head_dim, 16);
+    EXPECT_TRUE(m->router_fp32_input);
+  }
+  // without either list: MiMoV2FlashConfig's layer 0 and every 6th full, the first layer dense
+  const ModelSpec defaults =
+      parse_hf_config(R"({"model_type": "mimo_v2_flash", "sliding_window": 8, )" +
+                          std::string(dims).replace(dims.find("\"num_hidden_layers\": 3"), 22, "\"num_hidden_layers\": 7") +
+                          R"("attention_bias": false})",
+                      "d.json");
+  EXPECT_EQ(defaults.windowed_layers, (std::vector<bool>{false, true, true, true, true, false, true}));
+  EXPECT_EQ(moe_layers(defaults), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(rejection(R"({"model_type": "mimo_v2_flash", )" + dims + R"("swa_v_head_dim": 24})", "m.json"),
+            "m.json: swa_v_head_dim: is not a model remat can build: sliding-window layers with their own value head "
+            "width (16 in the full-attention layers); remat builds one per model (got 24)");
+  EXPECT_EQ(rejection(R"({"model_type": "mimo_v2_flash", )" + dims + R"("moe_layer_freq": [0, 1]})", "m.json"),
+            "m.json: moe_layer_freq: must hold one 0 (dense) or 1 (MoE) per layer (num_hidden_layers = 3) (got [0,1])");
+}
+
 }  // namespace
 }  // namespace remat

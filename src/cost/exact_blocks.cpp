@@ -383,18 +383,18 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
   Block b;
   b.name = "gqa";
   const AttentionShape shape = m.attention_shape_of(windowed);
-  const double h = double(m.hidden_size), hd = double(shape.head_dim);
+  const double h = double(m.hidden_size), hd = double(shape.head_dim), vd = double(shape.value_head_dim);
   const double nh = double(shape.heads / r.tp), g = double(shape.kv_heads / r.tp);
   const double rows = r.tokens();
   parts::add_input_norm(b, r, h, true, 3);
   const double gate = m.attention_output_gate ? nh * hd : 0;  // Qwen3-Next: q_proj also makes the gate
   // Gemma 4's keys as values: no v_proj; its KV-shared layers project queries only, their keys and
   // values are an earlier layer's, already alive (saved by it and held for every sharing layer)
-  const double kv_projections = shares_kv ? 0 : shape.values_from_keys ? 1 : 2;
+  const double k_width = shares_kv ? 0 : g * hd, v_width = shares_kv || shape.values_from_keys ? 0 : g * vd;
   std::vector<bool LoraTargets::*> adapted = {&LoraTargets::q, &LoraTargets::k, &LoraTargets::v};
   if (shape.values_from_keys || shares_kv) adapted.pop_back();  // no v_proj to adapt
   if (shares_kv) adapted.pop_back();
-  b.ops.push_back(parts::linear(b, r, "qkv", rows, h, (nh + kv_projections * g) * hd + gate, "x_norm", adapted));
+  b.ops.push_back(parts::linear(b, r, "qkv", rows, h, nh * hd + k_width + v_width + gate, "x_norm", adapted));
   // GPT-J's eager `_attn` casts q and k to fp32 and matmul copies them batch-major: QK^T saves
   // those fp32 copies in place of the bf16 ones (peak-traces-h100/two-matrix: modeling_gptj.py:147)
   const bool qk_fp32 = r.layouts_from_model_code && m.eager_qk_fp32 && !r.flash_attention;
@@ -406,8 +406,9 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
   // takes v as input keeps the whole projection alive. So does Phi-3's code, where
   // the attention saves v: a view of the whole projection
   const bool model_views = r.layouts_from_model_code && m.fused_qkv_projection;
-  b.tensors.push_back({"v", own_kv * rows * (r.v_views_qkv || model_views ? nh + 2 * g : g) * hd * kBf16});
-  b.tensors.push_back({"o", rows * nh * hd * kBf16});  // attention output, saved by Wo
+  const double v_saved_width = r.v_views_qkv || model_views ? (nh + g) * hd + g * vd : g * vd;
+  b.tensors.push_back({"v", own_kv * rows * v_saved_width * kBf16});
+  b.tensors.push_back({"o", rows * nh * vd * kBf16});  // attention output, saved by Wo
   // q and k norms, and Gemma 4's weightless norm on the values
   if (m.qk_norm != QkNorm::none) add_qk_norm(b, r, rows, nh + own_kv * (g + (m.value_norm ? g : 0)), hd);
   // partial rotary: the rotated share
@@ -426,13 +427,13 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
                            r.s > double(m.sliding_window_tokens);
   if (r.gqa_expand_kv || (window_mask && g < nh)) {  // keys and values repeated to every query head
     b.tensors.push_back({"k_expanded", rows * nh * hd * kBf16});
-    b.tensors.push_back({"v_expanded", rows * nh * hd * kBf16});
-    b.ops.push_back(
-        ops::streaming("expand_kv", 2 * rows * (g + nh) * hd * kBf16, 2 * rows * (g + nh) * hd * kBf16, {}));
+    b.tensors.push_back({"v_expanded", rows * nh * vd * kBf16});
+    const double expand_bytes = rows * (g + nh) * (hd + vd) * kBf16;
+    b.ops.push_back(ops::streaming("expand_kv", expand_bytes, expand_bytes, {}));
     k = "k_expanded", v = "v_expanded";
   }
-  // QK^T and PV: 2 b s^2 heads d each, half of it under the causal mask
-  const double fwd = 4 * rows * r.s * nh * hd * (r.causal && !window_mask ? 0.5 : 1.0);
+  // QK^T and PV: 2 b s^2 heads d each (PV's d the value width), half of it under the causal mask
+  const double fwd = 2 * rows * r.s * nh * (hd + vd) * (r.causal && !window_mask ? 0.5 : 1.0);
   if (r.flash_attention) {
     b.tensors.push_back({"lse", r.b * nh * r.s * kFp32});  // softmax statistics
     b.ops.push_back(ops::attention("flash_attention", fwd, r.s, hd, {"q", k, v, "o", "lse"}));
@@ -454,7 +455,7 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     // twice (2 + 2 + 6 + 4 + 4 + 4)
     const double scores = r.b * nh * r.s * r.s;
     op.materialized_scores = true;
-    op.gemm_flops_each = 4 * rows * r.s * nh * hd;
+    op.gemm_flops_each = 2 * rows * r.s * nh * (hd + vd);
     op.fwd_bytes = 12 * scores;
     op.bwd_bytes = 22 * scores;
     // the softmax's backward holds three fp32 score-sized gradient buffers beside the saved fp32
@@ -478,14 +479,14 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     // rotary on q and k sliced out of the fused output writes them heads-major, so the sdpa output
     // is too: reshaping it back for Wo copies it, and Wo saves the copy beside the kernel's o
     // (Phi-3, GPT-NeoX: reports/hf/steps-fused-h100.jsonl)
-    const double bytes = rows * nh * hd * kBf16;
+    const double bytes = rows * nh * vd * kBf16;
     b.tensors.push_back({"o_contiguous", bytes});
     b.ops.push_back(ops::streaming("o_copy", 2 * bytes, 2 * bytes, {}));
     if (parts::saves_input(r, r.lora.o)) b.kept_outside = {"o_contiguous"};
   }
   if (m.attention_output_gate) {
     // o * sigmoid(gate): the product saves o and the sigmoid; Wo then reads the product, not o
-    const double bytes = rows * nh * hd * kBf16;
+    const double bytes = rows * nh * vd * kBf16;
     b.tensors.push_back({"gate_sigmoid", bytes});
     b.tensors.push_back({"o_gated", bytes});
     b.ops.push_back(ops::streaming("output_gate", 4 * bytes, 6 * bytes, {"gate_sigmoid", "o"}));
@@ -522,7 +523,7 @@ Block attention_out_glue(const RankShape& r, const ModelSpec& m, bool windowed) 
   const double h = double(m.hidden_size);
   const double width = m.attention() == AttentionKind::mla
                            ? double(m.num_attention_heads / r.tp) * double(m.v_head_dim)
-                           : double(m.num_attention_heads / r.tp) * double(m.attention_shape_of(windowed).head_dim);
+                           : double(m.num_attention_heads / r.tp) * double(m.attention_shape_of(windowed).value_head_dim);
   // Wo reads o, which the attention block accounts for (as Table 1 does)
   OpDef wo = parts::linear(b, r, "wo", r.tokens(), width, h, "o", {&LoraTargets::o});
   wo.saves.clear();

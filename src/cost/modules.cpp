@@ -21,8 +21,8 @@ std::vector<ModuleDef> exact_modules(const ModelSpec& m, const RankShape& rank) 
   const RankShape r = with_model(rank, m);
   std::vector<ModuleDef> out;
   const bool mla = m.attention() == AttentionKind::mla;
-  const int64_t hd = gqa_head_dim(m);
-  const int64_t proj = mla ? 0 : (m.num_attention_heads + 2 * m.num_key_value_heads) * hd;
+  const AttentionShape a = m.attention_shape_of(true);  // q, k and v widths of the (windowed) layers
+  const int64_t proj = mla ? 0 : a.heads * a.head_dim + a.kv_heads * (a.head_dim + a.value_head_dim);
   if (!mla) out.push_back({"rmsnorm_linear", {rmsnorm_linear_block(r, m.hidden_size, proj, "rmsnorm_linear")}, {true}});
   if (m.has_dense_mlp_layer(m.num_hidden_layers)) out.push_back({"mlp", {dense_mlp_block(r, m)}, {true}});
   if (m.is_moe()) {

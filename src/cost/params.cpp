@@ -25,12 +25,13 @@ double attention_params(const ModelSpec& m, int64_t layer_index, double tp) {
   const double norm = norm_params(m, h);
   if (m.attention() == AttentionKind::gqa) {
     const AttentionShape a = m.attention_shape(layer_index);
-    const double hd = double(a.head_dim), g = double(a.kv_heads);
+    const double hd = double(a.head_dim), vd = double(a.value_head_dim), g = double(a.kv_heads);
     // Gemma 4's keys as values: no v_proj; its KV-shared layers: neither k_proj nor v_proj
-    const double kv_projections = a.shares_kv ? 0 : a.values_from_keys ? 1 : 2;
-    double qkv = h * (nh + kv_projections * g) * hd + (m.qkv_bias ? (nh + kv_projections * g) * hd : 0);
+    const double k_width = a.shares_kv ? 0 : g * hd, v_width = a.shares_kv || a.values_from_keys ? 0 : g * vd;
+    const double qkv_width = nh * hd + k_width + v_width;
+    double qkv = h * qkv_width + (m.qkv_bias ? qkv_width : 0);
     if (m.attention_output_gate) qkv += h * nh * hd;         // q_proj makes the output gate too
-    const double o = nh * hd * h / tp + (m.o_bias ? h : 0);  // the bias after the reduction, replicated
+    const double o = nh * vd * h / tp + (m.o_bias ? h : 0);  // the bias after the reduction, replicated
     // q, k, v and o projections, split over tp; q/k norms; the input norm
     return qkv / tp + o + qk_norm_params(m, a, tp) + norm;
   }

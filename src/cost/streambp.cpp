@@ -205,7 +205,8 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
   if (t.lora_rank <= 0) return 0;
   const double r = double(t.lora_rank), h = double(m.hidden_size), tpd = double(tp);
   const AttentionShape a = m.attention_shape(layer);
-  const double q = double(a.heads * a.head_dim), kv = double(a.kv_heads * a.head_dim);
+  const double q = double(a.heads * a.head_dim), k = double(a.kv_heads * a.head_dim);
+  const double v = double(a.kv_heads * a.value_head_dim), o = double(a.heads * a.value_head_dim);
   const LoraTargets& l = t.lora_targets;
   // A: in x r, B: r x out; the output side is split over tp
   const bool own_k = !a.shares_kv, own_v = own_k && !a.values_from_keys;
@@ -214,9 +215,9 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
   // convolution mixer has no q/k/v/o projections), and in OLMo Hybrid's Gated DeltaNet, which names
   // its projections so: q and k of the key width, v and o of the value width
   if (m.layer_has_attention(layer)) {
-    p += (l.q ? r * (h + q / tpd) : 0) + (l.k && own_k ? r * (h + kv / tpd) : 0) +
-         (l.v && own_v ? r * (h + kv / tpd) : 0);
-    if (l.o) p += r * (q / tpd + h);
+    p += (l.q ? r * (h + q / tpd) : 0) + (l.k && own_k ? r * (h + k / tpd) : 0) +
+         (l.v && own_v ? r * (h + v / tpd) : 0);
+    if (l.o) p += r * (o / tpd + h);
   } else if (m.mixer(layer) == Mixer::gated_deltanet && m.linear_attention_own_projections) {
     const double kd = double(m.linear_num_key_heads * m.linear_key_head_dim);
     const double vd = double(m.linear_num_value_heads * m.linear_value_head_dim);

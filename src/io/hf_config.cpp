@@ -357,6 +357,7 @@ std::vector<bool> windowed_layers(HfJsonReader& r, const std::string& type, cons
   // config classes that fill layer_types themselves: Mellum's every layer full, CWM's and Granite
   // SWA's first of every 4 full, AFMoE's every global_attn_every_n_layers-th
   if (type == "mellum") return std::vector<bool>(size_t(std::max<int64_t>(n, 0)), false);
+  if (type == "mimo_v2_flash") return mimo_v2_flash_windowed_layers(r, n);
   if (type == "cwm" || type == "granite_swa" || type == "granitemoe_swa") {
     for (int64_t i = 0; i < n; ++i) out.push_back(i % 4 != 0);
     return out;
@@ -387,6 +388,8 @@ void read_windowed_attention(HfJsonReader& r, ModelSpec& m, const std::string& t
   int64_t window = 0, chunk = 0, context = 0;
   bool used = true;
   r.integer("sliding_window", window, false);
+  if (type == "mimo_v2_flash" && !r.has("sliding_window"))
+    r.integer("sliding_window_size", window, false);  // its Hub config's spelling
   r.boolean("use_sliding_window", used);
   r.integer("attention_chunk_size", chunk, false);
   std::vector<Problem> ignored;  // max_position_embeddings only bounds the note

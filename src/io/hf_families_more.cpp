@@ -326,4 +326,97 @@ void cohere2_moe_layer(HfJsonReader& r, ModelSpec& m) {
   if (!m.dense_mlp_layers.empty()) r.integer("prefix_dense_intermediate_size", m.intermediate_size, false);
 }
 
+namespace {
+
+// MiMo-V2-Flash's Hub config (its remote code) lists the MoE layers as moe_layer_freq, 1 for MoE
+// and 0 for dense, where transformers writes mlp_layer_types.
+void read_moe_layer_list(HfJsonReader& r, ModelSpec& m) {
+  std::vector<int64_t> flags;
+  r.integer_list("moe_layer_freq", flags);
+  if (int64_t(flags.size()) != m.num_hidden_layers)
+    return r.fail("moe_layer_freq", r.object[r.spelled("moe_layer_freq")].dump(),
+                  "must hold one 0 (dense) or 1 (MoE) per layer (num_hidden_layers = " +
+                      std::to_string(m.num_hidden_layers) + ")");
+  m.moe_layer_rule = MoeLayerRule::every_step;
+  m.moe_layer_freq = 1;
+  m.dense_mlp_layers.clear();
+  for (size_t i = 0; i < flags.size() && int64_t(i) < limits::kLayers; ++i) {
+    if (flags[i] != 0 && flags[i] != 1)
+      return r.fail("moe_layer_freq", std::to_string(flags[i]), "must hold only 0 (dense) and 1 (MoE)");
+    if (flags[i] == 0) m.dense_mlp_layers.push_back(int64_t(i));
+  }
+}
+
+// A key of the sliding-window layers (the Hub config's swa_ spelling) that must equal the model's.
+void require_same_in_windowed_layers(HfJsonReader& r, const char* key, int64_t model_value, const char* what) {
+  int64_t value = model_value;
+  r.integer(key, value, false);
+  if (value != model_value)
+    r.fail(key, std::to_string(value),
+           std::string("is not a model remat can build: sliding-window layers with their own ") + what + " (" +
+               std::to_string(model_value) + " in the full-attention layers); remat builds one per model");
+}
+
+}  // namespace
+
+// MiMo-V2-Flash (transformers' modeling_mimo_v2_flash.py): q and k heads of head_dim, value heads
+// of v_head_dim (128) in every layer; its sliding-window layers have twice num_key_value_heads (the
+// Hub config's swa_num_key_value_heads) and a learned sink per head (not counted: heads numbers a
+// layer); values scaled by attention_value_scale (no parameter). DeepSeek-V3's router, its input
+// cast to fp32, over n_routed_experts without shared experts (MiMoV2FlashMoE builds none); dense
+// layers by mlp_layer_types or the Hub's moe_layer_freq list, else the first layer alone.
+void mimo_v2_flash_layer(HfJsonReader& r, ModelSpec& m) {
+  r.boolean("attention_bias", m.qkv_bias);  // o_proj has none
+  m.rotary_fraction = 0.334;
+  r.number("partial_rotary_factor", m.rotary_fraction);
+  const int64_t full_kv_heads = m.num_key_value_heads, full_head_dim = m.head_dim;
+  int64_t windowed_kv_heads = 2 * full_kv_heads, windowed_head_dim = full_head_dim;
+  r.integer("swa_num_key_value_heads", windowed_kv_heads, false);
+  r.integer("swa_head_dim", windowed_head_dim, false);
+  require_same_in_windowed_layers(r, "swa_num_attention_heads", m.num_attention_heads, "number of query heads");
+  int64_t value_dim = 128;
+  r.integer("v_head_dim", value_dim, false);
+  require_same_in_windowed_layers(r, "swa_v_head_dim", value_dim, "value head width");
+  m.num_key_value_heads = windowed_kv_heads;
+  if (windowed_kv_heads != full_kv_heads) m.full_attention_kv_heads = full_kv_heads;
+  m.head_dim = windowed_head_dim;
+  if (windowed_head_dim != full_head_dim) m.full_attention_head_dim = full_head_dim;
+  if (value_dim != windowed_head_dim || value_dim != full_head_dim) m.value_head_dim = value_dim;
+
+  integer_or_default(r, m, "n_routed_experts", m.n_routed_experts, 256);
+  require_experts(r, m, "n_routed_experts");
+  integer_or_default(r, m, "moe_intermediate_size", m.moe_intermediate_size, 2048);
+  integer_or_default(r, m, "num_experts_per_tok", m.num_experts_per_tok, 8);
+  int64_t shared = 0;
+  r.integer("n_shared_experts", shared, false);
+  if (shared > 0)
+    r.fail("n_shared_experts", std::to_string(shared),
+           "is not a model remat can build as transformers does: MiMoV2FlashMoE builds no shared experts");
+  m.router_fp32_input = true;
+  if (!r.has("mlp_layer_types") && r.has("moe_layer_freq")) return read_moe_layer_list(r, m);
+  read_mlp_layer_types(r, m, 1);
+}
+
+// Where layer_types is absent: the Hub config's hybrid_layer_pattern (1 for a sliding-window layer),
+// else MiMoV2FlashConfig's own: layer 0 and every 6th full, the others sliding.
+std::vector<bool> mimo_v2_flash_windowed_layers(HfJsonReader& r, int64_t layers) {
+  std::vector<bool> out;
+  if (r.has("hybrid_layer_pattern")) {
+    std::vector<int64_t> pattern;
+    r.integer_list("hybrid_layer_pattern", pattern);
+    if (int64_t(pattern.size()) != layers)
+      r.fail("hybrid_layer_pattern", r.object[r.spelled("hybrid_layer_pattern")].dump(),
+             "must hold one 0 (full attention) or 1 (sliding window) per layer (num_hidden_layers = " +
+                 std::to_string(layers) + ")");
+    for (int64_t flag : pattern) {
+      if (flag != 0 && flag != 1)
+        r.fail("hybrid_layer_pattern", std::to_string(flag), "must hold only 0 (full attention) and 1 (sliding window)");
+      out.push_back(flag == 1);
+    }
+    return out;
+  }
+  for (int64_t i = 0; i < layers; ++i) out.push_back(i != 0 && (i + 1) % 6 != 0);
+  return out;
+}
+
 }  // namespace remat

@@ -44,6 +44,7 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
     {"GlmMoeDsaForCausalLM", "glm_moe_dsa"},
     {"DeepseekForCausalLM", "deepseek"},
     {"MiMoForCausalLM", "mimo"},
+    {"MiMoV2FlashForCausalLM", "mimo_v2_flash"},
     {"GemmaForCausalLM", "gemma"},
     {"Gemma2ForCausalLM", "gemma2"},
     {"Gemma4ForCausalLM", "gemma4_text"},
@@ -119,9 +120,6 @@ const std::pair<const char*, const char*> kRefused[] = {
     {"laguna",
      "a softplus output gate per attention head and attention head counts per layer "
      "(num_attention_heads_per_layer); remat builds one attention shape per model"},
-    {"mimo_v2_flash",
-     "sliding-window layers with twice the key/value heads of the full-attention layers, and value heads "
-     "narrower than query and key heads (v_head_dim); remat builds one attention shape per model"},
     {"longcat_flash",
      "shortcut-connected MoE layers (two attention and two MLP blocks per layer beside one MoE block) with "
      "zero-computation experts; remat builds one attention and one feed-forward per layer"},

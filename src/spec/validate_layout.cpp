@@ -136,9 +136,15 @@ std::vector<Problem> validate_training(const TrainingSpec& t, const ModelSpec& m
   if (!f.problems.empty()) return f.problems;
 
   f.divides("--tp", t.tp, "num_attention_heads", m.num_attention_heads);
-  if (m.attention() == AttentionKind::gqa) f.divides("--tp", t.tp, "num_key_value_heads", m.num_key_value_heads);
-  if (m.attention() == AttentionKind::gqa && m.full_attention_kv_heads > 0)
-    f.divides("--tp", t.tp, "num_global_key_value_heads", m.full_attention_kv_heads);
+  // where the full-attention layers have their own key/value heads (Gemma 4's
+  // num_global_key_value_heads, MiMo-V2-Flash's num_key_value_heads beside its windowed layers' twice
+  // as many), each count by what it is: the config keys differ between the families
+  const bool two_kinds = m.full_attention_kv_heads > 0;
+  if (m.attention() == AttentionKind::gqa)
+    f.divides("--tp", t.tp, two_kinds ? "the sliding-window layers' key/value heads" : "num_key_value_heads",
+              m.num_key_value_heads);
+  if (m.attention() == AttentionKind::gqa && two_kinds)
+    f.divides("--tp", t.tp, "the full-attention layers' key/value heads", m.full_attention_kv_heads);
   const int64_t layers = effective_layers(m, t);
   if (t.pp > layers) f.fail("--pp", str(t.pp), "must not exceed the number of layers = " + str(layers));
   if (m.is_moe()) {

@@ -43,7 +43,8 @@ constexpr int kParallelHybridKinds = 27;
 struct AttentionShape {
   int64_t heads = 0, kv_heads = 0, head_dim = 0;
   bool values_from_keys = false;
-  bool shares_kv = false;  // keys and values are an earlier layer's: no k/v projections or norms
+  bool shares_kv = false;     // keys and values are an earlier layer's: no k/v projections or norms
+  int64_t value_head_dim = 0;  // each value head's width: head_dim, or narrower (MiMo-V2-Flash)
 };
 
 // Which layers use the MoE feed-forward.
@@ -186,6 +187,9 @@ struct ModelSpec {
   // as every other layer.
   int64_t full_attention_head_dim = 0, full_attention_kv_heads = 0;
   bool full_attention_values_from_keys = false;
+  // MiMo-V2-Flash: value heads narrower than its query and key heads (v_head_dim without latent
+  // attention); v_proj, the attention output and o_proj are heads x this wide. 0: head_dim.
+  int64_t value_head_dim = 0;
   // Gemma 4's router: a learned scale of the hidden width before its projection and one per expert after
   bool router_scales = false;
   bool value_norm = false;
@@ -279,16 +283,20 @@ struct ModelSpec {
   AttentionShape attention_shape_of(bool windowed) const {
     AttentionShape a{num_attention_heads, num_key_value_heads,
                      head_dim > 0 ? head_dim : hidden_size / std::max<int64_t>(num_attention_heads, 1)};
-    if (windowed) return a;
-    if (full_attention_head_dim > 0) a.head_dim = full_attention_head_dim;
-    if (full_attention_kv_heads > 0) a.kv_heads = full_attention_kv_heads;
-    a.values_from_keys = full_attention_values_from_keys;
+    if (!windowed) {
+      if (full_attention_head_dim > 0) a.head_dim = full_attention_head_dim;
+      if (full_attention_kv_heads > 0) a.kv_heads = full_attention_kv_heads;
+      a.values_from_keys = full_attention_values_from_keys;
+    }
+    a.value_head_dim = value_head_dim > 0 ? value_head_dim : a.head_dim;
     return a;
   }
   // Whether some attention layers differ from the others in shape (Gemma 4's full-attention layers).
   bool has_full_attention_shape() const {
     return full_attention_head_dim > 0 || full_attention_kv_heads > 0 || full_attention_values_from_keys;
   }
+  // Whether the GQA value heads are narrower than the query and key heads (MiMo-V2-Flash).
+  bool has_narrow_values() const { return attention() == AttentionKind::gqa && value_head_dim > 0; }
   Mixer mixer(int64_t index) const {
     return index >= 0 && index < int64_t(layer_mixers.size()) ? layer_mixers[size_t(index)] : Mixer::attention;
   }
