@@ -169,5 +169,29 @@ TEST(HfFamiliesMore, MiMoV2FlashNarrowValuesAndWindowedKeyValueHeads) {
             "m.json: moe_layer_freq: must hold one 0 (dense) or 1 (MoE) per layer (num_hidden_layers = 3) (got [0,1])");
 }
 
+// Laguna: q/k norms of head_dim, a g_proj gate per head (gating true) or per output element (false),
+// one shared MLP beside the experts, the first layer dense. Hand count: per layer q and o 64 x 64, k
+// and v 64 x 32, q/k norms 2 x 16, two norms 128; g_proj 64 x 4 per head (64 x 64 per element); layer
+// 0's MLP 3 x 64 x 128; layer 1's router 4 x 64, shared MLP 3 x 64 x 32, 4 experts of 3 x 64 x 32
+// (the router's score-correction bias, 4 numbers it does not train, left out); embeddings and head
+// 2 x 100 x 64, final norm 64.
+TEST(HfFamiliesMore, LagunaGatePerHeadAndSharedMlp) {
+  const std::string base = R"({"model_type": "laguna", "num_hidden_layers": 2, )" + kSmall +
+                           R"("num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                              "shared_expert_intermediate_size": 32, )";
+  const double attention = 2 * 64 * 64 + 2 * 64 * 32 + 2 * 16 + 128;
+  const double layers = 2 * attention + 3 * 64 * 128 + 4 * 64 + 3 * 64 * 32 + 4 * 3 * 64 * 32;
+  const ModelSpec per_head = parse_hf_config(base + R"("gating": true, "num_attention_heads_per_layer": [4, 4]})", "l.json");
+  EXPECT_TRUE(per_head.attention_head_gate);
+  EXPECT_EQ(moe_layers(per_head), (std::vector<int64_t>{1}));
+  EXPECT_DOUBLE_EQ(model_params(per_head, 2), layers + 2 * 64 * 4 + 2 * 100 * 64 + 64);
+  const ModelSpec per_element = parse_hf_config(base + R"("gating": false})", "l.json");
+  EXPECT_TRUE(per_element.attention_output_gate);
+  EXPECT_DOUBLE_EQ(model_params(per_element, 2), layers + 2 * 64 * 64 + 2 * 100 * 64 + 64);
+  EXPECT_EQ(rejection(base + R"("num_attention_heads_per_layer": [4, 8]})", "l.json"),
+            "l.json: num_attention_heads_per_layer: is not a model remat can build: a different value per layer; "
+            "remat builds one layer shape (got [4,8])");
+}
+
 }  // namespace
 }  // namespace remat

@@ -387,7 +387,8 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
   const double nh = double(shape.heads / r.tp), g = double(shape.kv_heads / r.tp);
   const double rows = r.tokens();
   parts::add_input_norm(b, r, h, true, 3);
-  const double gate = m.attention_output_gate ? nh * hd : 0;  // Qwen3-Next: q_proj also makes the gate
+  // Qwen3-Next's q_proj also makes the gate; Laguna's g_proj makes one per head (counted with them)
+  const double gate = m.attention_output_gate ? nh * hd : m.attention_head_gate ? nh : 0;
   // Gemma 4's keys as values: no v_proj; its KV-shared layers project queries only, their keys and
   // values are an earlier layer's, already alive (saved by it and held for every sharing layer)
   const double k_width = shares_kv ? 0 : g * hd, v_width = shares_kv || shape.values_from_keys ? 0 : g * vd;
@@ -491,6 +492,19 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     b.tensors.push_back({"o_gated", bytes});
     b.ops.push_back(ops::streaming("output_gate", 4 * bytes, 6 * bytes, {"gate_sigmoid", "o"}));
     b.kept_outside = {"o_gated"};
+  }
+  if (m.attention_head_gate) {
+    // Laguna: o * softplus(g_proj(x).float()) per head (modeling_laguna.py, LagunaAttention.forward):
+    // the softplus saves its fp32 input, the product saves o and the bf16 gate, and Wo reads the product
+    const double bytes = rows * nh * vd * kBf16, gates = rows * nh;
+    b.tensors.push_back({"head_gate_fp32", gates * kFp32});
+    b.tensors.push_back({"head_gate", gates * kBf16});
+    b.tensors.push_back({"o_gated", bytes});
+    const double gate_bytes = gates * (kBf16 + 2 * kFp32 + kBf16);  // cast up, softplus, cast down
+    b.ops.push_back(ops::streaming("head_gate", 2 * bytes + gate_bytes, 4 * bytes + 2 * gate_bytes,
+                                   {"head_gate_fp32", "head_gate", "o"}));
+    b.kept_outside.clear();
+    if (parts::saves_input(r, r.lora.o)) b.kept_outside = {"o_gated"};
   }
   // Megatron's `core_attn` checkpoint: the attention core (GQA's key/value
   // repeat included); its inputs q, k, v and its output o stay

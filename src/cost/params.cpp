@@ -31,6 +31,7 @@ double attention_params(const ModelSpec& m, int64_t layer_index, double tp) {
     const double qkv_width = nh * hd + k_width + v_width;
     double qkv = h * qkv_width + (m.qkv_bias ? qkv_width : 0);
     if (m.attention_output_gate) qkv += h * nh * hd;         // q_proj makes the output gate too
+    if (m.attention_head_gate) qkv += h * nh;                // g_proj: one gate per head
     const double o = nh * vd * h / tp + (m.o_bias ? h : 0);  // the bias after the reduction, replicated
     // q, k, v and o projections, split over tp; q/k norms; the input norm
     return qkv / tp + o + qk_norm_params(m, a, tp) + norm;

@@ -605,6 +605,7 @@ constexpr HfDefaults kHunyuanMoeDefaults{290943, 4096, 11008, 32, 32, 0, 0, 1e-5
 constexpr HfDefaults kGemma4Defaults{262144, 2304, 9216, 30, 8, 4, 256, 1e-6};
 constexpr HfDefaults kCohere2MoeDefaults{256000, 8192, 22528, 40, 64, 0, 128};
 constexpr HfDefaults kMiMoV2FlashDefaults{152576, 4096, 16384, 48, 64, 4, 192, 1e-5};
+constexpr HfDefaults kLagunaDefaults{100352, 2048, 8192, 40, 48, 8, 128};
 
 const std::array kFamilies = {
     HfFamily{"llama", false, kDense, false, nullptr, llama_layer, kLlamaDefaults},
@@ -709,6 +710,7 @@ const std::array kFamilies = {
     HfFamily{"hunyuan_v1_moe", false, HfExperts::own, false, nullptr, hunyuan_moe_layer, kHunyuanMoeDefaults},
     HfFamily{"cohere2_moe", true, HfExperts::own, false, nullptr, cohere2_moe_layer, kCohere2MoeDefaults},
     HfFamily{"mimo_v2_flash", false, HfExperts::own, false, nullptr, mimo_v2_flash_layer, kMiMoV2FlashDefaults},
+    HfFamily{"laguna", false, HfExperts::own, false, nullptr, laguna_layer, kLagunaDefaults},
     HfFamily{
         "qwen3_next", false, HfExperts::qwen, false, nullptr, qwen3_next_layer, {}, false, HfHybrid::gated_deltanet},
     HfFamily{"qwen3_5_text", false, kDense, false, nullptr, qwen3_next_layer, {}, false, HfHybrid::gated_deltanet},

@@ -419,4 +419,32 @@ std::vector<bool> mimo_v2_flash_windowed_layers(HfJsonReader& r, int64_t layers)
   return out;
 }
 
+// Laguna (transformers' modeling_laguna.py): LLaMA's layer with attention_bias on q, k, v and o, q/k
+// norms of head_dim and a softplus gate on the attention output from its own g_proj (no bias): one
+// per head where gating is true or "per-head", else one per output element; the same head count in
+// every layer (num_attention_heads_per_layer); a sigmoid router (its score-correction bias a
+// parameter) over num_experts, one shared MLP of shared_expert_intermediate_size; dense layers by
+// mlp_layer_types, else the first alone.
+void laguna_layer(HfJsonReader& r, ModelSpec& m) {
+  bool bias = false;
+  r.boolean("attention_bias", bias);
+  m.qkv_bias = m.o_bias = bias;
+  m.qk_norm = QkNorm::shared;
+  m.rotary_fraction = 0.5;  // LagunaConfig's full-attention layers
+  const bool per_head = !r.has("gating") || (r.object[r.spelled("gating")].is_boolean()
+                                                 ? r.object[r.spelled("gating")].get<bool>()
+                                                 : r.text("gating") == "per-head");
+  (per_head ? m.attention_head_gate : m.attention_output_gate) = true;
+  if (r.has("num_attention_heads_per_layer"))
+    per_layer_integer(r, "num_attention_heads_per_layer", m.num_attention_heads, false);
+  integer_or_default(r, m, "num_experts", m.n_routed_experts, 256);
+  require_experts(r, m, "num_experts");
+  integer_or_default(r, m, "moe_intermediate_size", m.moe_intermediate_size, 512);
+  integer_or_default(r, m, "num_experts_per_tok", m.num_experts_per_tok, 8);
+  int64_t shared = 512;
+  r.integer("shared_expert_intermediate_size", shared, false);
+  if (shared > 0) m.set_shared_mlp_width(shared);
+  read_mlp_layer_types(r, m, 1);
+}
+
 }  // namespace remat

@@ -45,6 +45,7 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
     {"DeepseekForCausalLM", "deepseek"},
     {"MiMoForCausalLM", "mimo"},
     {"MiMoV2FlashForCausalLM", "mimo_v2_flash"},
+    {"LagunaForCausalLM", "laguna"},
     {"GemmaForCausalLM", "gemma"},
     {"Gemma2ForCausalLM", "gemma2"},
     {"Gemma4ForCausalLM", "gemma4_text"},
@@ -117,9 +118,6 @@ const std::pair<const char*, const char*> kRefused[] = {
     {"jetmoe",
      "mixture-of-attention-heads (each expert its own query and output projections) beside MoE MLPs with biases "
      "(JetMoE); remat builds dense attention"},
-    {"laguna",
-     "a softplus output gate per attention head and attention head counts per layer "
-     "(num_attention_heads_per_layer); remat builds one attention shape per model"},
     {"longcat_flash",
      "shortcut-connected MoE layers (two attention and two MLP blocks per layer beside one MoE block) with "
      "zero-computation experts; remat builds one attention and one feed-forward per layer"},

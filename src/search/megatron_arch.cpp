@@ -236,7 +236,7 @@ std::vector<std::string> megatron_inexpressible(const ModelSpec& m) {
   if (m.is_hybrid())
     cannot("Mamba-1, Mamba-2, Gated DeltaNet or short-convolution layers (its GPT model has none; Mamba-2 "
            "hybrids run in its MambaModel)");
-  if (m.attention_output_gate) cannot("a gate on the attention output");
+  if (m.attention_output_gate || m.attention_head_gate) cannot("a gate on the attention output");
   if (m.final_logit_softcap > 0) cannot("final logit softcapping");
   if (m.has_full_attention_shape())
     cannot("full-attention layers with their own head dim, key/value heads or keys as values (Gemma 4)");

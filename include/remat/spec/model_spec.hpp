@@ -181,6 +181,7 @@ struct ModelSpec {
   int64_t mamba1_inner = 0, mamba1_dt_rank = 0;
   bool mamba1_inner_norms = false;
   bool attention_output_gate = false;  // Qwen3-Next: q_proj also makes a sigmoid gate on the attention output
+  bool attention_head_gate = false;    // Laguna: g_proj (hidden -> heads) makes a softplus gate per head
 
   // Gemma 4: its full-attention (not windowed) layers have their own head dim and key/value heads
   // (global_head_dim, num_global_key_value_heads), and with attention_k_eq_v no v_proj. 0 / false:
