@@ -333,6 +333,17 @@ TEST(HfProfile, OlmoHybridSteps) { expect_every_step_within("steps-olmo-hybrid-h
 // peak-traces-h200/gptj/), now -1.55%.
 TEST(HfProfile, LayerWeightGradientsUnseen) { expect_every_step_within("steps-wgrad-h200.jsonl", 0.5, 2.0, 11); }
 
+// Attention of other shapes on an H200 (reports/hf/steps-new-attention-h200.jsonl, examples/hf/new_attention/):
+// MiMo-V2-Flash cut to 3 layers (narrow value heads, windowed layers with twice the key/value heads),
+// Laguna cut to 4 (a softplus gate per head) and GPT-OSS-20B cut to 2, each as transformers 5.17 runs it
+// (MiMo and GPT-OSS eager only). Laguna within 0.18% as first predicted; MiMo's and GPT-OSS's eager
+// attention runs its softmax in bf16 (ModelSpec::eager_softmax_bf16): +8.7% .. +47% while remat held fp32
+// probabilities, within 0.35% since; GPT-OSS's clamped GLU experts (ModelSpec::clamped_glu_experts, three
+// more saved widths, allocator trace committed): -2.48% -> +0.10%.
+TEST(HfProfile, NarrowValuesHeadGatesAndSinks) {
+  expect_every_step_within("steps-new-attention-h200.jsonl", 0.1, 0.5, 11);
+}
+
 // The same two hybrids in modes neither was measured in before, run once after both changes above
 // and compared as they came (reports/hf/steps-hybrid-modes-h200.jsonl): 8k tokens, mixed precision,
 // eager attention, two sequences a microbatch, LoRA dropout 0.1: every peak within 2.21%.

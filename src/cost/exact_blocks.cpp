@@ -446,8 +446,12 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
   } else {
     b.tensors.push_back({"probs", r.b * nh * r.s * r.s * kBf16});  // materialized softmax
     std::vector<std::string> saves = {"q", k, v, "probs"};
-    // Transformers' eager path: softmax(dtype=float32), saved, then cast to bf16 for PV
-    if (r.softmax_fp32) b.tensors.push_back({"probs32", r.b * nh * r.s * r.s * kFp32}), saves.push_back("probs32");
+    // Transformers' eager path: softmax(dtype=float32), saved, then cast to bf16 for PV; GPT-OSS's and
+    // MiMo-V2-Flash's softmax in bf16, after the row max, whose backward keeps its int64 indices
+    const bool bf16_softmax = r.layouts_from_model_code && m.eager_softmax_bf16;
+    const bool fp32_softmax = r.softmax_fp32 && !bf16_softmax;
+    if (fp32_softmax) b.tensors.push_back({"probs32", r.b * nh * r.s * r.s * kFp32}), saves.push_back("probs32");
+    if (bf16_softmax) b.tensors.push_back({"row_max_index", r.b * nh * r.s * 8}), saves.push_back("row_max_index");
     OpDef op = ops::attention("attention", fwd, r.s, hd, saves);
     // bytes per score: forward writes QK^T, masks it in place, reads it into the
     // softmax, PV reads the probabilities (2 + 4 + 4 + 2); backward writes and
@@ -462,7 +466,7 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     // the softmax's backward holds three fp32 score-sized gradient buffers beside the saved fp32
     // probabilities; PV's backward has freed the bf16 ones by then (torch's allocator history of an
     // eager step, reports/hf/peak-traces-h100)
-    if (r.softmax_fp32) op.working_bytes = 3 * scores * kFp32 - scores * kBf16;
+    if (fp32_softmax) op.working_bytes = 3 * scores * kFp32 - scores * kBf16;
     // the layer's returned probabilities and the zero gradient autograd materializes for them
     // (torch.utils.checkpoint's CheckpointFunction; peak-traces-h200/gptj/, reentrant)
     if (r.layouts_from_model_code && m.layer_returns_attention_probs) op.reentrant_held_bytes = 2 * scores * kBf16;

@@ -225,6 +225,15 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
   if (m.mlp_kind == MlpKind::gated) {
     b.ops.push_back(ops::gemm("experts_gate_up", rows, h, 2 * f, r.weights_train ? b.inputs : none, local_experts));
     parts::add_swiglu(b, rows, f, "experts_", r.swiglu_fused, r.glu_linear_copy);
+    if (r.layouts_from_model_code && m.clamped_glu_experts) {
+      // GPT-OSS (modeling_gpt_oss.py, _apply_gate): the clamps save gate_up's strided views (gate and
+      // up above), and the clamped gate, the glu and up + 1 are new tensors its products save
+      const double bytes = rows * f * kBf16;
+      for (const char* name : {"experts_gate_clamped", "experts_glu", "experts_up_plus_one"})
+        b.tensors.push_back({name, bytes});
+      b.ops.push_back(ops::streaming("experts_clamps", 6 * bytes, 10 * bytes,
+                                     {"experts_gate_clamped", "experts_glu", "experts_up_plus_one"}));
+    }
   } else {  // Nemotron-H's experts: up, relu^2, down
     b.ops.push_back(ops::gemm("experts_up", rows, h, f, r.weights_train ? b.inputs : none, local_experts));
     parts::add_activation(b, rows, f, "experts_");
@@ -251,6 +260,8 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
                          "experts_down", "experts_out", "experts_probs_out"});
   // `moe_act` discards the experts' activation output and reruns the activation
   b.tag(parts::kMoeTag | parts::kMoeActTag, {"experts_silu", "experts_up_copy", "experts_act", "experts_swiglu",
+                                             "experts_gate_clamped", "experts_glu", "experts_up_plus_one",
+                                             "experts_clamps",
                                              "experts_mul", "experts_weighted", "experts_probs_mul", "experts_act_fn"});
   return b;
 }

@@ -86,8 +86,11 @@ void llama4_layer(HfJsonReader& r, ModelSpec& m) {
   r.boolean("attn_temperature_tuning", m.nope_attention_temperature);
 }
 
-// gpt-oss: attention_bias (default true) on q, k, v and o.
+// gpt-oss: attention_bias (default true) on q, k, v and o; its eager attention's softmax in bf16 with a
+// sink column; its experts' clamped GLU (modeling_gpt_oss.py).
 void gpt_oss_layer(HfJsonReader& r, ModelSpec& m) {
+  m.eager_softmax_bf16 = true;
+  m.clamped_glu_experts = true;
   bool bias = true;
   r.boolean("attention_bias", bias);
   m.qkv_bias = m.o_bias = bias;

@@ -118,6 +118,12 @@ struct ModelSpec {
   // its own eager attention casts q and k to fp32 before QK^T, which saves the fp32 copies
   // (GPT-J, CodeGen, GPT-Neo: `_attn`)
   bool eager_qk_fp32 = false;
+  // its own eager attention subtracts the row max and runs the softmax in bf16, an attention sink
+  // per head as one more column (GPT-OSS, MiMo-V2-Flash: eager_attention_forward): no fp32 probabilities
+  bool eager_softmax_bf16 = false;
+  // its experts' activation clamps gate and up, then gate * sigmoid(alpha * gate) * (up + 1): three
+  // more expert-width tensors saved than a SwiGLU's (GPT-OSS: GptOssExperts._apply_gate)
+  bool clamped_glu_experts = false;
   // its decoder layer returns eager attention's probabilities beside the hidden state (GPT-J's
   // GPTJBlock): a reentrant checkpoint's replay holds them, and autograd hands the checkpoint a
   // zero gradient of their size, through the layer's backward
