@@ -168,6 +168,33 @@ TEST(Cli, EstimateNotesHostBoundMoeLayers) {
   EXPECT_NE(r.out.find("host-bound time follows the host's speed"), std::string::npos) << r.out;
 }
 
+// A model whose transformers class has no sdpa path (MiMo-V2-Flash, GPT-OSS) runs eager under --framework
+// hf, as transformers falls back to it: the default then, with a note; --attention sdpa is refused.
+TEST(Cli, HfRunsEagerOnlyModelsEager) {
+  const std::string model = std::string(REMAT_TEST_DATA) + "/../examples/hf/new_attention/mimo-v2-flash-3l.json";
+  const std::vector<std::string> args = {"estimate", "--model",     model, "--framework", "hf",  "--seq",
+                                         "2048",     "--mbs",       "1",   "--tp",        "1",   "--pp",
+                                         "1",        "--lora-rank", "16",  "--hardware",  "h200"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> all = args;
+    all.insert(all.end(), extra.begin(), extra.end());
+    return all;
+  };
+  const Result refused = run(with({"--attention", "sdpa"}));
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.out.find("error: command line: --attention: is not how hf runs this model"), std::string::npos)
+      << refused.out;
+  const Result noted = run(args);
+  EXPECT_EQ(noted.exit_code, 0) << noted.out;
+  EXPECT_NE(noted.out.find("note: --attention eager: transformers runs this model with eager attention only"),
+            std::string::npos)
+      << noted.out;
+  const auto by_default = nlohmann::json::parse(run(with({"--json", "-"}), true).out);
+  const auto eager = nlohmann::json::parse(run(with({"--attention", "eager", "--json", "-"}), true).out);
+  EXPECT_EQ(by_default["stages"][0]["memory_bytes"]["peak"], eager["stages"][0]["memory_bytes"]["peak"]);
+  EXPECT_GT(by_default["stages"][0]["memory_bytes"]["peak"].get<double>(), 0);
+}
+
 namespace {
 
 // A layout value the user never typed is remat's default (tp 8 pp 4): where the model cannot take

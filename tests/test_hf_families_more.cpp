@@ -139,12 +139,12 @@ TEST(HfFamiliesMore, MiMoV2FlashNarrowValuesAndWindowedKeyValueHeads) {
           R"("sliding_window": 8, "layer_types": ["full_attention", "sliding_attention", "sliding_attention"],
              "mlp_layer_types": ["dense", "sparse", "sparse"]})",
       "m.json");
-  const ModelSpec hub = parse_hf_config(
-      R"({"model_type": "mimo_v2_flash", "architectures": ["MiMoV2FlashForCausalLM"], )" + dims +
-          R"("sliding_window_size": 8, "hybrid_layer_pattern": [0, 1, 1], "moe_layer_freq": [0, 1, 1],
+  const ModelSpec hub =
+      parse_hf_config(R"({"model_type": "mimo_v2_flash", "architectures": ["MiMoV2FlashForCausalLM"], )" + dims +
+                          R"("sliding_window_size": 8, "hybrid_layer_pattern": [0, 1, 1], "moe_layer_freq": [0, 1, 1],
              "swa_num_attention_heads": 4, "swa_num_key_value_heads": 2, "swa_head_dim": 24, "swa_v_head_dim": 16,
              "n_shared_experts": null, "add_swa_attention_sink_bias": true})",
-      "hub.json");
+                      "hub.json");
   for (const ModelSpec* m : {&ported, &hub}) {
     EXPECT_DOUBLE_EQ(model_params(*m, 3), expected);
     EXPECT_EQ(m->windowed_layers, (std::vector<bool>{false, true, true}));
@@ -155,11 +155,11 @@ TEST(HfFamiliesMore, MiMoV2FlashNarrowValuesAndWindowedKeyValueHeads) {
     EXPECT_TRUE(m->router_fp32_input);
   }
   // without either list: MiMoV2FlashConfig's layer 0 and every 6th full, the first layer dense
-  const ModelSpec defaults =
-      parse_hf_config(R"({"model_type": "mimo_v2_flash", "sliding_window": 8, )" +
-                          std::string(dims).replace(dims.find("\"num_hidden_layers\": 3"), 22, "\"num_hidden_layers\": 7") +
-                          R"("attention_bias": false})",
-                      "d.json");
+  const ModelSpec defaults = parse_hf_config(
+      R"({"model_type": "mimo_v2_flash", "sliding_window": 8, )" +
+          std::string(dims).replace(dims.find("\"num_hidden_layers\": 3"), 22, "\"num_hidden_layers\": 7") +
+          R"("attention_bias": false})",
+      "d.json");
   EXPECT_EQ(defaults.windowed_layers, (std::vector<bool>{false, true, true, true, true, false, true}));
   EXPECT_EQ(moe_layers(defaults), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(rejection(R"({"model_type": "mimo_v2_flash", )" + dims + R"("swa_v_head_dim": 24})", "m.json"),
@@ -181,7 +181,8 @@ TEST(HfFamiliesMore, LagunaGatePerHeadAndSharedMlp) {
                               "shared_expert_intermediate_size": 32, )";
   const double attention = 2 * 64 * 64 + 2 * 64 * 32 + 2 * 16 + 128;
   const double layers = 2 * attention + 3 * 64 * 128 + 4 * 64 + 3 * 64 * 32 + 4 * 3 * 64 * 32;
-  const ModelSpec per_head = parse_hf_config(base + R"("gating": true, "num_attention_heads_per_layer": [4, 4]})", "l.json");
+  const ModelSpec per_head =
+      parse_hf_config(base + R"("gating": true, "num_attention_heads_per_layer": [4, 4]})", "l.json");
   EXPECT_TRUE(per_head.attention_head_gate);
   EXPECT_EQ(moe_layers(per_head), (std::vector<int64_t>{1}));
   EXPECT_DOUBLE_EQ(model_params(per_head, 2), layers + 2 * 64 * 4 + 2 * 100 * 64 + 64);

@@ -304,6 +304,23 @@ void fit_untyped_layout(const CommonOptions& o, const ModelSpec& m, TrainingSpec
   }
 }
 
+// A stack that runs the model's own attention code runs a model without an sdpa path eager, as
+// transformers falls back to it; asking it for sdpa raises there, so it is refused here.
+CommonOptions eager_where_only_eager(const CommonOptions& o, const ModelSpec& m, std::vector<std::string>& notes) {
+  const FrameworkProfile* profile = find_framework(o.framework);
+  if (!profile || !profile->runs_model_attention_code || !m.eager_attention_only) return o;
+  if (o.attention == "sdpa")
+    throw InputError({{"command line", "--attention", o.attention,
+                       "is not how " + std::string(profile->name) +
+                           " runs this model: its transformers class has no sdpa path (_supports_sdpa is False); "
+                           "give --attention eager"}});
+  CommonOptions eager = o;
+  eager.attention = "eager";
+  if (o.attention.empty() && !o.no_flash)
+    notes.push_back("--attention eager: transformers runs this model with eager attention only");
+  return eager;
+}
+
 }  // namespace
 
 Inputs load_inputs(const CommonOptions& o, const std::string& command) {
@@ -328,7 +345,7 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
             "is below the model's first_k_dense_replace = " + std::to_string(in.model.first_k_dense_replace)}});
   }
   refuse_unused_flags(o);
-  in.training = training_from(o);
+  in.training = training_from(eager_where_only_eager(o, in.model, in.notes));
   if (!o.megatron_split.empty()) {
     if (!o.layers_per_stage.empty())
       throw InputError({{"command line", "--layers-per-stage", o.layers_per_stage,

@@ -539,9 +539,9 @@ Block attention_out_glue(const RankShape& r, const ModelSpec& m, bool windowed) 
   Block b;
   b.name = "attn.out";
   const double h = double(m.hidden_size);
-  const double width = m.attention() == AttentionKind::mla
-                           ? double(m.num_attention_heads / r.tp) * double(m.v_head_dim)
-                           : double(m.num_attention_heads / r.tp) * double(m.attention_shape_of(windowed).value_head_dim);
+  const double width = m.attention() == AttentionKind::mla ? double(m.num_attention_heads / r.tp) * double(m.v_head_dim)
+                                                           : double(m.num_attention_heads / r.tp) *
+                                                                 double(m.attention_shape_of(windowed).value_head_dim);
   // Wo reads o, which the attention block accounts for (as Table 1 does)
   OpDef wo = parts::linear(b, r, "wo", r.tokens(), width, h, "o", {&LoraTargets::o});
   wo.saves.clear();

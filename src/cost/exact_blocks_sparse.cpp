@@ -259,10 +259,10 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
   b.tag(parts::kMoeTag, {"x_permuted", "experts_gate_up", "experts_gate", "experts_up", "experts_pre_act",
                          "experts_down", "experts_out", "experts_probs_out"});
   // `moe_act` discards the experts' activation output and reruns the activation
-  b.tag(parts::kMoeTag | parts::kMoeActTag, {"experts_silu", "experts_up_copy", "experts_act", "experts_swiglu",
-                                             "experts_gate_clamped", "experts_glu", "experts_up_plus_one",
-                                             "experts_clamps",
-                                             "experts_mul", "experts_weighted", "experts_probs_mul", "experts_act_fn"});
+  b.tag(parts::kMoeTag | parts::kMoeActTag,
+        {"experts_silu", "experts_up_copy", "experts_act", "experts_swiglu", "experts_gate_clamped", "experts_glu",
+         "experts_up_plus_one", "experts_clamps", "experts_mul", "experts_weighted", "experts_probs_mul",
+         "experts_act_fn"});
   return b;
 }
 

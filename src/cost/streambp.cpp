@@ -215,8 +215,8 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
   // convolution mixer has no q/k/v/o projections), and in OLMo Hybrid's Gated DeltaNet, which names
   // its projections so: q and k of the key width, v and o of the value width
   if (m.layer_has_attention(layer)) {
-    p += (l.q ? r * (h + q / tpd) : 0) + (l.k && own_k ? r * (h + k / tpd) : 0) +
-         (l.v && own_v ? r * (h + v / tpd) : 0);
+    p +=
+        (l.q ? r * (h + q / tpd) : 0) + (l.k && own_k ? r * (h + k / tpd) : 0) + (l.v && own_v ? r * (h + v / tpd) : 0);
     if (l.o) p += r * (o / tpd + h);
   } else if (m.mixer(layer) == Mixer::gated_deltanet && m.linear_attention_own_projections) {
     const double kd = double(m.linear_num_key_heads * m.linear_key_head_dim);

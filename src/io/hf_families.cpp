@@ -91,6 +91,7 @@ void llama4_layer(HfJsonReader& r, ModelSpec& m) {
 void gpt_oss_layer(HfJsonReader& r, ModelSpec& m) {
   m.eager_softmax_bf16 = true;
   m.clamped_glu_experts = true;
+  m.eager_attention_only = true;
   bool bias = true;
   r.boolean("attention_bias", bias);
   m.qkv_bias = m.o_bias = bias;

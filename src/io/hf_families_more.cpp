@@ -394,6 +394,7 @@ void mimo_v2_flash_layer(HfJsonReader& r, ModelSpec& m) {
            "is not a model remat can build as transformers does: MiMoV2FlashMoE builds no shared experts");
   m.router_fp32_input = true;
   m.eager_softmax_bf16 = true;
+  m.eager_attention_only = true;
   if (!r.has("mlp_layer_types") && r.has("moe_layer_freq")) return read_moe_layer_list(r, m);
   read_mlp_layer_types(r, m, 1);
 }
@@ -411,7 +412,8 @@ std::vector<bool> mimo_v2_flash_windowed_layers(HfJsonReader& r, int64_t layers)
                  std::to_string(layers) + ")");
     for (int64_t flag : pattern) {
       if (flag != 0 && flag != 1)
-        r.fail("hybrid_layer_pattern", std::to_string(flag), "must hold only 0 (full attention) and 1 (sliding window)");
+        r.fail("hybrid_layer_pattern", std::to_string(flag),
+               "must hold only 0 (full attention) and 1 (sliding window)");
       out.push_back(flag == 1);
     }
     return out;
@@ -432,9 +434,9 @@ void laguna_layer(HfJsonReader& r, ModelSpec& m) {
   m.qkv_bias = m.o_bias = bias;
   m.qk_norm = QkNorm::shared;
   m.rotary_fraction = 0.5;  // LagunaConfig's full-attention layers
-  const bool per_head = !r.has("gating") || (r.object[r.spelled("gating")].is_boolean()
-                                                 ? r.object[r.spelled("gating")].get<bool>()
-                                                 : r.text("gating") == "per-head");
+  const bool per_head =
+      !r.has("gating") || (r.object[r.spelled("gating")].is_boolean() ? r.object[r.spelled("gating")].get<bool>()
+                                                                      : r.text("gating") == "per-head");
   (per_head ? m.attention_head_gate : m.attention_output_gate) = true;
   if (r.has("num_attention_heads_per_layer"))
     per_layer_integer(r, "num_attention_heads_per_layer", m.num_attention_heads, false);

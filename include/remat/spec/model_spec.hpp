@@ -43,7 +43,7 @@ constexpr int kParallelHybridKinds = 27;
 struct AttentionShape {
   int64_t heads = 0, kv_heads = 0, head_dim = 0;
   bool values_from_keys = false;
-  bool shares_kv = false;     // keys and values are an earlier layer's: no k/v projections or norms
+  bool shares_kv = false;      // keys and values are an earlier layer's: no k/v projections or norms
   int64_t value_head_dim = 0;  // each value head's width: head_dim, or narrower (MiMo-V2-Flash)
 };
 
@@ -121,6 +121,8 @@ struct ModelSpec {
   // its own eager attention subtracts the row max and runs the softmax in bf16, an attention sink
   // per head as one more column (GPT-OSS, MiMo-V2-Flash: eager_attention_forward): no fp32 probabilities
   bool eager_softmax_bf16 = false;
+  // transformers runs it with eager attention only (_supports_sdpa False: GPT-OSS, MiMo-V2-Flash)
+  bool eager_attention_only = false;
   // its experts' activation clamps gate and up, then gate * sigmoid(alpha * gate) * (up + 1): three
   // more expert-width tensors saved than a SwiGLU's (GPT-OSS: GptOssExperts._apply_gate)
   bool clamped_glu_experts = false;
