@@ -610,6 +610,11 @@ constexpr HfDefaults kGemma4Defaults{262144, 2304, 9216, 30, 8, 4, 256, 1e-6};
 constexpr HfDefaults kCohere2MoeDefaults{256000, 8192, 22528, 40, 64, 0, 128};
 constexpr HfDefaults kMiMoV2FlashDefaults{152576, 4096, 16384, 48, 64, 4, 192, 1e-5};
 constexpr HfDefaults kLagunaDefaults{100352, 2048, 8192, 40, 48, 8, 128};
+// XGLMConfig, CTRLConfig, OpenAIGPTConfig, BioGptConfig
+constexpr HfDefaults kXglmDefaults{256008, 1024, 4096, 24, 16};
+constexpr HfDefaults kCtrlDefaults{246534, 1280, 8192, 48, 16};
+constexpr HfDefaults kOpenAiGptDefaults{40478, 768, 0, 12, 12};
+constexpr HfDefaults kBioGptDefaults{42384, 1024, 4096, 24, 16};
 
 const std::array kFamilies = {
     HfFamily{"llama", false, kDense, false, nullptr, llama_layer, kLlamaDefaults},
@@ -715,6 +720,10 @@ const std::array kFamilies = {
     HfFamily{"cohere2_moe", true, HfExperts::own, false, nullptr, cohere2_moe_layer, kCohere2MoeDefaults},
     HfFamily{"mimo_v2_flash", false, HfExperts::own, false, nullptr, mimo_v2_flash_layer, kMiMoV2FlashDefaults},
     HfFamily{"laguna", false, HfExperts::own, false, nullptr, laguna_layer, kLagunaDefaults},
+    HfFamily{"xglm", true, kDense, false, xglm_spell, xglm_layer, kXglmDefaults},
+    HfFamily{"ctrl", true, kDense, false, ctrl_spell, ctrl_layer, kCtrlDefaults},
+    HfFamily{"openai-gpt", true, kDense, false, openai_gpt_spell, openai_gpt_layer, kOpenAiGptDefaults},
+    HfFamily{"biogpt", true, kDense, false, nullptr, biogpt_layer, kBioGptDefaults},
     HfFamily{
         "qwen3_next", false, HfExperts::qwen, false, nullptr, qwen3_next_layer, {}, false, HfHybrid::gated_deltanet},
     HfFamily{"qwen3_5_text", false, kDense, false, nullptr, qwen3_next_layer, {}, false, HfHybrid::gated_deltanet},

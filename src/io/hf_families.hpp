@@ -112,6 +112,15 @@ void hunyuan_moe_layer(HfJsonReader& r, ModelSpec& m);
 void cohere2_moe_layer(HfJsonReader& r, ModelSpec& m);
 void mimo_v2_flash_layer(HfJsonReader& r, ModelSpec& m);
 void laguna_layer(HfJsonReader& r, ModelSpec& m);
+
+// The first decoder-only families (hf_families_classic.cpp).
+void xglm_spell(HfJsonReader& r, ModelSpec& m);
+void xglm_layer(HfJsonReader& r, ModelSpec& m);
+void ctrl_spell(HfJsonReader& r, ModelSpec& m);
+void ctrl_layer(HfJsonReader& r, ModelSpec& m);
+void openai_gpt_spell(HfJsonReader& r, ModelSpec& m);
+void openai_gpt_layer(HfJsonReader& r, ModelSpec& m);
+void biogpt_layer(HfJsonReader& r, ModelSpec& m);
 std::vector<bool> mimo_v2_flash_windowed_layers(HfJsonReader& r, int64_t layers);
 // DeepSeek sparse attention: DeepSeek-V3.2 and GLM-5 (GLM-MoE-DSA, with its shared-indexer layers).
 void fp32_router_layer(HfJsonReader& r, ModelSpec& m);  // DeepSeek-V2 and V3

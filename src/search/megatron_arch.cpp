@@ -232,7 +232,11 @@ std::vector<std::string> megatron_inexpressible(const ModelSpec& m) {
   if (m.lm_head_bias) cannot("a bias on the output layer");
   if (!m.norm_affine) cannot("norms without weights");
   if (m.embedding_norm) cannot("a norm on the embeddings");
-  if (m.position_embeddings == 0 && m.rotary_fraction <= 0 && !m.is_hybrid()) cannot("ALiBi attention biases");
+  if (m.sinusoidal_positions)
+    cannot("fixed sinusoidal position embeddings");
+  else if (m.position_embeddings == 0 && m.rotary_fraction <= 0 && !m.is_hybrid())
+    cannot("ALiBi attention biases");
+  if (m.post_layer_norm) cannot("LayerNorms after the residual add (post-LN)");
   if (m.is_hybrid())
     cannot("Mamba-1, Mamba-2, Gated DeltaNet or short-convolution layers (its GPT model has none; Mamba-2 "
            "hybrids run in its MambaModel)");

@@ -138,7 +138,9 @@ struct ModelSpec {
   int64_t extra_norms_per_layer = 0;  // sandwich norms after attention and MLP (GLM-4, Gemma 2/3)
   double rotary_fraction = 1.0;       // share of each head's dimensions rotated (partial rotary)
   QkNorm qk_norm = QkNorm::none;
-  int64_t position_embeddings = 0;  // learned absolute positions (GPT-2's wpe rows); 0: rotary or none
+  int64_t position_embeddings = 0;    // learned absolute positions (GPT-2's wpe rows); 0: rotary or none
+  bool sinusoidal_positions = false;  // fixed sinusoids added to the embeddings, no parameters (XGLM, CTRL)
+  bool post_layer_norm = false;       // LayerNorms after each residual add, none at the end (OpenAI GPT)
 
   // Numerics and attention masks: they change no memory, FLOP or time figure, only the
   // Megatron-LM flags that build the same model.

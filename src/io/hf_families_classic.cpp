@@ -1,0 +1,104 @@
+// Layer readers of the first generation of decoder-only models in transformers, each read from its
+// modeling code (transformers 5.17): XGLM, CTRL, OpenAI GPT and BioGPT. LayerNorms with bias, biases
+// on every projection, a two-matrix MLP and a head tied to the embeddings; their positions fixed
+// sinusoids (no parameters) or a learned table.
+#include <string>
+
+#include "hf_families.hpp"
+#include "hf_json_reader.hpp"
+#include "remat/spec/model_spec.hpp"
+
+namespace remat {
+
+namespace {
+
+// Pre-LN layers of LayerNorms with bias, biases on q, k, v, o and both MLP matrices.
+void biased_layer_norm_layer(ModelSpec& m, const char* act) {
+  m.norm_kind = NormKind::layer;
+  m.norm_bias = true;
+  two_matrix_mlp(m, act);
+  m.qkv_bias = m.o_bias = m.mlp_bias = true;
+  m.rotary_fraction = 0;
+}
+
+// Dropout on each block's output before the residual add (the training mode transformers runs).
+void read_residual_dropout(HfJsonReader& r, ModelSpec& m, const char* key, double fallback) {
+  m.residual_dropout = fallback;
+  r.number(key, m.residual_dropout);
+  if (!(m.residual_dropout >= 0 && m.residual_dropout < 1))
+    r.fail(key, std::to_string(m.residual_dropout), "must be a probability in [0, 1)");
+}
+
+}  // namespace
+
+// XGLM: d_model, num_layers, attention_heads, ffn_dim.
+void xglm_spell(HfJsonReader& r, ModelSpec& m) {
+  r.integer("d_model", m.hidden_size, false);
+  r.integer("num_layers", m.num_hidden_layers, false);
+  r.integer("attention_heads", m.num_attention_heads, false);
+  r.integer("ffn_dim", m.intermediate_size, false);
+}
+
+// XGLM (modeling_xglm.py): sinusoidal positions, scaled embeddings, pre-LN, fc1 / fc2 with
+// activation_function (gelu), dropout on both blocks' outputs, a final LayerNorm.
+void xglm_layer(HfJsonReader& r, ModelSpec& m) {
+  biased_layer_norm_layer(m, "gelu");
+  read_activation(r, m, "activation_function");
+  m.sinusoidal_positions = true;
+  read_residual_dropout(r, m, "dropout", 0.1);
+}
+
+// CTRL: n_embd, n_layer, n_head, dff.
+void ctrl_spell(HfJsonReader& r, ModelSpec& m) {
+  r.integer("n_embd", m.hidden_size, false);
+  r.integer("n_layer", m.num_hidden_layers, false);
+  r.integer("n_head", m.num_attention_heads, false);
+  r.integer("dff", m.intermediate_size, false);
+}
+
+// CTRL (modeling_ctrl.py): sinusoidal positions, pre-LN, a ReLU MLP, resid_pdrop on both blocks'
+// outputs, a final LayerNorm, and a bias on the tied head.
+void ctrl_layer(HfJsonReader& r, ModelSpec& m) {
+  biased_layer_norm_layer(m, "relu");
+  m.sinusoidal_positions = true;
+  m.lm_head_bias = true;
+  read_residual_dropout(r, m, "resid_pdrop", 0.1);
+}
+
+// OpenAI GPT: n_embd, n_layer, n_head; the MLP 4 x n_embd wide.
+void openai_gpt_spell(HfJsonReader& r, ModelSpec& m) {
+  r.integer("n_embd", m.hidden_size, false);
+  r.integer("n_layer", m.num_hidden_layers, false);
+  r.integer("n_head", m.num_attention_heads, false);
+}
+
+// OpenAI GPT (modeling_openai.py): learned positions (n_positions), Conv1D projections with
+// biases, afn (gelu), and its LayerNorms after each residual add with no final one (post-LN).
+void openai_gpt_layer(HfJsonReader& r, ModelSpec& m) {
+  if (m.intermediate_size == 0) m.intermediate_size = 4 * m.hidden_size;
+  biased_layer_norm_layer(m, "gelu");
+  read_activation(r, m, "afn");
+  m.position_embeddings = 512;
+  r.integer("n_positions", m.position_embeddings, false);
+  m.post_layer_norm = true;
+  read_residual_dropout(r, m, "resid_pdrop", 0.1);
+  m.notes.push_back(
+      "its LayerNorms follow each residual add (post-LN) and it has no final one: costed as a pre-LN "
+      "layer's norms, the same parameters less the final norm's and one hidden-size activation more per "
+      "block");
+}
+
+// BioGPT (modeling_biogpt.py): learned positions (max_position_embeddings + 2, the table's offset),
+// scaled embeddings, pre-LN, fc1 / fc2 with hidden_act (gelu), hidden_dropout_prob on both blocks'
+// outputs, a final LayerNorm, the head (output_projection) tied.
+void biogpt_layer(HfJsonReader& r, ModelSpec& m) {
+  if (m.intermediate_size == 0) m.intermediate_size = 4096;
+  biased_layer_norm_layer(m, "gelu");
+  read_activation(r, m, "hidden_act");
+  m.position_embeddings = 1024;
+  r.integer("max_position_embeddings", m.position_embeddings, false);
+  m.position_embeddings += 2;  // BioGptLearnedPositionalEmbedding's offset
+  read_residual_dropout(r, m, "hidden_dropout_prob", 0.1);
+}
+
+}  // namespace remat

@@ -1,0 +1,70 @@
+// The first decoder-only families (src/io/hf_families_classic.cpp): XGLM, CTRL, OpenAI GPT, BioGPT.
+// tests/data/hf_transformers_defaults.jsonl holds each config class's defaults against the count
+// transformers builds; these are small configs counted by hand from the modeling code, and the
+// constructs Megatron-LM has no flag for.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "remat/cost/params.hpp"
+#include "remat/search/megatron_flags.hpp"
+#include "remat/spec/pipeline_split.hpp"
+#include "test_helpers.hpp"
+
+namespace remat {
+namespace {
+
+std::vector<std::string> megatron_notes(const ModelSpec& m) {
+  const TrainingSpec t = test::layout(1, 1, 1, 1, 1, 4096);
+  return megatron_args(m, t, megatron_split(m, t), MegatronRecompute{}, true).notes;
+}
+
+bool names(const std::vector<std::string>& lines, const std::string& what) {
+  for (const auto& line : lines)
+    if (line.find(what) != std::string::npos) return true;
+  return false;
+}
+
+// One pre-LN layer of width 64, MLP 256, biases everywhere: q, k, v, o (4 x (64 x 64 + 64)),
+// fc1 (64 x 256 + 256), fc2 (256 x 64 + 64), two LayerNorms (2 x 128).
+constexpr double kLayer = 4 * (64 * 64 + 64) + (64 * 256 + 256) + (256 * 64 + 64) + 2 * 128;
+
+// XGLM: sinusoidal positions (no parameters), a final LayerNorm (128), the head tied to the
+// 100 x 64 embeddings; CTRL the same with a bias on the head (100).
+TEST(HfFamiliesClassic, SinusoidalPositionsAndTiedHeads) {
+  const ModelSpec xglm = parse_hf_config(R"({"model_type": "xglm", "d_model": 64, "num_layers": 2,
+      "attention_heads": 4, "ffn_dim": 256, "vocab_size": 100, "dropout": 0.2})",
+                                         "x.json");
+  EXPECT_DOUBLE_EQ(model_params(xglm, 2), 2 * kLayer + 128 + 100 * 64);
+  EXPECT_TRUE(xglm.sinusoidal_positions);
+  EXPECT_DOUBLE_EQ(xglm.residual_dropout, 0.2);
+  const ModelSpec ctrl = parse_hf_config(R"({"model_type": "ctrl", "n_embd": 64, "n_layer": 2, "n_head": 4,
+      "dff": 256, "vocab_size": 100})",
+                                         "c.json");
+  EXPECT_DOUBLE_EQ(model_params(ctrl, 2), 2 * kLayer + 128 + 100 * 64 + 100);
+  EXPECT_EQ(ctrl.hidden_act, "relu");
+  EXPECT_TRUE(names(megatron_notes(ctrl), "fixed sinusoidal position embeddings"));
+}
+
+// OpenAI GPT: 4 x n_embd MLP, learned positions (n_positions rows), post-LN said in a note; BioGPT:
+// max_position_embeddings + 2 rows (its table's offset).
+TEST(HfFamiliesClassic, LearnedPositionsAndPostLayerNorm) {
+  const ModelSpec gpt = parse_hf_config(R"({"model_type": "openai-gpt", "n_embd": 64, "n_layer": 2, "n_head": 4,
+      "n_positions": 32, "vocab_size": 100})",
+                                        "g.json");
+  EXPECT_EQ(gpt.intermediate_size, 256);
+  EXPECT_EQ(gpt.position_embeddings, 32);
+  EXPECT_TRUE(gpt.post_layer_norm);
+  EXPECT_TRUE(names(gpt.notes, "post-LN"));
+  EXPECT_TRUE(names(megatron_notes(gpt), "post-LN"));
+  // remat counts a final norm (128) the model lacks: 0.1% of this toy, 1.3e-5 of OpenAI GPT
+  EXPECT_DOUBLE_EQ(model_params(gpt, 2), 2 * kLayer + 128 + 100 * 64 + 32 * 64);
+  const ModelSpec bio = parse_hf_config(R"({"model_type": "biogpt", "hidden_size": 64, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "intermediate_size": 256, "max_position_embeddings": 30, "vocab_size": 100})",
+                                        "b.json");
+  EXPECT_EQ(bio.position_embeddings, 32);
+  EXPECT_DOUBLE_EQ(model_params(bio, 2), 2 * kLayer + 128 + 100 * 64 + 32 * 64);
+}
+
+}  // namespace
+}  // namespace remat
