@@ -1,10 +1,12 @@
 // Attention layers that differ from LLaMA's in shape (issue 24): value heads narrower than the query
-// and key heads (MiMo-V2-Flash), and a softplus gate per head on the attention output (Laguna).
+// and key heads (MiMo-V2-Flash), a softplus gate per head on the attention output (Laguna), and norms
+// inside the attention and the MLP (BitNet's sub-norms).
 // Their saved bytes and FLOPs, derived by hand from the models' transformers code.
 #include <gtest/gtest.h>
 
 #include "remat/cost/block.hpp"
 #include "remat/cost/exact_blocks.hpp"
+#include "remat/cost/params.hpp"
 #include "remat/spec/model_spec.hpp"
 #include "remat/spec/plan.hpp"
 
@@ -69,6 +71,25 @@ TEST(AttentionShapes, SoftplusGatePerHead) {
   // o_gated (Wo's input) stays beside the block's input under recompute
   const double x = s * 64 * 2;
   EXPECT_DOUBLE_EQ(block_cost(gated, BlockMode::standard, false).kept_bytes, x + s * 4 * 24 * 2);
+}
+
+// BitNet: an RMSNorm on o before Wo and on the MLP's activation before down. Under the model's own
+// code (hf's fp32 upcast, bf16 weights that train) each saves its input's fp32 copy, 1/rms and the
+// normed product, and the GEMM after it saves its bf16 output. Parameters: one norm weight each.
+TEST(AttentionShapes, BitNetSubNorms) {
+  ModelSpec m = small_gqa();
+  const double s = 128;
+  RankShape r = flash_rank(s);
+  r.norm_fp32_upcast = true;
+  r.weights_train = true;
+  const Block plain_attention = gqa_block(r, m), plain_mlp = dense_mlp_block(r, m);
+  m.sub_norms = true;
+  const Block attention = gqa_block(r, m), mlp = dense_mlp_block(r, m);
+  const double o = s * 4 * 24, act = s * 128;  // elements
+  EXPECT_DOUBLE_EQ(saved_bytes(attention) - saved_bytes(plain_attention), o * (4 + 2 + 2) + s * 4);
+  EXPECT_DOUBLE_EQ(saved_bytes(mlp) - saved_bytes(plain_mlp), act * (4 + 2 + 2) + s * 4 - act * 2);
+  EXPECT_DOUBLE_EQ(block_cost(attention, BlockMode::standard, false).kept_bytes, s * 64 * 2 + o * 2);
+  EXPECT_DOUBLE_EQ(layer_params(m, 0, 1, 1).total() - layer_params(small_gqa(), 0, 1, 1).total(), 4 * 24 + 128);
 }
 
 }  // namespace

@@ -337,6 +337,38 @@ void share_with_attention(Block& b, bool shared_norm) {
       op.fwd_bytes = op.bwd_bytes = 0;
 }
 
+// BitNet's sub-norms (modeling_bitnet.py): an RMSNorm over `input` (`width` per row) whose output
+// `input`_sub the next GEMM reads in its place. As the block's input norm: the fp32 copy under the
+// model's own code (unless autocast), 1/rms, the normed product where the weight trains.
+void add_sub_norm(Block& b, const RankShape& r, const std::string& input, double width) {
+  const double rows = r.tokens(), elems = rows * width;
+  const std::string p = input + "_sub";
+  std::vector<std::string> saves = {input, p + "_rstd"};
+  b.tensors.push_back({p + "_rstd", rows * kFp32});
+  b.tensors.push_back({p, elems * kBf16});
+  if (!r.norm_fp32_upcast) {
+    b.ops.push_back(ops::rmsnorm(p + "_norm", rows, width, input, p + "_rstd"));
+    return;
+  }
+  if (!r.autocast) b.tensors.push_back({p + "_x32", elems * kFp32}), saves[0] = p + "_x32";
+  if (r.weights_train)
+    b.tensors.push_back({p + "_normed", elems * parts::normed_bytes(r)}), saves.push_back(p + "_normed");
+  b.ops.push_back(parts::upcast_norm_op(p + "_norm", elems, r, saves));
+}
+
+// The MLP's sub-norm between its activation and the down projection, which then reads its output.
+void add_mlp_sub_norm(Block& b, const RankShape& r, double width) {
+  const auto down = std::find_if(b.ops.begin(), b.ops.end(), [](const OpDef& op) { return op.name == "down"; });
+  if (down == b.ops.end()) return;
+  const size_t at = size_t(down - b.ops.begin());
+  Block norm;
+  add_sub_norm(norm, r, "act", width);
+  b.tensors.insert(b.tensors.end(), norm.tensors.begin(), norm.tensors.end());
+  for (std::string& saved : b.ops[at].saves)
+    if (saved == "act") saved = "act_sub";
+  b.ops.insert(b.ops.begin() + std::ptrdiff_t(at), norm.ops.begin(), norm.ops.end());
+}
+
 }  // namespace
 
 Block dense_mlp_block(const RankShape& r, const ModelSpec& m, int64_t width) {
@@ -344,6 +376,7 @@ Block dense_mlp_block(const RankShape& r, const ModelSpec& m, int64_t width) {
   Block b = m.mlp_kind == MlpKind::gated ? mlp_block(r, m.hidden_size, width)
                                          : two_matrix_mlp_block(r, m.hidden_size, width, m.hidden_act);
   if (m.parallel_attn_mlp) share_with_attention(b, m.shared_input_norm);
+  if (m.sub_norms) add_mlp_sub_norm(b, r, double(width) / double(r.tp));
   return b;
 }
 
@@ -509,6 +542,11 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
                                    {"head_gate_fp32", "head_gate", "o"}));
     b.kept_outside.clear();
     if (parts::saves_input(r, r.lora.o)) b.kept_outside = {"o_gated"};
+  }
+  if (m.sub_norms) {  // BitNet's attn_sub_norm: Wo reads the normed output
+    add_sub_norm(b, r, "o", nh * vd);
+    b.kept_outside.clear();
+    if (parts::saves_input(r, r.lora.o)) b.kept_outside = {"o_sub"};
   }
   // Megatron's `core_attn` checkpoint: the attention core (GQA's key/value
   // repeat included); its inputs q, k, v and its output o stay

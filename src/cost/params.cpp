@@ -30,11 +30,12 @@ double attention_params(const ModelSpec& m, int64_t layer_index, double tp) {
     const double k_width = a.shares_kv ? 0 : g * hd, v_width = a.shares_kv || a.values_from_keys ? 0 : g * vd;
     const double qkv_width = nh * hd + k_width + v_width;
     double qkv = h * qkv_width + (m.qkv_bias ? qkv_width : 0);
-    if (m.attention_output_gate) qkv += h * nh * hd;         // q_proj makes the output gate too
-    if (m.attention_head_gate) qkv += h * nh;                // g_proj: one gate per head
-    const double o = nh * vd * h / tp + (m.o_bias ? h : 0);  // the bias after the reduction, replicated
+    if (m.attention_output_gate) qkv += h * nh * hd;                         // q_proj makes the output gate too
+    if (m.attention_head_gate) qkv += h * nh;                                // g_proj: one gate per head
+    const double sub_norm = m.sub_norms ? norm_params(m, nh * vd) / tp : 0;  // BitNet's attn_sub_norm
+    const double o = nh * vd * h / tp + (m.o_bias ? h : 0);                  // the bias after the reduction, replicated
     // q, k, v and o projections, split over tp; q/k norms; the input norm
-    return qkv / tp + o + qk_norm_params(m, a, tp) + norm;
+    return qkv / tp + o + qk_norm_params(m, a, tp) + norm + sub_norm;
   }
   const double d = double(m.qk_nope_head_dim), r = double(m.qk_rope_head_dim), dv = double(m.v_head_dim);
   const double hq = double(m.q_lora_rank), hkv = double(m.kv_lora_rank);
@@ -50,7 +51,8 @@ double mlp_params(const ModelSpec& m, double f, double tp) {
   const double h = double(m.hidden_size);
   const double in_matrices = m.mlp_kind == MlpKind::gated ? 2 : 1;
   const double bias = m.mlp_bias ? in_matrices * f / tp + h : 0;
-  return (in_matrices + 1) * h * f / tp + bias;
+  const double sub_norm = m.sub_norms ? norm_params(m, f) / tp : 0;  // BitNet's ffn_sub_norm
+  return (in_matrices + 1) * h * f / tp + bias + sub_norm;
 }
 
 // Norms of one layer besides the attention's input norm: the MLP's (none when one

@@ -615,6 +615,7 @@ constexpr HfDefaults kXglmDefaults{256008, 1024, 4096, 24, 16};
 constexpr HfDefaults kCtrlDefaults{246534, 1280, 8192, 48, 16};
 constexpr HfDefaults kOpenAiGptDefaults{40478, 768, 0, 12, 12};
 constexpr HfDefaults kBioGptDefaults{42384, 1024, 4096, 24, 16};
+constexpr HfDefaults kBitNetDefaults{128256, 2560, 6912, 30, 20, 5, 0, 1e-5};
 
 const std::array kFamilies = {
     HfFamily{"llama", false, kDense, false, nullptr, llama_layer, kLlamaDefaults},
@@ -724,6 +725,7 @@ const std::array kFamilies = {
     HfFamily{"ctrl", true, kDense, false, ctrl_spell, ctrl_layer, kCtrlDefaults},
     HfFamily{"openai-gpt", true, kDense, false, openai_gpt_spell, openai_gpt_layer, kOpenAiGptDefaults},
     HfFamily{"biogpt", true, kDense, false, nullptr, biogpt_layer, kBioGptDefaults},
+    HfFamily{"bitnet", false, kDense, false, nullptr, bitnet_layer, kBitNetDefaults},
     HfFamily{
         "qwen3_next", false, HfExperts::qwen, false, nullptr, qwen3_next_layer, {}, false, HfHybrid::gated_deltanet},
     HfFamily{"qwen3_5_text", false, kDense, false, nullptr, qwen3_next_layer, {}, false, HfHybrid::gated_deltanet},

@@ -112,6 +112,7 @@ void hunyuan_moe_layer(HfJsonReader& r, ModelSpec& m);
 void cohere2_moe_layer(HfJsonReader& r, ModelSpec& m);
 void mimo_v2_flash_layer(HfJsonReader& r, ModelSpec& m);
 void laguna_layer(HfJsonReader& r, ModelSpec& m);
+void bitnet_layer(HfJsonReader& r, ModelSpec& m);
 
 // The first decoder-only families (hf_families_classic.cpp).
 void xglm_spell(HfJsonReader& r, ModelSpec& m);

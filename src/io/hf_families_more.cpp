@@ -450,4 +450,13 @@ void laguna_layer(HfJsonReader& r, ModelSpec& m) {
   read_mlp_layer_types(r, m, 1);
 }
 
+// BitNet (transformers' modeling_bitnet.py): LLaMA's layer with an RMSNorm on the attention output
+// before o_proj and one on the MLP's activation before down_proj (attn_sub_norm, ffn_sub_norm); its
+// MLP gated by hidden_act (relu2). The checkpoints' ternary weights are a quantization_config, costed
+// at --precision as every quantized checkpoint.
+void bitnet_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.sub_norms = true;
+}
+
 }  // namespace remat

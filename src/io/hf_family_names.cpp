@@ -50,6 +50,7 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
     {"CTRLLMHeadModel", "ctrl"},
     {"OpenAIGPTLMHeadModel", "openai-gpt"},
     {"BioGptForCausalLM", "biogpt"},
+    {"BitNetForCausalLM", "bitnet"},
     {"GemmaForCausalLM", "gemma"},
     {"Gemma2ForCausalLM", "gemma2"},
     {"Gemma4ForCausalLM", "gemma4_text"},
@@ -130,9 +131,6 @@ const std::pair<const char*, const char*> kRefused[] = {
     {"axk2",
      "DeepSeek sparse attention (its lightning indexer) and gated RMSNorms; remat has no block for sparse "
      "attention"},
-    {"bitnet",
-     "BitNet's sub-norms inside attention (over its output) and the MLP (of intermediate width, before the down "
-     "projection) with ternary weights; remat has no block for them"},
     {"diffllama",
      "differential attention (two softmax maps per head subtracted with learned lambdas, then a group norm); "
      "remat builds softmax attention"},

@@ -192,6 +192,9 @@ struct ModelSpec {
   bool mamba1_inner_norms = false;
   bool attention_output_gate = false;  // Qwen3-Next: q_proj also makes a sigmoid gate on the attention output
   bool attention_head_gate = false;    // Laguna: g_proj (hidden -> heads) makes a softplus gate per head
+  // BitNet: RMSNorms on the attention output before o_proj (heads x head_dim) and on the MLP's
+  // activation before down_proj (intermediate_size)
+  bool sub_norms = false;
 
   // Gemma 4: its full-attention (not windowed) layers have their own head dim and key/value heads
   // (global_head_dim, num_global_key_value_heads), and with attention_k_eq_v no v_proj. 0 / false:
