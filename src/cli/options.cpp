@@ -165,6 +165,13 @@ std::vector<Strategy> profile_strategies(const TrainingSpec& t, const std::vecto
   if (!profile) return wanted;
   std::vector<Strategy> out;
   for (Strategy s : wanted) {
+    if (t.model_runs_no_checkpointing && s != Strategy::none) {
+      if (!typed) continue;
+      throw InputError({{"command line", flag, to_string(s),
+                         "recomputes layers, and this model's transformers class does not support gradient "
+                         "checkpointing: the " +
+                             std::string(profile->name) + " profile runs it with --strategy none only"}});
+    }
     if (framework_runs(*profile, s)) {
       out.push_back(s);
     } else if (typed) {
@@ -308,7 +315,7 @@ void fit_untyped_layout(const CommonOptions& o, const ModelSpec& m, TrainingSpec
 // transformers falls back to it; asking it for sdpa raises there, so it is refused here.
 CommonOptions eager_where_only_eager(const CommonOptions& o, const ModelSpec& m, std::vector<std::string>& notes) {
   const FrameworkProfile* profile = find_framework(o.framework);
-  if (!profile || !profile->runs_model_attention_code || !m.eager_attention_only) return o;
+  if (!profile || !profile->runs_model_code || !m.eager_attention_only) return o;
   if (o.attention == "sdpa")
     throw InputError({{"command line", "--attention", o.attention,
                        "is not how " + std::string(profile->name) +
@@ -346,6 +353,9 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
   }
   refuse_unused_flags(o);
   in.training = training_from(eager_where_only_eager(o, in.model, in.notes));
+  const FrameworkProfile* profile = find_framework(in.training.framework);
+  in.training.model_runs_no_checkpointing =
+      profile && profile->runs_model_code && in.model.gradient_checkpointing_unsupported;
   if (!o.megatron_split.empty()) {
     if (!o.layers_per_stage.empty())
       throw InputError({{"command line", "--layers-per-stage", o.layers_per_stage,

@@ -484,7 +484,16 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     const bool bf16_softmax = r.layouts_from_model_code && m.eager_softmax_bf16;
     const bool fp32_softmax = r.softmax_fp32 && !bf16_softmax;
     if (fp32_softmax) b.tensors.push_back({"probs32", r.b * nh * r.s * r.s * kFp32}), saves.push_back("probs32");
-    if (bf16_softmax) b.tensors.push_back({"row_max_index", r.b * nh * r.s * 8}), saves.push_back("row_max_index");
+    if (bf16_softmax && m.eager_softmax_subtracts_max)
+      b.tensors.push_back({"row_max_index", r.b * nh * r.s * 8}), saves.push_back("row_max_index");
+    // dropout on the probabilities in training: its bool mask and the dropped copy, which PV saves in
+    // place of the bf16 probabilities (those an fp32 softmax casts; a bf16 softmax saves its own)
+    if (r.layouts_from_model_code && m.attention_dropout > 0) {
+      const double square = r.b * nh * r.s * r.s;
+      b.tensors.push_back({"probs_dropout_mask", square});
+      saves.push_back("probs_dropout_mask");
+      if (!fp32_softmax) b.tensors.push_back({"probs_dropped", square * kBf16}), saves.push_back("probs_dropped");
+    }
     OpDef op = ops::attention("attention", fwd, r.s, hd, saves);
     // bytes per score: forward writes QK^T, masks it in place, reads it into the
     // softmax, PV reads the probabilities (2 + 4 + 4 + 2); backward writes and

@@ -214,7 +214,13 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
   // the attention adapters sit in attention layers only (a Mamba-2, Gated DeltaNet or short
   // convolution mixer has no q/k/v/o projections), and in OLMo Hybrid's Gated DeltaNet, which names
   // its projections so: q and k of the key width, v and o of the value width
-  if (m.layer_has_attention(layer)) {
+  if (m.layer_has_attention(layer) && m.attention() == AttentionKind::mla) {
+    // MLA (transformers' DeepseekV2/V3 attention) names a q_proj only without a query latent, and no
+    // k_proj or v_proj; o_proj reads heads x v_head_dim
+    const double heads = double(m.num_attention_heads);
+    if (l.q && m.q_lora_rank == 0) p += r * (h + heads * double(m.qk_head_dim()) / tpd);
+    if (l.o) p += r * (heads * double(m.v_head_dim) / tpd + h);
+  } else if (m.layer_has_attention(layer)) {
     p +=
         (l.q ? r * (h + q / tpd) : 0) + (l.k && own_k ? r * (h + k / tpd) : 0) + (l.v && own_v ? r * (h + v / tpd) : 0);
     if (l.o) p += r * (o / tpd + h);

@@ -658,6 +658,10 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   m.source = file;
   read_dimensions(r, m, *family);
   if (family->layer) family->layer(r, m);
+  // transformers' eager_attention_forward drops the probabilities by config.attention_dropout in
+  // training; families with their own key read it above
+  if (m.attention_dropout == 0 && r.has("attention_dropout") && r.object[r.spelled("attention_dropout")].is_number())
+    read_probability(r, "attention_dropout", m.attention_dropout);
   refuse_sparse_attention_keys(r, m);
   throw_if(problems);  // a construct the family's reader refuses (Nemotron-H's MoE blocks) before its keys
   if (m.mlp_kind == MlpKind::gated)  // SwiGLU, GeGLU (Gemma's hidden_activation): for the Megatron-LM flags

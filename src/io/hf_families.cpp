@@ -55,6 +55,11 @@ void read_activation(HfJsonReader& r, ModelSpec& m, const char* key) {
   if (!act.empty()) m.hidden_act = act;
 }
 
+void read_probability(HfJsonReader& r, const char* key, double& out) {
+  r.number(key, out);
+  if (!(out >= 0 && out < 1)) r.fail(key, std::to_string(out), "must be a probability in [0, 1)");
+}
+
 void two_matrix_mlp(ModelSpec& m, const char* act) {
   m.mlp_kind = MlpKind::two_matrix;
   m.hidden_act = act;
@@ -89,7 +94,7 @@ void llama4_layer(HfJsonReader& r, ModelSpec& m) {
 // gpt-oss: attention_bias (default true) on q, k, v and o; its eager attention's softmax in bf16 with a
 // sink column; its experts' clamped GLU (modeling_gpt_oss.py).
 void gpt_oss_layer(HfJsonReader& r, ModelSpec& m) {
-  m.eager_softmax_bf16 = true;
+  m.eager_softmax_bf16 = m.eager_softmax_subtracts_max = true;
   m.clamped_glu_experts = true;
   m.eager_attention_only = true;
   bool bias = true;
@@ -172,10 +177,10 @@ void gpt2_layer(HfJsonReader& r, ModelSpec& m) {
   m.position_embeddings = 1024;
   r.integer("n_positions", m.position_embeddings, false);
   m.rotary_fraction = 0;
-  m.residual_dropout = 0.1;  // GPT2Config and GPTBigCodeConfig: resid_pdrop
-  r.number("resid_pdrop", m.residual_dropout);
-  if (!(m.residual_dropout >= 0 && m.residual_dropout < 1))
-    r.fail("resid_pdrop", std::to_string(m.residual_dropout), "must be a probability in [0, 1)");
+  m.residual_dropout = 0.1;  // GPT2Config and GPTBigCodeConfig: resid_pdrop, attn_pdrop
+  read_probability(r, "resid_pdrop", m.residual_dropout);
+  m.attention_dropout = 0.1;
+  read_probability(r, "attn_pdrop", m.attention_dropout);
 }
 
 // GPTBigCode (StarCoder 1, SantaCoder): GPT-2 with one key/value head (multi_query).
@@ -444,6 +449,7 @@ void gpt_neo_layer(HfJsonReader& r, ModelSpec& m) {
   read_activation(r, m, "activation_function");
   m.o_bias = m.mlp_bias = true;
   m.eager_qk_fp32 = true;
+  m.eager_attention_only = true;  // GPTNeoPreTrainedModel has no sdpa path
   m.position_embeddings = 2048;
   r.integer("max_position_embeddings", m.position_embeddings, false);
   m.rotary_fraction = 0;

@@ -69,6 +69,8 @@ struct HfFamily {
 // Layer readers and pieces shared with hf_families_more.cpp (hf_families.cpp).
 void llama_layer(HfJsonReader& r, ModelSpec& m);
 void two_matrix_mlp(ModelSpec& m, const char* act);
+// A dropout probability under `key` (its default `out` when absent), refused outside [0, 1).
+void read_probability(HfJsonReader& r, const char* key, double& out);
 void read_activation(HfJsonReader& r, ModelSpec& m, const char* key);  // where the config names one
 // m.nope_layers emptied where no layer goes without rotary (every layer rotates; hf_families_more.cpp).
 void drop_nope_layers_if_none(ModelSpec& m);

@@ -21,12 +21,14 @@ void biased_layer_norm_layer(ModelSpec& m, const char* act) {
   m.rotary_fraction = 0;
 }
 
-// Dropout on each block's output before the residual add (the training mode transformers runs).
-void read_residual_dropout(HfJsonReader& r, ModelSpec& m, const char* key, double fallback) {
-  m.residual_dropout = fallback;
-  r.number(key, m.residual_dropout);
-  if (!(m.residual_dropout >= 0 && m.residual_dropout < 1))
-    r.fail(key, std::to_string(m.residual_dropout), "must be a probability in [0, 1)");
+// Dropout on each block's output before the residual add and on the attention probabilities (the
+// training mode transformers runs), under the config's keys with its class's defaults.
+void read_dropouts(HfJsonReader& r, ModelSpec& m, const char* residual_key, double residual, const char* attention_key,
+                   double attention) {
+  m.residual_dropout = residual;
+  read_probability(r, residual_key, m.residual_dropout);
+  m.attention_dropout = attention;
+  if (attention_key) read_probability(r, attention_key, m.attention_dropout);
 }
 
 }  // namespace
@@ -45,7 +47,8 @@ void xglm_layer(HfJsonReader& r, ModelSpec& m) {
   biased_layer_norm_layer(m, "gelu");
   read_activation(r, m, "activation_function");
   m.sinusoidal_positions = true;
-  read_residual_dropout(r, m, "dropout", 0.1);
+  m.eager_attention_only = true;  // XGLMPreTrainedModel has no sdpa path
+  read_dropouts(r, m, "dropout", 0.1, "attention_dropout", 0.1);
 }
 
 // CTRL: n_embd, n_layer, n_head, dff.
@@ -62,7 +65,8 @@ void ctrl_layer(HfJsonReader& r, ModelSpec& m) {
   biased_layer_norm_layer(m, "relu");
   m.sinusoidal_positions = true;
   m.lm_head_bias = true;
-  read_residual_dropout(r, m, "resid_pdrop", 0.1);
+  m.gradient_checkpointing_unsupported = true;  // CTRLPreTrainedModel
+  read_dropouts(r, m, "resid_pdrop", 0.1, nullptr, 0);
 }
 
 // OpenAI GPT: n_embd, n_layer, n_head; the MLP 4 x n_embd wide.
@@ -73,15 +77,17 @@ void openai_gpt_spell(HfJsonReader& r, ModelSpec& m) {
 }
 
 // OpenAI GPT (modeling_openai.py): learned positions (n_positions), Conv1D projections with
-// biases, afn (gelu), and its LayerNorms after each residual add with no final one (post-LN).
+// biases, afn ("gelu" is its ACT_FNS's gelu_new), its LayerNorms after each residual add with no
+// final one (post-LN); eager attention only, its softmax in bf16; no gradient checkpointing.
 void openai_gpt_layer(HfJsonReader& r, ModelSpec& m) {
   if (m.intermediate_size == 0) m.intermediate_size = 4 * m.hidden_size;
-  biased_layer_norm_layer(m, "gelu");
-  read_activation(r, m, "afn");
+  biased_layer_norm_layer(m, "gelu_new");
+  if (r.text("afn") == "relu" || r.text("afn") == "silu" || r.text("afn") == "swish") read_activation(r, m, "afn");
+  m.eager_attention_only = m.eager_softmax_bf16 = m.gradient_checkpointing_unsupported = true;
   m.position_embeddings = 512;
   r.integer("n_positions", m.position_embeddings, false);
   m.post_layer_norm = true;
-  read_residual_dropout(r, m, "resid_pdrop", 0.1);
+  read_dropouts(r, m, "resid_pdrop", 0.1, "attn_pdrop", 0.1);
   m.notes.push_back(
       "its LayerNorms follow each residual add (post-LN) and it has no final one: costed as a pre-LN "
       "layer's norms, the same parameters less the final norm's and one hidden-size activation more per "
@@ -98,7 +104,7 @@ void biogpt_layer(HfJsonReader& r, ModelSpec& m) {
   m.position_embeddings = 1024;
   r.integer("max_position_embeddings", m.position_embeddings, false);
   m.position_embeddings += 2;  // BioGptLearnedPositionalEmbedding's offset
-  read_residual_dropout(r, m, "hidden_dropout_prob", 0.1);
+  read_dropouts(r, m, "hidden_dropout_prob", 0.1, "attention_probs_dropout_prob", 0.1);
 }
 
 }  // namespace remat

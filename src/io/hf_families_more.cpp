@@ -393,7 +393,7 @@ void mimo_v2_flash_layer(HfJsonReader& r, ModelSpec& m) {
     r.fail("n_shared_experts", std::to_string(shared),
            "is not a model remat can build as transformers does: MiMoV2FlashMoE builds no shared experts");
   m.router_fp32_input = true;
-  m.eager_softmax_bf16 = true;
+  m.eager_softmax_bf16 = m.eager_softmax_subtracts_max = true;
   m.eager_attention_only = true;
   if (!r.has("mlp_layer_types") && r.has("moe_layer_freq")) return read_moe_layer_list(r, m);
   read_mlp_layer_types(r, m, 1);

@@ -1,5 +1,6 @@
 #include "remat/io/hf_run_log.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <map>
@@ -58,6 +59,21 @@ HfStep step_from(const Line& l) {
   for (const json& t : targets) {
     if (!t.is_string()) l.fail("lora_targets", t.dump(), "must be a module name");
     s.lora_targets.push_back(t.get<std::string>());
+  }
+  // PEFT adapts the target names the model has (BioGPT has q_proj, k_proj and v_proj, not o_proj or
+  // the MLP's): where the harness passed the names as they are (every matched module one of them;
+  // it renames them for some families, LFM2's out_proj and w1-w3), only those that matched count
+  if (l.j.contains("lora_modules_matched") && l.j["lora_modules_matched"].is_array()) {
+    std::vector<std::string> matched;
+    for (const json& t : l.j["lora_modules_matched"])
+      if (t.is_string()) matched.push_back(t.get<std::string>());
+    const auto targeted = [&](const std::string& t) {
+      return std::find(s.lora_targets.begin(), s.lora_targets.end(), t) != s.lora_targets.end();
+    };
+    if (std::all_of(matched.begin(), matched.end(), targeted))
+      std::erase_if(s.lora_targets, [&](const std::string& t) {
+        return std::find(matched.begin(), matched.end(), t) == matched.end();
+      });
   }
   if (l.j.contains("lora_param_dtype") && l.j["lora_param_dtype"].is_string())
     s.lora_adapter_dtype = l.j["lora_param_dtype"].get<std::string>();

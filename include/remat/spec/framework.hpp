@@ -30,9 +30,10 @@ struct FrameworkProfile {
   MixerKernels mixer_kernels = MixerKernels::fused;
   // whether --replay picks the checkpoint's replay (PyTorch's use_reentrant) or the stack fixes it
   bool replay_choosable = true;
-  // whether it runs each model's own attention code, so a model without an sdpa path
-  // (ModelSpec::eager_attention_only) runs eager: the default then, and --attention sdpa refused
-  bool runs_model_attention_code = false;
+  // whether it runs each model's own class: a model without an sdpa path (ModelSpec::
+  // eager_attention_only) runs eager, the default then and --attention sdpa refused; one without
+  // gradient checkpointing (ModelSpec::gradient_checkpointing_unsupported) recomputes nothing
+  bool runs_model_code = false;
   // `t` with every implementation choice and buffer of the stack set; layout,
   // batch, objective and recompute untouched
   TrainingSpec (*apply_training)(TrainingSpec t) = nullptr;

@@ -121,8 +121,14 @@ struct ModelSpec {
   // its own eager attention subtracts the row max and runs the softmax in bf16, an attention sink
   // per head as one more column (GPT-OSS, MiMo-V2-Flash: eager_attention_forward): no fp32 probabilities
   bool eager_softmax_bf16 = false;
+  bool eager_softmax_subtracts_max = false;  // ... after subtracting the row max (GPT-OSS, MiMo-V2-Flash)
   // transformers runs it with eager attention only (_supports_sdpa False: GPT-OSS, MiMo-V2-Flash)
   bool eager_attention_only = false;
+  // its transformers class does not support gradient checkpointing (OpenAI GPT, CTRL)
+  bool gradient_checkpointing_unsupported = false;
+  // dropout on the attention probabilities in training (attn_pdrop, attention_dropout): under eager
+  // attention a bool mask and the dropped copy are saved; sdpa's kernels draw it in place
+  double attention_dropout = 0;
   // its experts' activation clamps gate and up, then gate * sigmoid(alpha * gate) * (up + 1): three
   // more expert-width tensors saved than a SwiGLU's (GPT-OSS: GptOssExperts._apply_gate)
   bool clamped_glu_experts = false;

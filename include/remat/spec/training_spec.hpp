@@ -101,6 +101,8 @@ struct TrainingSpec {
   bool norm_fp32_upcast = false;  // RMSNorm upcasts its input to fp32 and saves that copy, then its
                                   // normalized tensor for the weight's gradient, before the output
   bool softmax_fp32 = false;      // unfused attention: fp32 softmax saved, its bf16 cast saved for PV
+  // the framework runs the model's own class, which has no gradient checkpointing: no recompute
+  bool model_runs_no_checkpointing = false;
   bool rope_rotate_half = false;  // rotary embedding as separate kernels: x*cos + rotate_half(x)*sin
   // GRPO/DPO log-probs as TRL computes them for bf16 logits: a log_softmax per row, its bf16
   // output saved; the reference and old-policy log-probs under no_grad (nothing kept)

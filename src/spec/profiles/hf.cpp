@@ -116,7 +116,7 @@ const FrameworkProfile& framework_profile_hf() {
       .strategies = {Strategy::none, Strategy::full},
       .mixer_kernels = MixerKernels::torch,
       .replay_choosable = true,
-      .runs_model_attention_code = true,
+      .runs_model_code = true,
       .apply_training = hf_training,
       .apply_hardware = hf_hardware,
       .time_gaps = hf_time_gaps,
