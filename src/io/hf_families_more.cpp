@@ -73,6 +73,16 @@ void require_experts(HfJsonReader& r, const ModelSpec& m, const char* key) {
     r.fail(key, std::to_string(m.n_routed_experts), "must be at least 1: a mixture-of-experts family");
 }
 
+// Routed experts under `key`, moe_intermediate_size and num_experts_per_tok, each with its config
+// class's default where the config leaves it out.
+void read_routed_experts(HfJsonReader& r, ModelSpec& m, const char* key, int64_t experts, int64_t width,
+                         int64_t top_k) {
+  integer_or_default(r, m, key, m.n_routed_experts, experts);
+  require_experts(r, m, key);
+  integer_or_default(r, m, "moe_intermediate_size", m.moe_intermediate_size, width);
+  integer_or_default(r, m, "num_experts_per_tok", m.num_experts_per_tok, top_k);
+}
+
 }  // namespace
 
 void shared_mlp_as_experts(HfJsonReader& r, const char* key, int64_t shared, int64_t width,
@@ -383,10 +393,7 @@ void mimo_v2_flash_layer(HfJsonReader& r, ModelSpec& m) {
   if (windowed_head_dim != full_head_dim) m.full_attention_head_dim = full_head_dim;
   if (value_dim != windowed_head_dim || value_dim != full_head_dim) m.value_head_dim = value_dim;
 
-  integer_or_default(r, m, "n_routed_experts", m.n_routed_experts, 256);
-  require_experts(r, m, "n_routed_experts");
-  integer_or_default(r, m, "moe_intermediate_size", m.moe_intermediate_size, 2048);
-  integer_or_default(r, m, "num_experts_per_tok", m.num_experts_per_tok, 8);
+  read_routed_experts(r, m, "n_routed_experts", 256, 2048, 8);
   int64_t shared = 0;
   r.integer("n_shared_experts", shared, false);
   if (shared > 0)
@@ -440,10 +447,7 @@ void laguna_layer(HfJsonReader& r, ModelSpec& m) {
   (per_head ? m.attention_head_gate : m.attention_output_gate) = true;
   if (r.has("num_attention_heads_per_layer"))
     per_layer_integer(r, "num_attention_heads_per_layer", m.num_attention_heads, false);
-  integer_or_default(r, m, "num_experts", m.n_routed_experts, 256);
-  require_experts(r, m, "num_experts");
-  integer_or_default(r, m, "moe_intermediate_size", m.moe_intermediate_size, 512);
-  integer_or_default(r, m, "num_experts_per_tok", m.num_experts_per_tok, 8);
+  read_routed_experts(r, m, "num_experts", 256, 512, 8);
   int64_t shared = 512;
   r.integer("shared_expert_intermediate_size", shared, false);
   if (shared > 0) m.set_shared_mlp_width(shared);
