@@ -195,6 +195,26 @@ TEST(Cli, HfRunsEagerOnlyModelsEager) {
   EXPECT_GT(by_default["stages"][0]["memory_bytes"]["peak"].get<double>(), 0);
 }
 
+// OpenAI GPT's transformers class has no gradient checkpointing: under hf a recompute strategy is
+// refused, and plan searches and prints none (no checkpoint-interval rows).
+TEST(Cli, HfRefusesRecomputeWhereTheModelClassHasNone) {
+  const std::string model = std::string(REMAT_TEST_DATA) + "/../examples/hf/classic/openai-gpt-shape.json";
+  const std::vector<std::string> common = {"--model", model, "--framework", "hf",   "--seq",
+                                           "512",     "--tp",  "1",          "--pp", "1"};
+  std::vector<std::string> estimate = {"estimate", "--strategy", "full"};
+  estimate.insert(estimate.end(), common.begin(), common.end());
+  const Result refused = run(estimate);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.out.find("does not support gradient checkpointing"), std::string::npos) << refused.out;
+  std::vector<std::string> plan = {"plan"};
+  plan.insert(plan.end(), common.begin(), common.end());
+  const Result planned = run(plan, true);
+  EXPECT_EQ(planned.exit_code, 0) << planned.out;
+  EXPECT_NE(planned.out.find("uniform-R      none"), std::string::npos) << planned.out;
+  EXPECT_EQ(planned.out.find("full"), std::string::npos) << planned.out;
+  EXPECT_EQ(planned.out.find("checkpoint every k layers"), std::string::npos) << planned.out;
+}
+
 namespace {
 
 // A layout value the user never typed is remat's default (tp 8 pp 4): where the model cannot take

@@ -188,6 +188,9 @@ SearchOptions search_options(const PlanOptions& o, const HardwareSpec& hw, const
   // per-layer block modes and offloading only where the profile runs them (hf: whole layers only)
   s.per_layer = !o.no_per_layer && profile_runs_block_choices(t);
   s.offload = !o.no_offload && !profile_strategies(t, {Strategy::offload}, false, "").empty();
+  // Chen's checkpoint-interval rows only where the stack runs whole-layer recompute (not a model whose
+  // transformers class has no gradient checkpointing, under hf)
+  s.intervals = !profile_strategies(t, {Strategy::full}, false, "").empty();
   s.budget_bytes = memory_budget_bytes(o.budget_given, o.budget_GiB, hw);
   s.threads = worker_threads(o.threads);
   return s;

@@ -91,8 +91,9 @@ std::string frontier_and_intervals(const PlanSearchResult& res) {
     rows.push_back({std::to_string(r.stage), std::to_string(r.layers), std::to_string(r.chen_k),
                     fmt::format("{:.2f}", r.chen_peak_bytes / kGiB), std::to_string(r.best_k),
                     fmt::format("{:.2f}", r.best_peak_bytes / kGiB)});
-  out += "\ncheckpoint every k layers (full replay of each segment):\n" +
-         render_table({"stage", "layers", "sqrt rule k", "peak GiB", "best k", "peak GiB"}, rows);
+  if (!rows.empty())  // none where the stack runs no whole-layer recompute for this model
+    out += "\ncheckpoint every k layers (full replay of each segment):\n" +
+           render_table({"stage", "layers", "sqrt rule k", "peak GiB", "best k", "peak GiB"}, rows);
   out += fmt::format("\n{} candidates: {} over budget, {} slower than the best\n", res.evaluated, res.over_budget,
                      res.slower);
   return out;
