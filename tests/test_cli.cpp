@@ -199,8 +199,8 @@ TEST(Cli, HfRunsEagerOnlyModelsEager) {
 // refused, and plan searches and prints none (no checkpoint-interval rows).
 TEST(Cli, HfRefusesRecomputeWhereTheModelClassHasNone) {
   const std::string model = std::string(REMAT_TEST_DATA) + "/../examples/hf/classic/openai-gpt-shape.json";
-  const std::vector<std::string> common = {"--model", model, "--framework", "hf",   "--seq",
-                                           "512",     "--tp",  "1",          "--pp", "1"};
+  const std::vector<std::string> common = {"--model", model,  "--framework", "hf",   "--seq",
+                                           "512",     "--tp", "1",           "--pp", "1"};
   std::vector<std::string> estimate = {"estimate", "--strategy", "full"};
   estimate.insert(estimate.end(), common.begin(), common.end());
   const Result refused = run(estimate);
