@@ -194,5 +194,43 @@ TEST(HfFamiliesMore, LagunaGatePerHeadAndSharedMlp) {
             "remat builds one layer shape (got [4,8])");
 }
 
+// Aria's language model: every layer MoE, moe_num_experts SwiGLU experts of intermediate_size,
+// moe_topk per token, one shared SwiGLU MLP moe_num_shared_experts x intermediate_size wide, a
+// router without bias; by its config class's defaults (8, 2, 2) where the keys are absent.
+TEST(HfFamiliesMore, AriaTextSharedMlpBesideExpertsInEveryLayer) {
+  const std::string base = R"({"model_type": "aria_text", "num_hidden_layers": 2, )" + kSmall;
+  const ModelSpec m =
+      parse_hf_config(base + R"("moe_num_experts": 4, "moe_topk": 2, "moe_num_shared_experts": 2})", "a.json");
+  EXPECT_EQ(moe_layers(m), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(m.num_experts_per_tok, 2);
+  const double attention = 2 * 64 * 64 + 2 * 64 * 32, norms = 2 * 64;
+  const double experts = 4 * 3 * 64 * 128, shared = 3 * 64 * 256, router = 64 * 4;
+  EXPECT_DOUBLE_EQ(model_params(m, 2), 2 * (attention + norms + experts + shared + router) + 2 * 100 * 64 + 64);
+  const ModelSpec defaults = parse_hf_config(base + "\"rms_norm_eps\": 1e-6}", "a.json");
+  EXPECT_EQ(defaults.n_routed_experts, 8);
+  EXPECT_EQ(defaults.num_experts_per_tok, 2);
+  EXPECT_EQ(defaults.n_shared_experts, 2);
+}
+
+// Emu3's language model: LLaMA's layer, each block's output dropped by attention_dropout before the
+// residual add as well as the attention probabilities (Emu3TextConfig's default 0.1).
+TEST(HfFamiliesMore, Emu3TextDropsBlockOutputsByAttentionDropout) {
+  const std::string base = R"({"model_type": "emu3_text_model", "num_hidden_layers": 2, )" + kSmall;
+  const ModelSpec m = parse_hf_config(base + R"("attention_dropout": 0.2})", "e.json");
+  EXPECT_DOUBLE_EQ(m.residual_dropout, 0.2);
+  EXPECT_DOUBLE_EQ(m.attention_dropout, 0.2);
+  const double layer = 2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 128 + 2 * 64;
+  EXPECT_DOUBLE_EQ(model_params(m, 2), 2 * layer + 2 * 100 * 64 + 64);
+  const ModelSpec defaults = parse_hf_config(base + "\"rms_norm_eps\": 1e-5}", "e.json");
+  EXPECT_DOUBLE_EQ(defaults.residual_dropout, 0.1);
+  EXPECT_DOUBLE_EQ(defaults.attention_dropout, 0.1);
+  const ModelSpec wrapped = parse_hf_config(
+      R"({"model_type": "emu3", "text_config": {"model_type": "emu3_text_model", "num_hidden_layers": 2, )" + kSmall +
+          R"("attention_dropout": 0.0}, "vq_config": {"model_type": "emu3_vqgan"}})",
+      "w.json");
+  EXPECT_DOUBLE_EQ(wrapped.residual_dropout, 0.0);
+  EXPECT_DOUBLE_EQ(model_params(wrapped, 2), model_params(m, 2));
+}
+
 }  // namespace
 }  // namespace remat

@@ -616,6 +616,8 @@ constexpr HfDefaults kGemma4Defaults{262144, 2304, 9216, 30, 8, 4, 256, 1e-6};
 constexpr HfDefaults kCohere2MoeDefaults{256000, 8192, 22528, 40, 64, 0, 128};
 constexpr HfDefaults kMiMoV2FlashDefaults{152576, 4096, 16384, 48, 64, 4, 192, 1e-5};
 constexpr HfDefaults kLagunaDefaults{100352, 2048, 8192, 40, 48, 8, 128};
+constexpr HfDefaults kAriaTextDefaults{32000, 4096, 4096, 32, 32};
+constexpr HfDefaults kEmu3TextDefaults{184622, 4096, 14336, 32, 32, 8, 0, 1e-5};
 // XGLMConfig, CTRLConfig, OpenAIGPTConfig, BioGptConfig
 constexpr HfDefaults kXglmDefaults{256008, 1024, 4096, 24, 16};
 constexpr HfDefaults kCtrlDefaults{246534, 1280, 8192, 48, 16};
@@ -732,6 +734,8 @@ const std::array kFamilies = {
     HfFamily{"openai-gpt", true, kDense, false, openai_gpt_spell, openai_gpt_layer, kOpenAiGptDefaults},
     HfFamily{"biogpt", true, kDense, false, nullptr, biogpt_layer, kBioGptDefaults},
     HfFamily{"bitnet", false, kDense, false, nullptr, bitnet_layer, kBitNetDefaults},
+    HfFamily{"aria_text", false, HfExperts::own, false, nullptr, aria_text_layer, kAriaTextDefaults},
+    HfFamily{"emu3_text_model", false, kDense, false, nullptr, emu3_text_layer, kEmu3TextDefaults},
     HfFamily{
         "qwen3_next", false, HfExperts::qwen, false, nullptr, qwen3_next_layer, {}, false, HfHybrid::gated_deltanet},
     HfFamily{"qwen3_5_text", false, kDense, false, nullptr, qwen3_next_layer, {}, false, HfHybrid::gated_deltanet},

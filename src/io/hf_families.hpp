@@ -115,6 +115,8 @@ void cohere2_moe_layer(HfJsonReader& r, ModelSpec& m);
 void mimo_v2_flash_layer(HfJsonReader& r, ModelSpec& m);
 void laguna_layer(HfJsonReader& r, ModelSpec& m);
 void bitnet_layer(HfJsonReader& r, ModelSpec& m);
+void aria_text_layer(HfJsonReader& r, ModelSpec& m);
+void emu3_text_layer(HfJsonReader& r, ModelSpec& m);
 
 // The first decoder-only families (hf_families_classic.cpp).
 void xglm_spell(HfJsonReader& r, ModelSpec& m);

@@ -463,4 +463,27 @@ void bitnet_layer(HfJsonReader& r, ModelSpec& m) {
   m.sub_norms = true;
 }
 
+// Aria's language model (transformers' modeling_aria.py, AriaTextMoELayer): LLaMA's attention; in
+// every layer moe_num_experts SwiGLU experts of intermediate_size (fc1 holds the gate and up halves),
+// moe_topk per token by a softmax over the top router logits (no bias), beside one shared SwiGLU MLP
+// of intermediate_size x moe_num_shared_experts.
+void aria_text_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  integer_or_default(r, m, "moe_num_experts", m.n_routed_experts, 8);  // AriaTextConfig's defaults
+  require_experts(r, m, "moe_num_experts");
+  integer_or_default(r, m, "moe_topk", m.num_experts_per_tok, 2);
+  integer_or_default(r, m, "moe_num_shared_experts", m.n_shared_experts, 2);
+  m.moe_intermediate_size = m.intermediate_size;
+}
+
+// Emu3's language model (transformers' modeling_emu3.py): LLaMA's layer whose decoder layer also
+// drops each block's output by attention_dropout (Emu3TextConfig's default 0.1) before the residual
+// add, beside the attention probabilities' dropout.
+void emu3_text_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.attention_dropout = 0.1;
+  read_probability(r, "attention_dropout", m.attention_dropout);
+  m.residual_dropout = m.attention_dropout;
+}
+
 }  // namespace remat
