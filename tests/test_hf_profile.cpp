@@ -354,9 +354,11 @@ TEST(HfProfile, NarrowValuesHeadGatesAndSinks) {
 // its "gelu" is gelu_new, its softmax bf16, and attention dropout (attn_pdrop) saves a mask and the
 // dropped copy under eager (ModelSpec::attention_dropout); -0.19% since. BioGPT's LoRA step adapted
 // q, k and v only (PEFT matched no o_proj or MLP names): +10% before the step until the run's matched
-// modules were read. CTRL +2.9% (at the loss); OpenAI GPT's bytes before the step -2.4% (18 MB, not
-// yet read: its per-layer causal-mask buffers are a candidate).
-TEST(HfProfile, ClassicDecodersAndBitNet) { expect_every_step_within("steps-classic-h200.jsonl", 2.5, 3.0, 7); }
+// modules were read. CTRL +2.9%: its own attention function keeps the softmax in bf16 (its 16 MiB
+// blocks in the trace) and it has no sdpa path; +1.43% since (at the loss, the rest not read). OpenAI
+// GPT's bytes before the step -2.4% (18 MB, not yet read: its per-layer causal-mask buffers are a
+// candidate).
+TEST(HfProfile, ClassicDecodersAndBitNet) { expect_every_step_within("steps-classic-h200.jsonl", 2.5, 1.5, 7); }
 
 // The same two hybrids in modes neither was measured in before, run once after both changes above
 // and compared as they came (reports/hf/steps-hybrid-modes-h200.jsonl): 8k tokens, mixed precision,

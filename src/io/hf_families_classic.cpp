@@ -60,11 +60,13 @@ void ctrl_spell(HfJsonReader& r, ModelSpec& m) {
 }
 
 // CTRL (modeling_ctrl.py): sinusoidal positions, pre-LN, a ReLU MLP, resid_pdrop on both blocks'
-// outputs, a final LayerNorm, and a bias on the tied head.
+// outputs, a final LayerNorm, and a bias on the tied head; its own attention function only (no sdpa
+// path), the softmax in the activations' dtype; no gradient checkpointing.
 void ctrl_layer(HfJsonReader& r, ModelSpec& m) {
   biased_layer_norm_layer(m, "relu");
   m.sinusoidal_positions = true;
   m.lm_head_bias = true;
+  m.eager_attention_only = m.eager_softmax_bf16 = true;
   m.gradient_checkpointing_unsupported = true;  // CTRLPreTrainedModel
   read_dropouts(r, m, "resid_pdrop", 0.1, nullptr, 0);
 }
