@@ -211,6 +211,19 @@ Block moe_dispatch_glue(const RankShape& r, const ModelSpec& m) {
   return b;
 }
 
+namespace {
+
+// One GEMM over every local expert's weights, whose gradient its backward allocates whole (the
+// experts' stacked parameter) where gradients appear in backward (RankShape::weight_grad_bytes).
+OpDef expert_gemm(const RankShape& r, const char* name, double rows, double in, double out,
+                  const std::vector<std::string>& saves, double experts) {
+  OpDef op = ops::gemm(name, rows, in, out, saves, experts);
+  op.weight_grad_bytes = r.weight_grad_bytes * in * out * experts;
+  return op;
+}
+
+}  // namespace
+
 Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
   Block b;
   b.name = "moe.routed";
@@ -223,7 +236,7 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
   b.inputs_saved = r.weights_train;
   b.tensors.push_back({"x_permuted", rows * h * kBf16});
   if (m.mlp_kind == MlpKind::gated) {
-    b.ops.push_back(ops::gemm("experts_gate_up", rows, h, 2 * f, r.weights_train ? b.inputs : none, local_experts));
+    b.ops.push_back(expert_gemm(r, "experts_gate_up", rows, h, 2 * f, r.weights_train ? b.inputs : none, local_experts));
     parts::add_swiglu(b, rows, f, "experts_", r.swiglu_fused, r.glu_linear_copy);
     if (r.layouts_from_model_code && m.clamped_glu_experts) {
       // GPT-OSS (modeling_gpt_oss.py, _apply_gate): the clamps save gate_up's strided views (gate and
@@ -235,7 +248,7 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
                                      {"experts_gate_clamped", "experts_glu", "experts_up_plus_one"}));
     }
   } else {  // Nemotron-H's experts: up, relu^2, down
-    b.ops.push_back(ops::gemm("experts_up", rows, h, f, r.weights_train ? b.inputs : none, local_experts));
+    b.ops.push_back(expert_gemm(r, "experts_up", rows, h, f, r.weights_train ? b.inputs : none, local_experts));
     parts::add_activation(b, rows, f, "experts_");
   }
   std::string down_input = "experts_act";
@@ -248,7 +261,7 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
     down_input = "experts_weighted";
   }
   const std::vector<std::string> down_saves = {down_input};
-  b.ops.push_back(ops::gemm("experts_down", rows, f, h, r.weights_train ? down_saves : none, local_experts));
+  b.ops.push_back(expert_gemm(r, "experts_down", rows, f, h, r.weights_train ? down_saves : none, local_experts));
   if (r.moe_probs_scale_outputs) {
     // transformers' experts (grouped_mm and the per-expert loop alike): the outputs times their
     // routing weights, then summed into place; the multiply saves the outputs for the weights'
