@@ -354,7 +354,7 @@ def run_case(c, versions, write, meta, trace_dir=None, steps=3, diagnostic=True)
     dropout = float(c.get("lora_dropout", 0.0)) if mode == "lora" else 0.0
 
     cfg, model_type, n_file = load_config(c["config"], c.get("layers"))
-    n_layers = cfg.num_hidden_layers
+    n_layers = cfg.get_text_config().num_hidden_layers  # a multimodal config nests it (Emu3)
     # Gemma 4's enable_moe_block: experts beside each layer's dense MLP
     is_moe = model_type in MOE_TYPES or bool(getattr(cfg, "enable_moe_block", False))
     if mode != "lora":
@@ -448,7 +448,7 @@ def run_case(c, versions, write, meta, trace_dir=None, steps=3, diagnostic=True)
     log(f"  built {name}: params={base['params']/1e9:.3f}B trainable={base['trainable_params']/1e6:.1f}M "
         f"attn={base['attn_implementation_actual']} alloc={torch.cuda.memory_allocated()/2**30:.2f}GiB")
 
-    vocab = cfg.vocab_size
+    vocab = cfg.get_text_config().vocab_size
     gen = torch.Generator(device="cuda")
     gen.manual_seed(1234)
     if objective == "grpo":

@@ -509,6 +509,8 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     // probabilities; PV's backward has freed the bf16 ones by then (torch's allocator history of an
     // eager step, reports/hf/peak-traces-h100)
     if (fp32_softmax) op.working_bytes = 3 * scores * kFp32 - scores * kBf16;
+    // dropout on the probabilities: its backward, run before the softmax's, has freed its bool mask
+    if (fp32_softmax && r.layouts_from_model_code && m.attention_dropout > 0) op.working_bytes -= scores;
     // the layer's returned probabilities and the zero gradient autograd materializes for them
     // (torch.utils.checkpoint's CheckpointFunction; peak-traces-h200/gptj/, reentrant)
     if (r.layouts_from_model_code && m.layer_returns_attention_probs) op.reentrant_held_bytes = 2 * scores * kBf16;
