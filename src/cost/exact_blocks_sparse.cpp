@@ -335,6 +335,10 @@ void add_mixer(LayerDef& layer, const ModelSpec& m, const RankShape& r, int64_t 
       add(short_conv_block(r, m), true);
       add(mixer_out_glue(r, m.hidden_size), false);
       return;
+    case Mixer::lightning:
+      add(lightning_block(r, m), true);
+      add(mixer_out_glue(r, m.hidden_size), false);
+      return;
     case Mixer::attention_mamba2:
       add(attention_mamba2_block(r, m), true);
       add(attention_mamba2_glue(r, m), false);

@@ -40,11 +40,11 @@ std::vector<ModuleDef> exact_modules(const ModelSpec& m, const RankShape& rank) 
   } else {
     out.push_back({"gqa", {gqa_block(r, m), attention_out_glue(r, m)}, {true, false}});
   }
-  bool mamba = false, deltanet = false, short_conv = false, mamba1 = false, parallel = false;
+  bool mamba = false, deltanet = false, short_conv = false, mamba1 = false, parallel = false, lightning = false;
   for (int64_t i = 0; i < m.num_hidden_layers; ++i) {
     mamba |= m.mixer(i) == Mixer::mamba2, deltanet |= m.mixer(i) == Mixer::gated_deltanet;
     short_conv |= m.mixer(i) == Mixer::short_conv, mamba1 |= m.mixer(i) == Mixer::mamba1;
-    parallel |= m.mixer(i) == Mixer::attention_mamba2;
+    parallel |= m.mixer(i) == Mixer::attention_mamba2, lightning |= m.mixer(i) == Mixer::lightning;
   }
   if (parallel)
     out.push_back({"attention_mamba2", {attention_mamba2_block(r, m), attention_mamba2_glue(r, m)}, {true, false}});
@@ -54,6 +54,8 @@ std::vector<ModuleDef> exact_modules(const ModelSpec& m, const RankShape& rank) 
   if (short_conv)
     out.push_back({"short_conv", {short_conv_block(r, m), mixer_out_glue(r, m.hidden_size)}, {true, false}});
   if (mamba1) out.push_back({"mamba1", {mamba1_block(r, m), mixer_out_glue(r, m.hidden_size)}, {true, false}});
+  if (lightning)
+    out.push_back({"lightning", {lightning_block(r, m), mixer_out_glue(r, m.hidden_size)}, {true, false}});
   return out;
 }
 

@@ -138,6 +138,15 @@ double mamba1_params(const ModelSpec& m, double tp) {
   return (in_proj + conv + scan + inner * h) / tp + bias * h + norms;
 }
 
+// MiniMax's lightning attention (transformers' MiniMaxLightningAttention): qkv_proj (h x 3 heads x
+// head_dim), output_gate (h x heads x head_dim), out_proj, and the RMSNorm over heads x head_dim, all
+// without bias; split over tp by head.
+double lightning_params(const ModelSpec& m, double tp) {
+  const double h = double(m.hidden_size);
+  const double width = double(m.num_attention_heads) * double(m.attention_shape_of(false).head_dim);
+  return (5 * h * width + width) / tp;
+}
+
 // The mixer's parameters with its input norm.
 double mixer_params(const ModelSpec& m, int64_t layer_index, double tp) {
   const double norm = norm_params(m, double(m.hidden_size));
@@ -152,6 +161,8 @@ double mixer_params(const ModelSpec& m, int64_t layer_index, double tp) {
       return short_conv_params(m, tp) + norm;
     case Mixer::mamba1:
       return mamba1_params(m, tp) + norm;
+    case Mixer::lightning:
+      return lightning_params(m, tp) + norm;
     case Mixer::attention_mamba2:  // one input norm for both (attention_params counts it)
       return attention_params(m, layer_index, tp) + mamba2_params(m, tp);
     case Mixer::none:

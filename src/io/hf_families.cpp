@@ -120,7 +120,9 @@ void set_rotary_fraction(HfJsonReader& r, ModelSpec& m, const char* key, double 
   r.number(key, m.rotary_fraction);
 }
 
-// A rotary_dim in dimensions of each head (GPT-J, MiniMax-M2).
+}  // namespace
+
+// A rotary_dim in dimensions of each head (GPT-J, MiniMax-M2, MiniMax-01).
 void set_rotary_dim(HfJsonReader& r, ModelSpec& m) {
   int64_t rotary_dim = 0;
   r.integer("rotary_dim", rotary_dim, false);
@@ -128,6 +130,8 @@ void set_rotary_dim(HfJsonReader& r, ModelSpec& m) {
       m.head_dim > 0 ? m.head_dim : (m.num_attention_heads > 0 ? m.hidden_size / m.num_attention_heads : 0);
   if (rotary_dim > 0 && hd > 0) m.rotary_fraction = double(rotary_dim) / double(hd);
 }
+
+namespace {
 
 void layer_norm_with_bias(ModelSpec& m) {
   m.norm_kind = NormKind::layer;
@@ -616,6 +620,7 @@ constexpr HfDefaults kGemma4Defaults{262144, 2304, 9216, 30, 8, 4, 256, 1e-6};
 constexpr HfDefaults kCohere2MoeDefaults{256000, 8192, 22528, 40, 64, 0, 128};
 constexpr HfDefaults kMiMoV2FlashDefaults{152576, 4096, 16384, 48, 64, 4, 192, 1e-5};
 constexpr HfDefaults kLagunaDefaults{100352, 2048, 8192, 40, 48, 8, 128};
+constexpr HfDefaults kMiniMaxDefaults{32000, 4096, 14336, 32, 32, 8, 0, 1e-5};
 constexpr HfDefaults kAriaTextDefaults{32000, 4096, 4096, 32, 32};
 constexpr HfDefaults kEmu3TextDefaults{184622, 4096, 14336, 32, 32, 8, 0, 1e-5};
 // XGLMConfig, CTRLConfig, OpenAIGPTConfig, BioGptConfig
@@ -766,6 +771,8 @@ const std::array kFamilies = {
     HfFamily{"falcon_h1", false, kDense, false, nullptr, falcon_h1_layer, kBambaDefaults, false,
              HfHybrid::mamba2_pattern},  // FalconH1Config's defaults are BambaConfig's
     HfFamily{"lfm2", true, kDense, false, nullptr, lfm2_layer, kLfm2Defaults, false, HfHybrid::short_conv},
+    HfFamily{"minimax", false, HfExperts::mixtral, false, nullptr, minimax_layer, kMiniMaxDefaults, false,
+             HfHybrid::lightning},
     HfFamily{"mamba", true, kDense, false, nullptr, mamba_layer, kMambaDefaults, false, HfHybrid::mamba1},
     HfFamily{"falcon_mamba", true, kDense, false, nullptr, mamba_layer, kMambaDefaults, false, HfHybrid::mamba1},
     HfFamily{"jamba", false, HfExperts::own, false, nullptr, jamba_layer, kJambaDefaults, false, HfHybrid::mamba1},

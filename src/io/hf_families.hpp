@@ -49,6 +49,7 @@ enum class HfHybrid {
   mamba2_pattern,
   short_conv,  // layer_types conv / full_attention (LFM2)
   mamba1,      // Mamba-1 alone (Mamba, FalconMamba) or beside attention by period (Jamba)
+  lightning,   // layer_types linear_attention (lightning attention) / full_attention (MiniMax-01)
 };
 
 // Reads what one family spells or builds its own way into the model.
@@ -72,6 +73,7 @@ void two_matrix_mlp(ModelSpec& m, const char* act);
 // A dropout probability under `key` (its default `out` when absent), refused outside [0, 1).
 void read_probability(HfJsonReader& r, const char* key, double& out);
 void read_activation(HfJsonReader& r, ModelSpec& m, const char* key);  // where the config names one
+void set_rotary_dim(HfJsonReader& r, ModelSpec& m);  // a rotary_dim in dimensions of each head
 // m.nope_layers emptied where no layer goes without rotary (every layer rotates; hf_families_more.cpp).
 void drop_nope_layers_if_none(ModelSpec& m);
 // transformers 5's mlp_layer_types ("dense" or "sparse" per layer) sets an MoE model's dense
@@ -89,6 +91,9 @@ void jamba_layer(HfJsonReader& r, ModelSpec& m);
 // LFM2 and LFM2-MoE (hf_families_hybrid.cpp).
 void lfm2_layer(HfJsonReader& r, ModelSpec& m);
 void lfm2_moe_layer(HfJsonReader& r, ModelSpec& m);
+
+// MiniMax-01 (hf_family_minimax.cpp).
+void minimax_layer(HfJsonReader& r, ModelSpec& m);
 
 // A shared MLP `shared` wide (the config's `key`) beside experts `width` wide (`width_name`), counted
 // as that many shared experts, or as one shared expert of its own width where it is no multiple.

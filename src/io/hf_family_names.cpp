@@ -27,6 +27,8 @@ constexpr std::pair<const char*, const char*> kAliases[] = {
     {"qwen3_omni_moe_text", "qwen3_moe"},  // Qwen3-Omni's thinker
     {"paddleocr_vl_text", "ernie4_5"},
     {"glm_ocr_text", "glm4"},
+    {"minimax_text_01", "minimax"},  // MiniMax-Text-01's and MiniMax-M1's remote code
+    {"minimax_m1", "minimax"},
 };
 
 // Architecture classes whose layers are a family's (used when model_type is unknown).
@@ -53,6 +55,9 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
     {"BitNetForCausalLM", "bitnet"},
     {"AriaTextForCausalLM", "aria_text"},
     {"Emu3ForCausalLM", "emu3_text_model"},
+    {"MiniMaxForCausalLM", "minimax"},
+    {"MiniMaxText01ForCausalLM", "minimax"},
+    {"MiniMaxM1ForCausalLM", "minimax"},
     {"GemmaForCausalLM", "gemma"},
     {"Gemma2ForCausalLM", "gemma2"},
     {"Gemma4ForCausalLM", "gemma4_text"},
@@ -105,16 +110,11 @@ const std::pair<const char*, const char*> kRefused[] = {
      "cross-attention layers over the image (text_config.cross_attention_layers); remat builds self-attention "
      "decoders only"},
     {"gemma3n_text", "Gemma 3n's per-layer input embeddings, AltUp and LAuReL blocks; remat has no block for them"},
-    {"minimax",
-     "lightning (linear) attention layers beside softmax attention (MiniMax-01); remat has no block for "
-     "linear-attention layers"},
     {"rwkv", "RWKV's recurrent time-mixing layers, no attention; remat has no block for them"},
     {"rwkv7", "RWKV's recurrent time-mixing layers, no attention; remat has no block for them"},
     {"kimi_linear",
      "Kimi Delta Attention (linear attention) layers beside MLA layers; remat has no block for linear-attention "
      "layers"},
-    {"minimax_m1",
-     "lightning (linear) attention layers beside softmax attention; remat has no block for linear-attention layers"},
     {"hymba",
      "attention heads and Mamba heads side by side in every layer, outputs combined, with learned meta "
      "tokens (Hymba); remat builds one mixer per layer"},

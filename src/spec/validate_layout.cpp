@@ -158,6 +158,11 @@ std::vector<Problem> validate_training(const TrainingSpec& t, const ModelSpec& m
     f.fail("--mixer-kernels", "torch",
            "Mamba-1 layers are priced as mamba_ssm's kernels run them; transformers' plain-PyTorch fallback "
            "(the hf profile's default) is not modelled: give --mixer-kernels fused");
+  if (t.framework == "megatron-local" &&
+      std::find(m.layer_mixers.begin(), m.layer_mixers.end(), Mixer::lightning) != m.layer_mixers.end())
+    f.fail("--framework", "megatron-local",
+           "lightning attention layers (MiniMax) have no Megatron-LM implementation to model: give --framework "
+           "generic or hf");
   if (t.framework == "megatron-local" && m.sparse_attention())
     f.fail("--framework", "megatron-local",
            "DeepSeek sparse attention (index_n_heads) as Megatron-LM runs it (its experimental DSA and indexer "

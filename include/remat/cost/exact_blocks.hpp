@@ -83,6 +83,7 @@ Block attention_mamba2_glue(const RankShape& r, const ModelSpec& m);
 Block gated_deltanet_block(const RankShape& r, const ModelSpec& m);
 Block short_conv_block(const RankShape& r, const ModelSpec& m);  // LFM2's gated short convolution
 Block mamba1_block(const RankShape& r, const ModelSpec& m);      // Mamba-1, mamba_ssm's kernels
+Block lightning_block(const RankShape& r, const ModelSpec& m);   // MiniMax's lightning attention (exact_blocks_lightning.cpp)
 Block mixer_out_glue(const RankShape& r, int64_t hidden);        // reduce, residual
 
 // Ops outside any recompute block (never recomputed at block granularity).

@@ -23,19 +23,22 @@ enum class QkNorm { none, shared, per_head };
 // A layer's token mixer: softmax attention (GQA or MLA), a Mamba-2 (SSD) state-space
 // mixer, a Gated DeltaNet linear-attention mixer, none (Nemotron-H's MLP-only blocks),
 // LFM2's gated short convolution, a Mamba-1 (selective scan) mixer, or attention and a Mamba-2
-// mixer side by side on one normed input, their outputs summed (Falcon-H1's parallel hybrid).
-enum class Mixer : uint8_t { attention, mamba2, gated_deltanet, none, short_conv, mamba1, attention_mamba2 };
+// mixer side by side on one normed input, their outputs summed (Falcon-H1's parallel hybrid), or
+// MiniMax's lightning attention (linear attention by blocks with a per-head decay).
+enum class Mixer : uint8_t { attention, mamba2, gated_deltanet, none, short_conv, mamba1, attention_mamba2, lightning };
 // Layer kinds: mixer x feed-forward (dense, MoE, none); kind 0 is attention + dense, 1 attention + MoE;
 // 12-14: sliding-window attention x feed-forward (a framework may run those layers differently);
 // 15-20: attention reusing an earlier layer's keys and values (Gemma 4's KV-shared layers), full
 // (15-17) and sliding-window (18-20), x feed-forward; 21-23: short convolution x feed-forward;
-// 24-26: Mamba-1 x feed-forward; 27-29: attention beside Mamba-2 x feed-forward.
-constexpr int kLayerKinds = 30;
+// 24-26: Mamba-1 x feed-forward; 27-29: attention beside Mamba-2 x feed-forward; 30-32: lightning
+// attention x feed-forward.
+constexpr int kLayerKinds = 33;
 constexpr int kWindowedAttentionKinds = 12;
 constexpr int kSharedKvAttentionKinds = 15;
 constexpr int kShortConvKinds = 21;
 constexpr int kMamba1Kinds = 24;
 constexpr int kParallelHybridKinds = 27;
+constexpr int kLightningKinds = 30;
 
 // The projections of one attention layer: query heads, key/value heads and head dim, and
 // whether its keys double as its values (Gemma 4's attention_k_eq_v: no v_proj; the values
@@ -187,6 +190,11 @@ struct ModelSpec {
   // OLMo Hybrid's Gated DeltaNet: q_proj, k_proj, v_proj, g_proj, a_proj, b_proj and o_proj on their own
   // (PEFT adapts q, k, v and o there as in attention) instead of Qwen3-Next's fused in_proj_qkvz / ba
   bool linear_attention_own_projections = false;
+  // MiniMax's lightning attention (transformers' MiniMaxLightningAttention): qkv_proj to q, k and v of
+  // num_attention_heads x head_dim each through SiLU, attention within blocks of lightning_block_size
+  // tokens and a key-value state carried between blocks, an RMSNorm over the heads' output, a sigmoid
+  // gate from output_gate, out_proj.
+  int64_t lightning_block_size = 256;
   // LFM2's short convolution: in_proj to B, C and x (3 x hidden), B x through a depthwise causal
   // conv1d of short_conv_kernel taps, C times its output, out_proj; short_conv_bias on all three.
   int64_t short_conv_kernel = 3;
@@ -333,6 +341,7 @@ struct ModelSpec {
     if (mixer(index) == Mixer::short_conv) return kShortConvKinds + ffn;
     if (mixer(index) == Mixer::mamba1) return kMamba1Kinds + ffn;
     if (mixer(index) == Mixer::attention_mamba2) return kParallelHybridKinds + ffn;
+    if (mixer(index) == Mixer::lightning) return kLightningKinds + ffn;
     return 3 * int(mixer(index)) + ffn;
   }
   bool is_hybrid() const { return !layer_mixers.empty(); }

@@ -1,0 +1,71 @@
+// MiniMax-01 (MiniMax-Text-01, MiniMax-M1): lightning attention beside softmax attention, as
+// transformers' modeling_minimax.py builds it and as the checkpoints' remote code spells it.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "hf_families.hpp"
+#include "hf_json_reader.hpp"
+#include "remat/spec/validate.hpp"
+#include "remat/spec/model_spec.hpp"
+
+namespace remat {
+
+namespace {
+
+// Which layers run lightning attention: layer_types (linear_attention / full_attention), else the
+// remote code's attn_type_list (0 lightning, 1 softmax), else MiniMaxConfig's default (layer i full
+// where i is even).
+std::vector<bool> minimax_lightning_layers(HfJsonReader& r, int64_t layers) {
+  std::vector<bool> lightning;
+  const std::vector<std::string> types = r.text_list("layer_types");
+  std::vector<int64_t> flags;
+  r.integer_list("attn_type_list", flags);
+  const char* key = !types.empty() ? "layer_types" : "attn_type_list";
+  const size_t listed = !types.empty() ? types.size() : flags.size();
+  if (listed > 0 && int64_t(listed) != layers) {
+    r.fail(key, std::to_string(listed) + " entries",
+           "must name each of num_hidden_layers = " + std::to_string(layers) + " layers");
+    return lightning;
+  }
+  for (int64_t i = 0; i < layers; ++i) {
+    if (!types.empty()) {
+      const std::string& kind = types[size_t(i)];
+      if (kind != "linear_attention" && kind != "full_attention")
+        r.fail(key, kind, "must hold only linear_attention and full_attention");
+      lightning.push_back(kind == "linear_attention");
+    } else if (!flags.empty()) {
+      if (flags[size_t(i)] != 0 && flags[size_t(i)] != 1) r.fail(key, std::to_string(flags[size_t(i)]), "must hold 0 and 1");
+      lightning.push_back(flags[size_t(i)] == 0);
+    } else {
+      lightning.push_back(i % 2 == 1);
+    }
+  }
+  return lightning;
+}
+
+}  // namespace
+
+// MiniMax-01: Mixtral's experts (num_local_experts of intermediate_size, a softmax router) in every
+// layer; lightning attention of num_attention_heads x head_dim in blocks of block_size tokens where
+// the layer list says so, else GQA softmax attention with rotary_dim of each head rotated. The
+// residual scalings (the alpha and beta factors) cost nothing to keep. A shared expert (the remote
+// code's shared_intermediate_size) is refused: transformers builds none.
+void minimax_layer(HfJsonReader& r, ModelSpec& m) {
+  set_rotary_dim(r, m);
+  r.number("partial_rotary_factor", m.rotary_fraction);
+  r.integer("block_size", m.lightning_block_size, false);
+  if (m.lightning_block_size < 1)
+    r.fail("block_size", std::to_string(m.lightning_block_size), "must be a positive number of tokens");
+  int64_t shared = 0;
+  r.integer("shared_intermediate_size", shared, false);
+  if (shared > 0)
+    r.fail("shared_intermediate_size", std::to_string(shared),
+           "is not a model remat can build: a shared expert beside MiniMax-01's routed ones (transformers builds "
+           "none)");
+  const int64_t layers = std::min(m.num_hidden_layers, limits::kLayers);
+  for (bool lightning : minimax_lightning_layers(r, layers))
+    m.layer_mixers.push_back(lightning ? Mixer::lightning : Mixer::attention);
+}
+
+}  // namespace remat
