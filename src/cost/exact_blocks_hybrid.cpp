@@ -361,6 +361,7 @@ Block attention_mamba2_glue(const RankShape& r, const ModelSpec& m) {
 }
 
 Block gated_deltanet_block(const RankShape& r, const ModelSpec& m) {
+  if (m.kimi_delta_attention) return kimi_delta_block(r, m);
   return r.mixer_kernels == MixerKernels::torch ? gated_deltanet_torch(r, m) : gated_deltanet_fused(r, m);
 }
 

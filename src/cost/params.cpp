@@ -107,7 +107,19 @@ double mamba2_params(const ModelSpec& m, double tp) {
 // Gated DeltaNet (transformers' Qwen3NextGatedDeltaNet): in_proj_qkvz, in_proj_ba (beta and
 // the decay's input per value head), a depthwise conv1d over q, k and v, dt_bias and A_log per
 // value head, the gated RMSNorm of the value head dim, out_proj.
+// Kimi Delta Attention (transformers' KimiLinearDeltaAttention): q, k, v (h x heads x head_dim
+// each), the depthwise conv over them, f_a (h x head_dim) and f_b (head_dim x width) with a bias per
+// channel and A_log per head, b_proj (h x heads), g_a and g_b as f_a and f_b, the norm of one head's
+// width, o_proj; split over tp by head.
+double kimi_delta_params(const ModelSpec& m, double tp) {
+  const double h = double(m.hidden_size), heads = double(m.linear_num_value_heads);
+  const double hd = double(m.linear_value_head_dim), width = heads * hd;
+  const double projections = 3 * h * width + 2 * (h * hd + hd * width) + h * heads + width * h;
+  return (projections + 3 * width * double(m.linear_conv_kernel) + width + heads) / tp + hd;
+}
+
 double gated_deltanet_params(const ModelSpec& m, double tp) {
+  if (m.kimi_delta_attention) return kimi_delta_params(m, tp);
   const double h = double(m.hidden_size), vh = double(m.linear_num_value_heads);
   const double kd = double(m.linear_num_key_heads) * double(m.linear_key_head_dim);
   const double vd = vh * double(m.linear_value_head_dim);

@@ -620,6 +620,7 @@ constexpr HfDefaults kGemma4Defaults{262144, 2304, 9216, 30, 8, 4, 256, 1e-6};
 constexpr HfDefaults kCohere2MoeDefaults{256000, 8192, 22528, 40, 64, 0, 128};
 constexpr HfDefaults kMiMoV2FlashDefaults{152576, 4096, 16384, 48, 64, 4, 192, 1e-5};
 constexpr HfDefaults kLagunaDefaults{100352, 2048, 8192, 40, 48, 8, 128};
+constexpr HfDefaults kKimiLinearDefaults{163840, 2304, 9216, 27, 32, 32, 0, 1e-5};
 constexpr HfDefaults kMiniMaxDefaults{32000, 4096, 14336, 32, 32, 8, 0, 1e-5};
 constexpr HfDefaults kAriaTextDefaults{32000, 4096, 4096, 32, 32};
 constexpr HfDefaults kEmu3TextDefaults{184622, 4096, 14336, 32, 32, 8, 0, 1e-5};
@@ -773,6 +774,8 @@ const std::array kFamilies = {
     HfFamily{"lfm2", true, kDense, false, nullptr, lfm2_layer, kLfm2Defaults, false, HfHybrid::short_conv},
     HfFamily{"minimax", false, HfExperts::mixtral, false, nullptr, minimax_layer, kMiniMaxDefaults, false,
              HfHybrid::lightning},
+    HfFamily{"kimi_linear", false, HfExperts::own, false, nullptr, kimi_linear_layer, kKimiLinearDefaults, false,
+             HfHybrid::gated_deltanet},
     HfFamily{"mamba", true, kDense, false, nullptr, mamba_layer, kMambaDefaults, false, HfHybrid::mamba1},
     HfFamily{"falcon_mamba", true, kDense, false, nullptr, mamba_layer, kMambaDefaults, false, HfHybrid::mamba1},
     HfFamily{"jamba", false, HfExperts::own, false, nullptr, jamba_layer, kJambaDefaults, false, HfHybrid::mamba1},

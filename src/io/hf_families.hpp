@@ -92,8 +92,9 @@ void jamba_layer(HfJsonReader& r, ModelSpec& m);
 void lfm2_layer(HfJsonReader& r, ModelSpec& m);
 void lfm2_moe_layer(HfJsonReader& r, ModelSpec& m);
 
-// MiniMax-01 (hf_family_minimax.cpp).
+// MiniMax-01 (hf_family_minimax.cpp) and Kimi Linear (hf_family_kimi.cpp).
 void minimax_layer(HfJsonReader& r, ModelSpec& m);
+void kimi_linear_layer(HfJsonReader& r, ModelSpec& m);
 
 // A shared MLP `shared` wide (the config's `key`) beside experts `width` wide (`width_name`), counted
 // as that many shared experts, or as one shared expert of its own width where it is no multiple.

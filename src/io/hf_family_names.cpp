@@ -58,6 +58,7 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
     {"MiniMaxForCausalLM", "minimax"},
     {"MiniMaxText01ForCausalLM", "minimax"},
     {"MiniMaxM1ForCausalLM", "minimax"},
+    {"KimiLinearForCausalLM", "kimi_linear"},
     {"GemmaForCausalLM", "gemma"},
     {"Gemma2ForCausalLM", "gemma2"},
     {"Gemma4ForCausalLM", "gemma4_text"},
@@ -112,9 +113,6 @@ const std::pair<const char*, const char*> kRefused[] = {
     {"gemma3n_text", "Gemma 3n's per-layer input embeddings, AltUp and LAuReL blocks; remat has no block for them"},
     {"rwkv", "RWKV's recurrent time-mixing layers, no attention; remat has no block for them"},
     {"rwkv7", "RWKV's recurrent time-mixing layers, no attention; remat has no block for them"},
-    {"kimi_linear",
-     "Kimi Delta Attention (linear attention) layers beside MLA layers; remat has no block for linear-attention "
-     "layers"},
     {"hymba",
      "attention heads and Mamba heads side by side in every layer, outputs combined, with learned meta "
      "tokens (Hymba); remat builds one mixer per layer"},

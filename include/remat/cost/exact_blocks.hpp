@@ -81,6 +81,7 @@ Block mamba2_block(const RankShape& r, const ModelSpec& m);
 Block attention_mamba2_block(const RankShape& r, const ModelSpec& m);
 Block attention_mamba2_glue(const RankShape& r, const ModelSpec& m);
 Block gated_deltanet_block(const RankShape& r, const ModelSpec& m);
+Block kimi_delta_block(const RankShape& r, const ModelSpec& m);  // Kimi Linear's KDA (exact_blocks_kda.cpp)
 Block short_conv_block(const RankShape& r, const ModelSpec& m);  // LFM2's gated short convolution
 Block mamba1_block(const RankShape& r, const ModelSpec& m);      // Mamba-1, mamba_ssm's kernels
 Block lightning_block(const RankShape& r, const ModelSpec& m);   // MiniMax's lightning attention (exact_blocks_lightning.cpp)

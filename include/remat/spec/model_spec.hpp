@@ -190,6 +190,10 @@ struct ModelSpec {
   // OLMo Hybrid's Gated DeltaNet: q_proj, k_proj, v_proj, g_proj, a_proj, b_proj and o_proj on their own
   // (PEFT adapts q, k, v and o there as in attention) instead of Qwen3-Next's fused in_proj_qkvz / ba
   bool linear_attention_own_projections = false;
+  // Kimi Linear's Kimi Delta Attention on the Gated DeltaNet layers: the decay per channel, not per
+  // head (a low-rank forget gate f_a, f_b with a bias per channel), a low-rank output gate (g_a, g_b)
+  // with a sigmoid, beta from b_proj, a norm of one head's width; no g or a projection.
+  bool kimi_delta_attention = false;
   // MiniMax's lightning attention (transformers' MiniMaxLightningAttention): qkv_proj to q, k and v of
   // num_attention_heads x head_dim each through SiLU, attention within blocks of lightning_block_size
   // tokens and a key-value state carried between blocks, an RMSNorm over the heads' output, a sigmoid
