@@ -380,6 +380,16 @@ TEST(HfProfile, AriaEmu3AndXglmEager) { expect_every_step_within("steps-more-fam
 // every step peak within 0.59%, a lightning+MoE layer's saved bytes 0.2% under the step-0 hooks'.
 TEST(HfProfile, MiniMaxLightningAttention) { expect_every_step_within("steps-minimax-h200.jsonl", 0.3, 0.7, 6); }
 
+// Kimi-Linear-48B-A3B's shape cut to 4 layers (three KDA, one MLA) and 2 (KDA) on an H200
+// (reports/hf/steps-kimi-linear-h200.jsonl, examples/hf/more_families/cases_kimi_linear.json, traces in
+// peak-traces-h200/kimi-linear/): transformers' torch fallback of chunk_kimi_delta_attention keeps per
+// channel the chunk squares (b, heads, chunks, 64, 64, head_dim) in fp32, three of them, about 7.4 GiB
+// a layer at 2k tokens. Compared as they came: four of five within 0.52%; LoRA without checkpointing
+// +12.2%: in the first adapted layer the decay and the gates come from frozen projections of a layer
+// input that needs no gradient, so the k k and q k products (saved for the decay's gradient alone),
+// the forget gate's tensors and beta are not saved (KDA's ops beside the adapters): +0.31% since.
+TEST(HfProfile, KimiLinearDeltaAttention) { expect_every_step_within("steps-kimi-linear-h200.jsonl", 0.1, 0.6, 5); }
+
 // The same two hybrids in modes neither was measured in before, run once after both changes above
 // and compared as they came (reports/hf/steps-hybrid-modes-h200.jsonl): 8k tokens, mixed precision,
 // eager attention, two sequences a microbatch, LoRA dropout 0.1: every peak within 2.21%.

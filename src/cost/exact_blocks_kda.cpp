@@ -14,6 +14,13 @@ using ops::kFp32;
 
 namespace {
 
+// An op on the decay's and the gates' path, whose inputs come from frozen projections of the layer
+// input: in the first adapted layer nothing it saves is asked for (stage_model.cpp, frozen prefix).
+OpDef beside_adapters(OpDef op) {
+  op.beside_adapters = true;
+  return op;
+}
+
 constexpr double kChunk = 64;  // chunk_kimi_delta_attention's chunk_size
 
 struct KdaShape {
@@ -35,7 +42,9 @@ Block kda_projections(const RankShape& r, const ModelSpec& m, const KdaShape& g)
   b.tensors.push_back({"f_a_out", rows * g.hd * kBf16});
   b.ops.push_back(parts::linear(b, r, "f_b_proj", rows, g.hd, g.width, "f_a_out", {}));
   b.ops.push_back(parts::linear(b, r, "b_proj", rows, h, g.heads, "x_norm", {}));
-  b.tensors.push_back({"beta", rows * g.heads * kBf16});  // sigmoid's output
+  b.tensors.push_back({"beta", rows * g.heads * kBf16});
+  b.ops.push_back(beside_adapters(ops::streaming("beta_sigmoid", 2 * rows * g.heads * kBf16,
+                                                 3 * rows * g.heads * kBf16, {"beta"})));
   return b;
 }
 
@@ -80,7 +89,8 @@ Block kimi_delta_torch(const RankShape& r, const ModelSpec& m, const KdaShape& g
   // the forget gate in fp32: exp(g) and 1 + exp(g) (saved by the exp and the log), where's mask, the
   // softplus (saved by the product with -exp(A_log))
   b.tensors.push_back({"forget_gate", rows * width * (3 * kFp32 + 1)});
-  b.ops.push_back(ops::streaming("forget_gate", 16 * rows * width, 24 * rows * width, {"forget_gate", "f_a_out"}));
+  b.ops.push_back(
+      beside_adapters(ops::streaming("forget_gate", 16 * rows * width, 24 * rows * width, {"forget_gate", "f_a_out"})));
   // l2norm of the fp32 copies of q and k (each saved, with its norm per head)
   b.tensors.push_back({"qk_fp32", 2 * rows * width * kFp32});
   b.tensors.push_back({"qk_norms", 2 * rows * heads * kFp32});
@@ -106,9 +116,9 @@ Block kimi_delta_torch(const RankShape& r, const ModelSpec& m, const KdaShape& g
   b.tensors.push_back({"chunk_states", r.b * chunks * heads * g.hd * g.hd * kFp32});
   OpDef rule = ops::streaming("kimi_delta_rule", 8 * square_channels * kFp32, 20 * square_channels * kFp32,
                               {"qk_fp32", "qk_norms", "q_scaled", "k_padded", "v_padded", "k_beta", "v_beta",
-                               "g_exp", "k_beta_decayed", "k_cumdecay", "beta_padded", "decay_mask", "kk_products",
-                               "qk_products", "ut_clones", "ut", "intra", "chunk_g_exp", "q_decayed", "v_new",
-                               "k_decay_exp", "k_decayed", "chunk_states"});
+                               "g_exp", "k_beta_decayed", "k_cumdecay", "beta_padded", "decay_mask", "ut_clones",
+                               "ut", "intra", "chunk_g_exp", "q_decayed", "v_new", "k_decay_exp", "k_decayed",
+                               "chunk_states"});
   rule.fwd_flops = kda_rule_flops(rows, g);
   rule.bwd_flops = rule.bwd_exec_flops = 2 * rule.fwd_flops;
   // the forward holds the decayed product before its sum; backward writes both inputs' gradients of
@@ -116,6 +126,8 @@ Block kimi_delta_torch(const RankShape& r, const ModelSpec& m, const KdaShape& g
   rule.fwd_working_bytes = square_channels * kFp32;
   rule.working_bytes = 2 * square_channels * kFp32;
   b.ops.push_back(rule);
+  // the k k and q k products are saved for the decay's gradient alone
+  b.ops.push_back(beside_adapters(ops::streaming("decay_products", 0, 0, {"kk_products", "qk_products"})));
   add_kda_gated_norm(b, r, g);
   add_kda_output(b, r, m, g, "o_out");
   return b;
