@@ -281,9 +281,11 @@ TEST(BlockVocabulary, PublishedTotalsOfMoreFamilies) {
   const ModelSpec with_mtp = tiny(air + "1}");
   EXPECT_DOUBLE_EQ(count(air + "1}") - count(air + "0}"), mtp_params(with_mtp, 1, 1).total());
   EXPECT_EQ(with_mtp.notes.back().rfind("num_nextn_predict_layers = 1: the multi-token prediction modules", 0), 0u);
-  EXPECT_EQ(test::rejection_of(R"({"model_type": "kimi_linear"})"),
-            "t.json: model_type: is not a model remat can build: Kimi Delta Attention (linear attention) layers "
-            "beside MLA layers; remat has no block for linear-attention layers (got kimi_linear)");
+  // Kimi Linear loads since 2026-11-29: a config of its model_type alone takes KimiLinearConfig's
+  // defaults, MLA's included (tests/data/hf_transformers_defaults.jsonl: 49,133,074,464 as built)
+  const ModelSpec kimi = tiny(R"({"model_type": "kimi_linear"})");
+  EXPECT_EQ(kimi.kv_lora_rank, 512);
+  EXPECT_NEAR(count(R"({"model_type": "kimi_linear"})") / 49133074464.0, 1.0, 0.001);
   EXPECT_EQ(test::rejection_of(R"({"model_type": "opt", "hidden_size": 1024, "num_hidden_layers": 24, "ffn_dim": 4096,
       "num_attention_heads": 16, "vocab_size": 50272, "word_embed_proj_dim": 512})"),
             "t.json: word_embed_proj_dim: is not a model remat can build: OPT's embedding projections (project_in, "

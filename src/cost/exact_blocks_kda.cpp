@@ -43,8 +43,8 @@ Block kda_projections(const RankShape& r, const ModelSpec& m, const KdaShape& g)
   b.ops.push_back(parts::linear(b, r, "f_b_proj", rows, g.hd, g.width, "f_a_out", {}));
   b.ops.push_back(parts::linear(b, r, "b_proj", rows, h, g.heads, "x_norm", {}));
   b.tensors.push_back({"beta", rows * g.heads * kBf16});
-  b.ops.push_back(beside_adapters(ops::streaming("beta_sigmoid", 2 * rows * g.heads * kBf16,
-                                                 3 * rows * g.heads * kBf16, {"beta"})));
+  b.ops.push_back(beside_adapters(
+      ops::streaming("beta_sigmoid", 2 * rows * g.heads * kBf16, 3 * rows * g.heads * kBf16, {"beta"})));
   return b;
 }
 
@@ -84,8 +84,8 @@ Block kimi_delta_torch(const RankShape& r, const ModelSpec& m, const KdaShape& g
   const double chunks = std::ceil(r.s / c), padded = r.b * chunks * c;  // rows padded to whole chunks
   // conv1d saves its input (the concatenated projections); SiLU the conv output before its trim
   b.tensors.push_back({"conv_out", r.b * 3 * width * (r.s + double(m.linear_conv_kernel) - 1) * kBf16});
-  b.ops.push_back(ops::streaming("conv1d", 4 * rows * 3 * width * kBf16, 6 * rows * 3 * width * kBf16,
-                                 {"mixed_qkv", "conv_out"}));
+  b.ops.push_back(
+      ops::streaming("conv1d", 4 * rows * 3 * width * kBf16, 6 * rows * 3 * width * kBf16, {"mixed_qkv", "conv_out"}));
   // the forget gate in fp32: exp(g) and 1 + exp(g) (saved by the exp and the log), where's mask, the
   // softplus (saved by the product with -exp(A_log))
   b.tensors.push_back({"forget_gate", rows * width * (3 * kFp32 + 1)});
@@ -96,8 +96,8 @@ Block kimi_delta_torch(const RankShape& r, const ModelSpec& m, const KdaShape& g
   b.tensors.push_back({"qk_norms", 2 * rows * heads * kFp32});
   // F.pad's copies: q scaled, k, v, beta; k and v times beta; exp of the cumulated decay and k_beta
   // times it; the UT system's k_cumdecay
-  for (const char* name : {"q_scaled", "k_padded", "v_padded", "k_beta", "v_beta", "g_exp", "k_beta_decayed",
-                           "k_cumdecay"})
+  for (const char* name :
+       {"q_scaled", "k_padded", "v_padded", "k_beta", "v_beta", "g_exp", "k_beta_decayed", "k_cumdecay"})
     b.tensors.push_back({name, padded * width * kFp32});
   b.tensors.push_back({"beta_padded", padded * heads * kFp32});
   // per channel, (b, heads, chunks, C, C, dk) fp32: the decay mask (exp's output), k_beta k and q k
@@ -114,11 +114,11 @@ Block kimi_delta_torch(const RankShape& r, const ModelSpec& m, const KdaShape& g
   for (const char* name : {"chunk_g_exp", "q_decayed", "v_new", "k_decay_exp", "k_decayed"})
     b.tensors.push_back({name, padded * width * kFp32});
   b.tensors.push_back({"chunk_states", r.b * chunks * heads * g.hd * g.hd * kFp32});
-  OpDef rule = ops::streaming("kimi_delta_rule", 8 * square_channels * kFp32, 20 * square_channels * kFp32,
-                              {"qk_fp32", "qk_norms", "q_scaled", "k_padded", "v_padded", "k_beta", "v_beta",
-                               "g_exp", "k_beta_decayed", "k_cumdecay", "beta_padded", "decay_mask", "ut_clones",
-                               "ut", "intra", "chunk_g_exp", "q_decayed", "v_new", "k_decay_exp", "k_decayed",
-                               "chunk_states"});
+  OpDef rule = ops::streaming(
+      "kimi_delta_rule", 8 * square_channels * kFp32, 20 * square_channels * kFp32,
+      {"qk_fp32", "qk_norms",       "q_scaled",   "k_padded",    "v_padded",    "k_beta",    "v_beta",
+       "g_exp",   "k_beta_decayed", "k_cumdecay", "beta_padded", "decay_mask",  "ut_clones", "ut",
+       "intra",   "chunk_g_exp",    "q_decayed",  "v_new",       "k_decay_exp", "k_decayed", "chunk_states"});
   rule.fwd_flops = kda_rule_flops(rows, g);
   rule.bwd_flops = rule.bwd_exec_flops = 2 * rule.fwd_flops;
   // the forward holds the decayed product before its sum; backward writes both inputs' gradients of

@@ -45,9 +45,9 @@ Block lightning_block(const RankShape& r, const ModelSpec& m) {
   b.tensors.push_back({"q_decayed", rows * c * kBf16});
   b.tensors.push_back({"k_decayed", rows * c * kBf16});
   b.tensors.push_back({"block_states", r.b * blocks * heads * hd * hd * kBf16});
-  OpDef scan = ops::streaming("lightning_blocks", (rows * 7 * c + 3 * squares) * kBf16,
-                              2 * (rows * 7 * c + 3 * squares) * kBf16,
-                              {"qkv", "block_scores", "q_decayed", "k_decayed", "block_states"});
+  OpDef scan =
+      ops::streaming("lightning_blocks", (rows * 7 * c + 3 * squares) * kBf16, 2 * (rows * 7 * c + 3 * squares) * kBf16,
+                     {"qkv", "block_scores", "q_decayed", "k_decayed", "block_states"});
   // q k^T and P v over the blocks' squares; (q x decay) S and (k x decay)^T v per token and head
   scan.fwd_flops = 2 * squares * hd * 2 + 2 * rows * heads * hd * hd * 2;
   scan.bwd_flops = scan.bwd_exec_flops = 2 * scan.fwd_flops;

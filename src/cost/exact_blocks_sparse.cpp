@@ -236,7 +236,8 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
   b.inputs_saved = r.weights_train;
   b.tensors.push_back({"x_permuted", rows * h * kBf16});
   if (m.mlp_kind == MlpKind::gated) {
-    b.ops.push_back(expert_gemm(r, "experts_gate_up", rows, h, 2 * f, r.weights_train ? b.inputs : none, local_experts));
+    b.ops.push_back(
+        expert_gemm(r, "experts_gate_up", rows, h, 2 * f, r.weights_train ? b.inputs : none, local_experts));
     parts::add_swiglu(b, rows, f, "experts_", r.swiglu_fused, r.glu_linear_copy);
     if (r.layouts_from_model_code && m.clamped_glu_experts) {
       // GPT-OSS (modeling_gpt_oss.py, _apply_gate): the clamps save gate_up's strided views (gate and

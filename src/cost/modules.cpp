@@ -54,8 +54,7 @@ std::vector<ModuleDef> exact_modules(const ModelSpec& m, const RankShape& rank) 
   if (short_conv)
     out.push_back({"short_conv", {short_conv_block(r, m), mixer_out_glue(r, m.hidden_size)}, {true, false}});
   if (mamba1) out.push_back({"mamba1", {mamba1_block(r, m), mixer_out_glue(r, m.hidden_size)}, {true, false}});
-  if (lightning)
-    out.push_back({"lightning", {lightning_block(r, m), mixer_out_glue(r, m.hidden_size)}, {true, false}});
+  if (lightning) out.push_back({"lightning", {lightning_block(r, m), mixer_out_glue(r, m.hidden_size)}, {true, false}});
   return out;
 }
 

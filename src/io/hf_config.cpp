@@ -69,8 +69,7 @@ void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
   for (const std::string& kind : r.text_list("layer_types")) {
     if (kind == "full_attention" || kind == "sliding_attention" || kind == "chunked_attention") continue;
     if (kind == "deepseek_sparse_attention") continue;  // a DSA family's reader sets it, else it is refused
-    if (kind == "linear_attention" && (hybrid == HfHybrid::gated_deltanet || hybrid == HfHybrid::lightning))
-      continue;
+    if (kind == "linear_attention" && (hybrid == HfHybrid::gated_deltanet || hybrid == HfHybrid::lightning)) continue;
     if (kind == "conv" && hybrid == HfHybrid::short_conv) continue;
     const std::string current = current_layer_type(kind);
     if (hybrid == HfHybrid::mamba2_pattern && (current == "linear_attention" || current == "full_attention" ||

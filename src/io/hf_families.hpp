@@ -73,7 +73,7 @@ void two_matrix_mlp(ModelSpec& m, const char* act);
 // A dropout probability under `key` (its default `out` when absent), refused outside [0, 1).
 void read_probability(HfJsonReader& r, const char* key, double& out);
 void read_activation(HfJsonReader& r, ModelSpec& m, const char* key);  // where the config names one
-void set_rotary_dim(HfJsonReader& r, ModelSpec& m);  // a rotary_dim in dimensions of each head
+void set_rotary_dim(HfJsonReader& r, ModelSpec& m);                    // a rotary_dim in dimensions of each head
 // m.nope_layers emptied where no layer goes without rotary (every layer rotates; hf_families_more.cpp).
 void drop_nope_layers_if_none(ModelSpec& m);
 // transformers 5's mlp_layer_types ("dense" or "sparse" per layer) sets an MoE model's dense

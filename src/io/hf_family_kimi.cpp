@@ -79,6 +79,12 @@ std::vector<bool> kda_layers(HfJsonReader& r, const KdaKeys& k, int64_t layers) 
 // moe_intermediate_size, n_shared_experts of them shared, dense layers by mlp_layer_types else the
 // first first_k_dense_replace (default 1).
 void kimi_linear_layer(HfJsonReader& r, ModelSpec& m) {
+  if (!r.has("kv_lora_rank")) {  // KimiLinearConfig's MLA: no query latent, kv latent 512, nope 128, rope 64, v 128
+    m.kv_lora_rank = 512, m.qk_nope_head_dim = 128, m.qk_rope_head_dim = 64, m.v_head_dim = 128, m.head_dim = 0;
+    m.notes.push_back(r.path("kv_lora_rank") +
+                      " is absent: transformers' default MLA for kimi_linear (kv_lora_rank "
+                      "512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128)");
+  }
   const KdaKeys k = read_kda_keys(r);
   for (const auto& [key, value] : {std::pair<const char*, int64_t>{"linear_num_heads", k.heads},
                                    {"linear_head_dim", k.head_dim},

@@ -6,8 +6,8 @@
 
 #include "hf_families.hpp"
 #include "hf_json_reader.hpp"
-#include "remat/spec/validate.hpp"
 #include "remat/spec/model_spec.hpp"
+#include "remat/spec/validate.hpp"
 
 namespace remat {
 
@@ -35,7 +35,8 @@ std::vector<bool> minimax_lightning_layers(HfJsonReader& r, int64_t layers) {
         r.fail(key, kind, "must hold only linear_attention and full_attention");
       lightning.push_back(kind == "linear_attention");
     } else if (!flags.empty()) {
-      if (flags[size_t(i)] != 0 && flags[size_t(i)] != 1) r.fail(key, std::to_string(flags[size_t(i)]), "must hold 0 and 1");
+      if (flags[size_t(i)] != 0 && flags[size_t(i)] != 1)
+        r.fail(key, std::to_string(flags[size_t(i)]), "must hold 0 and 1");
       lightning.push_back(flags[size_t(i)] == 0);
     } else {
       lightning.push_back(i % 2 == 1);

@@ -238,8 +238,8 @@ std::vector<std::string> megatron_inexpressible(const ModelSpec& m) {
     cannot("ALiBi attention biases");
   if (m.post_layer_norm) cannot("LayerNorms after the residual add (post-LN)");
   if (m.is_hybrid())
-    cannot("Mamba-1, Mamba-2, Gated DeltaNet or short-convolution layers (its GPT model has none; Mamba-2 "
-           "hybrids run in its MambaModel)");
+    cannot("Mamba-1, Mamba-2, Gated DeltaNet, Kimi Delta Attention, lightning attention or short-convolution "
+           "layers (its GPT model has none; Mamba-2 hybrids run in its MambaModel)");
   if (m.attention_output_gate || m.attention_head_gate) cannot("a gate on the attention output");
   if (m.final_logit_softcap > 0) cannot("final logit softcapping");
   if (m.has_full_attention_shape())
