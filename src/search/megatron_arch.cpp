@@ -238,14 +238,16 @@ std::vector<std::string> megatron_inexpressible(const ModelSpec& m) {
     cannot("ALiBi attention biases");
   if (m.post_layer_norm) cannot("LayerNorms after the residual add (post-LN)");
   if (m.is_hybrid())
-    cannot("Mamba-1, Mamba-2, Gated DeltaNet, Kimi Delta Attention, lightning attention or short-convolution "
-           "layers (its GPT model has none; Mamba-2 hybrids run in its MambaModel)");
+    cannot(
+        "Mamba-1, Mamba-2, Gated DeltaNet, Kimi Delta Attention, lightning attention or short-convolution "
+        "layers (its GPT model has none; Mamba-2 hybrids run in its MambaModel)");
   if (m.attention_output_gate || m.attention_head_gate) cannot("a gate on the attention output");
   if (m.final_logit_softcap > 0) cannot("final logit softcapping");
   if (m.has_full_attention_shape())
     cannot("full-attention layers with their own head dim, key/value heads or keys as values (Gemma 4)");
-  if (m.has_narrow_values()) cannot(fmt::format("value heads of {} beside query and key heads of {}", m.value_head_dim,
-                                                m.attention_shape_of(true).head_dim));
+  if (m.has_narrow_values())
+    cannot(fmt::format("value heads of {} beside query and key heads of {}", m.value_head_dim,
+                       m.attention_shape_of(true).head_dim));
   if (m.position_embeddings == 0 && m.rotary_fraction > 0) rotary_inexpressible(m, cannot, out);
   if (m.sliding_window_tokens > 0 && m.attention() == AttentionKind::mla)
     cannot(fmt::format("a sliding window ({} tokens) on multi-latent attention", m.sliding_window_tokens));
