@@ -390,6 +390,16 @@ TEST(HfProfile, MiniMaxLightningAttention) { expect_every_step_within("steps-min
 // the forget gate's tensors and beta are not saved (KDA's ops beside the adapters): +0.31% since.
 TEST(HfProfile, KimiLinearDeltaAttention) { expect_every_step_within("steps-kimi-linear-h200.jsonl", 0.1, 0.6, 5); }
 
+// Step-3.5-Flash's shape cut to 4 layers (one full-attention layer of 64 query heads, three sliding-window
+// layers of 96; two dense, two with 32 of its 288 experts) on an H200 (reports/hf/steps-step35-h200.jsonl,
+// examples/hf/step/cases.json, traces in peak-traces-h200/step35/), built as transformers' Step3p7 model.
+// As first predicted, the checkpointed steps within 0.02% and those without checkpointing -5.2% to
+// -8.2%: every SwiGLU's two clamps (run unbounded where swiglu_limits sets none), the per-expert loop's
+// bf16 copies that index_add_ saves, and sdpa's heads-major output after a rotary that concatenates
+// (copied for the gate, which saves the copy) were stated by no op. Since: every step within 0.18%
+// (phi-1's two steps -0.68% / -0.41% -> +0.34% / +0.20% by the same rotary rule).
+TEST(HfProfile, Step35PerTypeHeadCounts) { expect_every_step_within("steps-step35-h200.jsonl", 0.05, 0.3, 7); }
+
 // The same two hybrids in modes neither was measured in before, run once after both changes above
 // and compared as they came (reports/hf/steps-hybrid-modes-h200.jsonl): 8k tokens, mixed precision,
 // eager attention, two sequences a microbatch, LoRA dropout 0.1: every peak within 2.21%.

@@ -52,7 +52,7 @@ LORA_ATTN = ["q_proj", "k_proj", "v_proj", "o_proj"]
 # Phi-3/Phi-4 fuse q,k,v into qkv_proj and gate,up into gate_up_proj: the same weights
 LORA_PHI3 = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]
 MOE_TYPES = {"qwen3_moe", "mixtral", "qwen2_moe", "deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "glm4_moe_lite", "gpt_oss", "nemotron_h", "lfm2_moe",
-             "granitemoehybrid"}
+             "granitemoehybrid", "step3p7"}
 # Where a family names the seven matrices its own way, the module names PEFT is given for each role
 # (the log keeps the role names). LFM2: the attention's out_proj (its short convolution has an
 # out_proj too, which stays without adapter), w1 / w3 / w2 for gate / up / down.
@@ -95,13 +95,17 @@ def load_config(path, layers):
 
 
 def build_model(cfg, dtype, attn):
-    from transformers import AutoModelForCausalLM
+    """The causal LM of cfg; a multimodal wrapper with no causal-LM class (Step 3.7) as its
+    image-text model, trained on text alone (its vision tower takes no gradient)."""
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
     with torch.device("cuda"):
         try:
             model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=attn)
         except TypeError:
             model = AutoModelForCausalLM.from_config(cfg, torch_dtype=dtype, attn_implementation=attn)
+        except ValueError:
+            model = AutoModelForImageTextToText.from_config(cfg, dtype=dtype, attn_implementation=attn)
     model.config.use_cache = False
     model.train()
     return model

@@ -229,7 +229,7 @@ void add_activation(Block& b, double rows, double width, const std::string& p) {
   b.ops.push_back(ops::streaming(p + "act_fn", 2 * bytes, 3 * bytes, {p + "pre_act"}));
 }
 
-void add_swiglu(Block& b, double rows, double width, const std::string& p, bool fused, bool linear_copy) {
+void add_swiglu(Block& b, double rows, double width, const std::string& p, bool fused, bool linear_copy, bool clamped) {
   const double bytes = rows * width * kBf16;
   b.tensors.push_back({p + "gate", bytes});
   b.tensors.push_back({p + "up", bytes});
@@ -247,6 +247,13 @@ void add_swiglu(Block& b, double rows, double width, const std::string& p, bool 
     return;
   }
   b.ops.push_back(ops::streaming(p + "silu", 2 * bytes, 3 * bytes, {p + "gate"}));
+  if (clamped) {  // each clamp saves its input (silu(gate), up); the product saves the clamped pair
+    b.tensors.push_back({p + "gate_clamped", bytes});
+    b.tensors.push_back({p + "up_clamped", bytes});
+    b.ops.push_back(ops::streaming(p + "clamps", 4 * bytes, 6 * bytes, {p + "silu", p + "up"}));
+    b.ops.push_back(ops::streaming(p + "mul", 3 * bytes, 5 * bytes, {p + "gate_clamped", p + "up_clamped"}));
+    return;
+  }
   b.ops.push_back(ops::streaming(p + "mul", 3 * bytes, 5 * bytes, {p + "silu", p + "up"}));
 }
 
@@ -282,17 +289,17 @@ Block rmsnorm_linear_block(const RankShape& r, int64_t hidden, int64_t out_featu
   return b;
 }
 
-Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn) {
+Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, bool clamped) {
   Block b;
   b.name = "mlp";
   const double h = double(hidden), f = double(ffn) / double(r.tp), rows = r.tokens();
   parts::add_input_norm(b, r, h, true, 2);
   b.ops.push_back(parts::linear(b, r, "gate_up", rows, h, 2 * f, "x_norm", {&LoraTargets::gate, &LoraTargets::up}));
-  parts::add_swiglu(b, rows, f, "", r.swiglu_fused, r.glu_linear_copy);
+  parts::add_swiglu(b, rows, f, "", r.swiglu_fused, r.glu_linear_copy, clamped);
   b.ops.push_back(parts::linear(b, r, "down", rows, f, h, "act", {&LoraTargets::down}));
   // Megatron's `mlp` checkpoint: fc1 (with its tp gather) to fc2; its input, the normed hidden, stays
   b.tag(parts::kMlpTag, {"gather_input", "allreduce_dinput", "gate_up", "gate", "up", "silu", "up_copy", "act",
-                         "swiglu", "mul", "down"});
+                         "swiglu", "gate_clamped", "up_clamped", "clamps", "mul", "down"});
   return b;
 }
 
@@ -373,7 +380,8 @@ void add_mlp_sub_norm(Block& b, const RankShape& r, double width) {
 
 Block dense_mlp_block(const RankShape& r, const ModelSpec& m, int64_t width) {
   if (width <= 0) width = m.intermediate_size;
-  Block b = m.mlp_kind == MlpKind::gated ? mlp_block(r, m.hidden_size, width)
+  const bool clamped = r.layouts_from_model_code && m.clamped_swiglu;
+  Block b = m.mlp_kind == MlpKind::gated ? mlp_block(r, m.hidden_size, width, clamped)
                                          : two_matrix_mlp_block(r, m.hidden_size, width, m.hidden_act);
   if (m.parallel_attn_mlp) share_with_attention(b, m.shared_input_norm);
   if (m.sub_norms) add_mlp_sub_norm(b, r, double(width) / double(r.tp));
@@ -483,12 +491,13 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     // MiMo-V2-Flash's softmax in bf16, after the row max, whose backward keeps its int64 indices
     const bool bf16_softmax = r.layouts_from_model_code && m.eager_softmax_bf16;
     const bool fp32_softmax = r.softmax_fp32 && !bf16_softmax;
+    const bool drops_probs = r.layouts_from_model_code && m.attention_dropout > 0;  // dropout in training
     if (fp32_softmax) b.tensors.push_back({"probs32", r.b * nh * r.s * r.s * kFp32}), saves.push_back("probs32");
     if (bf16_softmax && m.eager_softmax_subtracts_max)
       b.tensors.push_back({"row_max_index", r.b * nh * r.s * 8}), saves.push_back("row_max_index");
     // dropout on the probabilities in training: its bool mask and the dropped copy, which PV saves in
     // place of the bf16 probabilities (those an fp32 softmax casts; a bf16 softmax saves its own)
-    if (r.layouts_from_model_code && m.attention_dropout > 0) {
+    if (drops_probs) {
       const double square = r.b * nh * r.s * r.s;
       b.tensors.push_back({"probs_dropout_mask", square});
       saves.push_back("probs_dropout_mask");
@@ -510,7 +519,7 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     // eager step, reports/hf/peak-traces-h100)
     if (fp32_softmax) op.working_bytes = 3 * scores * kFp32 - scores * kBf16;
     // dropout on the probabilities: its backward, run before the softmax's, has freed its bool mask
-    if (fp32_softmax && r.layouts_from_model_code && m.attention_dropout > 0) op.working_bytes -= scores;
+    if (fp32_softmax && drops_probs) op.working_bytes -= scores;
     // the layer's returned probabilities and the zero gradient autograd materializes for them
     // (torch.utils.checkpoint's CheckpointFunction; peak-traces-h200/gptj/, reentrant)
     if (r.layouts_from_model_code && m.layer_returns_attention_probs) op.reentrant_held_bytes = 2 * scores * kBf16;
@@ -524,10 +533,15 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     b.tensors.push_back({"sdpa_mask", r.b * r.s * r.s * kBf16});
     b.ops.back().saves.push_back("sdpa_mask");
   }
-  if (model_views && r.flash_attention) {
-    // rotary on q and k sliced out of the fused output writes them heads-major, so the sdpa output
-    // is too: reshaping it back for Wo copies it, and Wo saves the copy beside the kernel's o
-    // (Phi-3, GPT-NeoX: reports/hf/steps-fused-h100.jsonl)
+  // rotary on q and k sliced out of the fused output (Phi-3, GPT-NeoX), or concatenated from its
+  // rotated and passed parts (partial rotary; Step 3.5), writes them heads-major, so the sdpa output
+  // is too: reshaping it back copies it, and what reads it next (Wo, an output gate) saves the copy
+  // beside the kernel's o (reports/hf/steps-fused-h100.jsonl, peak-traces-h200/step35)
+  const bool rotary_concat =
+      m.position_embeddings == 0 && (m.rotary_concatenates || (m.rotary_fraction > 0 && m.rotary_fraction < 1));
+  const bool heads_major_o = r.flash_attention && (model_views || (r.layouts_from_model_code && rotary_concat));
+  const std::string o_read = heads_major_o ? "o_contiguous" : "o";  // the attention output the next op reads
+  if (heads_major_o) {
     const double bytes = rows * nh * vd * kBf16;
     b.tensors.push_back({"o_contiguous", bytes});
     b.ops.push_back(ops::streaming("o_copy", 2 * bytes, 2 * bytes, {}));
@@ -538,10 +552,20 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     const double bytes = rows * nh * vd * kBf16;
     b.tensors.push_back({"gate_sigmoid", bytes});
     b.tensors.push_back({"o_gated", bytes});
-    b.ops.push_back(ops::streaming("output_gate", 4 * bytes, 6 * bytes, {"gate_sigmoid", "o"}));
+    b.ops.push_back(ops::streaming("output_gate", 4 * bytes, 6 * bytes, {"gate_sigmoid", o_read}));
     b.kept_outside = {"o_gated"};
   }
-  if (m.attention_head_gate) {
+  if (m.attention_head_gate && m.head_gate_sigmoid) {
+    // Step 3.5: o * sigmoid(g_proj(x)) per head in bf16 (modeling_step3p7.py, Step3p7Attention.forward):
+    // the sigmoid saves its output, the product saves o and that gate, and Wo reads the product
+    const double bytes = rows * nh * vd * kBf16, gates = rows * nh * kBf16;
+    b.tensors.push_back({"head_gate", gates});
+    b.tensors.push_back({"o_gated", bytes});
+    b.ops.push_back(ops::streaming("head_gate", 2 * bytes + 3 * gates, 4 * bytes + 4 * gates, {"head_gate", o_read}));
+    b.ops.back().beside_adapters = true;  // g_proj is frozen under LoRA: before any adapter its gate needs no gradient
+    b.kept_outside.clear();
+    if (parts::saves_input(r, r.lora.o)) b.kept_outside = {"o_gated"};
+  } else if (m.attention_head_gate) {
     // Laguna: o * softplus(g_proj(x).float()) per head (modeling_laguna.py, LagunaAttention.forward):
     // the softplus saves its fp32 input, the product saves o and the bf16 gate, and Wo reads the product
     const double bytes = rows * nh * vd * kBf16, gates = rows * nh;
@@ -550,7 +574,8 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     b.tensors.push_back({"o_gated", bytes});
     const double gate_bytes = gates * (kBf16 + 2 * kFp32 + kBf16);  // cast up, softplus, cast down
     b.ops.push_back(ops::streaming("head_gate", 2 * bytes + gate_bytes, 4 * bytes + 2 * gate_bytes,
-                                   {"head_gate_fp32", "head_gate", "o"}));
+                                   {"head_gate_fp32", "head_gate", o_read}));
+    b.ops.back().beside_adapters = true;
     b.kept_outside.clear();
     if (parts::saves_input(r, r.lora.o)) b.kept_outside = {"o_gated"};
   }
@@ -588,9 +613,9 @@ Block attention_out_glue(const RankShape& r, const ModelSpec& m, bool windowed) 
   Block b;
   b.name = "attn.out";
   const double h = double(m.hidden_size);
+  const AttentionShape shape = m.attention_shape_of(windowed);
   const double width = m.attention() == AttentionKind::mla ? double(m.num_attention_heads / r.tp) * double(m.v_head_dim)
-                                                           : double(m.num_attention_heads / r.tp) *
-                                                                 double(m.attention_shape_of(windowed).value_head_dim);
+                                                           : double(shape.heads / r.tp) * double(shape.value_head_dim);
   // Wo reads o, which the attention block accounts for (as Table 1 does)
   OpDef wo = parts::linear(b, r, "wo", r.tokens(), width, h, "o", {&LoraTargets::o});
   wo.saves.clear();

@@ -181,7 +181,8 @@ Block moe_shared_block(const RankShape& r, const ModelSpec& m) {
     if (m.mlp_kind == MlpKind::gated) {
       b.ops.push_back(parts::linear(b, r, "shared_gate_up", r.tokens(), h, 2 * f, "x_norm",
                                     {&LoraTargets::gate, &LoraTargets::up}));
-      parts::add_swiglu(b, r.tokens(), f, "shared_", r.swiglu_fused, r.glu_linear_copy);
+      parts::add_swiglu(b, r.tokens(), f, "shared_", r.swiglu_fused, r.glu_linear_copy,
+                        r.layouts_from_model_code && m.clamped_swiglu);
     } else {
       b.ops.push_back(parts::linear(b, r, "shared_up", r.tokens(), h, f, "x_norm", {&LoraTargets::up}));
       parts::add_activation(b, r.tokens(), f, "shared_");
@@ -192,8 +193,8 @@ Block moe_shared_block(const RankShape& r, const ModelSpec& m) {
   b.tag(parts::kMoeTag, {"router_scores", "router", "topk"});
   b.tag(parts::kMoeTag | parts::kSharedExpertsTag,
         {"gather_input", "allreduce_dinput", "shared_gate_up", "shared_gate", "shared_up", "shared_silu",
-         "shared_up_copy", "shared_act", "shared_swiglu", "shared_mul", "shared_pre_act", "shared_act_fn",
-         "shared_down"});
+         "shared_up_copy", "shared_act", "shared_swiglu", "shared_gate_clamped", "shared_up_clamped", "shared_clamps",
+         "shared_mul", "shared_pre_act", "shared_act_fn", "shared_down"});
   return b;
 }
 
@@ -238,7 +239,8 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
   if (m.mlp_kind == MlpKind::gated) {
     b.ops.push_back(
         expert_gemm(r, "experts_gate_up", rows, h, 2 * f, r.weights_train ? b.inputs : none, local_experts));
-    parts::add_swiglu(b, rows, f, "experts_", r.swiglu_fused, r.glu_linear_copy);
+    parts::add_swiglu(b, rows, f, "experts_", r.swiglu_fused, r.glu_linear_copy,
+                      r.layouts_from_model_code && m.clamped_swiglu);
     if (r.layouts_from_model_code && m.clamped_glu_experts) {
       // GPT-OSS (modeling_gpt_oss.py, _apply_gate): the clamps save gate_up's strided views (gate and
       // up above), and the clamped gate, the glu and up + 1 are new tensors its products save
@@ -269,14 +271,20 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
     // gradient
     b.tensors.push_back({"experts_out", rows * h * kBf16});
     b.ops.push_back(ops::streaming("experts_probs_out", 3 * rows * h * kBf16, 5 * rows * h * kBf16, {"experts_out"}));
+    if (r.layouts_from_model_code && m.experts_python_loop) {
+      // the loop's weighted outputs (fp32 under fp32 routing weights), cast back to bf16 and summed
+      // into place by index_add_, which saves the cast copy for its gradient
+      b.tensors.push_back({"experts_summed", rows * h * kBf16});
+      b.ops.push_back(ops::streaming("experts_index_add", 8 * rows * h, 2 * rows * h * kBf16, {"experts_summed"}));
+    }
   }
   b.tag(parts::kMoeTag, {"x_permuted", "experts_gate_up", "experts_gate", "experts_up", "experts_pre_act",
-                         "experts_down", "experts_out", "experts_probs_out"});
+                         "experts_down", "experts_out", "experts_probs_out", "experts_summed", "experts_index_add"});
   // `moe_act` discards the experts' activation output and reruns the activation
   b.tag(parts::kMoeTag | parts::kMoeActTag,
-        {"experts_silu", "experts_up_copy", "experts_act", "experts_swiglu", "experts_gate_clamped", "experts_glu",
-         "experts_up_plus_one", "experts_clamps", "experts_mul", "experts_weighted", "experts_probs_mul",
-         "experts_act_fn"});
+        {"experts_silu", "experts_up_copy", "experts_act", "experts_swiglu", "experts_gate_clamped",
+         "experts_up_clamped", "experts_clamps", "experts_glu", "experts_up_plus_one", "experts_clamps", "experts_mul",
+         "experts_weighted", "experts_probs_mul", "experts_act_fn"});
   return b;
 }
 

@@ -53,8 +53,10 @@ OpDef linear(Block& b, const RankShape& r, const std::string& name, double rows,
              const std::string& input, const std::vector<bool LoraTargets::*>& matrices, double count = 1);
 // SwiGLU on rows x width, tensors named with prefix `p`: fused saves gate and
 // up; unfused also saves silu(gate); with `linear_copy` the product reads a
-// copy of up (Megatron's offset add) while gate's view keeps fc1's output.
-void add_swiglu(Block& b, double rows, double width, const std::string& p, bool fused, bool linear_copy = false);
+// copy of up (Megatron's offset add) while gate's view keeps fc1's output; `clamped`: silu(gate) and
+// up clamped before the product (ModelSpec::clamped_swiglu), which saves the clamped pair.
+void add_swiglu(Block& b, double rows, double width, const std::string& p, bool fused, bool linear_copy = false,
+                bool clamped = false);
 // A two-matrix MLP's activation on rows x width (relu^2, GELU), tensors named with prefix `p`:
 // it saves the up projection's output (pre_act) and makes the down projection's input (act).
 void add_activation(Block& b, double rows, double width, const std::string& p);

@@ -21,10 +21,10 @@ double qk_norm_params(const ModelSpec& m, const AttentionShape& a, double tp) {
 }
 
 double attention_params(const ModelSpec& m, int64_t layer_index, double tp) {
-  const double h = double(m.hidden_size), nh = double(m.num_attention_heads);
-  const double norm = norm_params(m, h);
+  const double h = double(m.hidden_size), norm = norm_params(m, h);
   if (m.attention() == AttentionKind::gqa) {
     const AttentionShape a = m.attention_shape(layer_index);
+    const double nh = double(a.heads);
     const double hd = double(a.head_dim), vd = double(a.value_head_dim), g = double(a.kv_heads);
     // Gemma 4's keys as values: no v_proj; its KV-shared layers: neither k_proj nor v_proj
     const double k_width = a.shares_kv ? 0 : g * hd, v_width = a.shares_kv || a.values_from_keys ? 0 : g * vd;
@@ -37,6 +37,7 @@ double attention_params(const ModelSpec& m, int64_t layer_index, double tp) {
     // q, k, v and o projections, split over tp; q/k norms; the input norm
     return qkv / tp + o + qk_norm_params(m, a, tp) + norm + sub_norm;
   }
+  const double nh = double(m.num_attention_heads);
   const double d = double(m.qk_nope_head_dim), r = double(m.qk_rope_head_dim), dv = double(m.v_head_dim);
   const double hq = double(m.q_lora_rank), hkv = double(m.kv_lora_rank);
   const double q = hq > 0 ? h * hq + hq + hq * nh * (d + r) / tp  // down, latent norm, up

@@ -149,7 +149,7 @@ void add_framework_bytes(StageBase& s, const ModelSpec& m, const RankShape& r, c
   if (t.layouts_from_model_code) s.runtime_bytes += m.buffer_bytes;  // the model's own buffers
   s.ordered_backward = t.ordered_backward;
   if (t.attention_score_buffer && s.last_layer > s.first_layer) {
-    const double heads = double(m.num_attention_heads / t.tp);
+    const double heads = double(m.max_attention_heads() / t.tp);
     s.runtime_bytes += r.b * heads * r.s * r.s * 2;
   }
   if (t.keeps_stage_outputs && s.index + 1 < t.pp) s.stage_output_bytes = r.seq_tokens() * double(m.hidden_size) * 2;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -284,6 +285,30 @@ void read_mlp_layer_types(HfJsonReader& r, ModelSpec& m, int64_t first_dense) {
   }
 }
 
+std::vector<bool> read_linear_layer_types(HfJsonReader& r, int64_t layers,
+                                          const std::function<bool(int64_t)>& default_linear) {
+  const std::vector<std::string> types = r.text_list("layer_types");
+  std::vector<bool> linear;
+  if (!types.empty() && int64_t(types.size()) != layers) {
+    r.fail("layer_types", std::to_string(types.size()) + " entries",
+           "must name each of num_hidden_layers = " + std::to_string(layers) + " layers");
+    return linear;
+  }
+  for (int64_t i = 0; i < layers; ++i) {
+    if (types.empty()) {
+      linear.push_back(default_linear(i));
+      continue;
+    }
+    const std::string kind = current_layer_type(types[size_t(i)]);
+    if (kind != "linear_attention" && kind != "full_attention") {
+      r.fail("layer_types", kind, "must hold only linear_attention and full_attention");
+      return {};
+    }
+    linear.push_back(kind == "linear_attention");
+  }
+  return linear;
+}
+
 namespace {
 
 void read_experts(HfJsonReader& r, ModelSpec& m, HfExperts kind, const std::string& type) {
@@ -384,7 +409,9 @@ std::vector<bool> windowed_layers(HfJsonReader& r, const std::string& type, cons
 // FLOPs over the window are fewer; remat counts the full causal sequence. The window
 // and its layers are kept for the Megatron-LM flags.
 void read_windowed_attention(HfJsonReader& r, ModelSpec& m, const std::string& type,
-                             const std::vector<std::string>& layer_types) {
+                             std::vector<std::string> layer_types) {
+  // Step 3.5's Hub configs list the MTP layers' types after the decoder's
+  if (int64_t(layer_types.size()) > m.num_hidden_layers) layer_types.resize(size_t(m.num_hidden_layers));
   int64_t window = 0, chunk = 0, context = 0;
   bool used = true;
   r.integer("sliding_window", window, false);
@@ -406,7 +433,9 @@ void read_windowed_attention(HfJsonReader& r, ModelSpec& m, const std::string& t
       "keeps its own s x s mask and repeated keys and values, which remat counts)";
   const bool any_sliding =
       layer_types.empty() || std::count(layer_types.begin(), layer_types.end(), "sliding_attention");
-  if (window > 0 && used && any_sliding && (context <= 0 || window < context)) {
+  // layers of their own head count stay apart however long their window (Step 3.5)
+  const bool own_heads = m.windowed_attention_heads > 0;
+  if (window > 0 && used && any_sliding && (context <= 0 || window < context || own_heads)) {
     m.notes.push_back(r.path("sliding_window") + " = " + std::to_string(window) + " on " +
                       layers_of("sliding_attention") + cost);
     m.windowed_layers = windowed_layers(r, type, layer_types, m.num_hidden_layers);
@@ -478,7 +507,15 @@ void read_numerics(HfJsonReader& r, ModelSpec& m, const HfFamily& family) {
     HfJsonReader p{r.object["rope_parameters"], r.file, r.path("rope_parameters."), r.problems};
     read_positive(p, {"rope_theta"}, m.rope_theta);
   }
-  read_positive(r, {"rope_theta", "rotary_emb_base"}, m.rope_theta);
+  if (r.has("rope_theta") && r.object["rope_theta"].is_array()) {  // one per layer (Step 3.5): the first
+    const nlohmann::json& thetas = r.object["rope_theta"];
+    for (const auto& theta : thetas)
+      if (!theta.is_number() || !(theta.get<double>() > 0) || !std::isfinite(theta.get<double>()))
+        return r.fail("rope_theta", theta.dump(), "must hold positive numbers, one per layer");
+    if (!thetas.empty()) m.rope_theta = thetas.front().get<double>();
+  } else {
+    read_positive(r, {"rope_theta", "rotary_emb_base"}, m.rope_theta);
+  }
   read_positive(r, {"rope_local_base_freq"}, m.rope_local_theta);
   if (r.has("rope_scaling") && r.object["rope_scaling"].is_object())
     read_rope_scaling(r, "rope_scaling", m.rope_scaling);

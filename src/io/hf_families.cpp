@@ -554,17 +554,12 @@ void qwen3_next_layer(HfJsonReader& r, ModelSpec& m) {
   if (mtp > 0)
     m.notes.push_back(r.path("mtp_num_hidden_layers") + " = " + std::to_string(mtp) +
                       ": the multi-token prediction layer is not counted (transformers does not build it)");
-  const std::vector<std::string> types = r.text_list("layer_types");
   int64_t interval = 4;
   r.integer("full_attention_interval", interval, false);
   if (interval < 1) return r.fail("full_attention_interval", std::to_string(interval), "must be a positive integer");
-  if (!types.empty() && int64_t(types.size()) != m.num_hidden_layers)
-    return r.fail("layer_types", std::to_string(types.size()) + " entries",
-                  "must name each of num_hidden_layers = " + std::to_string(m.num_hidden_layers) + " layers");
-  for (int64_t i = 0; i < std::min<int64_t>(m.num_hidden_layers, 100000); ++i) {
-    const bool linear = types.empty() ? (i + 1) % interval != 0 : types[size_t(i)] == "linear_attention";
+  const int64_t layers = std::min(m.num_hidden_layers, limits::kLayers);
+  for (bool linear : read_linear_layer_types(r, layers, [interval](int64_t i) { return (i + 1) % interval != 0; }))
     m.layer_mixers.push_back(linear ? Mixer::gated_deltanet : Mixer::attention);
-  }
 }
 
 // GLM-4.7-Flash: Glm4MoeLiteConfig builds its first layer dense unless mlp_layer_types says otherwise.
@@ -624,6 +619,7 @@ constexpr HfDefaults kKimiLinearDefaults{163840, 2304, 9216, 27, 32, 32, 0, 1e-5
 constexpr HfDefaults kMiniMaxDefaults{32000, 4096, 14336, 32, 32, 8, 0, 1e-5};
 constexpr HfDefaults kAriaTextDefaults{32000, 4096, 4096, 32, 32};
 constexpr HfDefaults kEmu3TextDefaults{184622, 4096, 14336, 32, 32, 8, 0, 1e-5};
+constexpr HfDefaults kStep3p5Defaults{128815, 4096, 11264, 45, 64, 8, 128, 1e-5};  // Step3p7TextConfig
 // XGLMConfig, CTRLConfig, OpenAIGPTConfig, BioGptConfig
 constexpr HfDefaults kXglmDefaults{256008, 1024, 4096, 24, 16};
 constexpr HfDefaults kCtrlDefaults{246534, 1280, 8192, 48, 16};
@@ -742,6 +738,7 @@ const std::array kFamilies = {
     HfFamily{"bitnet", false, kDense, false, nullptr, bitnet_layer, kBitNetDefaults},
     HfFamily{"aria_text", false, HfExperts::own, false, nullptr, aria_text_layer, kAriaTextDefaults},
     HfFamily{"emu3_text_model", false, kDense, false, nullptr, emu3_text_layer, kEmu3TextDefaults},
+    HfFamily{"step3p5", false, HfExperts::own, false, nullptr, step3p5_layer, kStep3p5Defaults},
     HfFamily{
         "qwen3_next", false, HfExperts::qwen, false, nullptr, qwen3_next_layer, {}, false, HfHybrid::gated_deltanet},
     HfFamily{"qwen3_5_text", false, kDense, false, nullptr, qwen3_next_layer, {}, false, HfHybrid::gated_deltanet},

@@ -4,6 +4,7 @@
 // construct it has no block for.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,11 @@ void drop_nope_layers_if_none(ModelSpec& m);
 // layers where a config has it; without it the first `first_dense` layers where given (>= 0),
 // else the model's own rule stays (hf_config.cpp).
 void read_mlp_layer_types(HfJsonReader& r, ModelSpec& m, int64_t first_dense = -1);
+// A hybrid's layer_types as one flag per layer, true for linear_attention (the older "mamba"
+// included), false for full_attention; where the config has none, `default_linear(layer)`. Empty
+// after a problem (a list of another length, another kind).
+std::vector<bool> read_linear_layer_types(HfJsonReader& r, int64_t layers,
+                                          const std::function<bool(int64_t)>& default_linear);
 void qwen3_layer(HfJsonReader& r, ModelSpec& m);
 void olmo2_layer(HfJsonReader& r, ModelSpec& m);
 void cohere_layer(HfJsonReader& r, ModelSpec& m);
@@ -100,6 +106,16 @@ void kimi_linear_layer(HfJsonReader& r, ModelSpec& m);
 // as that many shared experts, or as one shared expert of its own width where it is no multiple.
 void shared_mlp_as_experts(HfJsonReader& r, const char* key, int64_t shared, int64_t width,
                            const std::string& width_name, ModelSpec& m);
+
+// `field` from `key`, or where the config leaves it out the config class's default (said in a note).
+void integer_or_default(HfJsonReader& r, ModelSpec& m, const char* key, int64_t& field, int64_t fallback);
+void require_experts(HfJsonReader& r, const ModelSpec& m, const char* key);  // at least one routed expert
+// Routed experts under `key`, moe_intermediate_size and num_experts_per_tok, each with its config
+// class's default where the config leaves it out.
+void read_routed_experts(HfJsonReader& r, ModelSpec& m, const char* key, int64_t experts, int64_t width, int64_t top_k);
+
+// Step 3.5's language model (hf_family_step.cpp).
+void step3p5_layer(HfJsonReader& r, ModelSpec& m);
 
 // Readers of the families in hf_families_more.cpp.
 void helium_layer(HfJsonReader& r, ModelSpec& m);

@@ -215,23 +215,13 @@ void olmo_hybrid_layer(HfJsonReader& r, ModelSpec& m) {
                                    {"linear_value_head_dim", m.linear_value_head_dim},
                                    {"linear_conv_kernel_dim", m.linear_conv_kernel}})
     require_positive(r, key, value);
-  std::vector<std::string> types = r.text_list("layer_types");
-  if (!types.empty() && int64_t(types.size()) != m.num_hidden_layers)
-    return r.fail("layer_types", std::to_string(types.size()) + " entries",
-                  "must name each of num_hidden_layers = " + std::to_string(m.num_hidden_layers) + " layers");
+  // OlmoHybridConfig's default: every fourth layer full, and the last where there are fewer than four
   const int64_t layers = std::min(m.num_hidden_layers, limits::kLayers);
-  if (types.empty()) {
-    for (int64_t i = 0; i < layers; ++i) types.push_back(i % 4 == 3 ? "full_attention" : "linear_attention");
-    if (layers > 0 && layers < 4) types.back() = "full_attention";
-  }
-  int64_t linear = 0;
-  for (int64_t i = 0; i < layers; ++i) {
-    const std::string kind = current_layer_type(types[size_t(i)]);
-    if (kind != "linear_attention" && kind != "full_attention")
-      return r.fail("layer_types", kind, "must hold only linear_attention and full_attention");
-    linear += kind == "linear_attention" ? 1 : 0;
-    m.layer_mixers.push_back(kind == "linear_attention" ? Mixer::gated_deltanet : Mixer::attention);
-  }
+  const std::vector<bool> flags = read_linear_layer_types(
+      r, layers, [layers](int64_t i) { return i % 4 != 3 && !(layers < 4 && i == layers - 1); });
+  if (flags.empty()) return;
+  const int64_t linear = std::count(flags.begin(), flags.end(), true);
+  for (bool is_linear : flags) m.layer_mixers.push_back(is_linear ? Mixer::gated_deltanet : Mixer::attention);
   if (linear == 0 || linear == layers)
     r.fail("layer_types", linear == 0 ? "full_attention only" : "linear_attention only",
            "must hold at least one linear_attention and one full_attention layer (OlmoHybridConfig requires both)");

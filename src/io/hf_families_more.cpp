@@ -17,8 +17,6 @@ void drop_nope_layers_if_none(ModelSpec& m) {
   if (std::find(m.nope_layers.begin(), m.nope_layers.end(), true) == m.nope_layers.end()) m.nope_layers.clear();
 }
 
-namespace {
-
 // `field` from `key`, or where the config leaves it out the config class's default (said in a note).
 void integer_or_default(HfJsonReader& r, ModelSpec& m, const char* key, int64_t& field, int64_t fallback) {
   field = fallback;
@@ -27,6 +25,24 @@ void integer_or_default(HfJsonReader& r, ModelSpec& m, const char* key, int64_t&
                       std::to_string(fallback));
   r.integer(key, field, false);
 }
+
+// The routed experts a family's own reader sets: at least one.
+void require_experts(HfJsonReader& r, const ModelSpec& m, const char* key) {
+  if (m.n_routed_experts < 1)
+    r.fail(key, std::to_string(m.n_routed_experts), "must be at least 1: a mixture-of-experts family");
+}
+
+// Routed experts under `key`, moe_intermediate_size and num_experts_per_tok, each with its config
+// class's default where the config leaves it out.
+void read_routed_experts(HfJsonReader& r, ModelSpec& m, const char* key, int64_t experts, int64_t width,
+                         int64_t top_k) {
+  integer_or_default(r, m, key, m.n_routed_experts, experts);
+  require_experts(r, m, key);
+  integer_or_default(r, m, "moe_intermediate_size", m.moe_intermediate_size, width);
+  integer_or_default(r, m, "num_experts_per_tok", m.num_experts_per_tok, top_k);
+}
+
+namespace {
 
 // An integer, or a list of one per layer (Hunyuan's num_experts, moe_topk) read where every layer
 // has the same value.
@@ -65,22 +81,6 @@ void read_layer_rope_theta(HfJsonReader& r, ModelSpec& m) {
     m.nope_layers.push_back(list[i].get<double>() == 0);
   }
   drop_nope_layers_if_none(m);
-}
-
-// The routed experts a family's own reader sets: at least one.
-void require_experts(HfJsonReader& r, const ModelSpec& m, const char* key) {
-  if (m.n_routed_experts < 1)
-    r.fail(key, std::to_string(m.n_routed_experts), "must be at least 1: a mixture-of-experts family");
-}
-
-// Routed experts under `key`, moe_intermediate_size and num_experts_per_tok, each with its config
-// class's default where the config leaves it out.
-void read_routed_experts(HfJsonReader& r, ModelSpec& m, const char* key, int64_t experts, int64_t width,
-                         int64_t top_k) {
-  integer_or_default(r, m, key, m.n_routed_experts, experts);
-  require_experts(r, m, key);
-  integer_or_default(r, m, "moe_intermediate_size", m.moe_intermediate_size, width);
-  integer_or_default(r, m, "num_experts_per_tok", m.num_experts_per_tok, top_k);
 }
 
 }  // namespace

@@ -37,36 +37,23 @@ KdaKeys read_kda_keys(HfJsonReader& r) {
   return k;
 }
 
-// Which layers run Kimi Delta Attention: layer_types, else the remote code's 1-based lists, else
-// KimiLinearConfig's default (attention at layers 4, 8, ...; KDA elsewhere, layer 0 included).
+// Which layers run Kimi Delta Attention: layer_types; else the remote code's 1-based lists (the
+// layers full_attn_layers leaves out, else those kda_layers names); else KimiLinearConfig's default
+// (attention at layers 4, 8, ...; KDA elsewhere, layer 0 included).
 std::vector<bool> kda_layers(HfJsonReader& r, const KdaKeys& k, int64_t layers) {
-  std::vector<bool> kda(size_t(layers), true);
-  const std::vector<std::string> types = r.text_list("layer_types");
-  if (!types.empty()) {
-    if (int64_t(types.size()) != layers) {
-      r.fail("layer_types", std::to_string(types.size()) + " entries",
-             "must name each of num_hidden_layers = " + std::to_string(layers) + " layers");
-      return {};
-    }
-    for (int64_t i = 0; i < layers; ++i) {
-      const std::string& kind = types[size_t(i)];
-      if (kind != "linear_attention" && kind != "full_attention")
-        r.fail("layer_types", kind, "must hold only linear_attention and full_attention");
-      kda[size_t(i)] = kind == "linear_attention";
-    }
-    return kda;
+  if (r.has("layer_types") || (k.full_layers.empty() && k.kda_layers.empty()))
+    return read_linear_layer_types(r, layers, [](int64_t i) { return !(i > 0 && i % 4 == 0); });
+  const bool by_full = !k.full_layers.empty();
+  const std::vector<int64_t>& listed = by_full ? k.full_layers : k.kda_layers;
+  std::vector<bool> kda(size_t(layers), by_full);
+  for (int64_t one_based : listed) {
+    if (one_based < 1 || one_based > layers)
+      r.fail(by_full ? "linear_attn_config.full_attn_layers" : "linear_attn_config.kda_layers",
+             std::to_string(one_based),
+             "must hold layer numbers from 1 to num_hidden_layers = " + std::to_string(layers));
+    else
+      kda[size_t(one_based - 1)] = !by_full;
   }
-  if (!k.full_layers.empty() || !k.kda_layers.empty()) {
-    for (int64_t one_based : k.full_layers) {
-      if (one_based < 1 || one_based > layers)
-        r.fail("linear_attn_config.full_attn_layers", std::to_string(one_based),
-               "must hold layer numbers from 1 to num_hidden_layers = " + std::to_string(layers));
-      else
-        kda[size_t(one_based - 1)] = false;
-    }
-    return kda;
-  }
-  for (int64_t i = 0; i < layers; ++i) kda[size_t(i)] = !(i > 0 && i % 4 == 0);
   return kda;
 }
 

@@ -17,30 +17,19 @@ namespace {
 // remote code's attn_type_list (0 lightning, 1 softmax), else MiniMaxConfig's default (layer i full
 // where i is even).
 std::vector<bool> minimax_lightning_layers(HfJsonReader& r, int64_t layers) {
-  std::vector<bool> lightning;
-  const std::vector<std::string> types = r.text_list("layer_types");
+  if (r.has("layer_types") || !r.has("attn_type_list"))
+    return read_linear_layer_types(r, layers, [](int64_t i) { return i % 2 == 1; });
   std::vector<int64_t> flags;
   r.integer_list("attn_type_list", flags);
-  const char* key = !types.empty() ? "layer_types" : "attn_type_list";
-  const size_t listed = !types.empty() ? types.size() : flags.size();
-  if (listed > 0 && int64_t(listed) != layers) {
-    r.fail(key, std::to_string(listed) + " entries",
+  if (int64_t(flags.size()) != layers) {
+    r.fail("attn_type_list", std::to_string(flags.size()) + " entries",
            "must name each of num_hidden_layers = " + std::to_string(layers) + " layers");
-    return lightning;
+    return {};
   }
-  for (int64_t i = 0; i < layers; ++i) {
-    if (!types.empty()) {
-      const std::string& kind = types[size_t(i)];
-      if (kind != "linear_attention" && kind != "full_attention")
-        r.fail(key, kind, "must hold only linear_attention and full_attention");
-      lightning.push_back(kind == "linear_attention");
-    } else if (!flags.empty()) {
-      if (flags[size_t(i)] != 0 && flags[size_t(i)] != 1)
-        r.fail(key, std::to_string(flags[size_t(i)]), "must hold 0 and 1");
-      lightning.push_back(flags[size_t(i)] == 0);
-    } else {
-      lightning.push_back(i % 2 == 1);
-    }
+  std::vector<bool> lightning;
+  for (int64_t flag : flags) {
+    if (flag != 0 && flag != 1) r.fail("attn_type_list", std::to_string(flag), "must hold 0 and 1");
+    lightning.push_back(flag == 0);
   }
   return lightning;
 }

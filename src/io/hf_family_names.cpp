@@ -59,6 +59,7 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
     {"MiniMaxText01ForCausalLM", "minimax"},
     {"MiniMaxM1ForCausalLM", "minimax"},
     {"KimiLinearForCausalLM", "kimi_linear"},
+    {"Step3p5ForCausalLM", "step3p5"},
     {"GemmaForCausalLM", "gemma"},
     {"Gemma2ForCausalLM", "gemma2"},
     {"Gemma4ForCausalLM", "gemma4_text"},
@@ -79,9 +80,9 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
 };
 
 constexpr std::array kTextConfigWrappers = {
-    "llava",    "llava_next", "llava_onevision", "mistral3", "qwen3_vl",       "qwen3_vl_moe", "llama4",
-    "gemma3",   "gemma4",     "paligemma",       "qwen3_5",  "qwen3_5_moe",    "kimi_k25",     "lfm2_vl",
-    "internvl", "glm4v",      "glm4v_moe",       "gemma3n",  "gemma4_unified", "aria",         "emu3"};
+    "llava",     "llava_next", "llava_onevision", "mistral3",    "qwen3_vl", "qwen3_vl_moe", "llama4",   "gemma3",
+    "gemma4",    "paligemma",  "qwen3_5",         "qwen3_5_moe", "kimi_k25", "lfm2_vl",      "internvl", "glm4v",
+    "glm4v_moe", "gemma3n",    "gemma4_unified",  "aria",        "emu3",     "step3p7"};
 
 const char* kEncoder = "an encoder or encoder-decoder model (bidirectional attention); remat plans causal decoder LLMs";
 
@@ -137,6 +138,85 @@ const std::pair<const char*, const char*> kRefused[] = {
     {"doge",
      "dynamic mask attention (a learned per-head mask keeping the top keys) and cross-domain MoE of "
      "single-neuron experts; remat has no block for them"},
+    // decoders whose layers remat has no block for
+    {"xlstm",
+     "xLSTM's mLSTM recurrent layers (a matrix memory with exponential gates), no attention; remat has no "
+     "block for them"},
+    {"blt",
+     "byte-level patching (a local byte encoder and decoder with cross-attention around a global transformer over "
+     "patches); remat builds one decoder stack over tokens"},
+    {"cpmant",
+     "CPM-Ant's bucketed relative position and segment biases with a learned prompt prefix that is not causally "
+     "masked; remat builds rotary-position causal decoders"},
+    {"gpt_neox_japanese",
+     "GPT-NeoX Japanese's layers (a bias-free per-head fused qkv and an attention output bias on the last layer "
+     "only); remat's GPT-NeoX layer has biases throughout"},
+    {"hrm_text",
+     "two weight-shared stacks run recurrently for several cycles, only the last ones with gradients "
+     "(Hierarchical Reasoning Model); remat runs each layer once"},
+    {"hy_v4",
+     "parallel residual streams mixed by hyper-connections, and latent attention with a sparse token indexer, "
+     "attention sinks and an output gate; remat has no block for them"},
+    {"deepseek_v4",
+     "compressed and sparse attention over pooled keys (one shared key/value head), parallel residual streams "
+     "mixed by hyper-connections, and hash-routed experts; remat has no block for them"},
+    {"inkling_text",
+     "a learned relative position bias in place of rotary and short convolutions on keys, values and both block "
+     "outputs in every layer; remat has no block for them"},
+    {"inkling_mm_model",
+     "a learned relative position bias in place of rotary and short convolutions on keys, values and both block "
+     "outputs in every layer; remat has no block for them"},
+    {"zaya",
+     "compressed convolutional attention (queries and keys mixed by causal convolutions, half of each value from "
+     "the previous token) and a router carrying state across layers; remat has no block for them"},
+    {"minimax_m3_vl_text",
+     "block-sparse attention (an indexer picking key blocks per query) and SwiGLU-OAI experts (MiniMax-M3); "
+     "remat has no block for sparse attention over GQA"},
+    {"modernbert-decoder",
+     "ModernBERT's decoder (no norm before the first attention, a norm on the embeddings, an MLM-style "
+     "prediction head); remat does not build those pieces"},
+    {"ernie4_5_vl_moe_text",
+     "separate text and vision expert sets chosen per token by modality, with 3D multimodal rotary positions; "
+     "remat builds one expert set"},
+    // multimodal models whose language model is not a text_config remat reads
+    {"minimax_m3_vl",
+     "a vision-language model whose language model has block-sparse attention (MiniMax-M3); remat has no block "
+     "for it"},
+    {"ernie4_5_vl_moe",
+     "a vision-language model whose language model picks text or vision experts per token; remat builds one "
+     "expert set"},
+    {"moshi", "a speech-text model (audio codec tokens through a temporal and a per-codebook depth transformer)"},
+    {"pi0", "a vision-language-action policy (bidirectional towers denoising action chunks), not a causal LM"},
+    {"phi4_multimodal",
+     "a multimodal model (vision and audio encoders, modality LoRA adapters); plan its text model as phi3"},
+    {"kosmos-2", "a vision-language model (image latents through a resampler into a sub-LN text decoder)"},
+    {"kosmos-2.5", "a document-image vision-language model (an image encoder beside a sub-LN text decoder)"},
+    {"idefics", "a LLaMA decoder with gated cross-attention layers over image features"},
+    {"git",
+     "an image-to-text model (image tokens attended bidirectionally beside the text); remat plans causal "
+     "decoder LLMs"},
+    {"trocr", "the decoder of an image encoder-decoder model (every layer cross-attends to image features)"},
+    {"blip", "an image-text model whose text layers cross-attend to image features"},
+    {"blip_text_model", "BLIP's text model (every layer cross-attends to image features)"},
+    // encoders, also as the decoder half of encoder-decoder setups
+    {"bert-generation", kEncoder},
+    {"big_bird", kEncoder},
+    {"camembert", kEncoder},
+    {"data2vec-text", kEncoder},
+    {"ernie", kEncoder},
+    {"megatron-bert", kEncoder},
+    {"rembert", kEncoder},
+    {"roberta-prelayernorm", kEncoder},
+    {"roc_bert", kEncoder},
+    {"roformer", kEncoder},
+    {"xlm-roberta-xl", kEncoder},
+    {"xmod", kEncoder},
+    {"xlm",
+     "XLM (cross-lingual masked and causal language modelling with language embeddings); remat plans causal "
+     "decoder LLMs with rotary positions"},
+    {"xlnet",
+     "XLNet (permutation language modelling with two-stream attention and segment memory); remat plans causal "
+     "decoder LLMs"},
 };
 
 }  // namespace

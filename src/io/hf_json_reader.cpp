@@ -30,8 +30,9 @@ bool as_integer(const nlohmann::json& v, int64_t& out) {
 // attribute_map); a file that spells it one way is read under any of them.
 const std::vector<std::vector<const char*>> kSpellings = {
     {"num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"},
-    {"num_experts_per_tok", "moe_topk", "moe_k", "num_experts_per_token"},
-    {"partial_rotary_factor", "rope_pct"},  // StableLM's remote code
+    {"num_experts_per_tok", "moe_topk", "moe_k", "num_experts_per_token", "moe_top_k"},
+    {"num_key_value_heads", "num_attention_groups"},  // Step 3.5
+    {"partial_rotary_factor", "rope_pct"},            // StableLM's remote code
     {"layer_types", "layers_block_type"},
     {"n_shared_experts", "num_shared_experts"},     // EXAONE MoE, AFMoE, HY-V3
     {"first_k_dense_replace", "num_dense_layers"},  // AFMoE

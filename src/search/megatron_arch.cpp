@@ -243,8 +243,10 @@ std::vector<std::string> megatron_inexpressible(const ModelSpec& m) {
         "layers (its GPT model has none; Mamba-2 hybrids run in its MambaModel)");
   if (m.attention_output_gate || m.attention_head_gate) cannot("a gate on the attention output");
   if (m.final_logit_softcap > 0) cannot("final logit softcapping");
-  if (m.has_full_attention_shape())
-    cannot("full-attention layers with their own head dim, key/value heads or keys as values (Gemma 4)");
+  if (m.attention_shape_varies())
+    cannot(
+        "attention layers of two shapes (Gemma 4's full-attention layers with their own head dim, key/value heads "
+        "or keys as values; Step 3.5's sliding-window layers with their own head count)");
   if (m.has_narrow_values())
     cannot(fmt::format("value heads of {} beside query and key heads of {}", m.value_head_dim,
                        m.attention_shape_of(true).head_dim));

@@ -3,6 +3,7 @@
 #include <numeric>
 #include <string>
 
+#include "remat/spec/framework.hpp"
 #include "remat/spec/validate.hpp"
 
 namespace remat {
@@ -136,6 +137,8 @@ std::vector<Problem> validate_training(const TrainingSpec& t, const ModelSpec& m
   if (!f.problems.empty()) return f.problems;
 
   f.divides("--tp", t.tp, "num_attention_heads", m.num_attention_heads);
+  if (m.windowed_attention_heads > 0)
+    f.divides("--tp", t.tp, "the sliding-window layers' query heads", m.windowed_attention_heads);
   // where the full-attention layers have their own key/value heads (Gemma 4's
   // num_global_key_value_heads, MiMo-V2-Flash's num_key_value_heads beside its windowed layers' twice
   // as many), each count by what it is: the config keys differ between the families
@@ -158,15 +161,8 @@ std::vector<Problem> validate_training(const TrainingSpec& t, const ModelSpec& m
     f.fail("--mixer-kernels", "torch",
            "Mamba-1 layers are priced as mamba_ssm's kernels run them; transformers' plain-PyTorch fallback "
            "(the hf profile's default) is not modelled: give --mixer-kernels fused");
-  if (t.framework == "megatron-local" &&
-      std::find(m.layer_mixers.begin(), m.layer_mixers.end(), Mixer::lightning) != m.layer_mixers.end())
-    f.fail("--framework", "megatron-local",
-           "lightning attention layers (MiniMax) have no Megatron-LM implementation to model: give --framework "
-           "generic or hf");
-  if (t.framework == "megatron-local" && m.sparse_attention())
-    f.fail("--framework", "megatron-local",
-           "DeepSeek sparse attention (index_n_heads) as Megatron-LM runs it (its experimental DSA and indexer "
-           "loss) is not modelled: give --framework generic or hf");
+  if (const FrameworkProfile* profile = find_framework(t.framework); profile && profile->cannot_run)
+    if (const std::string why = profile->cannot_run(m); !why.empty()) f.fail("--framework", t.framework, why);
   if (t.gbs > 0 && t.gbs % (t.mbs * t.dp) != 0)
     f.fail("--gbs", str(t.gbs), "must be a multiple of mbs * dp = " + str(t.mbs * t.dp));
   if (!t.layers_per_stage.empty()) check_layers_per_stage(f, t.layers_per_stage, t.pp, layers);

@@ -103,6 +103,11 @@ void check_attention(Checker& c, const ModelSpec& m) {
   if (m.full_attention_kv_heads > 0 && m.num_attention_heads % m.full_attention_kv_heads != 0)
     c.fail("num_global_key_value_heads", std::to_string(m.full_attention_kv_heads),
            "must divide num_attention_heads = " + std::to_string(m.num_attention_heads));
+  c.non_negative("num_sliding_attention_heads", m.windowed_attention_heads, kHeads);
+  if (m.windowed_attention_heads > 0 && m.num_key_value_heads > 0 &&
+      m.windowed_attention_heads % m.num_key_value_heads != 0)
+    c.fail("num_sliding_attention_heads", std::to_string(m.windowed_attention_heads),
+           "must be a multiple of num_key_value_heads = " + std::to_string(m.num_key_value_heads));
   if (m.num_key_value_heads > 0 && m.num_attention_heads > 0 && m.num_attention_heads % m.num_key_value_heads != 0)
     c.fail("num_key_value_heads", std::to_string(m.num_key_value_heads),
            "must divide num_attention_heads = " + std::to_string(m.num_attention_heads));

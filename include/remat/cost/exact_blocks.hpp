@@ -59,7 +59,7 @@ RankShape with_model(RankShape r, const ModelSpec& m);
 int64_t gqa_head_dim(const ModelSpec& m);
 
 Block rmsnorm_linear_block(const RankShape& r, int64_t hidden, int64_t out_features, const char* name);
-Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn);  // gated (SwiGLU)
+Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, bool clamped = false);  // gated (SwiGLU)
 // Up, activation, down: one f-wide pre-activation and the activation's output saved,
 // whatever the activation (GELU and relu^2 save their input, the down GEMM its input).
 Block two_matrix_mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, const std::string& act);

@@ -34,6 +34,9 @@ struct FrameworkProfile {
   // eager_attention_only) runs eager, the default then and --attention sdpa refused; one without
   // gradient checkpointing (ModelSpec::gradient_checkpointing_unsupported) recomputes nothing
   bool runs_model_code = false;
+  // why this stack cannot run `m` (a construct it has no implementation of), "" where it can;
+  // nullptr: it runs every model remat builds
+  std::string (*cannot_run)(const ModelSpec& m) = nullptr;
   // `t` with every implementation choice and buffer of the stack set; layout,
   // batch, objective and recompute untouched
   TrainingSpec (*apply_training)(TrainingSpec t) = nullptr;

@@ -135,6 +135,16 @@ struct ModelSpec {
   // its experts' activation clamps gate and up, then gate * sigmoid(alpha * gate) * (up + 1): three
   // more expert-width tensors saved than a SwiGLU's (GPT-OSS: GptOssExperts._apply_gate)
   bool clamped_glu_experts = false;
+  // every SwiGLU (dense, shared, experts) clamps silu(gate) and up before their product, bounded or not
+  // (Step 3.5's swiglu_limits): each clamp saves its input, the product the two clamped tensors
+  bool clamped_swiglu = false;
+  // transformers' per-expert loop with no experts-implementation switch (Step 3.5's Step3p7Experts):
+  // each expert's weighted output, cast back from the fp32 routing weights' product, is summed into
+  // place by index_add_, which saves it
+  bool experts_python_loop = false;
+  // its rotary embedding concatenates the rotated and the passed parts (partial rotary, or Step 3.5's
+  // code at any share): q and k come out heads-major, and so does sdpa's output
+  bool rotary_concatenates = false;
   // its decoder layer returns eager attention's probabilities beside the hidden state (GPT-J's
   // GPTJBlock): a reentrant checkpoint's replay holds them, and autograd hands the checkpoint a
   // zero gradient of their size, through the layer's backward
@@ -210,6 +220,7 @@ struct ModelSpec {
   bool mamba1_inner_norms = false;
   bool attention_output_gate = false;  // Qwen3-Next: q_proj also makes a sigmoid gate on the attention output
   bool attention_head_gate = false;    // Laguna: g_proj (hidden -> heads) makes a softplus gate per head
+  bool head_gate_sigmoid = false;      // Step 3.5: that gate a sigmoid in bf16 (Laguna's a softplus in fp32)
   // BitNet: RMSNorms on the attention output before o_proj (heads x head_dim) and on the MLP's
   // activation before down_proj (intermediate_size)
   bool sub_norms = false;
@@ -219,6 +230,8 @@ struct ModelSpec {
   // as every other layer.
   int64_t full_attention_head_dim = 0, full_attention_kv_heads = 0;
   bool full_attention_values_from_keys = false;
+  // Step 3.5: its sliding-window layers have their own query head count (0: num_attention_heads).
+  int64_t windowed_attention_heads = 0;
   // MiMo-V2-Flash: value heads narrower than its query and key heads (v_head_dim without latent
   // attention); v_proj, the attention output and o_proj are heads x this wide. 0: head_dim.
   int64_t value_head_dim = 0;
@@ -315,6 +328,7 @@ struct ModelSpec {
   AttentionShape attention_shape_of(bool windowed) const {
     AttentionShape a{num_attention_heads, num_key_value_heads,
                      head_dim > 0 ? head_dim : hidden_size / std::max<int64_t>(num_attention_heads, 1)};
+    if (windowed && windowed_attention_heads > 0) a.heads = windowed_attention_heads;
     if (!windowed) {
       if (full_attention_head_dim > 0) a.head_dim = full_attention_head_dim;
       if (full_attention_kv_heads > 0) a.kv_heads = full_attention_kv_heads;
@@ -323,10 +337,14 @@ struct ModelSpec {
     a.value_head_dim = value_head_dim > 0 ? value_head_dim : a.head_dim;
     return a;
   }
-  // Whether some attention layers differ from the others in shape (Gemma 4's full-attention layers).
-  bool has_full_attention_shape() const {
-    return full_attention_head_dim > 0 || full_attention_kv_heads > 0 || full_attention_values_from_keys;
+  // Whether some attention layers differ from the others in shape (Gemma 4's full-attention layers,
+  // Step 3.5's windowed ones).
+  bool attention_shape_varies() const {
+    return full_attention_head_dim > 0 || full_attention_kv_heads > 0 || full_attention_values_from_keys ||
+           windowed_attention_heads > 0;
   }
+  // The most query heads any attention layer has.
+  int64_t max_attention_heads() const { return std::max(num_attention_heads, windowed_attention_heads); }
   // Whether the GQA value heads are narrower than the query and key heads (MiMo-V2-Flash).
   bool has_narrow_values() const { return attention() == AttentionKind::gqa && value_head_dim > 0; }
   Mixer mixer(int64_t index) const {

@@ -78,6 +78,18 @@ std::vector<std::string> megatron_local_time_gaps(const HardwareSpec& hw, const 
   return {};
 }
 
+// The layers remat builds that Megatron-LM's GPT model has no implementation of (the rest of what
+// it cannot express is refused when its flags are written: src/search/megatron_arch.cpp).
+std::string megatron_local_cannot_run(const ModelSpec& m) {
+  if (std::find(m.layer_mixers.begin(), m.layer_mixers.end(), Mixer::lightning) != m.layer_mixers.end())
+    return "lightning attention layers (MiniMax) have no Megatron-LM implementation to model: give --framework "
+           "generic or hf";
+  if (m.sparse_attention())
+    return "DeepSeek sparse attention (index_n_heads) as Megatron-LM runs it (its experimental DSA and indexer "
+           "loss) is not modelled: give --framework generic or hf";
+  return "";
+}
+
 }  // namespace
 
 const FrameworkProfile& framework_profile_megatron_local() {
@@ -91,6 +103,7 @@ const FrameworkProfile& framework_profile_megatron_local() {
       .strategies = {Strategy::none, Strategy::full, Strategy::selective, Strategy::standard, Strategy::eagle,
                      Strategy::offload, Strategy::streambp},
       .replay_choosable = false,
+      .cannot_run = megatron_local_cannot_run,
       .apply_training = megatron_local_training,
       .apply_hardware = megatron_local_hardware,
       .time_gaps = megatron_local_time_gaps,
