@@ -400,6 +400,15 @@ TEST(HfProfile, KimiLinearDeltaAttention) { expect_every_step_within("steps-kimi
 // (phi-1's two steps -0.68% / -0.41% -> +0.34% / +0.20% by the same rotary rule).
 TEST(HfProfile, Step35PerTypeHeadCounts) { expect_every_step_within("steps-step35-h200.jsonl", 0.05, 0.3, 7); }
 
+// A 6-layer cut of the same shape (two full-attention layers, 48 experts, clamps bounded in the last two
+// layers; examples/hf/step/cases_unseen.json) in modes none of the above ran, measured once after every
+// change above and compared as it came (reports/hf/steps-step35-unseen-h200.jsonl): mixed precision,
+// 16k tokens, two sequences a microbatch, LoRA dropout 0.1, eager attention under reentrant
+// checkpointing: every peak within 0.29%.
+TEST(HfProfile, Step35InModesNotMeasuredBefore) {
+  expect_every_step_within("steps-step35-unseen-h200.jsonl", 0.05, 0.4, 7);
+}
+
 // The same two hybrids in modes neither was measured in before, run once after both changes above
 // and compared as they came (reports/hf/steps-hybrid-modes-h200.jsonl): 8k tokens, mixed precision,
 // eager attention, two sequences a microbatch, LoRA dropout 0.1: every peak within 2.21%.
