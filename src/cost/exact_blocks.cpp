@@ -526,7 +526,7 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     b.ops.push_back(op);
     b.attention_stats = {"probs"};
   }
-  if (parts::saves_input(r, r.lora.o)) b.kept_outside = {"o"};
+  std::string wo_input = "o";  // what Wo reads, saved by it where it trains or carries an adapter
   const bool masked_sdpa = r.layouts_from_model_code && m.sdpa_mask_materialized && r.flash_attention;
   if (masked_sdpa) {
     // an s x s bf16 mask handed to sdpa (Falcon): each layer's kernel saves its own
@@ -545,7 +545,7 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     const double bytes = rows * nh * vd * kBf16;
     b.tensors.push_back({"o_contiguous", bytes});
     b.ops.push_back(ops::streaming("o_copy", 2 * bytes, 2 * bytes, {}));
-    if (parts::saves_input(r, r.lora.o)) b.kept_outside = {"o_contiguous"};
+    wo_input = "o_contiguous";
   }
   if (m.attention_output_gate) {
     // o * sigmoid(gate): the product saves o and the sigmoid; Wo then reads the product, not o
@@ -553,7 +553,7 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     b.tensors.push_back({"gate_sigmoid", bytes});
     b.tensors.push_back({"o_gated", bytes});
     b.ops.push_back(ops::streaming("output_gate", 4 * bytes, 6 * bytes, {"gate_sigmoid", o_read}));
-    b.kept_outside = {"o_gated"};
+    wo_input = "o_gated";
   }
   if (m.attention_head_gate && m.head_gate_sigmoid) {
     // Step 3.5: o * sigmoid(g_proj(x)) per head in bf16 (modeling_step3p7.py, Step3p7Attention.forward):
@@ -563,8 +563,7 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     b.tensors.push_back({"o_gated", bytes});
     b.ops.push_back(ops::streaming("head_gate", 2 * bytes + 3 * gates, 4 * bytes + 4 * gates, {"head_gate", o_read}));
     b.ops.back().beside_adapters = true;  // g_proj is frozen under LoRA: before any adapter its gate needs no gradient
-    b.kept_outside.clear();
-    if (parts::saves_input(r, r.lora.o)) b.kept_outside = {"o_gated"};
+    wo_input = "o_gated";
   } else if (m.attention_head_gate) {
     // Laguna: o * softplus(g_proj(x).float()) per head (modeling_laguna.py, LagunaAttention.forward):
     // the softplus saves its fp32 input, the product saves o and the bf16 gate, and Wo reads the product
@@ -576,14 +575,14 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     b.ops.push_back(ops::streaming("head_gate", 2 * bytes + gate_bytes, 4 * bytes + 2 * gate_bytes,
                                    {"head_gate_fp32", "head_gate", o_read}));
     b.ops.back().beside_adapters = true;
-    b.kept_outside.clear();
-    if (parts::saves_input(r, r.lora.o)) b.kept_outside = {"o_gated"};
+    wo_input = "o_gated";
   }
   if (m.sub_norms) {  // BitNet's attn_sub_norm: Wo reads the normed output
-    add_sub_norm(b, r, "o", nh * vd);
-    b.kept_outside.clear();
-    if (parts::saves_input(r, r.lora.o)) b.kept_outside = {"o_sub"};
+    add_sub_norm(b, r, o_read, nh * vd);
+    wo_input = o_read + "_sub";
   }
+  b.kept_outside.clear();
+  if (parts::saves_input(r, r.lora.o)) b.kept_outside = {wo_input};
   // Megatron's `core_attn` checkpoint: the attention core (GQA's key/value
   // repeat included); its inputs q, k, v and its output o stay
   b.tag(parts::kCoreAttnTag, {"k_expanded", "v_expanded", "expand_kv", "lse", "probs", "flash_attention", "attention"});
