@@ -37,6 +37,25 @@ TEST(KimiDelta, ParametersAsKimiLinearBuildsThem) {
   EXPECT_DOUBLE_EQ(model_params(m, 2), kda + dense + mla + moe + 2 * 100 * 64 + 64);
 }
 
+// Kimi K3's checkpoint spells its language model as kimi_linear with constructs remat has no block
+// for: latent experts narrower than the hidden width, a gate on MLA's output. Each is refused by name.
+TEST(KimiDelta, RefusesLatentExpertsAndGatedLatentAttention) {
+  std::string latent = kKimi;
+  latent.insert(latent.find("\"num_experts\""), R"("routed_expert_hidden_size": 32, )");
+  EXPECT_EQ(test::hf_rejection(latent, "k.json"),
+            "k.json: routed_expert_hidden_size: is not a model remat can build: latent MoE (the experts run in a "
+            "narrower width than hidden_size = 64, between two projections); remat's experts take the hidden width "
+            "(got 32)");
+  std::string gated = kKimi;
+  gated.insert(gated.find("\"num_experts\""), R"("mla_use_output_gate": true, )");
+  EXPECT_EQ(test::hf_rejection(gated, "k.json"),
+            "k.json: mla_use_output_gate: is not a model remat can build: a gate on the latent attention's output; "
+            "remat gates softmax attention outputs only (got true)");
+  std::string same_width = kKimi;  // the hidden width itself: plain experts
+  same_width.insert(same_width.find("\"num_experts\""), R"("routed_expert_hidden_size": 64, )");
+  EXPECT_EQ(test::hf_rejection(same_width, "k.json"), "");
+}
+
 // transformers' torch fallback over 128 tokens (two chunks of 64): per channel, the decay mask and
 // the k k and q k products before the decay multiply, (b, heads, chunks, 64, 64, 16) fp32 each; the
 // UT loop's clones of row i and the block above it; each chunk's state (16 x 16 per head).

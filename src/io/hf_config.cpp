@@ -100,6 +100,23 @@ void refuse_sparse_attention_keys(HfJsonReader& r, const ModelSpec& m) {
            "deepseek_v32, glm_moe_dsa)");
 }
 
+// Keys some checkpoints add to a family's config (remote code under a known model_type: Kimi K3's
+// kimi_linear) for constructs remat has no block for, refused in every family.
+void refuse_unbuilt_construct_keys(HfJsonReader& r, const ModelSpec& m) {
+  int64_t expert_width = 0;
+  r.integer("routed_expert_hidden_size", expert_width, false);
+  if (expert_width > 0 && expert_width != m.hidden_size)
+    r.fail("routed_expert_hidden_size", std::to_string(expert_width),
+           "is not a model remat can build: latent MoE (the experts run in a narrower width than hidden_size = " +
+               std::to_string(m.hidden_size) + ", between two projections); remat's experts take the hidden width");
+  bool gated = false;
+  r.boolean("mla_use_output_gate", gated);
+  if (gated)
+    r.fail("mla_use_output_gate", "true",
+           "is not a model remat can build: a gate on the latent attention's output; remat gates softmax attention "
+           "outputs only");
+}
+
 // The family a config's model_type names: itself, another name for one (kimi_k2), or,
 // for a model_type remat does not know, the architecture class it names.
 const HfFamily* resolve_family(HfJsonReader& r, const std::string& type, const std::vector<std::string>& archs,
@@ -700,6 +717,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   if (m.attention_dropout == 0 && r.has("attention_dropout") && r.object[r.spelled("attention_dropout")].is_number())
     read_probability(r, "attention_dropout", m.attention_dropout);
   refuse_sparse_attention_keys(r, m);
+  refuse_unbuilt_construct_keys(r, m);
   throw_if(problems);  // a construct the family's reader refuses (Nemotron-H's MoE blocks) before its keys
   if (m.mlp_kind == MlpKind::gated)  // SwiGLU, GeGLU (Gemma's hidden_activation): for the Megatron-LM flags
     for (const char* key : {"hidden_act", "hidden_activation"})

@@ -125,8 +125,8 @@ const std::pair<const char*, const char*> kRefused[] = {
      "mixture-of-attention-heads (each expert its own query and output projections) beside MoE MLPs with biases "
      "(JetMoE); remat builds dense attention"},
     {"longcat_flash",
-     "shortcut-connected MoE layers (two attention and two MLP blocks per layer beside one MoE block) with "
-     "zero-computation experts; remat builds one attention and one feed-forward per layer"},
+     "shortcut-connected MoE (two attention and two MLP blocks per layer beside one MoE block) with "
+     "zero-computation experts; remat has no block for them"},
     {"axk1",
      "a norm on the MoE block's output in the MoE layers only (A.X K1); remat's extra norms are in every layer"},
     {"axk2",
@@ -158,8 +158,8 @@ const std::pair<const char*, const char*> kRefused[] = {
      "parallel residual streams mixed by hyper-connections, and latent attention with a sparse token indexer, "
      "attention sinks and an output gate; remat has no block for them"},
     {"deepseek_v4",
-     "compressed and sparse attention over pooled keys (one shared key/value head), parallel residual streams "
-     "mixed by hyper-connections, and hash-routed experts; remat has no block for them"},
+     "compressed sparse attention over pooled keys, residual streams mixed by hyper-connections, hash-routed "
+     "experts; remat has no block for them"},
     {"inkling_text",
      "a learned relative position bias in place of rotary and short convolutions on keys, values and both block "
      "outputs in every layer; remat has no block for them"},
@@ -167,8 +167,11 @@ const std::pair<const char*, const char*> kRefused[] = {
      "a learned relative position bias in place of rotary and short convolutions on keys, values and both block "
      "outputs in every layer; remat has no block for them"},
     {"zaya",
-     "compressed convolutional attention (queries and keys mixed by causal convolutions, half of each value from "
-     "the previous token) and a router carrying state across layers; remat has no block for them"},
+     "compressed convolutional attention (causal convolutions mixing queries and keys) and a router carrying "
+     "state across layers; remat has no block for them"},
+    {"minimax_m3",
+     "block-sparse attention (an indexer picking key blocks per query) and SwiGLU-OAI experts (MiniMax-M3); "
+     "remat has no block for them"},
     {"minimax_m3_vl_text",
      "block-sparse attention (an indexer picking key blocks per query) and SwiGLU-OAI experts (MiniMax-M3); "
      "remat has no block for sparse attention over GQA"},
