@@ -235,6 +235,33 @@ TEST(HfCorpus, GptOssExpertsAndSlidingWindowNote) {
             "whole square and keeps its own s x s mask and repeated keys and values, which remat counts)");
 }
 
+// A key no reader asks for is named in a note (a checkpoint's remote code may add a construct under a
+// model type remat knows); generation, tokenizer and initialisation settings, and constructs switched
+// off, are not.
+TEST(HfCorpus, KeysNoReaderAsksForAreNamed) {
+  const std::string base = R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100, "num_hidden_layers": 2,
+      "bos_token_id": 1, "initializer_range": 0.02, "use_cache": true, "torch_dtype": "bfloat16",
+      "attention_bias": false, "mlp_bias": false, "tie_word_embeddings": false, "pretraining_tp": 1)";
+  const auto unread_note = [](const ModelSpec& m) {
+    for (const std::string& note : m.notes)
+      if (note.find("remat does not read") != std::string::npos) return note;
+    return std::string();
+  };
+  EXPECT_EQ(unread_note(parse_hf_config(base + "}", "c.json")), "");
+  EXPECT_EQ(
+      unread_note(parse_hf_config(base + R"(, "attn_res_block_size": 12, "use_fancy_residual": false})", "c.json")),
+      "keys remat does not read (where they change the layers, the model is not the one remat builds): "
+      "attn_res_block_size");
+  const ModelSpec nested = parse_hf_config(R"({"model_type": "mistral3", "text_config": {"model_type": "mistral",
+      "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2,
+      "vocab_size": 100, "num_hidden_layers": 2, "router_jitter_noise": 0.1}})",
+                                           "c.json");
+  EXPECT_EQ(unread_note(nested),
+            "text_config keys remat does not read (where they change the layers, the model is not the one remat "
+            "builds): router_jitter_noise");
+}
+
 TEST(HfCorpus, TextConfigIsTheLanguageModel) {
   const ModelSpec m = parse_hf_config(test::read_text(corpus_dir() + "devstral-small-2-24b.json"), "d.json");
   EXPECT_EQ(m.hidden_size, 5120);

@@ -695,7 +695,9 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
     throw InputError({{file, "text_config", root.contains("text_config") ? root["text_config"].dump() : "",
                        "must be the language model's configuration (an object) for model_type " + outer_type}});
   const std::string prefix = nest ? std::string(nest) + "." : "";
-  HfJsonReader r{nest ? root[nest] : root, file, prefix, problems};
+  std::vector<std::string> consulted;  // the language model's keys some reader asked for
+  HfJsonReader r{nest ? root[nest] : root, file, prefix, problems, &consulted};
+  if (!nest) top.consulted = &consulted;  // the same object
   const std::string type = nest ? r.text("model_type") : outer_type;
   throw_if(problems);
   if (nest && type.empty()) throw InputError({{file, r.path("model_type"), "", "required key is missing"}});
@@ -737,6 +739,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   read_numerics(r, m, *family);
   note_quantized(top, r, m);
   note_vision_tower(m, *family, type, nest != nullptr);
+  note_unread_keys(r, consulted, m);
   throw_if(problems);
   if (m.num_key_value_heads == 0) m.num_key_value_heads = m.num_attention_heads;
   auto checks = validate_model(m, file);

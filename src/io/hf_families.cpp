@@ -72,13 +72,9 @@ void qwen2_layer(HfJsonReader&, ModelSpec& m) { m.qkv_bias = true; }
 // Phi3Attention: qkv_proj's output sliced into q, k and v (views of it)
 void phi3_layer(HfJsonReader&, ModelSpec& m) { m.fused_qkv_projection = true; }
 
-// Llama 4: use_qk_norm (default true): a weightless L2 norm on q and k of the rotary layers;
-// no_rope_layers (1: rotary, 0: none; absent or empty: every no_rope_layer_interval-th layer,
-// default 4, has none), whose attention attn_temperature_tuning (default true) rescales.
-void llama4_layer(HfJsonReader& r, ModelSpec& m) {
-  llama_layer(r, m);
-  m.qk_l2_norm = true;
-  r.boolean("use_qk_norm", m.qk_l2_norm);
+// The layers without rotary: no_rope_layers (1: rotary, 0: none; absent or empty: every
+// no_rope_layer_interval-th layer, default 4, has none), as Llama 4 and SmolLM3 read them.
+void read_no_rope_layers(HfJsonReader& r, ModelSpec& m) {
   std::vector<int64_t> rope;
   r.integer_list("no_rope_layers", rope);
   int64_t interval = 4;
@@ -87,6 +83,15 @@ void llama4_layer(HfJsonReader& r, ModelSpec& m) {
     m.nope_layers.push_back(rope.empty() ? interval > 0 && (i + 1) % interval == 0
                                          : size_t(i) < rope.size() && rope[size_t(i)] == 0);
   drop_nope_layers_if_none(m);
+}
+
+// Llama 4: use_qk_norm (default true): a weightless L2 norm on q and k of the rotary layers; its
+// layers without rotary rescale their attention where attn_temperature_tuning (default true).
+void llama4_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  m.qk_l2_norm = true;
+  r.boolean("use_qk_norm", m.qk_l2_norm);
+  read_no_rope_layers(r, m);
   m.nope_attention_temperature = !m.nope_layers.empty();
   r.boolean("attn_temperature_tuning", m.nope_attention_temperature);
 }
@@ -536,6 +541,12 @@ void hunyuan_layer(HfJsonReader& r, ModelSpec& m) {
   m.qk_norm = QkNorm::shared;
 }
 
+// SmolLM3: LLaMA's layer, every fourth without rotary (SmolLM3Attention's use_rope).
+void smollm3_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  read_no_rope_layers(r, m);
+}
+
 // Qwen3-Next / Qwen3.5: Gated DeltaNet layers where layer_types says linear_attention (else
 // every full_attention_interval-th layer is attention); attention with q/k norms, a sigmoid
 // output gate from q_proj (attn_output_gate) and a quarter of each head rotated.
@@ -682,7 +693,7 @@ const std::array kFamilies = {
     HfFamily{"glm_moe_dsa", false, HfExperts::deepseek, false, nullptr, glm_moe_dsa_layer, {}, true},
     HfFamily{"llama4_text", false, HfExperts::llama4, false, nullptr, llama4_layer, kEps1e5},
     HfFamily{"olmo", false, kDense, false, nullptr, olmo_layer},
-    HfFamily{"smollm3", true, kDense, false, nullptr, llama_layer},
+    HfFamily{"smollm3", true, kDense, false, nullptr, smollm3_layer},
     HfFamily{"arcee", false, kDense, false, nullptr, arcee_layer},
     HfFamily{"apertus", false, kDense, false, nullptr, apertus_layer},
     HfFamily{"seed_oss", false, kDense, false, nullptr, seed_oss_layer},

@@ -173,6 +173,9 @@ void olmo_hybrid_layer(
     HfJsonReader& r,
     ModelSpec& m);  // Gated DeltaNet beside OLMo-2 attention  // attention beside Mamba-2 in every layer
 
+// The language model's keys no reader asked for (`consulted` holds those asked), in a note (hf_unread_keys.cpp).
+void note_unread_keys(const HfJsonReader& r, std::vector<std::string> consulted, ModelSpec& m);
+
 // nullptr when model_type is not a family remat maps.
 const HfFamily* find_hf_family(const std::string& model_type);
 

@@ -48,15 +48,15 @@ bool present(const nlohmann::json& object, const char* key) { return object.cont
 }  // namespace
 
 const char* HfJsonReader::spelled(const char* key) const {
-  if (present(object, key)) return key;
-  for (const auto& names : kSpellings) {
-    if (std::find_if(names.begin(), names.end(), [&](const char* n) { return std::strcmp(n, key) == 0; }) ==
-        names.end())
-      continue;
-    for (const char* name : names)
-      if (present(object, name)) return name;
-  }
-  return key;
+  const char* name = key;
+  if (!present(object, key))
+    for (const auto& names : kSpellings)
+      if (std::find_if(names.begin(), names.end(), [&](const char* n) { return std::strcmp(n, key) == 0; }) !=
+          names.end())
+        for (const char* other : names)
+          if (name == key && present(object, other)) name = other;
+  if (consulted && object.contains(name)) consulted->push_back(name);
+  return name;
 }
 
 void HfJsonReader::integer(const char* key_asked, int64_t& out, bool required) {

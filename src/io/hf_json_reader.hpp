@@ -16,6 +16,8 @@ struct HfJsonReader {
   std::string file;
   std::string prefix;  // "" or "text_config."
   std::vector<Problem>& problems;
+  // where set, every key of `object` a reader asks for, under the name the file spells it
+  std::vector<std::string>* consulted = nullptr;
 
   std::string path(const char* key) const { return prefix + spelled(key); }
   // The key as this file spells it: `key`, or where it is absent one of its other names (a
