@@ -66,5 +66,32 @@ TEST(HfFamiliesClassic, LearnedPositionsAndPostLayerNorm) {
   EXPECT_DOUBLE_EQ(model_params(bio, 2), 2 * kLayer + 128 + 100 * 64 + 32 * 64);
 }
 
+// Dropouts and biases their config classes set, read where the unread-keys note named them: OPT's
+// dropout (0.1) after out_proj and fc2 and its do_layer_norm_before; Seed-OSS's and StarCoder2's
+// residual_dropout after o_proj and the MLP (SeedOssConfig 0.1, Starcoder2Config 0); Qwen2-MoE's qkv_bias.
+TEST(HfFamiliesClassic, DropoutsAndBiasesTheirConfigsSet) {
+  const std::string dims = R"("hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+      "intermediate_size": 256, "vocab_size": 100)";
+  const ModelSpec opt = parse_hf_config(R"({"model_type": "opt", "ffn_dim": 256, )" + dims + "}", "o.json");
+  EXPECT_DOUBLE_EQ(opt.residual_dropout, 0.1);
+  EXPECT_FALSE(opt.post_layer_norm);
+  const ModelSpec opt_post = parse_hf_config(
+      R"({"model_type": "opt", "dropout": 0.0, "do_layer_norm_before": false, )" + dims + "}", "o.json");
+  EXPECT_DOUBLE_EQ(opt_post.residual_dropout, 0.0);
+  EXPECT_TRUE(opt_post.post_layer_norm);
+  EXPECT_DOUBLE_EQ(parse_hf_config(R"({"model_type": "seed_oss", )" + dims + "}", "s.json").residual_dropout, 0.1);
+  EXPECT_DOUBLE_EQ(parse_hf_config(R"({"model_type": "starcoder2", "residual_dropout": 0.05, )" + dims + "}", "s.json")
+                       .residual_dropout,
+                   0.05);
+  const std::string moe = R"({"model_type": "qwen2_moe", "num_experts": 4, "num_experts_per_tok": 2,
+      "moe_intermediate_size": 32, "shared_expert_intermediate_size": 0, )" +
+                          dims;
+  const ModelSpec biased = parse_hf_config(moe + "}", "q.json");
+  const ModelSpec unbiased = parse_hf_config(moe + R"(, "qkv_bias": false})", "q.json");
+  EXPECT_TRUE(biased.qkv_bias);
+  EXPECT_FALSE(unbiased.qkv_bias);
+  EXPECT_DOUBLE_EQ(model_params(biased, 2) - model_params(unbiased, 2), 2 * 3 * 64.0);  // q, k, v biases of 64
+}
+
 }  // namespace
 }  // namespace remat

@@ -67,8 +67,11 @@ void two_matrix_mlp(ModelSpec& m, const char* act) {
 
 namespace {
 
-// Qwen2Attention: q, k and v with bias=True, o without.
-void qwen2_layer(HfJsonReader&, ModelSpec& m) { m.qkv_bias = true; }
+// Qwen2Attention: q, k and v with bias=True, o without (Qwen2-MoE's by its qkv_bias, default true).
+void qwen2_layer(HfJsonReader& r, ModelSpec& m) {
+  m.qkv_bias = true;
+  r.boolean("qkv_bias", m.qkv_bias);
+}
 // Phi3Attention: qkv_proj's output sliced into q, k and v (views of it)
 void phi3_layer(HfJsonReader&, ModelSpec& m) { m.fused_qkv_projection = true; }
 
@@ -284,6 +287,7 @@ void starcoder2_layer(HfJsonReader& r, ModelSpec& m) {
   bool bias = true;
   r.boolean("use_bias", bias);
   m.qkv_bias = m.o_bias = m.mlp_bias = bias;
+  read_probability(r, "residual_dropout", m.residual_dropout);  // after o_proj and c_proj (default 0)
 }
 
 // Nemotron (Nemotron-4, Minitron): LayerNorm1P (with bias), relu^2 two-matrix MLP,
@@ -401,6 +405,8 @@ void seed_oss_layer(HfJsonReader& r, ModelSpec& m) {
   r.boolean("attention_bias", m.qkv_bias);
   r.boolean("attention_out_bias", m.o_bias);
   r.boolean("mlp_bias", m.mlp_bias);
+  m.residual_dropout = 0.1;  // SeedOssConfig's: dropped after o_proj and down_proj in training
+  read_probability(r, "residual_dropout", m.residual_dropout);
 }
 
 // ERNIE 4.5: use_bias on every attention and MLP matrix.
@@ -479,6 +485,11 @@ void opt_layer(HfJsonReader& r, ModelSpec& m) {
   r.integer("max_position_embeddings", m.position_embeddings, false);
   m.position_embeddings += 2;  // OPTLearnedPositionalEmbedding's offset
   m.rotary_fraction = 0;
+  m.residual_dropout = 0.1;  // OPTConfig's dropout: after out_proj and fc2 in training
+  read_probability(r, "dropout", m.residual_dropout);
+  bool norm_first = true;  // do_layer_norm_before false (OPT-350m): LayerNorms after the residual adds
+  r.boolean("do_layer_norm_before", norm_first);
+  m.post_layer_norm = !norm_first;
   int64_t projected = 0;
   r.integer("word_embed_proj_dim", projected, false);
   if (projected > 0 && projected != m.hidden_size)

@@ -58,7 +58,7 @@ void note_unread_keys(const HfJsonReader& r, std::vector<std::string> consulted,
     // a construct switched off (false, 0, empty) changes nothing remat builds
     const bool off = value.is_null() || (value.is_boolean() && !value.get<bool>()) ||
                      (value.is_number() && value.get<double>() == 0) || (value.is_string() && value.empty()) ||
-                     (value.is_array() && value.empty());
+                     ((value.is_array() || value.is_object()) && value.empty());
     if (off || plainly_not_architecture(key) || std::binary_search(consulted.begin(), consulted.end(), key)) continue;
     unread += (unread.empty() ? "" : ", ") + key;
   }
