@@ -400,6 +400,14 @@ TEST(HfProfile, KimiLinearDeltaAttention) { expect_every_step_within("steps-kimi
 // (phi-1's two steps -0.68% / -0.41% -> +0.34% / +0.20% by the same rotary rule).
 TEST(HfProfile, Step35PerTypeHeadCounts) { expect_every_step_within("steps-step35-h200.jsonl", 0.05, 0.3, 7); }
 
+// Five families from their transformers config classes' defaults (examples/hf/defaults/: OPT-125M whole,
+// Seed-OSS, Cohere, Gemma 2 and SmolLM3 cut to a few layers) on an H200 (reports/hf/steps-defaults-h200.jsonl),
+// run to check what the unread-keys note named. As first predicted OPT +4.9% and Gemma 2 under eager -3.9%:
+// a plain relu saves its output, not the up projection's (CTRL's +1.43% -> -0.05% by the same rule),
+// and Gemma 2's score cap keeps its tanh's output per layer. Since every peak within 0.93% but Cohere's
+// -2.44% (its logit_scale, still unread); OPT's bytes before the step -2.43% (20 MB).
+TEST(HfProfile, DefaultConfigsOfFiveFamilies) { expect_every_step_within("steps-defaults-h200.jsonl", 2.5, 2.5, 8); }
+
 // A 6-layer cut of the same shape (two full-attention layers, 48 experts, clamps bounded in the last two
 // layers; examples/hf/step/cases_unseen.json) in modes none of the above ran, measured once after every
 // change above and compared as it came (reports/hf/steps-step35-unseen-h200.jsonl): mixed precision,

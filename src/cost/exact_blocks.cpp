@@ -311,10 +311,13 @@ Block two_matrix_mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, cons
   parts::add_input_norm(b, r, h, true, 1);
   b.ops.push_back(parts::linear(b, r, "up", rows, h, f, "x_norm", {&LoraTargets::up}));
   // the up projection's output (relu^2: relu's output) and act(pre_act), the down projection's
-  // input; the backward holds act's gradient and pre_act's at once (torch's gelu/relu backward)
-  b.tensors.push_back({.name = "pre_act", .bytes = bytes, .working_copies = 2});
+  // input; the backward holds act's gradient and pre_act's at once (torch's gelu/relu backward).
+  // A plain relu saves its output, the down projection's input, and frees the up projection's
+  // (OPT: peak-traces-h200/defaults, one intermediate-wide tensor a layer, relu's)
+  const bool saves_output = act == "relu";
+  if (!saves_output) b.tensors.push_back({.name = "pre_act", .bytes = bytes, .working_copies = 2});
   b.tensors.push_back({.name = "act", .bytes = bytes, .working_copies = 2});
-  b.ops.push_back(ops::streaming(act, 2 * bytes, 3 * bytes, {"pre_act"}));
+  b.ops.push_back(ops::streaming(act, 2 * bytes, 3 * bytes, {saves_output ? "act" : "pre_act"}));
   // transformers' NewGELUActivation ("gelu_new", activations.py) is a Python formula,
   // 0.5 * x * (1 + tanh(...)): autograd saves tanh's output, 1 + tanh and 0.5 * x beside x
   // (the allocator's history of Phi-1 on an H100: four blocks of the intermediate's size per
@@ -495,6 +498,9 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     if (fp32_softmax) b.tensors.push_back({"probs32", r.b * nh * r.s * r.s * kFp32}), saves.push_back("probs32");
     if (bf16_softmax && m.eager_softmax_subtracts_max)
       b.tensors.push_back({"row_max_index", r.b * nh * r.s * 8}), saves.push_back("row_max_index");
+    // Gemma 2's score cap (scores / c, tanh, * c): the tanh saves its bf16 output for its gradient
+    if (r.layouts_from_model_code && m.attention_logit_softcap > 0)
+      b.tensors.push_back({"scores_tanh", r.b * nh * r.s * r.s * kBf16}), saves.push_back("scores_tanh");
     // dropout on the probabilities in training: its bool mask and the dropped copy, which PV saves in
     // place of the bf16 probabilities (those an fp32 softmax casts; a bf16 softmax saves its own)
     if (drops_probs) {

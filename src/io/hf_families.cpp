@@ -727,7 +727,7 @@ const std::array kFamilies = {
     HfFamily{"dbrx", false, HfExperts::dbrx, false, dbrx_spell, dbrx_layer},
     // hf_families_more.cpp; vaultgemma: Gemma 2 without the post-attention and post-MLP norms
     HfFamily{"helium", false, kDense, false, nullptr, helium_layer, kHeliumDefaults},
-    HfFamily{"vaultgemma", true, kDense, false, nullptr, llama_layer, kGemma2Defaults},
+    HfFamily{"vaultgemma", true, kDense, false, nullptr, vaultgemma_layer, kGemma2Defaults},
     HfFamily{"cwm", false, kDense, false, nullptr, cwm_layer, kCwmDefaults},
     HfFamily{"jais2", false, kDense, false, nullptr, jais2_layer, kJais2Defaults},
     HfFamily{"hyperclovax", false, kDense, false, nullptr, hyperclovax_layer, kLlamaDefaults},

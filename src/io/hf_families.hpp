@@ -158,6 +158,7 @@ void glm_moe_dsa_layer(HfJsonReader& r, ModelSpec& m);
 // within the window.
 void gemma_layer(HfJsonReader& r, ModelSpec& m);
 void gemma2_layer(HfJsonReader& r, ModelSpec& m);
+void vaultgemma_layer(HfJsonReader& r, ModelSpec& m);
 void gemma3_layer(HfJsonReader& r, ModelSpec& m);
 void gemma4_layer(HfJsonReader& r, ModelSpec& m);
 void gemma4_unified_layer(HfJsonReader& r, ModelSpec& m);

@@ -19,10 +19,18 @@ void gemma_layer(HfJsonReader& r, ModelSpec& m) {
   m.norm_scale_fp32 = true;
 }
 
-// Gemma 2: pre- and post-norms around attention and MLP (four per layer).
+// Gemma 2: pre- and post-norms around attention and MLP (four per layer); its eager attention caps
+// the scores by attn_logit_softcapping (Gemma2Config's 50; Gemma 3's none).
 void gemma2_layer(HfJsonReader& r, ModelSpec& m) {
   gemma_layer(r, m);
   m.extra_norms_per_layer = 2;
+  r.number("attn_logit_softcapping", m.attention_logit_softcap);
+}
+
+// VaultGemma: Gemma 2's attention (its score cap) without the post-attention and post-MLP norms.
+void vaultgemma_layer(HfJsonReader& r, ModelSpec& m) {
+  llama_layer(r, m);
+  r.number("attn_logit_softcapping", m.attention_logit_softcap);
 }
 
 void gemma3_layer(HfJsonReader& r, ModelSpec& m) {

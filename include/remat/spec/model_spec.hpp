@@ -250,6 +250,8 @@ struct ModelSpec {
   // Gemma's RMSNorms multiply the fp32 normalized tensor by the weight before casting back, so a
   // training weight saves it in fp32 (LlamaRMSNorm casts first and saves the bf16 copy)
   bool norm_scale_fp32 = false;
+  // Gemma 2's attn_logit_softcapping: eager attention's scores / c, tanh, * c before the mask (0: none)
+  double attention_logit_softcap = 0;
   double final_logit_softcap = 0;  // Gemma 2/4's final_logit_softcapping: logits / c, tanh, * c (0: none)  // Gemma 4:
                                    // a weightless RMSNorm on the values beside the q and k norms
 
