@@ -123,12 +123,12 @@ void exaone4_layer(HfJsonReader& r, ModelSpec& m) {
   m.qk_norm = QkNorm::shared;
 }
 
+}  // namespace
+
 void set_rotary_fraction(HfJsonReader& r, ModelSpec& m, const char* key, double fallback) {
   m.rotary_fraction = fallback;
   r.number(key, m.rotary_fraction);
 }
-
-}  // namespace
 
 // A rotary_dim in dimensions of each head (GPT-J, MiniMax-M2, MiniMax-01).
 void set_rotary_dim(HfJsonReader& r, ModelSpec& m) {
@@ -556,32 +556,6 @@ void hunyuan_layer(HfJsonReader& r, ModelSpec& m) {
 void smollm3_layer(HfJsonReader& r, ModelSpec& m) {
   llama_layer(r, m);
   read_no_rope_layers(r, m);
-}
-
-// Qwen3-Next / Qwen3.5: Gated DeltaNet layers where layer_types says linear_attention (else
-// every full_attention_interval-th layer is attention); attention with q/k norms, a sigmoid
-// output gate from q_proj (attn_output_gate) and a quarter of each head rotated.
-void qwen3_next_layer(HfJsonReader& r, ModelSpec& m) {
-  qwen3_layer(r, m);
-  m.attention_output_gate = true;
-  r.boolean("attn_output_gate", m.attention_output_gate);
-  set_rotary_fraction(r, m, "partial_rotary_factor", 0.25);
-  r.integer("linear_num_key_heads", m.linear_num_key_heads, true);
-  r.integer("linear_num_value_heads", m.linear_num_value_heads, true);
-  r.integer("linear_key_head_dim", m.linear_key_head_dim, true);
-  r.integer("linear_value_head_dim", m.linear_value_head_dim, true);
-  r.integer("linear_conv_kernel_dim", m.linear_conv_kernel, false);
-  int64_t mtp = 0;
-  r.integer("mtp_num_hidden_layers", mtp, false);
-  if (mtp > 0)
-    m.notes.push_back(r.path("mtp_num_hidden_layers") + " = " + std::to_string(mtp) +
-                      ": the multi-token prediction layer is not counted (transformers does not build it)");
-  int64_t interval = 4;
-  r.integer("full_attention_interval", interval, false);
-  if (interval < 1) return r.fail("full_attention_interval", std::to_string(interval), "must be a positive integer");
-  const int64_t layers = std::min(m.num_hidden_layers, limits::kLayers);
-  for (bool linear : read_linear_layer_types(r, layers, [interval](int64_t i) { return (i + 1) % interval != 0; }))
-    m.layer_mixers.push_back(linear ? Mixer::gated_deltanet : Mixer::attention);
 }
 
 // GLM-4.7-Flash: Glm4MoeLiteConfig builds its first layer dense unless mlp_layer_types says otherwise.

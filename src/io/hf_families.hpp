@@ -75,6 +75,8 @@ void two_matrix_mlp(ModelSpec& m, const char* act);
 void read_probability(HfJsonReader& r, const char* key, double& out);
 void read_activation(HfJsonReader& r, ModelSpec& m, const char* key);  // where the config names one
 void set_rotary_dim(HfJsonReader& r, ModelSpec& m);                    // a rotary_dim in dimensions of each head
+// The share of each head rotated: `key`, else `fallback`.
+void set_rotary_fraction(HfJsonReader& r, ModelSpec& m, const char* key, double fallback);
 // m.nope_layers emptied where no layer goes without rotary (every layer rotates; hf_families_more.cpp).
 void drop_nope_layers_if_none(ModelSpec& m);
 // transformers 5's mlp_layer_types ("dense" or "sparse" per layer) sets an MoE model's dense
@@ -163,6 +165,9 @@ void gemma3_layer(HfJsonReader& r, ModelSpec& m);
 void gemma4_layer(HfJsonReader& r, ModelSpec& m);
 void gemma4_unified_layer(HfJsonReader& r, ModelSpec& m);
 std::vector<bool> gemma4_windowed_layers(HfJsonReader& r, int64_t layers);
+
+// Qwen3-Next / Qwen3.5's Gated DeltaNet beside attention (hf_families_hybrid.cpp).
+void qwen3_next_layer(HfJsonReader& r, ModelSpec& m);
 
 // Layer readers of the Mamba-2 families (hf_families_hybrid.cpp).
 void bamba_layer(HfJsonReader& r, ModelSpec& m);

@@ -182,6 +182,32 @@ bool rope_nulled(HfJsonReader& r) {
   return j.contains("rope_theta") && j["rope_theta"].is_null();
 }
 
+// Qwen3-Next / Qwen3.5: Gated DeltaNet layers where layer_types says linear_attention (else
+// every full_attention_interval-th layer is attention); attention with q/k norms, a sigmoid
+// output gate from q_proj (attn_output_gate) and a quarter of each head rotated.
+void qwen3_next_layer(HfJsonReader& r, ModelSpec& m) {
+  qwen3_layer(r, m);
+  m.attention_output_gate = true;
+  r.boolean("attn_output_gate", m.attention_output_gate);
+  set_rotary_fraction(r, m, "partial_rotary_factor", 0.25);
+  r.integer("linear_num_key_heads", m.linear_num_key_heads, true);
+  r.integer("linear_num_value_heads", m.linear_num_value_heads, true);
+  r.integer("linear_key_head_dim", m.linear_key_head_dim, true);
+  r.integer("linear_value_head_dim", m.linear_value_head_dim, true);
+  r.integer("linear_conv_kernel_dim", m.linear_conv_kernel, false);
+  int64_t mtp = 0;
+  r.integer("mtp_num_hidden_layers", mtp, false);
+  if (mtp > 0)
+    m.notes.push_back(r.path("mtp_num_hidden_layers") + " = " + std::to_string(mtp) +
+                      ": the multi-token prediction layer is not counted (transformers does not build it)");
+  int64_t interval = 4;
+  r.integer("full_attention_interval", interval, false);
+  if (interval < 1) return r.fail("full_attention_interval", std::to_string(interval), "must be a positive integer");
+  const int64_t layers = std::min(m.num_hidden_layers, limits::kLayers);
+  for (bool linear : read_linear_layer_types(r, layers, [interval](int64_t i) { return (i + 1) % interval != 0; }))
+    m.layer_mixers.push_back(linear ? Mixer::gated_deltanet : Mixer::attention);
+}
+
 // OLMo Hybrid (transformers' OlmoHybridModel): OLMo-2's attention layers (q/k norms over all heads,
 // norms after attention and MLP) where layer_types says full_attention (default: every fourth
 // layer, the last one at least), Gated DeltaNet layers elsewhere. Its OlmoHybridGatedDeltaNet
