@@ -277,9 +277,12 @@ TEST(BlockVocabulary, PublishedTotalsOfMoreFamilies) {
       "num_hidden_layers": 46, "num_key_value_heads": 8, "partial_rotary_factor": 0.5, "use_qk_norm": false,
       "vocab_size": 151552, "num_nextn_predict_layers": )";
   EXPECT_DOUBLE_EQ(count(air + "0}"), 106852245504);
-  // its MTP module (one MoE layer, eh_proj 2h x h, three norms) is counted when the config has one
+  // its MTP module (one MoE layer, eh_proj 2h x h, three norms) is costed when the config has one,
+  // counted apart from the model's parameters, as transformers builds none
   const ModelSpec with_mtp = tiny(air + "1}");
-  EXPECT_DOUBLE_EQ(count(air + "1}") - count(air + "0}"), mtp_params(with_mtp, 1, 1).total());
+  EXPECT_DOUBLE_EQ(count(air + "1}"), count(air + "0}"));
+  EXPECT_DOUBLE_EQ(mtp_params(with_mtp, 1, 1).total(),
+                   layer_params(with_mtp, 46, 1, 1).total() + 2.0 * 4096 * 4096 + 3 * 4096);
   EXPECT_EQ(with_mtp.notes.back().rfind("num_nextn_predict_layers = 1: the multi-token prediction modules", 0), 0u);
   // Kimi Linear loads since 2026-11-29: a config of its model_type alone takes KimiLinearConfig's
   // defaults, MLA's included (tests/data/hf_transformers_defaults.jsonl: 49,133,074,464 as built)
@@ -440,10 +443,30 @@ TEST(BlockVocabulary, NemotronHTwoMatrixExpertsByHand) {
     if (b.name == "moe.routed") routed_flops = block_cost(b, BlockMode::keep, false).fwd_flops;
   const double copies = 64 * 2;
   EXPECT_DOUBLE_EQ(routed_flops, 2 * (2 * copies * 64 * 32));
-  // a latent MoE (Nemotron 3 Super's moe_latent_size) is refused by name
-  EXPECT_EQ(test::rejection_of(base + R"("moe_latent_size": 16, "layers_block_type": ["moe"]})"),
-            "t.json: moe_latent_size: is not a model remat can build: latent MoE (the experts run in a smaller width "
-            "between two projections); remat's experts take the hidden width (got 16)");
+  // a latent MoE (Nemotron 3 Super's moe_latent_size 16): fc1_latent_proj 64 x 16 and
+  // fc2_latent_proj 16 x 64 beside the router and shared MLP; the experts read and write 16
+  const ModelSpec latent = tiny(base + R"("moe_latent_size": 16, "layers_block_type": ["moe"]})");
+  EXPECT_EQ(latent.moe_latent_size, 16);
+  EXPECT_DOUBLE_EQ(layer_params(latent, 0, 1, 1).dense, 64 + 64 * 8 + 2 * 64 * 64 + 2 * 64 * 16);
+  EXPECT_DOUBLE_EQ(layer_params(latent, 0, 1, 1).expert, 8 * 2 * 16 * 32);
+  const auto fwd_flops = [](const LayerDef& l, const char* name) {
+    for (const Block& b : l.blocks)
+      if (b.name == name) return block_cost(b, BlockMode::keep, false).fwd_flops;
+    return -1.0;
+  };
+  const LayerDef plain_layer = build_layer(m, shape(1, 64), 1), latent_layer = build_layer(latent, shape(1, 64), 0);
+  EXPECT_DOUBLE_EQ(fwd_flops(latent_layer, "moe.routed"), 2 * (2 * copies * 16 * 32));
+  // the down projection (64 rows, 64 -> 16) beside the router, the up projection (16 -> 64) in the combine
+  EXPECT_DOUBLE_EQ(fwd_flops(latent_layer, "moe.shared") - fwd_flops(plain_layer, "moe.shared"), 2 * 64 * 64 * 16.0);
+  EXPECT_DOUBLE_EQ(fwd_flops(latent_layer, "moe.combine") - fwd_flops(plain_layer, "moe.combine"), 2 * 64 * 16 * 64.0);
+  EXPECT_EQ(test::rejection_of(base + R"("moe_latent_size": 65, "layers_block_type": ["moe"]})"),
+            "t.json: moe_latent_size: must be between 1 and hidden_size = 64 (null: no latent projection) (got 65)");
+  // another family's latent width is a layout remat does not know: refused by name
+  EXPECT_EQ(test::rejection_of(R"({"model_type": "qwen3_moe", "hidden_size": 64, "intermediate_size": 128,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100, "num_hidden_layers": 2,
+      "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "moe_latent_size": 16})"),
+            "t.json: moe_latent_size: is not a model remat can build: latent MoE (experts narrower than hidden_size = "
+            "64, between two projections) outside Nemotron-H's layout (got 16)");
 }
 
 // Qwen3-Next: Gated DeltaNet layers, every full_attention_interval-th layer attention with an

@@ -190,8 +190,18 @@ TEST(HfFamiliesMore, LagunaGatePerHeadAndSharedMlp) {
   EXPECT_TRUE(per_element.attention_output_gate);
   EXPECT_DOUBLE_EQ(model_params(per_element, 2), layers + 2 * 64 * 64 + 2 * 100 * 64 + 64);
   EXPECT_EQ(rejection(base + R"("num_attention_heads_per_layer": [4, 8]})", "l.json"),
-            "l.json: num_attention_heads_per_layer: is not a model remat can build: a different value per layer; "
-            "remat builds one layer shape (got [4,8])");
+            "l.json: num_attention_heads_per_layer: is not a model remat can build: head counts that differ within one "
+            "layer type (layer_types); remat builds one per type (got [4,8])");
+  // Laguna-XS.2 / S-2.1: one count on the full-attention layers, another on the sliding ones; the
+  // sliding layer's q and o take 8 heads of 16 (2 x 64 x 64 more) and its gate one per head (64 x 4 more)
+  const std::string typed = base + R"("layer_types": ["full_attention", "sliding_attention"], "sliding_window": 16, )";
+  const ModelSpec per_type = parse_hf_config(typed + R"("num_attention_heads_per_layer": [4, 8]})", "l.json");
+  EXPECT_EQ(per_type.num_attention_heads, 4);
+  EXPECT_EQ(per_type.windowed_attention_heads, 8);
+  EXPECT_DOUBLE_EQ(model_params(per_type, 2), model_params(per_head, 2) + 2 * 64 * 64 + 64 * 4);
+  EXPECT_EQ(rejection(typed + R"("num_attention_heads_per_layer": [4]})", "l.json"),
+            "l.json: num_attention_heads_per_layer: must hold one head count per layer (num_hidden_layers = 2) (got 1 "
+            "entries)");
 }
 
 // Aria's language model: every layer MoE, moe_num_experts SwiGLU experts of intermediate_size,

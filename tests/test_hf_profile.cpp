@@ -714,5 +714,23 @@ TEST(HfProfile, LongestSequencesWithinFivePercentOfMeasured) {
   EXPECT_EQ(checked, 18);
 }
 
+// Nemotron 3 Super's latent MoE, cut to 5 layers (MEM*E) with 64 of its 512 experts
+// (reports/hf/steps-latent-moe-h200.jsonl, examples/hf/latent/): the experts read and write 1024 of
+// the 4096 wide stream between fc1_latent_proj and fc2_latent_proj, and the config's MTP layer is
+// one transformers does not build. Predicted before the steps ran, nothing fitted: the bytes before
+// each step within 0.05% (the weights are transformers' 2,138,714,880 parameters), five of the six
+// bf16 peaks within 0.6% and LoRA without checkpointing +2.1%. Mixed precision is +6.1%: the torch
+// Mamba-2 scan's backward under autocast peaks 2.8 GiB below what remat counts, not yet explained.
+TEST(HfProfile, LatentMoeSteps) {
+  int checked = 0;
+  for (const HfComparison& c : measured_cases("steps-latent-moe-h200.jsonl")) {
+    EXPECT_LE(std::abs(c.before_error_pct()), 0.1) << c.measured.case_name;
+    const bool mixed = c.measured.precision == "mixed";
+    EXPECT_LE(std::abs(c.peak_error_pct()), mixed ? 6.5 : 2.2) << c.measured.case_name;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 7);
+}
+
 }  // namespace
 }  // namespace remat

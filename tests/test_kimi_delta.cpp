@@ -43,9 +43,8 @@ TEST(KimiDelta, RefusesLatentExpertsAndGatedLatentAttention) {
   std::string latent = kKimi;
   latent.insert(latent.find("\"num_experts\""), R"("routed_expert_hidden_size": 32, )");
   EXPECT_EQ(test::hf_rejection(latent, "k.json"),
-            "k.json: routed_expert_hidden_size: is not a model remat can build: latent MoE (the experts run in a "
-            "narrower width than hidden_size = 64, between two projections); remat's experts take the hidden width "
-            "(got 32)");
+            "k.json: routed_expert_hidden_size: is not a model remat can build: latent MoE (experts narrower than "
+            "hidden_size = 64, between two projections) outside Nemotron-H's layout (got 32)");
   std::string gated = kKimi;
   gated.insert(gated.find("\"num_experts\""), R"("mla_use_output_gate": true, )");
   EXPECT_EQ(test::hf_rejection(gated, "k.json"),

@@ -29,7 +29,9 @@ TEST(Loaders, HfDeepSeekConfig) {
   EXPECT_EQ(hf.n_routed_experts, 256);
   EXPECT_EQ(hf.first_k_dense_replace, 3);
   EXPECT_EQ(hf.num_nextn_predict_layers, 1);  // the YAML leaves MTP out (671B main model)
-  EXPECT_DOUBLE_EQ(model_params(hf, 61), model_params(test::model("deepseek-v3"), 61) + mtp_params(hf, 1, 1).total());
+  // the model's count leaves the MTP module out, as transformers' class builds none
+  EXPECT_DOUBLE_EQ(model_params(hf, 61), model_params(test::model("deepseek-v3"), 61));
+  EXPECT_GT(mtp_params(hf, 1, 1).total(), 11e9);
 }
 
 TEST(Loaders, HfUnknownKeysIgnoredOursRejected) {

@@ -354,6 +354,11 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
   refuse_unused_flags(o);
   in.training = training_from(eager_where_only_eager(o, in.model, in.notes));
   const FrameworkProfile* profile = find_framework(in.training.framework);
+  if (profile) {
+    const size_t known_notes = in.model.notes.size();
+    in.model = model_as_built(std::move(in.model), profile->name);
+    in.notes.insert(in.notes.end(), in.model.notes.begin() + std::ptrdiff_t(known_notes), in.model.notes.end());
+  }
   in.training.model_runs_no_checkpointing =
       profile && profile->runs_model_code && in.model.gradient_checkpointing_unsupported;
   if (!o.megatron_split.empty()) {

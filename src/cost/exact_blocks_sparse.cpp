@@ -175,6 +175,10 @@ Block moe_shared_block(const RankShape& r, const ModelSpec& m) {
     b.ops.push_back(parts::linear(b, r, "router", rows, h, e, "x_norm", {}));
   }
   b.ops.push_back(ops::streaming("topk", 2 * rows * e * kFp32, 2 * rows * e * kFp32, {"router_scores"}));
+  // a latent MoE's projection down to the experts' width (NemotronHMoE.fc1_latent_proj): it reads
+  // the normed hidden state the router reads; the experts keep their own copies of its output
+  if (m.moe_latent_size > 0)
+    b.ops.push_back(parts::linear(b, r, "latent_down", rows, h, double(m.moe_latent_size), "x_norm", {}));
   if (m.n_shared_experts > 0) {
     const double f = double(m.shared_mlp_width()) / double(r.tp);
     if (r.tp > 1) b.ops.push_back(parts::input_gather(r, h));
@@ -190,7 +194,7 @@ Block moe_shared_block(const RankShape& r, const ModelSpec& m) {
     b.ops.push_back(parts::linear(b, r, "shared_down", r.tokens(), f, h, "shared_act", {&LoraTargets::down}));
   }
   // `moe` checkpoints the whole MoE layer from the router on (its input, the normed hidden, stays)
-  b.tag(parts::kMoeTag, {"router_scores", "router", "topk"});
+  b.tag(parts::kMoeTag, {"router_scores", "router", "topk", "latent_down"});
   b.tag(parts::kMoeTag | parts::kSharedExpertsTag,
         {"gather_input", "allreduce_dinput", "shared_gate_up", "shared_gate", "shared_up", "shared_silu",
          "shared_up_copy", "shared_act", "shared_swiglu", "shared_gate_clamped", "shared_up_clamped", "shared_clamps",
@@ -201,7 +205,7 @@ Block moe_shared_block(const RankShape& r, const ModelSpec& m) {
 Block moe_dispatch_glue(const RankShape& r, const ModelSpec& m) {
   Block b;
   b.name = "moe.dispatch";
-  const double h = double(m.hidden_size), k = double(m.num_experts_per_tok), rows = moe_rows(r);
+  const double h = double(m.expert_io_width()), k = double(m.num_experts_per_tok), rows = moe_rows(r);
   b.tensors.push_back({"routing_map", rows * k * kFp32});  // int32 destination per copy
   b.ops.push_back(ops::streaming("permute", (1 + k) * rows * h * kBf16, (1 + k) * rows * h * kBf16, {"routing_map"}));
   if (r.ep > 1) {
@@ -228,7 +232,7 @@ OpDef expert_gemm(const RankShape& r, const char* name, double rows, double in, 
 Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
   Block b;
   b.name = "moe.routed";
-  const double h = double(m.hidden_size), f = double(m.moe_intermediate_size);
+  const double h = double(m.expert_io_width()), f = double(m.moe_intermediate_size);
   const double rows = moe_rows(r) * double(m.num_experts_per_tok);  // K copies, balanced over ep
   const double local_experts = double(m.n_routed_experts / r.ep);
   // frozen experts (LoRA on other matrices) save no GEMM input: only the weights' gradients read them
@@ -291,9 +295,9 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
 Block moe_combine_glue(const RankShape& r, const ModelSpec& m) {
   Block b;
   b.name = "moe.combine";
-  const double h = double(m.hidden_size), k = double(m.num_experts_per_tok), rows = moe_rows(r);
+  const double io = double(m.expert_io_width()), k = double(m.num_experts_per_tok), rows = moe_rows(r);
   if (r.ep > 1) {
-    const double wire = double(r.ep - 1) / double(r.ep) * rows * k * h * kBf16;
+    const double wire = double(r.ep - 1) / double(r.ep) * rows * k * io * kBf16;
     b.ops.push_back(ops::collective("all_to_all_combine", wire, wire, r.ep));
   }
   // Router probabilities, one per routed copy. They weight each copy inside the
@@ -304,10 +308,16 @@ Block moe_combine_glue(const RankShape& r, const ModelSpec& m) {
   // gradient (it comes from the activation's inputs, which the routed block
   // keeps or recomputes).
   b.tensors.push_back({"probs", rows * k * kFp32});
-  b.ops.push_back(ops::streaming("unpermute", (1 + k) * rows * h * kBf16, (1 + k) * rows * h * kBf16, {"probs"}));
+  b.ops.push_back(ops::streaming("unpermute", (1 + k) * rows * io * kBf16, (1 + k) * rows * io * kBf16, {"probs"}));
+  const double h = double(m.hidden_size);
+  if (m.moe_latent_size > 0) {
+    // the projection back up (fc2_latent_proj) saves the summed experts' output, its input
+    b.tensors.push_back({"latent_combined", rows * io * kBf16});
+    b.ops.push_back(parts::linear(b, r, "latent_up", rows, io, h, "latent_combined", {}));
+  }
   parts::add_output_norms(b, r, h, feedforward_output_norms(m));
   b.ops.push_back(parts::residual_add(r, h));
-  b.tag(parts::kMoeTag, {"all_to_all_combine", "probs", "unpermute"});
+  b.tag(parts::kMoeTag, {"all_to_all_combine", "probs", "unpermute", "latent_combined", "latent_up"});
   return b;
 }
 

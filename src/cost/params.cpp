@@ -196,10 +196,13 @@ ParamCount layer_params(const ModelSpec& m, int64_t layer_index, int64_t tp, int
     const double f = double(m.moe_intermediate_size);
     // experts are MLPs of the model's kind: gated (gate, up, down) or two matrices (Nemotron-H)
     const double matrices = m.mlp_kind == MlpKind::gated ? 3 : 2;
-    p.dense += h * double(m.n_routed_experts);                              // router
-    if (m.router_scales) p.dense += h + double(m.n_routed_experts);         // Gemma 4's router scales
-    p.dense += matrices * h * double(m.shared_mlp_width()) / t;             // shared experts
-    p.expert = matrices * h * f * double(m.n_routed_experts) / double(ep);  // routed experts
+    p.dense += h * double(m.n_routed_experts);                       // router
+    if (m.router_scales) p.dense += h + double(m.n_routed_experts);  // Gemma 4's router scales
+    p.dense += matrices * h * double(m.shared_mlp_width()) / t;      // shared experts
+    const double io = double(m.expert_io_width());
+    p.expert = matrices * io * f * double(m.n_routed_experts) / double(ep);  // routed experts
+    // NemotronHMoE's fc1_latent_proj and fc2_latent_proj (biases by mlp_bias)
+    if (m.moe_latent_size > 0) p.dense += (2 * h * io + (m.mlp_bias ? h + io : 0)) / t;
   } else {
     p.dense += mlp_params(m, double(m.mlp_width(layer_index)), t);
   }
@@ -237,7 +240,7 @@ double model_params(const ModelSpec& m, int64_t layers) {
   double total =
       input_embedding_params(m, 1) + (m.tie_word_embeddings ? 0 : embedding_params(m, 1)) + head_extra_params(m, 1);
   for (int64_t i = 0; i < layers; ++i) total += layer_params(m, i, 1, 1).total();
-  return total + mtp_params(m, 1, 1).total();
+  return total;
 }
 
 StaticBytes bytes_per_param(const TrainingSpec& t, double shard) {

@@ -101,14 +101,18 @@ void refuse_sparse_attention_keys(HfJsonReader& r, const ModelSpec& m) {
 }
 
 // Keys some checkpoints add to a family's config (remote code under a known model_type: Kimi K3's
-// kimi_linear) for constructs remat has no block for, refused in every family.
-void refuse_unbuilt_construct_keys(HfJsonReader& r, const ModelSpec& m) {
-  int64_t expert_width = 0;
-  r.integer("routed_expert_hidden_size", expert_width, false);
-  if (expert_width > 0 && expert_width != m.hidden_size)
-    r.fail("routed_expert_hidden_size", std::to_string(expert_width),
-           "is not a model remat can build: latent MoE (the experts run in a narrower width than hidden_size = " +
-               std::to_string(m.hidden_size) + ", between two projections); remat's experts take the hidden width");
+// kimi_linear) for constructs remat has no block for, refused in every family. A latent MoE is
+// built as Nemotron-H writes it (moe_latent_size, read with its experts) and refused elsewhere:
+// another family's projections and where they sit are not known.
+void refuse_unbuilt_construct_keys(HfJsonReader& r, const ModelSpec& m, HfExperts experts) {
+  for (const char* key : {"routed_expert_hidden_size", "moe_latent_size"}) {
+    int64_t width = 0;
+    r.integer(key, width, false);
+    if (width <= 0 || width == m.hidden_size || (experts == HfExperts::nemotron_h && key[0] == 'm')) continue;
+    r.fail(key, std::to_string(width),
+           "is not a model remat can build: latent MoE (experts narrower than hidden_size = " +
+               std::to_string(m.hidden_size) + ", between two projections) outside Nemotron-H's layout");
+  }
   bool gated = false;
   r.boolean("mla_use_output_gate", gated);
   if (gated)
@@ -204,11 +208,12 @@ void read_llama4_experts(HfJsonReader& r, ModelSpec& m) {
   std::vector<int64_t> moe_layers;
   r.integer_list("moe_layers", moe_layers);
   if (!r.has("moe_layers")) return;
-  m.moe_layer_freq = 1;
   std::sort(moe_layers.begin(), moe_layers.end());
   refuse_layers_outside(r, "moe_layers", moe_layers, m.num_hidden_layers);
+  std::vector<int64_t> dense;
   for (int64_t i = 0; i < std::min(m.num_hidden_layers, limits::kLayers); ++i)
-    if (!std::binary_search(moe_layers.begin(), moe_layers.end(), i)) m.dense_mlp_layers.push_back(i);
+    if (!std::binary_search(moe_layers.begin(), moe_layers.end(), i)) dense.push_back(i);
+  set_dense_layers(m, dense);
 }
 
 // ERNIE 4.5 MoE (transformers' Ernie4_5_MoeDecoderLayer): layer i is MoE when (i + 1) %
@@ -262,12 +267,12 @@ void read_nemotron_h_experts(HfJsonReader& r, ModelSpec& m) {
   if (shared > 0 && m.moe_intermediate_size > 0)
     shared_mlp_as_experts(r, "moe_shared_expert_intermediate_size", shared, m.moe_intermediate_size,
                           "moe_intermediate_size", m);
-  int64_t latent = 0;
-  r.integer("moe_latent_size", latent, false);
-  if (latent > 0)
-    r.fail("moe_latent_size", std::to_string(latent),
-           "is not a model remat can build: latent MoE (the experts run in a smaller width between two projections); "
-           "remat's experts take the hidden width");
+  // NemotronHMoE: with moe_latent_size the experts read and write that width, between
+  // fc1_latent_proj (hidden -> latent) and fc2_latent_proj (latent -> hidden)
+  r.integer("moe_latent_size", m.moe_latent_size, false);
+  if (m.moe_latent_size < 0 || m.moe_latent_size > m.hidden_size)
+    r.fail("moe_latent_size", std::to_string(m.moe_latent_size),
+           "must be between 1 and hidden_size = " + std::to_string(m.hidden_size) + " (null: no latent projection)");
   r.integer("num_experts_per_tok", m.num_experts_per_tok, true);
 }
 
@@ -291,15 +296,20 @@ void read_mlp_layer_types(HfJsonReader& r, ModelSpec& m, int64_t first_dense) {
   if (!types.empty() && int64_t(types.size()) != m.num_hidden_layers)
     return r.fail("mlp_layer_types", std::to_string(types.size()) + " entries",
                   "must name each of num_hidden_layers = " + std::to_string(m.num_hidden_layers) + " layers");
-  m.moe_layer_rule = MoeLayerRule::every_step;
-  m.moe_layer_freq = 1;
-  m.dense_mlp_layers.clear();
+  std::vector<int64_t> dense;
   for (int64_t i = 0; i < std::min(m.num_hidden_layers, limits::kLayers); ++i) {
     const std::string kind = types.empty() ? (i < first_dense ? "dense" : "sparse") : types[size_t(i)];
     if (kind != "dense" && kind != "sparse")
       return r.fail("mlp_layer_types", kind, "must hold only \"dense\" and \"sparse\"");
-    if (kind == "dense") m.dense_mlp_layers.push_back(i);
+    if (kind == "dense") dense.push_back(i);
   }
+  set_dense_layers(m, dense);
+}
+
+void set_dense_layers(ModelSpec& m, std::vector<int64_t> dense_layers) {
+  m.moe_layer_rule = MoeLayerRule::every_step;
+  m.moe_layer_freq = 1;
+  m.dense_mlp_layers = std::move(dense_layers);
 }
 
 std::vector<bool> read_linear_layer_types(HfJsonReader& r, int64_t layers,
@@ -324,6 +334,12 @@ std::vector<bool> read_linear_layer_types(HfJsonReader& r, int64_t layers,
     linear.push_back(kind == "linear_attention");
   }
   return linear;
+}
+
+size_t decoder_entries(HfJsonReader& r, size_t listed, int64_t layers) {
+  int64_t mtp = 0;
+  r.integer("num_nextn_predict_layers", mtp, false);
+  return int64_t(listed) == layers + mtp ? size_t(layers) : listed;
 }
 
 namespace {
@@ -427,8 +443,10 @@ std::vector<bool> windowed_layers(HfJsonReader& r, const std::string& type, cons
 // and its layers are kept for the Megatron-LM flags.
 void read_windowed_attention(HfJsonReader& r, ModelSpec& m, const std::string& type,
                              std::vector<std::string> layer_types) {
-  // Step 3.5's Hub configs list the MTP layers' types after the decoder's
-  if (int64_t(layer_types.size()) > m.num_hidden_layers) layer_types.resize(size_t(m.num_hidden_layers));
+  layer_types.resize(decoder_entries(r, layer_types.size(), m.num_hidden_layers));
+  if (!layer_types.empty() && int64_t(layer_types.size()) != m.num_hidden_layers)
+    return r.fail("layer_types", std::to_string(layer_types.size()) + " entries",
+                  "must name each of num_hidden_layers = " + std::to_string(m.num_hidden_layers) + " layers");
   int64_t window = 0, chunk = 0, context = 0;
   bool used = true;
   r.integer("sliding_window", window, false);
@@ -575,8 +593,8 @@ void read_mtp(HfJsonReader& r, ModelSpec& m, const HfFamily& family) {
   if (mtp > 0)
     m.notes.push_back(r.path("num_nextn_predict_layers") + " = " + std::to_string(mtp) +
                       ": the multi-token prediction modules are costed on the last stage (their layer, eh_proj and "
-                      "LM head: weights, activations, logits, FLOPs; Megatron-LM's --mtp-num-layers); "
-                      "transformers' model class does not build them, so its count is this one less the modules");
+                      "LM head: weights, activations, logits, FLOPs; Megatron-LM's --mtp-num-layers) and counted "
+                      "apart from the model's parameters (mtp_params), as transformers' model class builds none");
 }
 
 // A config.json without _name_or_path is named by its file ("deepseek-r1.json") or, for a
@@ -691,14 +709,16 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   if (const std::string why = hf_refusal_reason(outer_type); !why.empty()) refuse(file, "model_type", outer_type, why);
 
   const char* nest = nested_key(root, outer_type);
-  if (is_hf_text_config_wrapper(outer_type) && !nest)
+  const std::string flat_text_type =
+      nest || !root.contains("hidden_size") ? std::string() : flat_text_model_type(outer_type);
+  if (is_hf_text_config_wrapper(outer_type) && !nest && flat_text_type.empty())
     throw InputError({{file, "text_config", root.contains("text_config") ? root["text_config"].dump() : "",
                        "must be the language model's configuration (an object) for model_type " + outer_type}});
   const std::string prefix = nest ? std::string(nest) + "." : "";
   std::vector<std::string> consulted;  // the language model's keys some reader asked for
   HfJsonReader r{nest ? root[nest] : root, file, prefix, problems, &consulted};
   if (!nest) top.consulted = &consulted;  // the same object
-  const std::string type = nest ? r.text("model_type") : outer_type;
+  const std::string type = nest ? r.text("model_type") : flat_text_type.empty() ? outer_type : flat_text_type;
   throw_if(problems);
   if (nest && type.empty()) throw InputError({{file, r.path("model_type"), "", "required key is missing"}});
   if (const std::string why = hf_refusal_reason(type); !why.empty()) refuse(file, r.path("model_type"), type, why);
@@ -719,7 +739,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   if (m.attention_dropout == 0 && r.has("attention_dropout") && r.object[r.spelled("attention_dropout")].is_number())
     read_probability(r, "attention_dropout", m.attention_dropout);
   refuse_sparse_attention_keys(r, m);
-  refuse_unbuilt_construct_keys(r, m);
+  refuse_unbuilt_construct_keys(r, m, family->experts);
   throw_if(problems);  // a construct the family's reader refuses (Nemotron-H's MoE blocks) before its keys
   if (m.mlp_kind == MlpKind::gated)  // SwiGLU, GeGLU (Gemma's hidden_activation): for the Megatron-LM flags
     for (const char* key : {"hidden_act", "hidden_activation"})

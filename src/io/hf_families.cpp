@@ -727,6 +727,7 @@ const std::array kFamilies = {
     HfFamily{"cohere2_moe", true, HfExperts::own, false, nullptr, cohere2_moe_layer, kCohere2MoeDefaults},
     HfFamily{"mimo_v2_flash", false, HfExperts::own, false, nullptr, mimo_v2_flash_layer, kMiMoV2FlashDefaults},
     HfFamily{"laguna", false, HfExperts::own, false, nullptr, laguna_layer, kLagunaDefaults},
+    HfFamily{"bailing_moe", false, HfExperts::own, false, nullptr, bailing_moe_layer},
     HfFamily{"xglm", true, kDense, false, xglm_spell, xglm_layer, kXglmDefaults},
     HfFamily{"ctrl", true, kDense, false, ctrl_spell, ctrl_layer, kCtrlDefaults},
     HfFamily{"openai-gpt", true, kDense, false, openai_gpt_spell, openai_gpt_layer, kOpenAiGptDefaults},

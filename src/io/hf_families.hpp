@@ -83,6 +83,11 @@ void drop_nope_layers_if_none(ModelSpec& m);
 // layers where a config has it; without it the first `first_dense` layers where given (>= 0),
 // else the model's own rule stays (hf_config.cpp).
 void read_mlp_layer_types(HfJsonReader& r, ModelSpec& m, int64_t first_dense = -1);
+// The entries of a per-layer list that belong to the decoder: transformers cuts lists of
+// num_hidden_layers + num_nextn_predict_layers (Step 3.5's Hub configs pad them for the MTP layers).
+size_t decoder_entries(HfJsonReader& r, size_t listed, int64_t layers);
+// An MoE model whose MLP is dense in exactly the layers `dense_layers` lists, MoE elsewhere.
+void set_dense_layers(ModelSpec& m, std::vector<int64_t> dense_layers);
 // A hybrid's layer_types as one flag per layer, true for linear_attention (the older "mamba"
 // included), false for full_attention; where the config has none, `default_linear(layer)`. Empty
 // after a problem (a list of another length, another kind).
@@ -138,6 +143,7 @@ void hunyuan_moe_layer(HfJsonReader& r, ModelSpec& m);
 void cohere2_moe_layer(HfJsonReader& r, ModelSpec& m);
 void mimo_v2_flash_layer(HfJsonReader& r, ModelSpec& m);
 void laguna_layer(HfJsonReader& r, ModelSpec& m);
+void bailing_moe_layer(HfJsonReader& r, ModelSpec& m);
 void bitnet_layer(HfJsonReader& r, ModelSpec& m);
 void aria_text_layer(HfJsonReader& r, ModelSpec& m);
 void emu3_text_layer(HfJsonReader& r, ModelSpec& m);
@@ -199,5 +205,8 @@ std::string current_layer_type(const std::string& kind);
 
 // Multimodal wrappers whose language model is the nested text_config.
 bool is_hf_text_config_wrapper(const std::string& model_type);
+// The text model type of a wrapper whose config class builds text_config from the top-level keys
+// where text_config is absent (GLM-4.1V's first releases wrote the language model flat), else "".
+std::string flat_text_model_type(const std::string& wrapper_type);
 
 }  // namespace remat

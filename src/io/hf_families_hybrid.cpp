@@ -143,10 +143,7 @@ void nemotron_h_layer(HfJsonReader& r, ModelSpec& m) {
     m.layer_has_ffn.push_back(c == '-' || c == 'E');
   }
   if (not_moe.size() == pattern.size()) return;
-  // E: the experts (read_experts) in exactly these layers
-  m.moe_layer_rule = MoeLayerRule::every_step;
-  m.moe_layer_freq = 1;
-  m.dense_mlp_layers = not_moe;
+  set_dense_layers(m, not_moe);  // E: the experts (read_experts) in exactly these layers
 }
 
 // Bamba: attention where attn_layer_indices says (none when absent: every layer Mamba-2),
@@ -537,9 +534,7 @@ void jamba_layer(HfJsonReader& r, ModelSpec& m) {
   if (experts <= 1) return;
   m.n_routed_experts = experts;
   m.moe_intermediate_size = m.intermediate_size;
-  m.moe_layer_rule = MoeLayerRule::every_step;
-  m.moe_layer_freq = 1;
-  m.dense_mlp_layers = dense;
+  set_dense_layers(m, dense);
 }
 
 }  // namespace remat

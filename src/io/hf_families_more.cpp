@@ -347,14 +347,13 @@ void read_moe_layer_list(HfJsonReader& r, ModelSpec& m) {
     return r.fail("moe_layer_freq", r.object[r.spelled("moe_layer_freq")].dump(),
                   "must hold one 0 (dense) or 1 (MoE) per layer (num_hidden_layers = " +
                       std::to_string(m.num_hidden_layers) + ")");
-  m.moe_layer_rule = MoeLayerRule::every_step;
-  m.moe_layer_freq = 1;
-  m.dense_mlp_layers.clear();
+  std::vector<int64_t> dense;
   for (size_t i = 0; i < flags.size() && int64_t(i) < limits::kLayers; ++i) {
     if (flags[i] != 0 && flags[i] != 1)
       return r.fail("moe_layer_freq", std::to_string(flags[i]), "must hold only 0 (dense) and 1 (MoE)");
-    if (flags[i] == 0) m.dense_mlp_layers.push_back(int64_t(i));
+    if (flags[i] == 0) dense.push_back(int64_t(i));
   }
+  set_dense_layers(m, dense);
 }
 
 // A key of the sliding-window layers (the Hub config's swa_ spelling) that must equal the model's.
@@ -429,10 +428,49 @@ std::vector<bool> mimo_v2_flash_windowed_layers(HfJsonReader& r, int64_t layers)
   return out;
 }
 
+namespace {
+
+// Laguna's num_attention_heads_per_layer (LagunaDecoderLayer gives layer i that many query heads
+// of head_dim, beside the model's key/value heads): one count in every layer, or one in the
+// full-attention layers and another in the sliding ones (the Laguna-XS.2 and S-2.1 checkpoints:
+// 48 and 64, 48 and 72), built as the windowed layers' own head count.
+void read_heads_per_layer_type(HfJsonReader& r, ModelSpec& m) {
+  const char* key = "num_attention_heads_per_layer";
+  if (!r.has(key) || !r.object[r.spelled(key)].is_array())
+    return per_layer_integer(r, key, m.num_attention_heads, false);
+  std::vector<int64_t> heads;
+  r.integer_list(key, heads);
+  if (int64_t(heads.size()) != m.num_hidden_layers)
+    return r.fail(
+        key, std::to_string(heads.size()) + " entries",
+        "must hold one head count per layer (num_hidden_layers = " + std::to_string(m.num_hidden_layers) + ")");
+  const std::vector<std::string> types = r.text_list("layer_types");
+  int64_t full = 0, sliding = 0;
+  for (size_t i = 0; i < heads.size(); ++i) {
+    int64_t& seen = i < types.size() && types[i] == "sliding_attention" ? sliding : full;
+    if (seen == 0) seen = heads[i];
+    if (seen != heads[i])
+      return r.fail(key, r.object[r.spelled(key)].dump(),
+                    "is not a model remat can build: head counts that differ within one layer type (layer_types); "
+                    "remat builds one per type");
+  }
+  m.num_attention_heads = full > 0 ? full : sliding;
+  if (full == 0 || sliding == 0 || sliding == full) return;
+  int64_t window = 0;
+  r.integer("sliding_window", window, false);
+  if (window < 1)
+    return r.fail("sliding_window", r.has("sliding_window") ? std::to_string(window) : "",
+                  "must be a positive window: the sliding_attention layers have their own head count (" +
+                      std::to_string(sliding) + ")");
+  m.windowed_attention_heads = sliding;
+}
+
+}  // namespace
+
 // Laguna (transformers' modeling_laguna.py): LLaMA's layer with attention_bias on q, k, v and o, q/k
 // norms of head_dim and a softplus gate on the attention output from its own g_proj (no bias): one
 // per head where gating is true or "per-head", else one per output element; the same head count in
-// every layer (num_attention_heads_per_layer); a sigmoid router (its score-correction bias a
+// each layer type (read_heads_per_layer_type); a sigmoid router (its score-correction bias a
 // parameter) over num_experts, one shared MLP of shared_expert_intermediate_size; dense layers by
 // mlp_layer_types, else the first alone.
 void laguna_layer(HfJsonReader& r, ModelSpec& m) {
@@ -445,8 +483,7 @@ void laguna_layer(HfJsonReader& r, ModelSpec& m) {
       !r.has("gating") || (r.object[r.spelled("gating")].is_boolean() ? r.object[r.spelled("gating")].get<bool>()
                                                                       : r.text("gating") == "per-head");
   (per_head ? m.attention_head_gate : m.attention_output_gate) = true;
-  if (r.has("num_attention_heads_per_layer"))
-    per_layer_integer(r, "num_attention_heads_per_layer", m.num_attention_heads, false);
+  read_heads_per_layer_type(r, m);
   read_routed_experts(r, m, "num_experts", 256, 512, 8);
   int64_t shared = 512;
   r.integer("shared_expert_intermediate_size", shared, false);
@@ -484,6 +521,42 @@ void emu3_text_layer(HfJsonReader& r, ModelSpec& m) {
   m.attention_dropout = 0.1;
   read_probability(r, "attention_dropout", m.attention_dropout);
   m.residual_dropout = m.attention_dropout;
+}
+
+}  // namespace remat
+
+namespace remat {
+
+// Ling-lite / Ling-plus (bailing_moe, its remote modeling_bailing_moe.py): LLaMA's layer with q, k and
+// v in one projection (query_key_value, bias by use_qkv_bias) and the output projection `dense`
+// (bias by use_bias); head_dim hidden_size / heads. From first_k_dense_replace on, an MoE: a router
+// without bias over num_experts SwiGLU experts of moe_intermediate_size, beside one shared MLP of
+// moe_intermediate_size x num_shared_experts (the Ling-plus config spells the two counts as
+// DeepSeek does). norm_head rescales the head's weight at run time: no parameter.
+void bailing_moe_layer(HfJsonReader& r, ModelSpec& m) {
+  r.boolean("use_qkv_bias", m.qkv_bias);
+  bool bias = false;
+  r.boolean("use_bias", bias);
+  if (bias)
+    return r.fail("use_bias", "true",
+                  "is not a model remat can build: biases on the experts' matrices (remat's experts "
+                  "have none)");
+  m.fused_qkv_projection = true;
+  const char* experts = r.has("num_experts") ? "num_experts" : "n_routed_experts";
+  r.integer(experts, m.n_routed_experts, true);
+  require_experts(r, m, experts);
+  r.integer("moe_intermediate_size", m.moe_intermediate_size, true);
+  r.integer("num_experts_per_tok", m.num_experts_per_tok, true);
+  r.integer(r.has("num_shared_experts") ? "num_shared_experts" : "n_shared_experts", m.n_shared_experts, false);
+  int64_t first_dense = 0;
+  r.integer("first_k_dense_replace", first_dense, false);
+  read_mlp_layer_types(r, m, first_dense);
+  bool norm_head = false;
+  r.boolean("norm_head", norm_head);
+  if (norm_head)
+    m.notes.push_back(r.path("norm_head") +
+                      " = true: the head's weight divided by its norm each step (a copy of the "
+                      "head, vocab x hidden) is not costed");
 }
 
 }  // namespace remat

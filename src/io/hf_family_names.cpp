@@ -48,6 +48,8 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
     {"MiMoForCausalLM", "mimo"},
     {"MiMoV2FlashForCausalLM", "mimo_v2_flash"},
     {"LagunaForCausalLM", "laguna"},
+    {"MiniCPM3ForCausalLM", "minicpm3"},
+    {"BailingMoeForCausalLM", "bailing_moe"},  // MiniCPM3-4B's Hub config names no model_type
     {"XGLMForCausalLM", "xglm"},
     {"CTRLLMHeadModel", "ctrl"},
     {"OpenAIGPTLMHeadModel", "openai-gpt"},
@@ -246,6 +248,14 @@ std::string current_layer_type(const std::string& kind) {
   if (kind == "mamba") return "linear_attention";
   if (kind == "attention") return "full_attention";
   return kind;
+}
+
+std::string flat_text_model_type(const std::string& wrapper_type) {
+  // transformers 5.17: Glm4vConfig, Glm4vMoeConfig and GlmOcrConfig pass their other keys to the
+  // text config where text_config is absent (checked: a flat hidden_size reaches text_config)
+  for (const char* w : {"glm4v", "glm4v_moe", "glm_ocr"})
+    if (wrapper_type == w) return wrapper_type + "_text";
+  return "";
 }
 
 bool is_hf_text_config_wrapper(const std::string& model_type) {

@@ -15,14 +15,6 @@ namespace remat {
 
 namespace {
 
-// The entries of a per-layer list that belong to the decoder: transformers cuts lists of
-// num_hidden_layers + num_nextn_predict_layers (the Hub configs pad them for the MTP layers).
-size_t decoder_entries(HfJsonReader& r, size_t listed, int64_t layers) {
-  int64_t mtp = 0;
-  r.integer("num_nextn_predict_layers", mtp, false);
-  return int64_t(listed) == layers + mtp ? size_t(layers) : listed;
-}
-
 // The sliding-window layers' query heads: num_sliding_attention_heads, else the remote code's
 // attention_other_setting.num_attention_heads. transformers applies only the head count there, so a
 // setting with other key/value heads or another head dim is a model it does not build.
@@ -78,12 +70,10 @@ void read_moe_layers(HfJsonReader& r, ModelSpec& m) {
   } else {
     r.integer_list("moe_layers_enum", moe);
   }
-  m.moe_layer_rule = MoeLayerRule::every_step;
-  m.moe_layer_freq = 1;
-  m.dense_mlp_layers.clear();
-  const int64_t layers = std::min(m.num_hidden_layers, limits::kLayers);
-  for (int64_t i = 0; i < layers; ++i)
-    if (std::find(moe.begin(), moe.end(), i) == moe.end()) m.dense_mlp_layers.push_back(i);
+  std::vector<int64_t> dense;
+  for (int64_t i = 0; i < std::min(m.num_hidden_layers, limits::kLayers); ++i)
+    if (std::find(moe.begin(), moe.end(), i) == moe.end()) dense.push_back(i);
+  set_dense_layers(m, dense);
 }
 
 // The rotated share of each head: partial_rotary_factors holds one per layer (the Hub checkpoints:

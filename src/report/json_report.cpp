@@ -86,6 +86,7 @@ Json model_json(const ModelSpec& m) {
     j["n_routed_experts"] = m.n_routed_experts;
     j["num_experts_per_tok"] = m.num_experts_per_tok;
     j["moe_intermediate_size"] = m.moe_intermediate_size;
+    if (m.moe_latent_size > 0) j["moe_latent_size"] = m.moe_latent_size;
     j["n_shared_experts"] = m.n_shared_experts;
     if (m.shared_expert_intermediate_size > 0) j["shared_expert_intermediate_size"] = m.shared_expert_intermediate_size;
     j["first_k_dense_replace"] = m.first_k_dense_replace;
@@ -107,6 +108,7 @@ Json model_json(const ModelSpec& m) {
   if (m.num_nextn_predict_layers > 0) j["num_nextn_predict_layers"] = m.num_nextn_predict_layers;
   if (!m.notes.empty()) j["notes"] = m.notes;
   j["params"] = model_params(m, m.num_hidden_layers);
+  if (m.num_nextn_predict_layers > 0) j["mtp_params"] = mtp_params(m, 1, 1).total();
   return j;
 }
 

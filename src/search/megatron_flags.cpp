@@ -54,8 +54,8 @@ std::vector<std::string> model_flags(const ModelSpec& m, const TrainingSpec& t, 
     // TransformerConfig: "Please use --moe-router-pre-softmax when topk is 1" (Llama 4)
     if (m.num_experts_per_tok == 1) f.push_back("--moe-router-pre-softmax");
     f.push_back(flag("--moe-ffn-hidden-size", m.moe_intermediate_size));
-    if (m.n_shared_experts > 0)
-      f.push_back(flag("--moe-shared-expert-intermediate-size", m.shared_mlp_width()));
+    if (m.moe_latent_size > 0) f.push_back(flag("--moe-latent-size", m.moe_latent_size));
+    if (m.n_shared_experts > 0) f.push_back(flag("--moe-shared-expert-intermediate-size", m.shared_mlp_width()));
     if (m.first_k_dense_replace > 0 || m.moe_layer_freq > 1) f.push_back("--moe-layer-freq " + moe_pattern(m, layers));
     f.push_back("--moe-token-dispatcher-type alltoall");
     if (te) f.push_back("--moe-grouped-gemm");

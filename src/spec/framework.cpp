@@ -54,6 +54,15 @@ HardwareSpec apply_framework(HardwareSpec hw, std::string_view name) {
   return p.apply_hardware ? p.apply_hardware(std::move(hw)) : hw;
 }
 
+ModelSpec model_as_built(ModelSpec m, std::string_view name) {
+  const FrameworkProfile& p = profile_named(name);
+  if (p.builds_mtp_modules || m.num_nextn_predict_layers == 0) return m;
+  m.notes.push_back("--framework " + std::string(p.name) + " builds no multi-token prediction modules: the model's " +
+                    std::to_string(m.num_nextn_predict_layers) + " are left out of its memory and time");
+  m.num_nextn_predict_layers = 0;
+  return m;
+}
+
 std::vector<std::string> framework_time_gaps(const HardwareSpec& hw, std::string_view name, const ModelSpec& model,
                                              const TrainingSpec& training) {
   const FrameworkProfile& p = profile_named(name);

@@ -62,6 +62,7 @@ void check_moe(Checker& c, const ModelSpec& m) {
            "must not exceed n_routed_experts = " + std::to_string(m.n_routed_experts));
   c.positive("moe_intermediate_size", m.moe_intermediate_size, kFfn);
   c.non_negative("n_shared_experts", m.n_shared_experts, kSharedExperts);
+  c.non_negative("moe_latent_size", m.moe_latent_size, m.hidden_size);
 }
 
 // DeepSeek sparse attention's indexer: on MLA with a query latent (its wq_b reads it).

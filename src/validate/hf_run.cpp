@@ -69,8 +69,8 @@ HfSetup hf_setup(const HfStep& s, const std::string& file) {
 }
 
 HfComparison compare_hf(const HfStep& step, const ModelSpec& model, const HardwareSpec& hw, const std::string& file) {
-  HfComparison c{step, hf_setup(step, file), model, {}, 0};
-  c.estimate = estimate(model, apply_framework(hw, kHfFramework), c.setup.training, c.setup.plan, hw.hbm_bytes);
+  HfComparison c{step, hf_setup(step, file), model_as_built(model, kHfFramework), {}, 0};
+  c.estimate = estimate(c.model, apply_framework(hw, kHfFramework), c.setup.training, c.setup.plan, hw.hbm_bytes);
   const StageMemory& mem = c.estimate.stages.front().memory_bytes;
   c.predicted_before_bytes = mem.weights + mem.optimizer + mem.runtime;
   return c;

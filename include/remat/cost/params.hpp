@@ -33,7 +33,8 @@ double norm_params(const ModelSpec& m, double width);
 // one MoE layer, eh_proj (2h x h, split over tp) and enorm, hnorm and the shared
 // head's norm; the embedding and the output head are the main model's.
 ParamCount mtp_params(const ModelSpec& m, int64_t tp, int64_t ep);
-// Whole model, unsharded, with `layers` transformer layers (and the MTP modules).
+// Whole model, unsharded, with `layers` transformer layers: the model transformers' class builds,
+// so without the MTP modules (mtp_params), which Megatron-LM trains beside it.
 double model_params(const ModelSpec& m, int64_t layers);
 
 struct StaticBytes {

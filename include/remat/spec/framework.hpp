@@ -34,6 +34,9 @@ struct FrameworkProfile {
   // eager_attention_only) runs eager, the default then and --attention sdpa refused; one without
   // gradient checkpointing (ModelSpec::gradient_checkpointing_unsupported) recomputes nothing
   bool runs_model_code = false;
+  // whether it builds a model's multi-token prediction modules (ModelSpec::num_nextn_predict_layers):
+  // Megatron-LM does (--mtp-num-layers); transformers' model classes build none
+  bool builds_mtp_modules = true;
   // why this stack cannot run `m` (a construct it has no implementation of), "" where it can;
   // nullptr: it runs every model remat builds
   std::string (*cannot_run)(const ModelSpec& m) = nullptr;
@@ -59,6 +62,9 @@ bool framework_runs(const FrameworkProfile& profile, Strategy s);
 TrainingSpec apply_framework(TrainingSpec t, std::string_view name);
 // `hw` with the named framework's fitted efficiencies in effect; unchanged when it has none.
 HardwareSpec apply_framework(HardwareSpec hw, std::string_view name);
+// `m` as the named framework builds it: without multi-token prediction modules where it builds
+// none, with a note saying so (name must be registered).
+ModelSpec model_as_built(ModelSpec m, std::string_view name);
 // What the hardware file leaves unfitted for the framework and `model`, one sentence each.
 std::vector<std::string> framework_time_gaps(const HardwareSpec& hw, std::string_view name, const ModelSpec& model,
                                              const TrainingSpec& training);

@@ -92,6 +92,9 @@ struct ModelSpec {
   int64_t num_experts_per_tok = 0;
   int64_t moe_intermediate_size = 0;
   int64_t n_shared_experts = 0;
+  // latent MoE (Nemotron 3 Super / Ultra, moe_latent_size; 0: none): the routed experts take and
+  // return this width, between a projection down from hidden_size and one back up
+  int64_t moe_latent_size = 0;
   // one shared expert's width where it is not moe_intermediate_size (0): Granite 4.0's shared MLP
   // of shared_intermediate_size beside narrower experts, loaded as one such expert
   int64_t shared_expert_intermediate_size = 0;
@@ -319,6 +322,8 @@ struct ModelSpec {
     shared_expert_intermediate_size = multiple ? 0 : width;
   }
   // The MoE layers' shared MLP width: every shared expert side by side.
+  // the width the routed experts read and write: the latent width of a latent MoE, else the hidden
+  int64_t expert_io_width() const { return moe_latent_size > 0 ? moe_latent_size : hidden_size; }
   int64_t shared_mlp_width() const {
     return n_shared_experts *
            (shared_expert_intermediate_size > 0 ? shared_expert_intermediate_size : moe_intermediate_size);

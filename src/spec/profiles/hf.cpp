@@ -117,6 +117,7 @@ const FrameworkProfile& framework_profile_hf() {
       .mixer_kernels = MixerKernels::torch,
       .replay_choosable = true,
       .runs_model_code = true,
+      .builds_mtp_modules = false,
       .apply_training = hf_training,
       .apply_hardware = hf_hardware,
       .time_gaps = hf_time_gaps,
