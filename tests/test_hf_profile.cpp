@@ -719,18 +719,12 @@ TEST(HfProfile, LongestSequencesWithinFivePercentOfMeasured) {
 // the 4096 wide stream between fc1_latent_proj and fc2_latent_proj, and the config's MTP layer is
 // one transformers does not build. Predicted before the steps ran, nothing fitted: the bytes before
 // each step within 0.05% (the weights are transformers' 2,138,714,880 parameters), five of the six
-// bf16 peaks within 0.6% and LoRA without checkpointing +2.1%. Mixed precision is +6.1%: the torch
-// Mamba-2 scan's backward under autocast peaks 2.8 GiB below what remat counts, not yet explained.
-TEST(HfProfile, LatentMoeSteps) {
-  int checked = 0;
-  for (const HfComparison& c : measured_cases("steps-latent-moe-h200.jsonl")) {
-    EXPECT_LE(std::abs(c.before_error_pct()), 0.1) << c.measured.case_name;
-    const bool mixed = c.measured.precision == "mixed";
-    EXPECT_LE(std::abs(c.peak_error_pct()), mixed ? 6.5 : 2.2) << c.measured.case_name;
-    ++checked;
-  }
-  EXPECT_EQ(checked, 7);
-}
+// bf16 peaks within 0.6% and LoRA without checkpointing +2.1%. Mixed precision was +6.1%: that step
+// peaks in its first layer's backward (the torch Mamba-2 scan's), where autocast's bf16 copies of
+// the later layers' weights are freed; remat counted every copy alive. Each layer's copies are now
+// its kept bytes, freed by its backward: +2.8%, the head's copy (freed by the head's backward, 1 GiB)
+// still counted.
+TEST(HfProfile, LatentMoeSteps) { expect_every_step_within("steps-latent-moe-h200.jsonl", 0.1, 2.9, 7); }
 
 }  // namespace
 }  // namespace remat

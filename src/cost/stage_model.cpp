@@ -253,10 +253,11 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
   s.index = index;
   s.first_layer = layers.first, s.last_layer = layers.second;
   s.in_flight = std::min(t.pp - index, t.microbatches());
-  double largest_layer = 0;
+  double largest_layer = 0, layer_params_total = 0;
   for (int64_t g = layers.first; g < layers.second; ++g) {
     const ParamCount lp = layer_params(m, g, t.tp, t.ep);
     s.params.dense += lp.dense, s.params.expert += lp.expert;
+    layer_params_total += lp.total();
     if (t.layouts_from_model_code) s.params.untrained += indexer_params(m, g);  // transformers: under no_grad
     largest_layer = std::max(largest_layer, lp.total());
     s.adapter_params += lora_layer_params(m, t, t.tp, g);
@@ -281,9 +282,11 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
     if (last)  // the output matrix (the tied embedding's gradient too) and the final norm
       s.head_grads_bytes = held_bytes({embedding_params(m, t.tp) + head_extra_params(m, t.tp), 0}, 0, 0, t).gradients;
   }
-  if (t.params_fp32_autocast)  // the bf16 copy of every GEMM weight, the LM head's included
-    s.autocast_cast_bytes = 2 * (s.params.total() - (first ? embedding_params(m, t.tp) : 0) +
+  if (t.params_fp32_autocast) {  // the bf16 copy of every GEMM weight outside the layers (the LM head's)
+    // the layers' own copies are their kept bytes (stage_layer_cost)
+    s.autocast_cast_bytes = 2 * (s.params.total() - layer_params_total - (first ? embedding_params(m, t.tp) : 0) +
                                  (last && m.tie_word_embeddings && t.pp == 1 ? embedding_params(m, t.tp) : 0));
+  }
   if (t.grad_accumulation_pass)  // read the bf16 gradient, read and write the fp32 main grad
     s.fixed_bwd_s += 10 * s.params.total() / (hw.hbm_bytes_per_s * hw.efficiency.memory_bound);
   if (t.optimizer_temp_bytes_per_param > 0 && t.optimizer != Optimizer::none) {
