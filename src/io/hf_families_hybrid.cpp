@@ -112,6 +112,21 @@ std::string nemotron_h_pattern(HfJsonReader& r) {
 // Nemotron-H: hybrid_override_pattern gives each layer one block: M a Mamba-2 mixer, * attention
 // (no rotary), - a relu^2 two-matrix MLP, E an MoE of relu^2 two-matrix experts (Nemotron 3);
 // each with its own RMSNorm and residual.
+namespace {
+
+// NemotronHConfig's keys beside the layer shape: mamba_hidden_act (the gate's activation; remat's
+// scan costs SiLU), and those its model class builds nothing from: expand (the Mamba-2 width is
+// mamba_num_heads x mamba_head_dim; Nemotron 3 Nano's expand x hidden_size is not), n_shared_experts
+// (the shared MLP is moe_shared_expert_intermediate_size wide) and the MTP layers' patterns.
+void read_nemotron_h_extras(HfJsonReader& r, ModelSpec& m) {
+  if (const std::string act = r.text("mamba_hidden_act"); !act.empty() && act != "silu")
+    m.notes.push_back(r.path("mamba_hidden_act") + " = " + act + ": the Mamba-2 gate is costed as SiLU");
+  for (const char* key : {"expand", "n_shared_experts", "mtp_hybrid_override_pattern", "mtp_layers_block_type"})
+    (void)r.has(key);  // asked for: no longer named as unread
+}
+
+}  // namespace
+
 void nemotron_h_layer(HfJsonReader& r, ModelSpec& m) {
   llama_layer(r, m);
   two_matrix_mlp(m, "relu2");
@@ -125,6 +140,7 @@ void nemotron_h_layer(HfJsonReader& r, ModelSpec& m) {
   r.integer("chunk_size", m.mamba_chunk_size, false);
   r.boolean("use_bias", m.mamba_proj_bias);
   r.boolean("use_conv_bias", m.mamba_conv_bias);
+  read_nemotron_h_extras(r, m);
   const bool by_words = !r.has("hybrid_override_pattern");
   const char* key = by_words ? "layers_block_type" : "hybrid_override_pattern";
   const std::string pattern = by_words ? nemotron_h_pattern(r) : r.text("hybrid_override_pattern");
