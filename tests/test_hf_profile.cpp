@@ -721,10 +721,10 @@ TEST(HfProfile, LongestSequencesWithinFivePercentOfMeasured) {
 // each step within 0.05% (the weights are transformers' 2,138,714,880 parameters), five of the six
 // bf16 peaks within 0.6% and LoRA without checkpointing +2.1%. Mixed precision was +6.1%: that step
 // peaks in its first layer's backward (the torch Mamba-2 scan's), where autocast's bf16 copies of
-// the later layers' weights are freed; remat counted every copy alive. Each layer's copies are now
-// its kept bytes, freed by its backward: +2.8%, the head's copy (freed by the head's backward, 1 GiB)
-// still counted.
-TEST(HfProfile, LatentMoeSteps) { expect_every_step_within("steps-latent-moe-h200.jsonl", 0.1, 2.9, 7); }
+// the later layers' and the head's weights are freed; remat counted every copy alive. Each layer's
+// copies are now its kept bytes, freed by its backward, and the head's goes with the head's
+// backward (StageBase::head_cast_bytes): +0.63%.
+TEST(HfProfile, LatentMoeSteps) { expect_every_step_within("steps-latent-moe-h200.jsonl", 0.1, 2.2, 7); }
 
 }  // namespace
 }  // namespace remat

@@ -286,6 +286,8 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
     // the layers' own copies are their kept bytes (stage_layer_cost)
     s.autocast_cast_bytes = 2 * (s.params.total() - layer_params_total - (first ? embedding_params(m, t.tp) : 0) +
                                  (last && m.tie_word_embeddings && t.pp == 1 ? embedding_params(m, t.tp) : 0));
+    const bool head_cast = last && (!m.tie_word_embeddings || t.pp == 1);
+    s.head_cast_bytes = head_cast ? 2 * embedding_params(m, t.tp) : 0;
   }
   if (t.grad_accumulation_pass)  // read the bf16 gradient, read and write the fp32 main grad
     s.fixed_bwd_s += 10 * s.params.total() / (hw.hbm_bytes_per_s * hw.efficiency.memory_bound);
@@ -355,9 +357,11 @@ StageTotals stage_totals(const StageBase& base, const LayerSums& layers) {
   // (sim/) shows these buffers alive at the peak.
   const double staging = layers.offloaded_layers >= 2 ? layers.offload_staging_bytes : 0;
   const double head = base.head_transient_bytes > 0 ? base.head_transient_bytes + layers.offload_staging_bytes : 0;
-  // under ordered backward every layer's backward runs with the head's gradients allocated
-  const double layer_transient =
-      base.ordered_backward ? layers.ordered_transient_bytes + base.head_grads_bytes : layers.transient_bytes;
+  // under ordered backward every layer's backward runs with the head's gradients allocated and its
+  // autocast weight copy freed
+  const double layer_transient = base.ordered_backward ? layers.ordered_transient_bytes + base.head_grads_bytes -
+                                                             base.head_cast_bytes
+                                                       : layers.transient_bytes;
   t.transient_bytes = std::max(layer_transient + staging, head);
   const double fixed = base.static_bytes.total() + base.runtime_bytes;
   t.optimizer_step_peak_bytes = fixed + base.optimizer_step_bytes;

@@ -66,6 +66,7 @@ Chunk chunk_of(const StageBase& base, int64_t vs, const TrainingSpec& t, int64_t
   c.head_grads_bytes = base.head_grads_bytes;
   c.autocast_cast_bytes = base.autocast_cast_bytes;
   split_fixed(c, base, stages);
+  c.head_cast_bytes = c.has_head ? base.head_cast_bytes : 0;
   return c;
 }
 

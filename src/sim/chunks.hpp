@@ -27,6 +27,7 @@ struct Chunk {
   double grads_absent_bytes = 0;    // gradients allocated in backward (hf): each layer's after its backward
   double head_grads_bytes = 0;      // of those, the head's, after the head's backward
   double autocast_cast_bytes = 0;   // autocast's bf16 weight casts, alive until backward ends (hf)
+  double head_cast_bytes = 0;       // of those, the head's (its chunk only): from its forward to its backward
   bool has_head = false;
   double head_bytes = 0, head_fwd_s = 0, head_bwd_s = 0;
   double forward_passes = 1;              // StageBase::forward_passes: each layer's forward runs this often

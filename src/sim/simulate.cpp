@@ -36,7 +36,7 @@ class Engine {
     fwd_ready_.assign(n, std::vector<double>(size_t(m_), kUnset));
     bwd_ready_ = fwd_ready_;
     head_.assign(n, std::vector<size_t>(size_t(m_), kNoBuffer));
-    output_ = head_;
+    output_ = head_cast_ = head_;
     kept_.resize(n);
     for (size_t vs = 0; vs < n; ++vs)
       kept_[vs].assign(size_t(m_), std::vector<size_t>(set.chunks[vs].layers.size(), kNoBuffer));
@@ -116,6 +116,7 @@ class Engine {
   std::vector<Clock> clock_;
   std::vector<std::vector<double>> fwd_ready_, bwd_ready_;  // [virtual stage][microbatch]: output arrived
   std::vector<std::vector<size_t>> head_;                   // logits buffer per microbatch
+  std::vector<std::vector<size_t>> head_cast_;              // the head's autocast weight copy per microbatch
   std::vector<std::vector<size_t>> output_;                 // stage output held for the backward (--framework)
   std::vector<std::vector<std::vector<size_t>>> kept_;      // [virtual stage][microbatch][layer]
 };
@@ -152,6 +153,9 @@ void Engine::forward(const Chunk& c, int64_t mb) {
   if (c.has_head) {
     wait_link(c, t, ck.out_prev_end);  // at most one copy out in flight under the head
     head_[vs][size_t(mb)] = alloc(c.stage, buffer_name("logits+loss", mb, -1), MemCategory::logits, c.head_bytes, t);
+    if (c.head_cast_bytes > 0)
+      head_cast_[vs][size_t(mb)] =
+          alloc(c.stage, buffer_name("head weight cast", mb, -1), MemCategory::weights, c.head_cast_bytes, t);
     t = emit(c, SimStream::compute, SimOp::head_forward, mb, -1, t, c.head_fwd_s);
   }
   output_[vs][size_t(mb)] =
@@ -206,6 +210,7 @@ void Engine::backward(const Chunk& c, int64_t mb) {
   if (c.has_head) {
     t = emit(c, SimStream::compute, SimOp::head_backward, mb, -1, t, c.head_bwd_s);
     release(head_[vs][size_t(mb)], t);
+    release(head_cast_[vs][size_t(mb)], t);
     if (late_grads) alloc(c.stage, buffer_name("gradients", mb, -1), MemCategory::gradients, c.head_grads_bytes, t);
   }
   const size_t n = c.layers.size();
@@ -256,7 +261,7 @@ void finish(Simulation& sim, Engine& engine, const ChunkSet& set, const Hardware
       casts(size_t(p), 0.0);
   for (const Chunk& c : set.chunks) {
     late_grads[size_t(c.stage)] += c.grads_absent_bytes;
-    casts[size_t(c.stage)] += c.autocast_cast_bytes;
+    casts[size_t(c.stage)] += c.autocast_cast_bytes - c.head_cast_bytes;
     StaticBytes& s = stage_static[size_t(c.stage)];
     s.weights += c.static_bytes.weights, s.gradients += c.static_bytes.gradients;
     s.optimizer += c.static_bytes.optimizer;

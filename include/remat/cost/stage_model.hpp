@@ -36,6 +36,9 @@ struct StageBase {
   // where gradients are absent before the backward: the head's (allocated by its backward, so
   // alive under every layer's)
   double head_grads_bytes = 0;
+  // of autocast_cast_bytes, the LM head's weight copy (last stage): its backward frees it, before
+  // any layer's backward
+  double head_cast_bytes = 0;
   double mtp_saved_bytes = 0;  // MTP modules' eh_proj inputs (last stage, one microbatch)
   double runtime_bytes = 0;    // framework buffers alive all iteration (score buffer, workspaces)
   // per in-flight microbatch: the stage output, when the pipeline keeps it; on the first stage also
