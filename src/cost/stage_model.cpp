@@ -359,9 +359,9 @@ StageTotals stage_totals(const StageBase& base, const LayerSums& layers) {
   const double head = base.head_transient_bytes > 0 ? base.head_transient_bytes + layers.offload_staging_bytes : 0;
   // under ordered backward every layer's backward runs with the head's gradients allocated and its
   // autocast weight copy freed
-  const double layer_transient = base.ordered_backward ? layers.ordered_transient_bytes + base.head_grads_bytes -
-                                                             base.head_cast_bytes
-                                                       : layers.transient_bytes;
+  const double layer_transient = base.ordered_backward
+                                     ? layers.ordered_transient_bytes + base.head_grads_bytes - base.head_cast_bytes
+                                     : layers.transient_bytes;
   t.transient_bytes = std::max(layer_transient + staging, head);
   const double fixed = base.static_bytes.total() + base.runtime_bytes;
   t.optimizer_step_peak_bytes = fixed + base.optimizer_step_bytes;
