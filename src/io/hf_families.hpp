@@ -144,6 +144,9 @@ void cohere2_moe_layer(HfJsonReader& r, ModelSpec& m);
 void mimo_v2_flash_layer(HfJsonReader& r, ModelSpec& m);
 void laguna_layer(HfJsonReader& r, ModelSpec& m);
 void bailing_moe_layer(HfJsonReader& r, ModelSpec& m);
+// A boolean key (`fallback` where absent) that, where true, asks for something remat does not cost:
+// a note "<key> is true: <why>" (hf_families_more.cpp).
+void note_if_true(HfJsonReader& r, ModelSpec& m, const char* key, bool fallback, const std::string& why);
 void bitnet_layer(HfJsonReader& r, ModelSpec& m);
 void aria_text_layer(HfJsonReader& r, ModelSpec& m);
 void emu3_text_layer(HfJsonReader& r, ModelSpec& m);

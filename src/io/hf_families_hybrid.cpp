@@ -380,12 +380,9 @@ void mamba2_layer(HfJsonReader& r, ModelSpec& m) {
     m.layer_mixers.push_back(Mixer::mamba2);
     m.layer_has_ffn.push_back(false);
   }
-  bool fp32_residual = true;
-  r.boolean("residual_in_fp32", fp32_residual);
-  if (fp32_residual)
-    m.notes.push_back(r.path("residual_in_fp32") +
-                      " is true: transformers' Mamba2Block adds the residual in fp32, so each layer's output is "
-                      "fp32; remat counts the layer inputs it keeps in bf16 (an underestimate of those tensors)");
+  note_if_true(r, m, "residual_in_fp32", true,
+               "transformers' Mamba2Block adds the residual in fp32, so each layer's output is fp32; remat counts "
+               "the layer inputs it keeps in bf16 (an underestimate of those tensors)");
   m.notes.push_back("a Mamba-2 model without attention: num_attention_heads and head_dim stand for the " +
                     std::to_string(m.mamba_num_heads) + " Mamba-2 heads of " + std::to_string(m.mamba_head_dim) +
                     " (what --tp splits)");

@@ -551,12 +551,14 @@ void bailing_moe_layer(HfJsonReader& r, ModelSpec& m) {
   int64_t first_dense = 0;
   r.integer("first_k_dense_replace", first_dense, false);
   read_mlp_layer_types(r, m, first_dense);
-  bool norm_head = false;
-  r.boolean("norm_head", norm_head);
-  if (norm_head)
-    m.notes.push_back(r.path("norm_head") +
-                      " = true: the head's weight divided by its norm each step (a copy of the "
-                      "head, vocab x hidden) is not costed");
+  note_if_true(r, m, "norm_head", false,
+               "the head's weight divided by its norm each step (a copy of the head, vocab x hidden) is not costed");
+}
+
+void note_if_true(HfJsonReader& r, ModelSpec& m, const char* key, bool fallback, const std::string& why) {
+  bool value = fallback;
+  r.boolean(key, value);
+  if (value) m.notes.push_back(r.path(key) + " is true: " + why);
 }
 
 }  // namespace remat
