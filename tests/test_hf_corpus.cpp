@@ -11,6 +11,7 @@
 
 #include "remat/cost/params.hpp"
 #include "remat/cost/stage_model.hpp"
+#include "remat/spec/framework.hpp"
 #include "test_helpers.hpp"
 
 namespace remat {
@@ -196,6 +197,14 @@ TEST(HfCorpus, FirstKDenseReplaceAndMtpOfDeepSeekV3) {
   EXPECT_DOUBLE_EQ(model_params(m, 61), model_params(no_mtp, 61));
   EXPECT_DOUBLE_EQ(model_params(m, 61), 671026404352);
   EXPECT_DOUBLE_EQ(model_params(no_mtp, 61), model_params(test::model("deepseek-v3"), 61));
+  // Megatron-LM trains the module (--mtp-num-layers); transformers' class builds none, so under
+  // --framework hf the model has no MTP layer, with a note saying so
+  EXPECT_EQ(model_as_built(m, kMegatronLocalFramework).num_nextn_predict_layers, 1);
+  const ModelSpec hf = model_as_built(m, kHfFramework);
+  EXPECT_EQ(hf.num_nextn_predict_layers, 0);
+  EXPECT_EQ(hf.notes.back(),
+            "--framework hf builds no multi-token prediction modules: the model's 1 are left out of its memory and "
+            "time");
 }
 
 // Stages get the layers the rule says: MTP weights on the last stage only; with

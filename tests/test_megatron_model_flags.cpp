@@ -51,6 +51,15 @@ std::string rejection(const std::string& text) {
 constexpr const char* kDims = R"("hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
     "num_key_value_heads": 2, "vocab_size": 100, "num_hidden_layers": 4)";
 
+// Nemotron 3 Super's latent MoE: Megatron-LM's --moe-latent-size beside the experts' width
+// (moe_latent_size 1024, moe_intermediate_size 2688 in the Hub config).
+TEST(MegatronModelFlags, LatentMoeWidth) {
+  const std::string flags = flags_of(corpus("nemotron-3-super-120b-a12b-fp8"));
+  EXPECT_TRUE(has(flags, " --moe-latent-size 1024 ")) << flags;
+  EXPECT_TRUE(has(flags, " --moe-ffn-hidden-size 2688 ")) << flags;
+  EXPECT_FALSE(has(flags_of(corpus("nemotron-3-nano-30b-a3b")), "--moe-latent-size"));
+}
+
 TEST(MegatronModelFlags, RotaryBaseAndNormEpsilonFromTheConfig) {
   // qwen3-8b.json: rope_theta 1000000, rms_norm_eps 1e-06, rope_scaling null, sliding_window null
   const std::string qwen3 = flags_of(corpus("qwen3-8b"));
