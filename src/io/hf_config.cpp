@@ -105,11 +105,12 @@ void refuse_sparse_attention_keys(HfJsonReader& r, const ModelSpec& m) {
 // built as Nemotron-H writes it (moe_latent_size, read with its experts) and refused elsewhere:
 // another family's projections and where they sit are not known.
 void refuse_unbuilt_construct_keys(HfJsonReader& r, const ModelSpec& m, HfExperts experts) {
-  for (const char* key : {"routed_expert_hidden_size", "moe_latent_size"}) {
+  for (const std::string key : {"routed_expert_hidden_size", "moe_latent_size"}) {
+    const bool read_with_experts = experts == HfExperts::nemotron_h && key == "moe_latent_size";
     int64_t width = 0;
-    r.integer(key, width, false);
-    if (width <= 0 || width == m.hidden_size || (experts == HfExperts::nemotron_h && key[0] == 'm')) continue;
-    r.fail(key, std::to_string(width),
+    r.integer(key.c_str(), width, false);
+    if (width <= 0 || width == m.hidden_size || read_with_experts) continue;
+    r.fail(key.c_str(), std::to_string(width),
            "is not a model remat can build: latent MoE (experts narrower than hidden_size = " +
                std::to_string(m.hidden_size) + ", between two projections) outside Nemotron-H's layout");
   }

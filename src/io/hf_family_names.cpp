@@ -48,8 +48,8 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
     {"MiMoForCausalLM", "mimo"},
     {"MiMoV2FlashForCausalLM", "mimo_v2_flash"},
     {"LagunaForCausalLM", "laguna"},
-    {"MiniCPM3ForCausalLM", "minicpm3"},
-    {"BailingMoeForCausalLM", "bailing_moe"},  // MiniCPM3-4B's Hub config names no model_type
+    {"MiniCPM3ForCausalLM", "minicpm3"},  // MiniCPM3-4B's Hub config names no model_type
+    {"BailingMoeForCausalLM", "bailing_moe"},
     {"XGLMForCausalLM", "xglm"},
     {"CTRLLMHeadModel", "ctrl"},
     {"OpenAIGPTLMHeadModel", "openai-gpt"},
