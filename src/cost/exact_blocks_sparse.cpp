@@ -369,7 +369,12 @@ void add_mixer(LayerDef& layer, const ModelSpec& m, const RankShape& r, int64_t 
 
 }  // namespace
 
-LayerDef build_layer(const ModelSpec& m, const RankShape& rank, int64_t layer_index) {
+LayerDef build_layer(const ModelSpec& model, const RankShape& rank, int64_t layer_index) {
+  // a layer variant's own key/value heads reach the attention blocks through the model they read
+  const int64_t own_kv_heads = model.layer_variant_of(layer_index).kv_heads;
+  ModelSpec with_own_heads;
+  if (own_kv_heads > 0) with_own_heads = model, with_own_heads.num_key_value_heads = own_kv_heads;
+  const ModelSpec& m = own_kv_heads > 0 ? with_own_heads : model;
   const RankShape r = with_model(rank, m);
   LayerDef layer;
   auto add = [&layer](Block b, bool recomputable) {

@@ -10,7 +10,8 @@ namespace remat {
 
 LayerShapes build_shapes(const ModelSpec& m, const RankShape& r) {
   LayerShapes s;
-  std::array<bool, kLayerKinds> built{};
+  s.kinds.resize(size_t(m.layer_kind_count()));
+  std::vector<bool> built(s.kinds.size());
   for (int64_t i = 0; i < m.num_hidden_layers + m.first_k_dense_replace + m.moe_layer_freq; ++i) {
     const int k = m.layer_kind(i);
     if (built[size_t(k)] || (i >= m.num_hidden_layers && k != 1)) continue;
@@ -22,6 +23,7 @@ LayerShapes build_shapes(const ModelSpec& m, const RankShape& r) {
   ModelSpec dense_only = m;
   dense_only.n_routed_experts = 0;
   dense_only.layer_mixers.clear(), dense_only.layer_has_ffn.clear();
+  dense_only.layer_variants.clear(), dense_only.layer_variant_ids.clear();
   dense_only.sliding_window_tokens = 0;  // kind 0: full attention
   LayerDef fallback = build_layer(dense_only, r, 0);
   if (!built[1]) s.kinds[1] = fallback;

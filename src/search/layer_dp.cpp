@@ -41,9 +41,10 @@ template <class Admits>
 double least_kept_at_floor(const SearchSpace& space, const StageSpace& st, const Fixed& fx, const Admits& admits) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   double least = 0, least_without_offload = 0, best_ratio = 0;
-  std::array<std::array<double, 2>, kLayerKinds> per_kind;  // least kept: any choice, no offload
-  std::array<double, kLayerKinds> ratio{};
-  for (int kind = 0; kind < kLayerKinds; ++kind) {
+  const size_t kinds = size_t(space.kind_count());
+  std::vector<std::array<double, 2>> per_kind(kinds);  // least kept: any choice, no offload
+  std::vector<double> ratio(kinds);
+  for (int kind = 0; kind < int(kinds); ++kind) {
     per_kind[size_t(kind)] = {kInf, kInf};
     for (const auto& o : space.options[kind]) {
       if (!admits(o.cost) || o.cost.recompute_s > 0) continue;
@@ -195,8 +196,8 @@ std::vector<LayerChoice> rebuild(const SearchSpace& space, const StageSpace& st,
 
 // Per kind, every option's index in ascending order of its recompute time (ties by index).
 Admitted by_recompute_time(const SearchSpace& space) {
-  Admitted out(kLayerKinds);
-  for (int kind = 0; kind < kLayerKinds; ++kind) {
+  Admitted out(size_t(space.kind_count()));
+  for (int kind = 0; kind < space.kind_count(); ++kind) {
     const auto& options = space.options[kind];
     for (size_t o = 0; o < options.size(); ++o) out[size_t(kind)].push_back(int(o));
     std::stable_sort(out[size_t(kind)].begin(), out[size_t(kind)].end(), [&](int x, int y) {
@@ -348,8 +349,8 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
     }
   }
   // per kind, the distinct offload bytes of its admitted options (pareto_sorted_ordered)
-  std::vector<std::vector<double>> option_offs(b.ordered ? kLayerKinds : 0);
-  for (int kind = 0; kind < kLayerKinds && b.ordered; ++kind) {
+  std::vector<std::vector<double>> option_offs(b.ordered ? size_t(space.kind_count()) : 0);
+  for (int kind = 0; kind < space.kind_count() && b.ordered; ++kind) {
     for (int o : admitted[size_t(kind)])
       option_offs[size_t(kind)].push_back(space.options[kind][size_t(o)].cost.offload_bytes);
     std::sort(option_offs[size_t(kind)].begin(), option_offs[size_t(kind)].end());
@@ -357,8 +358,8 @@ std::optional<StagePlan> solve(const SearchSpace& space, size_t stage, double bu
                                     option_offs[size_t(kind)].end());
   }
   std::vector<std::vector<const LayerCost*>>& admitted_costs = ws.admitted_costs;
-  admitted_costs.resize(kLayerKinds);
-  for (int kind = 0; kind < kLayerKinds; ++kind) {
+  admitted_costs.resize(size_t(space.kind_count()));
+  for (int kind = 0; kind < space.kind_count(); ++kind) {
     admitted_costs[size_t(kind)].clear();
     for (int o : admitted[size_t(kind)]) admitted_costs[size_t(kind)].push_back(&space.options[kind][size_t(o)].cost);
   }
@@ -520,8 +521,9 @@ std::optional<StagePlan> exact_stage_plan(const SearchSpace& space, size_t stage
   std::vector<int> present(st.kinds.begin(), st.kinds.end());
   std::sort(present.begin(), present.end());
   present.erase(std::unique(present.begin(), present.end()), present.end());
-  Admitted admitted(kLayerKinds), by_recompute(kLayerKinds);  // per pass, reused
+  Admitted admitted(size_t(space.kind_count())), by_recompute(size_t(space.kind_count()));  // per pass, reused
   std::vector<int> position;  // per option of a kind, its place in admitted (-1: not admitted)
+  std::vector<double> least_kept_of_kind;  // per kind, the least kept bytes of an admitted option
   for (double cap : caps) {
     // within one cap, a staging bound that admits no more options than the last one admits
     // the same options (the bounds nest): seen already
@@ -553,8 +555,7 @@ std::optional<StagePlan> exact_stage_plan(const SearchSpace& space, size_t stage
       };
       for (auto& a : admitted) a.clear();
       for (auto& a : by_recompute) a.clear();
-      std::array<double, kLayerKinds> least_kept_of_kind;  // the least kept bytes of an admitted option
-      least_kept_of_kind.fill(std::numeric_limits<double>::infinity());
+      least_kept_of_kind.assign(size_t(space.kind_count()), std::numeric_limits<double>::infinity());
       for (int kind : present) {  // the other kinds' lists stay empty: the stage has no layer of them
         position.assign(space.options[kind].size(), -1);
         for (size_t o = 0; o < space.options[kind].size(); ++o) {

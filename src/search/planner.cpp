@@ -171,7 +171,7 @@ std::vector<LayerChoice> canonical_order(const SearchSpace& sp, size_t stage, st
       if (o.choice.mode == c.mode && o.choice.blocks == c.blocks) return o.cost.kept_bytes;
     return 0.0;
   };
-  for (int kind = 0; kind < kLayerKinds; ++kind) {
+  for (int kind = 0; kind < sp.kind_count(); ++kind) {
     std::vector<size_t> at;
     std::vector<LayerChoice> mine;
     for (size_t j = 0; j < st.kinds.size(); ++j)
@@ -283,7 +283,7 @@ std::vector<Candidate> frontier_of(const std::vector<Candidate>& all) {
 // estimate costs a plan with that setting: a full-recompute layer costs the
 // same at every chunk position but the first (which keeps the chunk's input)
 // and in every chunk of more than one layer.
-using ChunkCosts = std::array<std::array<LayerCost, 2>, kLayerKinds>;  // per kind: a chunk's first layer, a later one
+using ChunkCosts = std::vector<std::array<LayerCost, 2>>;  // per kind: a chunk's first layer, a later one
 
 StageTotals chunked_stage(const SearchSpace& sp, size_t stage, int64_t k, const ChunkCosts& chunk) {
   const StageSpace& st = sp.stages[stage];
@@ -301,11 +301,11 @@ StageTotals chunked_stage(const SearchSpace& sp, size_t stage, int64_t k, const 
 
 std::vector<IntervalRow> interval_rows(const SearchSpace& sp) {
   // every kind a stage holds (hybrid and sliding-window layers too, not only attention + dense or MoE)
-  std::array<bool, kLayerKinds> used{};
+  std::vector<bool> used(size_t(sp.kind_count()));
   for (const StageSpace& st : sp.stages)
     for (int kind : st.kinds) used[size_t(kind)] = true;
-  ChunkCosts chunk{};
-  for (int kind = 0; kind < kLayerKinds; ++kind)
+  ChunkCosts chunk(used.size());
+  for (int kind = 0; kind < sp.kind_count(); ++kind)
     for (int64_t pos : {0, 1}) {
       if (!used[size_t(kind)]) continue;
       LayerChoice c{LayerMode::full, {}};

@@ -89,13 +89,16 @@ SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const
   sp.microbatch_model_flops = model_flops_per_microbatch(m, sp.costed, effective_layers(m, sp.costed), *sp.shapes);
   sp.model_flops = iteration_model_flops(sp.microbatch_model_flops, sp.costed);
   const auto ranges = stage_layer_ranges(m, sp.costed);
-  std::array<bool, kLayerKinds> used{};
+  const size_t kinds = size_t(m.layer_kind_count());
+  sp.kind_layer.assign(kinds, 0), sp.keep_cost.assign(kinds, {}), sp.options.assign(kinds, {});
+  sp.strategy_cost.assign(kinds, {});
+  std::vector<bool> used(kinds);
   used[0] = used[1] = true;  // attention + dense / MoE: always costed, as before hybrid kinds
   for (int64_t g = ranges.back().second; g-- > 0;) {
     sp.kind_layer[m.layer_kind(g)] = g;
     used[size_t(m.layer_kind(g))] = true;
   }
-  for (int k = 0; k < kLayerKinds; ++k) {
+  for (int k = 0; k < sp.kind_count(); ++k) {
     if (!used[size_t(k)]) continue;
     const LayerDef& layer = sp.shapes->kinds[size_t(k)];
     sp.keep_cost[k] = sp.cost(k, choice_for(Strategy::none, layer));

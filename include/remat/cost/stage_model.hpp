@@ -17,7 +17,7 @@ namespace remat {
 // Layers differ by kind (ModelSpec::layer_kind: mixer x dense, MoE or no feed-forward);
 // all layers of one kind are the same. Kinds the model does not use stay empty.
 struct LayerShapes {
-  std::array<LayerDef, kLayerKinds> kinds;
+  std::vector<LayerDef> kinds;  // ModelSpec::layer_kind_count() of them
   const LayerDef& at(const ModelSpec& m, int64_t i) const { return kinds[size_t(m.layer_kind(i))]; }
 };
 LayerShapes build_shapes(const ModelSpec& m, const RankShape& r);

@@ -54,11 +54,13 @@ struct SearchSpace {
   double model_flops = 0;  // per iteration, for MFU (iteration_model_flops)
   double microbatch_model_flops = 0;          // per microbatch (model_flops_per_microbatch): pp and dp do not change it
   std::shared_ptr<const LayerShapes> shapes;  // shared by the spaces with_pipeline makes
-  int64_t kind_layer[kLayerKinds] = {};       // a global layer index of each kind
+  // per layer kind (ModelSpec::layer_kind_count() of them):
+  std::vector<int64_t> kind_layer;                 // a global layer index of each kind
   std::vector<StageSpace> stages;
-  LayerCost keep_cost[kLayerKinds];                   // per kind: every activation kept
-  std::vector<LayerOption> options[kLayerKinds];      // per kind: non-dominated choices (keep included)
-  std::vector<LayerCost> strategy_cost[kLayerKinds];  // per kind, indexed by Strategy (kStrategies)
+  std::vector<LayerCost> keep_cost;                // every activation kept
+  std::vector<std::vector<LayerOption>> options;   // non-dominated choices (keep included)
+  std::vector<std::vector<LayerCost>> strategy_cost;  // indexed by Strategy (kStrategies)
+  int kind_count() const { return int(kind_layer.size()); }
   // A layer of `kind` under `choice`, as estimate costs it (stage_layer_cost).
   LayerCost cost(int kind, LayerChoice choice) const;
 };

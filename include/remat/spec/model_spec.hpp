@@ -50,6 +50,13 @@ struct AttentionShape {
   int64_t value_head_dim = 0;  // each value head's width: head_dim, or narrower (MiMo-V2-Flash)
 };
 
+// One layer's own shape where layers of one kind differ (Nemotron-NAS's block_configs: each
+// layer its own FFN width and key/value heads). 0 keeps the model's value.
+struct LayerVariant {
+  int64_t mlp_width = 0, kv_heads = 0;
+  bool operator==(const LayerVariant&) const = default;
+};
+
 // Which layers use the MoE feed-forward.
 enum class MoeLayerRule {
   // DeepSeek: index >= first_k_dense_replace and index % moe_layer_freq == 0.
@@ -258,6 +265,13 @@ struct ModelSpec {
   double final_logit_softcap = 0;  // Gemma 2/4's final_logit_softcapping: logits / c, tanh, * c (0: none)  // Gemma 4:
                                    // a weightless RMSNorm on the values beside the q and k norms
 
+  // Layers whose shape differs from the model's (set_layer_variants): the distinct shapes, [0] the
+  // model's own, and each layer's index among them. Empty: every layer has the model's shape.
+  std::vector<LayerVariant> layer_variants;
+  std::vector<int32_t> layer_variant_ids;
+  // the layers' shapes come from the config's block_configs (Megatron-LM reads that file itself)
+  bool heterogeneous_block_configs = false;
+
   // What a loader mapped but the cost model does not represent (sliding window,
   // a vision tower left out); shown to the user, never changes a figure.
   std::vector<std::string> notes;
@@ -306,6 +320,7 @@ struct ModelSpec {
   // The GQA projections of attention layer `index` (windowed or full, which may differ: Gemma 4).
   AttentionShape attention_shape(int64_t index) const {
     AttentionShape a = attention_shape_of(layer_is_windowed(index));
+    if (const int64_t own = layer_variant_of(index).kv_heads; own > 0) a.kv_heads = own;
     a.shares_kv = layer_shares_kv(index);
     return a;
   }
@@ -328,10 +343,36 @@ struct ModelSpec {
     return n_shared_experts *
            (shared_expert_intermediate_size > 0 ? shared_expert_intermediate_size : moe_intermediate_size);
   }
-  // The dense MLP's width in layer `index` (Gemma 4's KV-shared layers may be twice as wide).
+  // The dense MLP's width in layer `index` (Gemma 4's KV-shared layers may be twice as wide;
+  // a layer variant's own width).
   int64_t mlp_width(int64_t index) const {
+    if (const int64_t own = layer_variant_of(index).mlp_width; own > 0) return own;
     return kv_shared_wide_mlp && layer_shares_kv(index) ? 2 * intermediate_size : intermediate_size;
   }
+  // Which of layer_variants layer `index` has (0: the model's shape).
+  int layer_variant(int64_t index) const {
+    return index >= 0 && index < int64_t(layer_variant_ids.size()) ? int(layer_variant_ids[size_t(index)]) : 0;
+  }
+  LayerVariant layer_variant_of(int64_t index) const {
+    const int v = layer_variant(index);
+    return v > 0 ? layer_variants[size_t(v)] : LayerVariant{};
+  }
+  // Each layer's shape (per_layer: one per layer, 0 fields for the model's value), kept as distinct
+  // variants; a layer with the model's own shape gets variant 0.
+  void set_layer_variants(const std::vector<LayerVariant>& per_layer) {
+    layer_variants.assign(1, LayerVariant{});
+    layer_variant_ids.clear();
+    for (LayerVariant v : per_layer) {
+      if (v.mlp_width == intermediate_size) v.mlp_width = 0;
+      if (v.kv_heads == num_key_value_heads) v.kv_heads = 0;
+      auto at = std::find(layer_variants.begin(), layer_variants.end(), v);
+      if (at == layer_variants.end()) at = layer_variants.insert(at, v);
+      layer_variant_ids.push_back(int32_t(at - layer_variants.begin()));
+    }
+    if (layer_variants.size() == 1) layer_variants.clear(), layer_variant_ids.clear();
+  }
+  // How many layer kinds the model can have: kLayerKinds per layer variant.
+  int layer_kind_count() const { return kLayerKinds * std::max<int>(1, int(layer_variants.size())); }
   AttentionShape attention_shape_of(bool windowed) const {
     AttentionShape a{num_attention_heads, num_key_value_heads,
                      head_dim > 0 ? head_dim : hidden_size / std::max<int64_t>(num_attention_heads, 1)};
@@ -361,8 +402,9 @@ struct ModelSpec {
     return index < 0 || index >= int64_t(layer_has_ffn.size()) || layer_has_ffn[size_t(index)];
   }
   // 3 x mixer + (0 dense, 1 MoE, 2 no feed-forward); sliding-window attention layers from 12,
-  // KV-shared from 15, short convolution from 21
-  int layer_kind(int64_t index) const {
+  // KV-shared from 15, short convolution from 21; plus kLayerKinds x the layer's variant
+  int layer_kind(int64_t index) const { return layer_base_kind(index) + kLayerKinds * layer_variant(index); }
+  int layer_base_kind(int64_t index) const {
     const int ffn = !has_ffn(index) ? 2 : layer_is_moe(index) ? 1 : 0;
     if (mixer(index) == Mixer::attention && layer_shares_kv(index))
       return kSharedKvAttentionKinds + (layer_is_windowed(index) ? 3 : 0) + ffn;
