@@ -323,9 +323,9 @@ TEST(HfCorpus, RefusedByNameWithTheReason) {
   EXPECT_EQ(line("bert"),
             "c.json: model_type: is not a model remat can build: an encoder or encoder-decoder model (bidirectional "
             "attention); remat plans causal decoder LLMs (got bert)");
-  EXPECT_EQ(line("nemotron-nas"),
-            "c.json: model_type: is not a model remat can build: layers of different shapes (block_configs: some "
-            "without attention, each its own FFN width); remat builds one layer shape (got nemotron-nas)");
+  EXPECT_EQ(line("rwkv"),
+            "c.json: model_type: is not a model remat can build: RWKV's recurrent time-mixing layers, no attention; "
+            "remat has no block for them (got rwkv)");
   // an unknown model_type: its remote code, or the architecture it names, never a source path
   EXPECT_EQ(rejection(R"({"model_type": "acme", "architectures": ["AcmeForCausalLM"], "auto_map": {}, )" +
                           std::string(kDims) + "}",
@@ -357,8 +357,8 @@ TEST(HfCorpus, NoSilentDefaultForKeysThatChangeTheModel) {
             "model type (remat's hybrids: nemotron_h, bamba, granitemoehybrid, mamba2, falcon_h1, qwen3_next, "
             "lfm2, jamba) (got mamba)");
   EXPECT_EQ(rejection(llama + R"(, "block_configs": [{}]})", "c.json"),
-            "c.json: block_configs: is not a model remat can build: layers of different shapes (some without "
-            "attention, each its own FFN width); remat builds one layer shape");
+            "c.json: block_configs: is not a model remat can build: layers of different shapes (block_configs) in "
+            "another model type (remat reads them in nemotron-nas)");
   EXPECT_EQ(rejection(llama + R"(, "num_nextn_predict_layers": 0})", "c.json"), "");
   // MTP in a family without a known MTP layout (ERNIE 4.5's Paddle configs): noted, not counted
   const ModelSpec with_mtp = parse_hf_config(llama + R"(, "num_nextn_predict_layers": 1})", "c.json");

@@ -52,10 +52,9 @@ void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
        r.object.contains("layers_block_type") ? r.text_list("layers_block_type") : std::vector<std::string>{})
     if ((kind == "mamba" || kind == "mamba2" || kind == "hybrid") && hybrid != HfHybrid::mamba2_pattern)
       refuse(r.file, r.path("layers_block_type"), kind, outside_hybrids("Mamba layers beside attention layers"));
-  if (r.has("block_configs"))
+  if (r.has("block_configs") && hybrid != HfHybrid::block_configs)
     refuse(r.file, r.path("block_configs"), "",
-           "layers of different shapes (some without attention, each its own FFN width); remat builds one layer "
-           "shape");
+           "layers of different shapes (block_configs) in another model type (remat reads them in nemotron-nas)");
   if (r.has("cross_attention_layers"))
     refuse(r.file, r.path("cross_attention_layers"), "",
            "cross-attention layers over another input; remat builds self-attention decoders only");
@@ -631,7 +630,7 @@ void read_dimensions(HfJsonReader& r, ModelSpec& m, const HfFamily& family) {
   if (r.has("num_key_value_heads") && m.num_key_value_heads < 1)
     r.fail("num_key_value_heads", std::to_string(m.num_key_value_heads),
            "must be a positive integer (leave it out, or null, for multi-head attention)");
-  else if (r.object.contains("num_key_value_heads") && !r.has("num_key_value_heads"))
+  else if (r.object.contains("num_key_value_heads") && !r.has("num_key_value_heads") && m.num_key_value_heads == 0)
     m.notes.push_back(r.path("num_key_value_heads") +
                       " is null: read as num_attention_heads (multi-head attention), as transformers does");
   r.integer("head_dim", m.head_dim, false);

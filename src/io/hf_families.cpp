@@ -656,6 +656,8 @@ const std::array kFamilies = {
     HfFamily{"chatglm", false, kDense, false, chatglm_spell, chatglm_layer},
     HfFamily{"stablelm", false, kDense, false, nullptr, stablelm_layer},
     HfFamily{"nemotron", false, kDense, false, nullptr, nemotron_layer},
+    HfFamily{"nemotron-nas", false, kDense, false, nemotron_nas_spell, llama_layer, {}, false, HfHybrid::block_configs},
+    HfFamily{"deci", false, kDense, false, deci_spell, llama_layer},
     HfFamily{"gpt_neox", false, kDense, false, nullptr, gpt_neox_layer, kGptNeoxDefaults},
     HfFamily{"gpt2", true, kDense, false, gpt2_spell, gpt2_layer, kGpt2Defaults},
     HfFamily{"gpt_bigcode", true, kDense, false, gpt2_spell, gpt_bigcode_layer, kGpt2Defaults},

@@ -51,6 +51,7 @@ enum class HfHybrid {
   short_conv,  // layer_types conv / full_attention (LFM2)
   mamba1,      // Mamba-1 alone (Mamba, FalconMamba) or beside attention by period (Jamba)
   lightning,   // layer_types linear_attention (lightning attention) / full_attention (MiniMax-01)
+  block_configs,  // one {attention, ffn} per layer, either absent, widths and heads per layer (Nemotron-NAS)
 };
 
 // Reads what one family spells or builds its own way into the model.
@@ -120,6 +121,10 @@ void require_experts(HfJsonReader& r, const ModelSpec& m, const char* key);  // 
 // Routed experts under `key`, moe_intermediate_size and num_experts_per_tok, each with its config
 // class's default where the config leaves it out.
 void read_routed_experts(HfJsonReader& r, ModelSpec& m, const char* key, int64_t experts, int64_t width, int64_t top_k);
+
+// Nemotron-NAS's block_configs and DeciLM-7B's per-layer key/value heads (hf_family_nemotron_nas.cpp).
+void nemotron_nas_spell(HfJsonReader& r, ModelSpec& m);
+void deci_spell(HfJsonReader& r, ModelSpec& m);
 
 // Step 3.5's language model (hf_family_step.cpp).
 void step3p5_layer(HfJsonReader& r, ModelSpec& m);

@@ -107,9 +107,6 @@ const std::pair<const char*, const char*> kRefused[] = {
     {"zamba2",
      "Mamba-2 layers plus shared attention+MLP blocks reused at several depths, each use with its own LoRA "
      "(Zamba2); remat gives every layer its own weights"},
-    {"nemotron-nas",
-     "layers of different shapes (block_configs: some without attention, each its own FFN width); remat builds "
-     "one layer shape"},
     {"mllama",
      "cross-attention layers over the image (text_config.cross_attention_layers); remat builds self-attention "
      "decoders only"},

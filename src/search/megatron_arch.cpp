@@ -130,6 +130,9 @@ std::vector<std::string> megatron_architecture_flags(const ModelSpec& m) {
   if (m.qk_norm != QkNorm::none) f.push_back("--qk-layernorm");
   if (m.qk_l2_norm) f.push_back("--qk-l2-norm");
   if (m.shared_expert_gate && m.is_moe() && m.n_shared_experts > 0) f.push_back("--moe-shared-expert-gate");
+  // Megatron-LM's HeterogeneousTransformerConfig reads each layer's attention and MLP from the
+  // config's own block_configs
+  if (m.heterogeneous_block_configs) f.push_back("--heterogeneous-layers-config-path " + m.source);
   f.push_back("--bf16");
   return f;
 }
@@ -237,7 +240,9 @@ std::vector<std::string> megatron_inexpressible(const ModelSpec& m) {
   else if (m.position_embeddings == 0 && m.rotary_fraction <= 0 && !m.is_hybrid())
     cannot("ALiBi attention biases");
   if (m.post_layer_norm) cannot("LayerNorms after the residual add (post-LN)");
-  if (m.is_hybrid())
+  if (!m.layer_variants.empty() && !m.heterogeneous_block_configs)
+    cannot("key/value heads or MLP widths that differ by layer outside block_configs");
+  if (m.is_hybrid() && !m.heterogeneous_block_configs)
     cannot(
         "Mamba-1, Mamba-2, Gated DeltaNet, Kimi Delta Attention, lightning attention or short-convolution "
         "layers (its GPT model has none; Mamba-2 hybrids run in its MambaModel)");

@@ -146,6 +146,8 @@ std::vector<Problem> validate_training(const TrainingSpec& t, const ModelSpec& m
   if (m.attention() == AttentionKind::gqa)
     f.divides("--tp", t.tp, two_kinds ? "the sliding-window layers' key/value heads" : "num_key_value_heads",
               m.num_key_value_heads);
+  for (const LayerVariant& v : m.layer_variants)  // layers with their own key/value heads
+    if (v.kv_heads > 0) f.divides("--tp", t.tp, "a layer's own key/value heads", v.kv_heads);
   if (m.attention() == AttentionKind::gqa && two_kinds)
     f.divides("--tp", t.tp, "the full-attention layers' key/value heads", m.full_attention_kv_heads);
   const int64_t layers = effective_layers(m, t);

@@ -112,6 +112,10 @@ void check_attention(Checker& c, const ModelSpec& m) {
   if (m.num_key_value_heads > 0 && m.num_attention_heads > 0 && m.num_attention_heads % m.num_key_value_heads != 0)
     c.fail("num_key_value_heads", std::to_string(m.num_key_value_heads),
            "must divide num_attention_heads = " + std::to_string(m.num_attention_heads));
+  for (const LayerVariant& v : m.layer_variants) {  // layers of their own shape (block_configs)
+    c.non_negative("a layer's MLP width", v.mlp_width, kFfn);
+    c.non_negative("a layer's key/value heads", v.kv_heads, kHeads);
+  }
   if (m.head_dim == 0 && m.num_attention_heads > 0 && m.hidden_size > 0 && m.hidden_size % m.num_attention_heads != 0)
     c.fail("num_attention_heads", std::to_string(m.num_attention_heads),
            "must divide hidden_size = " + std::to_string(m.hidden_size) + " when head_dim is not given");
