@@ -608,9 +608,9 @@ std::string name_from_file(const std::string& file, const std::string& model_typ
   return stem + " (" + model_type + ")";
 }
 
-void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, bool nested) {
-  if (nested) {
-    m.name += " (language model: text_config)";
+void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, const char* nest) {
+  if (nest) {
+    m.name += " (language model: " + std::string(nest) + ")";
     m.notes.push_back("the nested config is the language model (" + type +
                       "); the vision tower and projector are not counted");
   } else if (family.vision_tower_beside) {
@@ -682,15 +682,36 @@ void require_dense_width(HfJsonReader& r, ModelSpec& m) {
   m.intermediate_size = m.moe_intermediate_size;
 }
 
+// MiniCPM-V's remote code builds its language model by the config's version, its keys at the top
+// level (vLLM's minicpmv.py dispatch, _SUPPORT_VERSION): 2.0 MiniCPM, 2.5 and 4.0 LLaMA, 2.6 Qwen2,
+// 4.5 Qwen3; without a version, 2.0 where hidden_size is 2304 and query_num 64, else 2.5. "" for
+// another model_type.
+std::string minicpmv_text_model_type(const json& root, const std::string& type, const std::string& file) {
+  if (type != "minicpmv") return "";
+  std::string version = root.contains("version") ? root["version"].dump() : "";
+  if (version.empty() || root["version"].is_null()) {
+    const bool v2 = root.value("hidden_size", json()) == 2304 && root.value("query_num", json()) == 64;
+    version = v2 ? "2.0" : "2.5";
+  }
+  if (version.size() > 2 && version.front() == '"') version = version.substr(1, version.size() - 2);
+  const std::pair<const char*, const char*> kVersions[] = {
+      {"2.0", "minicpm"}, {"2", "minicpm"}, {"2.5", "llama"}, {"2.6", "qwen2"},
+      {"4.0", "llama"},   {"4", "llama"},   {"4.5", "qwen3"}};
+  for (const auto& [v, family] : kVersions)
+    if (version == v) return family;
+  refuse(file, "version", version,
+         "MiniCPM-V of a version whose language model remat does not know (2.0, 2.5, 2.6, 4.0, 4.5)");
+}
+
 }  // namespace
 
-// The language model of a multimodal wrapper: text_config (transformers) or llm_config
-// (InternVL's remote code); nullptr when the config is the language model itself.
+// The language model of a multimodal wrapper: text_config (transformers), llm_config (InternVL's
+// remote code) or llm_cfg (VILA's); nullptr when the config is the language model itself.
 const char* nested_key(const json& root, const std::string& type) {
   const HfFamily* family = find_hf_family(type);
   // Qwen2-VL's newer re-saves keep the language model only in text_config
   const bool flat_moved = family && family->vision_tower_beside && !root.contains("hidden_size");
-  for (const char* key : {"text_config", "llm_config"})
+  for (const char* key : {"text_config", "llm_config", "llm_cfg"})
     if (root.contains(key) && root[key].is_object() &&
         (is_hf_text_config_wrapper(type) || flat_moved || (!family && root[key].contains("model_type"))))
       return key;
@@ -709,8 +730,10 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   if (const std::string why = hf_refusal_reason(outer_type); !why.empty()) refuse(file, "model_type", outer_type, why);
 
   const char* nest = nested_key(root, outer_type);
-  const std::string flat_text_type =
-      nest || !root.contains("hidden_size") ? std::string() : flat_text_model_type(outer_type);
+  const std::string minicpmv_type = minicpmv_text_model_type(root, outer_type, file);
+  const std::string flat_text_type = nest || !root.contains("hidden_size") ? std::string()
+                                     : !minicpmv_type.empty()             ? minicpmv_type
+                                                                          : flat_text_model_type(outer_type);
   if (is_hf_text_config_wrapper(outer_type) && !nest && flat_text_type.empty())
     throw InputError({{file, "text_config", root.contains("text_config") ? root["text_config"].dump() : "",
                        "must be the language model's configuration (an object) for model_type " + outer_type}});
@@ -724,6 +747,11 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   if (const std::string why = hf_refusal_reason(type); !why.empty()) refuse(file, r.path("model_type"), type, why);
   ModelSpec m;
   const HfFamily* family = resolve_family(r, type, nest ? r.text_list("architectures") : archs, m);
+  if (!minicpmv_type.empty()) top.mark_read("version");
+  if (!minicpmv_type.empty())
+    m.notes.push_back("model_type minicpmv: the language model's keys at the top are read as " + minicpmv_type +
+                      ", the model its remote code builds for the config's version; the vision tower and "
+                      "resampler are not counted");
   refuse_layer_mixes(r, family ? family->hybrid : HfHybrid::none);
   if (nest) refuse_layer_mixes(top, HfHybrid::none);
   if (!family && nest && is_hf_text_config_wrapper(type))
@@ -758,7 +786,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   r.number("final_logit_softcapping", m.final_logit_softcap);  // Gemma 2 and 4: tanh on the logits
   read_numerics(r, m, *family);
   note_quantized(top, r, m);
-  note_vision_tower(m, *family, type, nest != nullptr);
+  note_vision_tower(m, *family, type, nest);
   note_unread_keys(r, consulted, m);
   throw_if(problems);
   if (m.num_key_value_heads == 0) m.num_key_value_heads = m.num_attention_heads;

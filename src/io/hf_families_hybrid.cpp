@@ -122,7 +122,7 @@ void read_nemotron_h_extras(HfJsonReader& r, ModelSpec& m) {
   if (const std::string act = r.text("mamba_hidden_act"); !act.empty() && act != "silu")
     m.notes.push_back(r.path("mamba_hidden_act") + " = " + act + ": the Mamba-2 gate is costed as SiLU");
   for (const char* key : {"expand", "n_shared_experts", "mtp_hybrid_override_pattern", "mtp_layers_block_type"})
-    (void)r.has(key);  // asked for: no longer named as unread
+    r.mark_read(key);
 }
 
 }  // namespace

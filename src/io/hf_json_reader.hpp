@@ -28,6 +28,9 @@ struct HfJsonReader {
     const char* k = spelled(key);
     return object.contains(k) && !object[k].is_null();
   }
+  // Records `key` as asked for (no longer named among the unread keys) where the loader takes its
+  // meaning another way, or knows it builds nothing from it.
+  void mark_read(const char* key) const { (void)spelled(key); }
   void fail(const char* key, const std::string& value, const std::string& message) {
     problems.push_back({file, path(key), value, message});
   }

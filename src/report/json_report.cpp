@@ -106,6 +106,15 @@ Json model_json(const ModelSpec& m) {
       j["indexer_layers"] = std::count(m.indexer_shared_layers.begin(), m.indexer_shared_layers.end(), false);
   }
   if (m.num_nextn_predict_layers > 0) j["num_nextn_predict_layers"] = m.num_nextn_predict_layers;
+  if (!m.layer_variants.empty()) {  // layers of their own shapes (block_configs): each layer's, 0 where absent
+    Json widths = Json::array(), kv_heads = Json::array();
+    for (int64_t i = 0; i < m.num_hidden_layers; ++i) {
+      widths.push_back(m.has_ffn(i) && !m.layer_is_moe(i) ? m.mlp_width(i) : 0);
+      kv_heads.push_back(m.layer_has_attention(i) ? m.attention_shape(i).kv_heads : 0);
+    }
+    j["layer_mlp_widths"] = widths;
+    j["layer_key_value_heads"] = kv_heads;
+  }
   if (!m.notes.empty()) j["notes"] = m.notes;
   j["params"] = model_params(m, m.num_hidden_layers);
   if (m.num_nextn_predict_layers > 0) j["mtp_params"] = mtp_params(m, 1, 1).total();
