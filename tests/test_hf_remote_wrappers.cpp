@@ -1,6 +1,6 @@
-// Remote-code multimodal configs whose language model is a family remat builds: MiniCPM-V's keys
-// at the top, read as the model its modeling code builds for the config's version, and VILA's
-// llm_cfg. Counts by hand from the keys.
+// Remote-code configs whose layers remat builds: MiniCPM-V's language model (its keys at the top,
+// read as the model its modeling code builds for the config's version), VILA's llm_cfg, and
+// TeleChat's LLaMA-like layers with their own biases. Counts by hand from the keys.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -51,6 +51,30 @@ TEST(HfRemoteWrappers, RealConfigsAtTheirLanguageModelsCount) {
   const ModelSpec vila = load("vila1.5-3b");
   EXPECT_EQ(vila.name, "./vlm (language model: llm_cfg)");
   EXPECT_DOUBLE_EQ(model_params(vila, vila.num_hidden_layers), 2'701'560'320.0);
+}
+
+// TeleChat (remote code): n_layer, n_head, ffn_hidden_size; a bias on dense (o) and on down_proj only;
+// tied unless tie_word_embeddings is false; hidden_dropout before each residual add.
+TEST(HfRemoteWrappers, TeleChatBiasesAndHead) {
+  const std::string base = R"({"model_type": "telechat", "architectures": ["TelechatForCausalLM"], "hidden_size": 64,
+    "n_head": 4, "n_layer": 2, "ffn_hidden_size": 128, "vocab_size": 100, "hidden_dropout": 0.1, "flash_attn": true)";
+  const ModelSpec tied = parse_hf_config(base + "}", "t.json");
+  EXPECT_TRUE(tied.tie_word_embeddings);
+  EXPECT_DOUBLE_EQ(tied.residual_dropout, 0.1);
+  // a layer: query, key_value (64 x 128), dense with its bias, two norms, gate and up, down with its bias
+  const double layer = 64.0 * 64 + 64.0 * 128 + 64.0 * 64 + 64 + 2 * 64 + 3 * 64.0 * 128 + 64;
+  EXPECT_DOUBLE_EQ(model_params(tied, 2), 2 * layer + 100.0 * 64 + 64);
+  const ModelSpec untied = parse_hf_config(base + R"(, "tie_word_embeddings": false})", "t.json");
+  EXPECT_DOUBLE_EQ(model_params(untied, 2), 2 * layer + 2 * 100.0 * 64 + 64);
+  EXPECT_EQ(test::hf_rejection(base + R"(, "apply_residual_connection_post_layernorm": true})", "t.json"),
+            "t.json: apply_residual_connection_post_layernorm: is not a model remat can build: the residual taken "
+            "after each norm, not before it (got true)");
+  // the real checkpoints' weight indexes (Tele-AI/Telechat): 7,200,018,432 and 12,386,432,000
+  for (const auto& [name, count] : {std::pair{"telechat-7b", 7'200'018'432.0}, {"telechat-12b-v2", 12'386'432'000.0}}) {
+    const std::string file = std::string(REMAT_TEST_DATA) + "/data/hf_configs/" + name + ".json";
+    const ModelSpec m = parse_hf_config(test::read_text(file), file);
+    EXPECT_DOUBLE_EQ(model_params(m, m.num_hidden_layers), count) << name;
+  }
 }
 
 }  // namespace

@@ -51,7 +51,7 @@ double attention_params(const ModelSpec& m, int64_t layer_index, double tp) {
 double mlp_params(const ModelSpec& m, double f, double tp) {
   const double h = double(m.hidden_size);
   const double in_matrices = m.mlp_kind == MlpKind::gated ? 2 : 1;
-  const double bias = m.mlp_bias ? in_matrices * f / tp + h : 0;
+  const double bias = m.mlp_bias ? in_matrices * f / tp + h : m.mlp_down_bias ? h : 0;
   const double sub_norm = m.sub_norms ? norm_params(m, f) / tp : 0;  // BitNet's ffn_sub_norm
   return (in_matrices + 1) * h * f / tp + bias + sub_norm;
 }

@@ -153,6 +153,8 @@ void bailing_moe_layer(HfJsonReader& r, ModelSpec& m);
 // a note "<key> is true: <why>" (hf_families_more.cpp).
 void note_if_true(HfJsonReader& r, ModelSpec& m, const char* key, bool fallback, const std::string& why);
 void bitnet_layer(HfJsonReader& r, ModelSpec& m);
+void telechat_spell(HfJsonReader& r, ModelSpec& m);
+void telechat_layer(HfJsonReader& r, ModelSpec& m);
 void aria_text_layer(HfJsonReader& r, ModelSpec& m);
 void emu3_text_layer(HfJsonReader& r, ModelSpec& m);
 

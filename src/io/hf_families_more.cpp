@@ -562,3 +562,37 @@ void note_if_true(HfJsonReader& r, ModelSpec& m, const char* key, bool fallback,
 }
 
 }  // namespace remat
+
+namespace remat {
+
+// TeleChat-7B and TeleChat-12B-V2 (remote code, Tele-AI/Telechat models/*/modeling_telechat.py):
+// LLaMA's layer spelled n_layer, n_head, ffn_hidden_size, with query and a fused key_value
+// projection without bias, the attention output (dense) and the MLP's down_proj with a bias (gate
+// and up without), hidden_dropout on each block's output before the residual add, and an RMSNorm
+// on the embeddings under embed_layernorm. TelechatConfig leaves tie_word_embeddings to
+// PretrainedConfig's True: TeleChat-7B's checkpoint stores no lm_head; 12B-V2's config says false.
+void telechat_spell(HfJsonReader& r, ModelSpec& m) {
+  r.integer("n_embed", m.hidden_size, false);
+  r.integer("n_layer", m.num_hidden_layers, false);
+  r.integer("n_head", m.num_attention_heads, false);
+  r.integer("ffn_hidden_size", m.intermediate_size, false);
+}
+
+void telechat_layer(HfJsonReader& r, ModelSpec& m) {
+  m.o_bias = true, m.mlp_down_bias = true;
+  read_probability(r, "hidden_dropout", m.residual_dropout);
+  r.boolean("embed_layernorm", m.embedding_norm);
+  bool post_norm_residual = false;
+  r.boolean("apply_residual_connection_post_layernorm", post_norm_residual);
+  if (post_norm_residual)
+    r.fail("apply_residual_connection_post_layernorm", "true",
+           "is not a model remat can build: the residual taken after each norm, not before it");
+  note_if_true(r, m, "semi_causal", false, "its attention mask is not causal over a prefix; costed as causal");
+  // inference and fused-kernel switches: they change no weight and no training activation remat costs
+  for (const char* key : {"flash_attn", "logn", "training_seqlen", "attention_softmax_in_fp32", "bias_dropout_fusion",
+                          "masked_softmax_fusion", "skip_bias_add", "skip_bias_add_qkv", "slow_but_exact",
+                          "seq_length", "offset_alibi", "n_inner"})
+    r.mark_read(key);
+}
+
+}  // namespace remat

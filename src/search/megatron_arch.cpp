@@ -230,7 +230,8 @@ std::vector<std::string> megatron_inexpressible(const ModelSpec& m) {
   if (m.mlp_kind == MlpKind::gated && m.hidden_act != "silu") cannot("a gated MLP with " + m.hidden_act);
   if (m.norm_kind == NormKind::layer && !m.norm_bias) cannot("a LayerNorm without bias");
   if (m.norm_kind == NormKind::rms && m.norm_bias) cannot("an RMSNorm with bias");
-  if ((m.o_bias || m.mlp_bias) && !(m.qkv_bias && m.o_bias && m.mlp_bias)) cannot("biases on some linear layers only");
+  if ((m.o_bias || m.mlp_bias || m.mlp_down_bias) && !(m.qkv_bias && m.o_bias && m.mlp_bias))
+    cannot("biases on some linear layers only");
   if (m.extra_norms_per_layer > 0) cannot("norms after attention and MLP (sandwich norms)");
   if (m.lm_head_bias) cannot("a bias on the output layer");
   if (!m.norm_affine) cannot("norms without weights");

@@ -161,6 +161,7 @@ struct ModelSpec {
   bool layer_returns_attention_probs = false;
   bool o_bias = false;                // attention output projection
   bool mlp_bias = false;              // every MLP matrix
+  bool mlp_down_bias = false;         // the MLP's output projection only (TeleChat's down_proj)
   bool lm_head_bias = false;          // GPT-J, Phi-1
   bool parallel_attn_mlp = false;     // x + attn(norm(x)) + mlp(norm'(x)): one residual (GPT-J, Cohere, Falcon)
   bool shared_input_norm = false;     // parallel with one norm feeding both (GPT-J, Cohere, Falcon-7B)
