@@ -211,14 +211,16 @@ const LayerCost& LayerCostCache::cost(const ModelSpec& m, const HardwareSpec& hw
   const int frozen = g < first_adapted ? 2 : g == first_adapted ? 1 : 0;
   const Entry* found = nullptr;
   const size_t h = hash_of(&layer, frozen, choice);
-  for (auto [it, end] = by_hash_.equal_range(h); it != end && !found; ++it) {
-    const Entry& e = entries_[it->second];
-    if (e.layer == &layer && e.frozen == frozen && e.choice == choice) found = &e;
-  }
+  const auto matches = [&](const Entry& e) { return e.layer == &layer && e.frozen == frozen && e.choice == choice; };
+  size_t& recent = recent_[h % recent_.size()];
+  if (recent > 0 && matches(entries_[recent - 1])) found = &entries_[recent - 1];
+  for (auto [it, end] = by_hash_.equal_range(h); it != end && !found; ++it)
+    if (matches(entries_[it->second])) found = &entries_[it->second], recent = it->second + 1;
   if (!found) {
     Entry e{&layer, frozen, choice, choice, {}};
     e.cost = stage_layer_cost(m, hw, costed, layer, e.costed_choice, g, blocks_);
     by_hash_.emplace(h, entries_.size());
+    recent = entries_.size() + 1;
     found = &entries_.emplace_back(std::move(e));
   }
   if (!(choice == found->costed_choice)) choice = found->costed_choice;  // as stage_layer_cost updated it
@@ -243,6 +245,7 @@ StageEstimate stage_estimate(const ModelSpec& m, const HardwareSpec& hw, const T
   st.in_flight_microbatches = base.in_flight;
 
   LayerSums sums;
+  st.per_layer.reserve(size_t(n_layers));
   for (int64_t g = range.first; g < range.second; ++g) {
     const LayerDef& layer = shapes.at(m, g);
     st.per_layer.push_back(choose(plan, layer, g, g - range.first, st.recompute_layers, st.offload_layers, n_layers));

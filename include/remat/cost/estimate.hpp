@@ -1,5 +1,6 @@
 #pragma once
 // Whole model, per pipeline stage: memory, FLOPs and time of one iteration.
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <unordered_map>
@@ -116,6 +117,9 @@ class LayerCostCache {
   BlockCostMemo blocks_;       // the layers' block costs, shared by their choices
   // entries by a hash of (layer, frozen, cost key); equal hashes are told apart by comparing
   std::unordered_multimap<size_t, size_t> by_hash_;
+  // the entry last found for each hash modulo the array's size (index + 1; 0: none): a stage's
+  // layers ask for a few entries over and over, which this answers without the map
+  std::array<size_t, 512> recent_{};
 };
 
 // One stage of `plan` over layers [range.first, range.second) as stage `i` of
