@@ -180,7 +180,10 @@ LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const Tra
   // checkpointed layer too, for as long as the forward's autocast cache lives) until its backward
   // frees it: kept bytes, freed layer by layer under ordered backward (Nemotron 3 Super's mixed step
   // peaks in its first layer's backward, the later layers' copies gone: reports/hf/steps-latent-moe)
-  if (costed.params_fp32_autocast) lc.kept_bytes += 2 * layer_params(m, g, costed.tp, costed.ep).total();
+  if (costed.params_fp32_autocast) {  // a layer that never runs (untrained: skipped) casts nothing
+    const ParamCount lp = layer_params(m, g, costed.tp, costed.ep);
+    lc.kept_bytes += 2 * (lp.total() - lp.untrained);
+  }
   return lc;
 }
 

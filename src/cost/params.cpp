@@ -73,8 +73,8 @@ double norm_params(const ModelSpec& m, double width) {
 
 double input_embedding_params(const ModelSpec& m, int64_t tp) {
   const double h = double(m.hidden_size);
-  return embedding_params(m, tp) + double(m.position_embeddings) * h + (m.embedding_norm ? norm_params(m, h) : 0) +
-         per_layer_input_params(m, tp);
+  return embedding_params(m, tp) + double(m.extra_input_embedding_rows) * h / double(tp) +
+         double(m.position_embeddings) * h + (m.embedding_norm ? norm_params(m, h) : 0) + per_layer_input_params(m, tp);
 }
 
 // Gemma 4's per-layer inputs: embed_tokens_per_layer (vocab x layers d), per_layer_model_projection
@@ -184,11 +184,24 @@ double mixer_params(const ModelSpec& m, int64_t layer_index, double tp) {
   return 0;
 }
 
+// Mllama's cross-attention decoder layer (MllamaCrossAttentionDecoderLayer): q, k, v and o of the
+// model's attention shape with q and k norms of head_dim, the input and post-attention norms, two
+// scalar gates (cross_attn_attn_gate, cross_attn_mlp_gate) and the dense MLP.
+double cross_attention_layer_params(const ModelSpec& m, int64_t layer_index, double tp) {
+  const double h = double(m.hidden_size), head_dim = double(m.attention_shape(layer_index).head_dim);
+  return attention_params(m, layer_index, tp) + 2 * head_dim + 2 + norm_params(m, h) +
+         mlp_params(m, double(m.mlp_width(layer_index)), tp);
+}
+
 }  // namespace
 
 ParamCount layer_params(const ModelSpec& m, int64_t layer_index, int64_t tp, int64_t ep) {
   const double h = double(m.hidden_size), t = double(tp);
   ParamCount p;
+  if (m.layer_is_skipped_cross_attention(layer_index)) {  // held, never run: no gradient
+    p.dense = p.untrained = cross_attention_layer_params(m, layer_index, t);
+    return p;
+  }
   p.dense = mixer_params(m, layer_index, t);
   if (!m.has_ffn(layer_index)) return p;
   p.dense += layer_norm_params(m);

@@ -258,7 +258,7 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
   double largest_layer = 0, layer_params_total = 0;
   for (int64_t g = layers.first; g < layers.second; ++g) {
     const ParamCount lp = layer_params(m, g, t.tp, t.ep);
-    s.params.dense += lp.dense, s.params.expert += lp.expert;
+    s.params.dense += lp.dense, s.params.expert += lp.expert, s.params.untrained += lp.untrained;
     layer_params_total += lp.total();
     if (t.layouts_from_model_code) s.params.untrained += indexer_params(m, g);  // transformers: under no_grad
     largest_layer = std::max(largest_layer, lp.total());

@@ -55,7 +55,7 @@ void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
   if (r.has("block_configs") && hybrid != HfHybrid::block_configs)
     refuse(r.file, r.path("block_configs"), "",
            "layers of different shapes (block_configs) in another model type (remat reads them in nemotron-nas)");
-  if (r.has("cross_attention_layers"))
+  if (r.has("cross_attention_layers") && hybrid != HfHybrid::cross_attention)
     refuse(r.file, r.path("cross_attention_layers"), "",
            "cross-attention layers over another input; remat builds self-attention decoders only");
   for (const char* key : {"ssm_cfg", "mamba_d_state", "ssm_state_size", "mamba_expand"})

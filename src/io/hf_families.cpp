@@ -568,6 +568,7 @@ constexpr HfDefaults kOlmoHybridDefaults{100352, 3840, 11008, 32, 30};
 // Llama4TextConfig) where LlamaConfig has 1e-6
 constexpr HfDefaults kEps1e5{.rms_norm_eps = 1e-5};
 constexpr HfDefaults kTelechatDefaults{160256, 4096, 12288, 30, 32, 0, 0, 1e-5};
+constexpr HfDefaults kMllamaTextDefaults{128256, 4096, 14336, 40, 32, 8, 0, 1e-5};  // MllamaTextConfig
 constexpr HfDefaults kGemmaDefaults{256000, 3072, 24576, 28, 16, 16, 256};
 constexpr HfDefaults kGemma2Defaults{256000, 2304, 9216, 26, 8, 4, 256};
 constexpr HfDefaults kGemma3Defaults{262208, 2304, 9216, 26, 8, 4, 256};
@@ -660,6 +661,8 @@ const std::array kFamilies = {
     HfFamily{"nemotron-nas", false, kDense, false, nemotron_nas_spell, llama_layer, {}, false, HfHybrid::block_configs},
     HfFamily{"deci", false, kDense, false, deci_spell, llama_layer},
     HfFamily{"telechat", true, kDense, false, telechat_spell, telechat_layer, kTelechatDefaults},
+    HfFamily{"mllama_text_model", false, kDense, false, nullptr, mllama_text_layer, kMllamaTextDefaults, false,
+             HfHybrid::cross_attention},
     HfFamily{"gpt_neox", false, kDense, false, nullptr, gpt_neox_layer, kGptNeoxDefaults},
     HfFamily{"gpt2", true, kDense, false, gpt2_spell, gpt2_layer, kGpt2Defaults},
     HfFamily{"gpt_bigcode", true, kDense, false, gpt2_spell, gpt_bigcode_layer, kGpt2Defaults},

@@ -52,6 +52,7 @@ enum class HfHybrid {
   mamba1,      // Mamba-1 alone (Mamba, FalconMamba) or beside attention by period (Jamba)
   lightning,   // layer_types linear_attention (lightning attention) / full_attention (MiniMax-01)
   block_configs,  // one {attention, ffn} per layer, either absent, widths and heads per layer (Nemotron-NAS)
+  cross_attention,  // cross_attention_layers, skipped in a text-only step (Llama 3.2 Vision)
 };
 
 // Reads what one family spells or builds its own way into the model.
@@ -155,6 +156,7 @@ void note_if_true(HfJsonReader& r, ModelSpec& m, const char* key, bool fallback,
 void bitnet_layer(HfJsonReader& r, ModelSpec& m);
 void telechat_spell(HfJsonReader& r, ModelSpec& m);
 void telechat_layer(HfJsonReader& r, ModelSpec& m);
+void mllama_text_layer(HfJsonReader& r, ModelSpec& m);
 void aria_text_layer(HfJsonReader& r, ModelSpec& m);
 void emu3_text_layer(HfJsonReader& r, ModelSpec& m);
 

@@ -596,3 +596,33 @@ void telechat_layer(HfJsonReader& r, ModelSpec& m) {
 }
 
 }  // namespace remat
+
+namespace remat {
+
+// Llama 3.2 Vision's language model (transformers' MllamaTextModel): LLaMA's self-attention layers,
+// and at cross_attention_layers (MllamaTextConfig's default [3, 8, ..., 38]) cross-attention layers
+// over the image states. A text-only step has none and skips those layers, which hold their weights,
+// run nothing and get no gradient. The input embedding has 8 rows beyond vocab_size.
+void mllama_text_layer(HfJsonReader& r, ModelSpec& m) {
+  std::vector<int64_t> cross = {3, 8, 13, 18, 23, 28, 33, 38};
+  r.integer_list("cross_attention_layers", cross);
+  const int64_t layers = std::min(m.num_hidden_layers, limits::kLayers);
+  m.skipped_cross_attention_layers.assign(size_t(std::max<int64_t>(layers, 0)), false);
+  int64_t count = 0;
+  for (int64_t i : cross) {
+    if (i < 0) return r.fail("cross_attention_layers", std::to_string(i), "must list layer indices (>= 0)");
+    if (i < layers && !m.skipped_cross_attention_layers[size_t(i)]) ++count;
+    if (i < layers) m.skipped_cross_attention_layers[size_t(i)] = true;
+  }
+  m.layer_mixers.assign(size_t(layers), Mixer::attention);
+  m.layer_has_ffn.assign(size_t(layers), true);
+  for (int64_t i = 0; i < layers; ++i)
+    if (m.skipped_cross_attention_layers[size_t(i)]) m.layer_mixers[size_t(i)] = Mixer::none, m.layer_has_ffn[size_t(i)] = false;
+  m.extra_input_embedding_rows = 8;
+  m.notes.push_back("Llama 3.2 Vision's " + std::to_string(count) + " cross-attention layers of " +
+                    std::to_string(layers) +
+                    " are costed as a text-only step runs them (transformers skips them without image states): "
+                    "their weights held, no compute and no gradient; steps with images are not modelled");
+}
+
+}  // namespace remat

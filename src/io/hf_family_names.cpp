@@ -84,7 +84,7 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
 constexpr std::array kTextConfigWrappers = {
     "llava",     "llava_next", "llava_onevision", "mistral3",    "qwen3_vl", "qwen3_vl_moe", "llama4",   "gemma3",
     "gemma4",    "paligemma",  "qwen3_5",         "qwen3_5_moe", "kimi_k25", "lfm2_vl",      "internvl", "glm4v",
-    "glm4v_moe", "gemma3n",    "gemma4_unified",  "aria",        "emu3",     "step3p7"};
+    "glm4v_moe", "gemma3n", "mllama",    "gemma4_unified",  "aria",        "emu3",     "step3p7"};
 
 const char* kEncoder = "an encoder or encoder-decoder model (bidirectional attention); remat plans causal decoder LLMs";
 
@@ -107,9 +107,6 @@ const std::pair<const char*, const char*> kRefused[] = {
     {"zamba2",
      "Mamba-2 layers plus shared attention+MLP blocks reused at several depths, each use with its own LoRA "
      "(Zamba2); remat gives every layer its own weights"},
-    {"mllama",
-     "cross-attention layers over the image (text_config.cross_attention_layers); remat builds self-attention "
-     "decoders only"},
     {"gemma3n_text", "Gemma 3n's per-layer input embeddings, AltUp and LAuReL blocks; remat has no block for them"},
     {"rwkv", "RWKV's recurrent time-mixing layers, no attention; remat has no block for them"},
     {"rwkv7", "RWKV's recurrent time-mixing layers, no attention; remat has no block for them"},

@@ -272,6 +272,12 @@ struct ModelSpec {
   std::vector<int32_t> layer_variant_ids;
   // the layers' shapes come from the config's block_configs (Megatron-LM reads that file itself)
   bool heterogeneous_block_configs = false;
+  // Llama 3.2 Vision's cross-attention layers (Mllama's cross_attention_layers; empty: none). A
+  // text-only step skips them (MllamaTextModel runs a cross-attention layer without image states as
+  // nothing): their weights are held but get no gradient; layer_mixers and layer_has_ffn mark them
+  // as running nothing.
+  std::vector<bool> skipped_cross_attention_layers;
+  int64_t extra_input_embedding_rows = 0;  // the input embedding's rows beyond vocab_size (Mllama's 8)
 
   // What a loader mapped but the cost model does not represent (sliding window,
   // a vision tower left out); shown to the user, never changes a figure.
@@ -417,6 +423,10 @@ struct ModelSpec {
     return 3 * int(mixer(index)) + ffn;
   }
   bool is_hybrid() const { return !layer_mixers.empty(); }
+  bool layer_is_skipped_cross_attention(int64_t index) const {
+    return index >= 0 && index < int64_t(skipped_cross_attention_layers.size()) &&
+           skipped_cross_attention_layers[size_t(index)];
+  }
   bool mamba_out_bias() const { return mamba_out_proj_bias_own ? mamba_out_proj_bias : mamba_proj_bias; }
   // Whether layer `index` has softmax attention (alone or beside a Mamba-2 mixer).
   bool layer_has_attention(int64_t index) const {
