@@ -3,6 +3,7 @@
 // TeleChat's LLaMA-like layers with their own biases. Counts by hand from the keys.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "remat/cost/params.hpp"
@@ -75,6 +76,56 @@ TEST(HfRemoteWrappers, TeleChatBiasesAndHead) {
     const ModelSpec m = parse_hf_config(test::read_text(file), file);
     EXPECT_DOUBLE_EQ(model_params(m, m.num_hidden_layers), count) << name;
   }
+}
+
+// Hunyuan's remote code (model_type hunyuan, Tencent-Hunyuan/Hunyuan-A13B models/modeling_hunyuan.py):
+// experts of intermediate_size whatever moe_intermediate_size says, a shared MLP of intermediate_size x
+// num_shared_expert[0] only under use_mixed_mlp_moe, q/k norms under use_qk_norm; cross-layer
+// attention refused.
+TEST(HfRemoteWrappers, HunyuanRemoteCode) {
+  const std::string base = R"({"model_type": "hunyuan", "architectures": ["HunYuanMoEV1ForCausalLM"],
+    "hidden_size": 64, "intermediate_size": 32, "moe_intermediate_size": [48, 48], "num_attention_heads": 4,
+    "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 100, "num_experts": 4, "moe_topk": [2, 2],
+    "tie_word_embeddings": true, "use_qk_norm": true)";
+  const ModelSpec m = parse_hf_config(base + R"(, "use_mixed_mlp_moe": true, "num_shared_expert": [2, 2]})", "h.json");
+  EXPECT_EQ(m.moe_intermediate_size, 32);
+  EXPECT_EQ(m.shared_mlp_width(), 64);
+  // a layer: q, k, v, o; q/k norms of 16; two norms; router; 4 experts and the shared MLP (3 x 64 x 32 each, x2)
+  const double attention = 2 * 64.0 * 64 + 2 * 64.0 * 32 + 2 * 16 + 2 * 64;
+  const double moe = 64.0 * 4 + 4 * 3 * 64.0 * 32 + 3 * 64.0 * 64;
+  EXPECT_DOUBLE_EQ(model_params(m, 2), 2 * (attention + moe) + 100.0 * 64 + 64);
+  const ModelSpec without = parse_hf_config(base + R"(, "use_mixed_mlp_moe": false})", "h.json");
+  EXPECT_EQ(without.n_shared_experts, 0);
+  EXPECT_EQ(test::hf_rejection(base + R"(, "use_cla": true, "cla_share_factor": 2})", "h.json"),
+            "h.json: use_cla: is not a model remat can build: cross-layer attention (each cla_share_factor layers "
+            "share one layer's keys and values) (got true)");
+  const std::string file = std::string(REMAT_TEST_DATA) + "/data/hf_configs/hunyuan-a13b-instruct.json";
+  const ModelSpec a13b = parse_hf_config(test::read_text(file), file);
+  EXPECT_DOUBLE_EQ(model_params(a13b, a13b.num_hidden_layers), 80'393'183'232.0);
+}
+
+// A flat config's vision tower beside the language model is named in a note (GLM-4V's vision_config,
+// Qwen-VL's visual); ChatGLM's layernorm_epsilon is the norm epsilon; Qwen (1)'s no_bias false puts
+// biases on c_proj and the MLP, rotary_pct rotates part of each head.
+TEST(HfRemoteWrappers, FlatEncodersChatGlmEpsilonAndQwenOneKeys) {
+  const ModelSpec glm = parse_hf_config(R"({"model_type": "chatglm", "hidden_size": 64, "num_layers": 2,
+    "ffn_hidden_size": 128, "num_attention_heads": 4, "padded_vocab_size": 100, "kv_channels": 16,
+    "layernorm_epsilon": 1.5625e-07, "vision_config": {"hidden_size": 32}})",
+                                        "g.json");
+  EXPECT_DOUBLE_EQ(glm.norm_eps, 1.5625e-07);
+  EXPECT_NE(std::find(glm.notes.begin(), glm.notes.end(),
+                      "the language model's keys at the top are read; the encoders and projectors beside it "
+                      "(vision_config) are not counted"),
+            glm.notes.end());
+  const std::string qwen = R"({"model_type": "qwen", "hidden_size": 64, "num_hidden_layers": 2,
+    "intermediate_size": 256, "num_attention_heads": 4, "kv_channels": 16, "vocab_size": 100)";
+  const ModelSpec biased = parse_hf_config(qwen + R"(, "no_bias": false, "rotary_pct": 0.5})", "q.json");
+  EXPECT_TRUE(biased.o_bias);
+  EXPECT_TRUE(biased.mlp_bias);
+  EXPECT_DOUBLE_EQ(biased.rotary_fraction, 0.5);
+  const ModelSpec plain = parse_hf_config(qwen + "}", "q.json");
+  // c_proj's bias (64), w1's and w2's (128 each) and the MLP's c_proj's (64), per layer
+  EXPECT_DOUBLE_EQ(model_params(biased, 2) - model_params(plain, 2), 2 * (64 + 2 * 128 + 64));
 }
 
 }  // namespace

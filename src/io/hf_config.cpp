@@ -536,7 +536,8 @@ void read_numerics(HfJsonReader& r, ModelSpec& m, const HfFamily& family) {
   m.norm_eps = m.norm_kind == NormKind::layer     ? 1e-5
                : family.defaults.rms_norm_eps > 0 ? family.defaults.rms_norm_eps
                                                   : 1e-6;
-  read_positive(r, {"rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps"}, m.norm_eps);
+  read_positive(r, {"rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps", "layernorm_epsilon"},
+                m.norm_eps);
   const bool parameters = r.has("rope_parameters") && r.object["rope_parameters"].is_object();
   if (parameters) {
     HfJsonReader p{r.object["rope_parameters"], r.file, r.path("rope_parameters."), r.problems};
@@ -606,6 +607,21 @@ std::string name_from_file(const std::string& file, const std::string& model_typ
   if (stem == "config" && path.has_parent_path()) stem = path.parent_path().filename().string();
   if (stem.empty() || stem == "config" || stem == "." || stem == model_type) return model_type;
   return stem + " (" + model_type + ")";
+}
+
+// A flat config's encoders beside its language model (GLM-4V's and Qwen-VL's remote code keep the
+// vision tower's config next to the language model's keys), named in a note and not read.
+void note_flat_encoders(HfJsonReader& top, ModelSpec& m) {
+  std::string keys;
+  for (const char* key : {"vision_config", "visual", "vision_tower_cfg", "mm_vision_tower", "vision_tower",
+                          "siglip_config", "audio_config", "mm_projector_cfg"})
+    if (top.object.contains(key) && !top.object[key].is_null()) {
+      keys += (keys.empty() ? "" : ", ") + std::string(key);
+      top.mark_read(key);
+    }
+  if (!keys.empty())
+    m.notes.push_back("the language model's keys at the top are read; the encoders and projectors beside it (" +
+                      keys + ") are not counted");
 }
 
 void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, const char* nest) {
@@ -787,6 +803,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   read_numerics(r, m, *family);
   note_quantized(top, r, m);
   note_vision_tower(m, *family, type, nest);
+  if (!nest && !family->vision_tower_beside && minicpmv_type.empty()) note_flat_encoders(top, m);
   note_unread_keys(r, consulted, m);
   throw_if(problems);
   if (m.num_key_value_heads == 0) m.num_key_value_heads = m.num_attention_heads;

@@ -360,6 +360,20 @@ void chatglm_layer(HfJsonReader& r, ModelSpec& m) {
   r.boolean("rmsnorm", rms);
   if (!rms) layer_norm_with_bias(m);
   m.rotary_fraction = 0.5;
+  bool final_norm = true;
+  r.boolean("post_layer_norm", final_norm);
+  if (!final_norm)
+    m.notes.push_back(r.path("post_layer_norm") + " is false: the final norm is counted as if the model had one");
+  // numerics of its attention (scaling by layer number, the fp32 softmax) and kernel fusion: nothing
+  // remat costs differently
+  for (const char* key : {"apply_query_key_layer_scaling", "attention_softmax_in_fp32", "bias_dropout_fusion",
+                          "original_rope", "fp32_residual_connection"})
+    r.mark_read(key);
+  bool post_norm_residual = false;
+  r.boolean("apply_residual_connection_post_layernorm", post_norm_residual);
+  if (post_norm_residual)
+    r.fail("apply_residual_connection_post_layernorm", "true",
+           "is not a model remat can build: the residual taken after each norm, not before it");
 }
 
 // Orion (remote code): LLaMA's layer with nn.LayerNorm (with bias) norms.
@@ -425,10 +439,19 @@ void qwen1_spell(HfJsonReader& r, ModelSpec& m) {
   r.integer("ffn_hidden_size", m.intermediate_size, false);
 }
 
-// Qwen (1, remote code): c_attn with bias, c_proj without; w1 and w2 of intermediate_size / 2.
-void qwen1_layer(HfJsonReader&, ModelSpec& m) {
+// Qwen (1, remote code modeling_qwen.py): c_attn with bias; c_proj, w1, w2 and the MLP's c_proj
+// with a bias only where no_bias is false (QWenConfig's default true); w1 and w2 of
+// intermediate_size / 2; heads of kv_channels; rotary over rotary_pct of each head.
+void qwen1_layer(HfJsonReader& r, ModelSpec& m) {
   m.qkv_bias = true;
   m.intermediate_size /= 2;
+  bool no_bias = true;
+  r.boolean("no_bias", no_bias);
+  m.o_bias = m.mlp_bias = !no_bias;
+  r.integer("kv_channels", m.head_dim, false);
+  set_rotary_fraction(r, m, "rotary_pct", 1.0);
+  // inference-time switches (dynamic NTK, logn attention scaling at lengths beyond training)
+  for (const char* key : {"use_dynamic_ntk", "use_logn_attn", "tokenizer_type"}) r.mark_read(key);
 }
 
 // PhiMoE (Phi-3.5-MoE): LayerNorms with bias, attention_bias on q, k, v, o, lm_head_bias.
@@ -550,6 +573,7 @@ void dbrx_layer(HfJsonReader&, ModelSpec& m) {
 void hunyuan_layer(HfJsonReader& r, ModelSpec& m) {
   llama_layer(r, m);
   m.qk_norm = QkNorm::shared;
+  read_hunyuan_remote_keys(r, m);
 }
 
 // SmolLM3: LLaMA's layer, every fourth without rotary (SmolLM3Attention's use_rope).

@@ -146,6 +146,10 @@ void exaone_moe_layer(HfJsonReader& r, ModelSpec& m);
 void afmoe_layer(HfJsonReader& r, ModelSpec& m);
 void hy_v3_layer(HfJsonReader& r, ModelSpec& m);
 void hunyuan_moe_layer(HfJsonReader& r, ModelSpec& m);
+// Keys of Hunyuan's remote code (model_type hunyuan: its first releases' HunYuanMoEV1ForCausalLM and
+// HunYuanDenseV1ForCausalLM): use_qk_norm read, cross-layer attention (use_cla) refused by name, the
+// keys its modeling code builds nothing from marked read.
+void read_hunyuan_remote_keys(HfJsonReader& r, ModelSpec& m);
 void cohere2_moe_layer(HfJsonReader& r, ModelSpec& m);
 void mimo_v2_flash_layer(HfJsonReader& r, ModelSpec& m);
 void laguna_layer(HfJsonReader& r, ModelSpec& m);

@@ -305,17 +305,55 @@ void hy_v3_layer(HfJsonReader& r, ModelSpec& m) {
   m.first_k_dense_replace = 1;
 }
 
+void read_hunyuan_remote_keys(HfJsonReader& r, ModelSpec& m) {
+  if (r.has("use_qk_norm")) {
+    bool qk_norm = true;
+    r.boolean("use_qk_norm", qk_norm);
+    m.qk_norm = qk_norm ? QkNorm::shared : QkNorm::none;
+  }
+  bool cla = false;
+  r.boolean("use_cla", cla);
+  if (cla)
+    r.fail("use_cla", "true",
+           "is not a model remat can build: cross-layer attention (each cla_share_factor layers share one layer's "
+           "keys and values)");
+  // keys its modeling_hunyuan.py builds nothing from: the head dim is hidden_size / num_attention_heads,
+  // the experts are intermediate_size wide
+  for (const char* key : {"cla_share_factor", "attention_head_dim", "moe_intermediate_size", "moe_layer_num_skipped",
+                          "norm_type", "use_mla"})
+    r.mark_read(key);
+  int64_t head_dim = 0;
+  r.integer("attention_head_dim", head_dim, false);
+  if (head_dim > 0 && m.num_attention_heads > 0 && head_dim * m.num_attention_heads != m.hidden_size)
+    m.notes.push_back(r.path("attention_head_dim") + " = " + std::to_string(head_dim) +
+                      ": Hunyuan's remote code builds heads of hidden_size / num_attention_heads");
+}
+
 // Hunyuan MoE (v1): q/k norms of head_dim; in every layer num_experts routed experts of
 // intermediate_size (moe_topk per token) and one shared MLP of intermediate_size. num_experts and
-// moe_topk may be lists of one per layer.
+// moe_topk may be lists of one per layer. The remote code's configs (model_type hunyuan, Hunyuan-A13B's
+// first release: Tencent-Hunyuan/Hunyuan-A13B models/modeling_hunyuan.py) build the shared MLP only
+// under use_mixed_mlp_moe, intermediate_size x num_shared_expert[0] wide.
 void hunyuan_moe_layer(HfJsonReader& r, ModelSpec& m) {
   qwen3_layer(r, m);
+  read_hunyuan_remote_keys(r, m);
   m.n_routed_experts = m.num_experts_per_tok = 1;  // HunYuanMoEV1Config's defaults
   per_layer_integer(r, "num_experts", m.n_routed_experts, false);
   per_layer_integer(r, "num_experts_per_tok", m.num_experts_per_tok, false);
   require_experts(r, m, "num_experts");
   m.moe_intermediate_size = m.intermediate_size;
-  m.n_shared_experts = 1;
+  bool shared_mlp = true;
+  r.boolean("use_mixed_mlp_moe", shared_mlp);
+  int64_t shared_count = 1;  // HunYuanMLP(is_shared_mlp=True): intermediate_size x num_shared_expert[0]
+  if (r.has("num_shared_expert") && r.object[r.spelled("num_shared_expert")].is_array()) {
+    std::vector<int64_t> counts;
+    r.integer_list("num_shared_expert", counts);
+    if (!counts.empty()) shared_count = counts.front();
+  } else {
+    r.integer("num_shared_expert", shared_count, false);
+  }
+  m.n_shared_experts = 0;
+  if (shared_mlp && shared_count > 0) m.set_shared_mlp_width(shared_count * m.intermediate_size);
 }
 
 // Cohere2 MoE: Cohere 2's parallel layer (RMSNorms where rms_norm_eps is set, else LayerNorms

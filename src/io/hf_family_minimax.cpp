@@ -53,6 +53,18 @@ void minimax_layer(HfJsonReader& r, ModelSpec& m) {
     r.fail("shared_intermediate_size", std::to_string(shared),
            "is not a model remat can build: a shared expert beside MiniMax-01's routed ones (transformers builds "
            "none)");
+  // the remote code's spellings of the residual scales transformers names full_attn_alpha_factor ...
+  // (scalars on the residual and the block's output: no weight, nothing saved); its postnorm true is
+  // transformers' residual from the normed input, its shared_moe_mode the shared expert's (none here)
+  for (const char* key : {"layernorm_full_attention_alpha", "layernorm_full_attention_beta",
+                          "layernorm_linear_attention_alpha", "layernorm_linear_attention_beta", "layernorm_mlp_alpha",
+                          "layernorm_mlp_beta", "shared_moe_mode"})
+    r.mark_read(key);
+  bool postnorm = true;
+  r.boolean("postnorm", postnorm);
+  if (!postnorm)
+    m.notes.push_back(r.path("postnorm") +
+                      " is false: the residual from the block's input, costed as transformers' from the normed input");
   const int64_t layers = std::min(m.num_hidden_layers, limits::kLayers);
   for (bool lightning : minimax_lightning_layers(r, layers))
     m.layer_mixers.push_back(lightning ? Mixer::lightning : Mixer::attention);

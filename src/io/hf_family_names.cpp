@@ -77,6 +77,8 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
     {"OlmoHybridForCausalLM", "olmo_hybrid"},
     {"RWForCausalLM", "falcon"},
     {"Starcoder2ForCausalLM", "starcoder2"},
+    {"HunYuanMoEV1ForCausalLM", "hunyuan_v1_moe"},  // Hunyuan-A13B's first release: model_type hunyuan
+    {"HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense"},
     {"ChatGLMModel", "chatglm"},  // ChatGLM2/3's remote code; some copies leave model_type out
     {"ChatGLMForConditionalGeneration", "chatglm"},
 };
@@ -186,6 +188,9 @@ const std::pair<const char*, const char*> kRefused[] = {
      "expert set"},
     {"moshi", "a speech-text model (audio codec tokens through a temporal and a per-codebook depth transformer)"},
     {"pi0", "a vision-language-action policy (bidirectional towers denoising action chunks), not a causal LM"},
+    {"qwen2_5_omni",
+     "an omni model (a thinker and a talker language model beside audio and vision encoders); plan its thinker's "
+     "text_config as qwen2"},
     {"phi4_multimodal",
      "a multimodal model (vision and audio encoders, modality LoRA adapters); plan its text model as phi3"},
     {"kosmos-2", "a vision-language model (image latents through a resampler into a sub-LN text decoder)"},
