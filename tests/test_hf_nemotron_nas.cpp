@@ -133,6 +133,8 @@ TEST(HfNemotronNas, RefusedConstructsNamedWithTheirBlock) {
   EXPECT_EQ(rejection(config(R"("n_heads_in_group": 3)", kMult15)),
             "n.json: block_configs[1].attention.n_heads_in_group: must be a positive divisor of "
             "num_attention_heads = 8 (got 3)");
+  EXPECT_EQ(rejection(config(R"("n_heads_in_group": "two")", kMult15)),
+            "n.json: block_configs[1].attention.n_heads_in_group: must be an integer (got \"two\")");
   EXPECT_EQ(rejection(config(kGroup2, R"("ffn_mult": 1.0, "shift": 2)")),
             "n.json: block_configs[1].ffn.shift: is not a model remat can build: a block variant remat does not "
             "know (got 2)");

@@ -65,6 +65,7 @@ int64_t block_kv_heads(HfJsonReader& a, const ModelSpec& m) {
   if (no_op || a.problems.size() > problems_before) return 0;  // refused: nothing more to say
   int64_t group = 0;
   a.integer("n_heads_in_group", group, true);
+  if (a.problems.size() > problems_before) return 0;  // missing or not an integer: said once
   if (group < 1 || m.num_attention_heads % group != 0) {
     if (a.has("n_heads_in_group"))
       a.fail("n_heads_in_group", std::to_string(group),
@@ -109,6 +110,7 @@ void set_block_layers(ModelSpec& m, const std::vector<int64_t>& kv_heads, const 
     if (widths[i] > 0 && m.intermediate_size == 0) m.intermediate_size = widths[i];
   }
   if (m.num_key_value_heads == 0) m.num_key_value_heads = m.num_attention_heads;  // no layer attends
+  if (m.intermediate_size == 0) m.intermediate_size = m.hidden_size;  // no layer has an MLP: never read
   bool all_attend = true, all_ffn = true;
   std::vector<LayerVariant> variants(n);
   for (size_t i = 0; i < n; ++i) {
@@ -161,7 +163,9 @@ void deci_spell(HfJsonReader& r, ModelSpec& m) {
   const char* key = "num_key_value_heads_per_layer";
   if (!r.has(key)) return;
   std::vector<int64_t> heads;
+  const size_t problems_before = r.problems.size();
   r.integer_list(key, heads);
+  if (r.problems.size() > problems_before) return;
   r.integer("num_hidden_layers", m.num_hidden_layers, true);
   r.integer("num_attention_heads", m.num_attention_heads, true);
   if (int64_t(heads.size()) != m.num_hidden_layers)
