@@ -29,8 +29,8 @@ const std::string kGroup2 = R"("n_heads_in_group": 2, "no_op": false, "replace_w
 const std::string kGroup4 = R"("n_heads_in_group": 4, "no_op": false)";
 const std::string kNoAttention = R"("n_heads_in_group": null, "no_op": true)";
 const std::string kMult15 = R"("ffn_mult": 1.5, "no_op": false)";  // int(2 * 1.5 * 768 / 3) = 768
-const std::string kMult25 = R"("ffn_mult": 2.5)";                    // 1280
-const std::string kMult07 = R"("ffn_mult": 0.7)";                    // int(358.4) = 358 -> 512
+const std::string kMult25 = R"("ffn_mult": 2.5)";                  // 1280
+const std::string kMult07 = R"("ffn_mult": 0.7)";                  // int(358.4) = 358 -> 512
 const std::string kNoFfn = R"("ffn_mult": null, "no_op": true)";
 
 ModelSpec nas(const std::vector<std::string>& blocks) {
@@ -45,8 +45,8 @@ double attention_params(double kv_heads) { return 768 + 2 * 768.0 * 768 + 2 * 76
 double mlp_params(double width) { return 768 + 3 * 768.0 * width; }
 
 TEST(HfNemotronNas, EachLayerItsOwnShapeCountedAsDeciLMBuildsIt) {
-  const ModelSpec m = nas({block(kGroup2, kMult15), block(kNoAttention, kMult25), block(kGroup4, kNoFfn),
-                           block(kGroup2, kMult07)});
+  const ModelSpec m =
+      nas({block(kGroup2, kMult15), block(kNoAttention, kMult25), block(kGroup4, kNoFfn), block(kGroup2, kMult07)});
   EXPECT_EQ(m.num_hidden_layers, 4);  // from the list: the config has no num_hidden_layers
   EXPECT_EQ(m.num_key_value_heads, 4);
   EXPECT_EQ(m.intermediate_size, 768);  // the first layer's: the model's own shape
@@ -66,8 +66,8 @@ TEST(HfNemotronNas, EachLayerItsOwnShapeCountedAsDeciLMBuildsIt) {
   EXPECT_DOUBLE_EQ(layer_params(m, 1, 1, 1).total(), mlp_params(1280));
   EXPECT_DOUBLE_EQ(layer_params(m, 2, 1, 1).total(), attention_params(2));
   EXPECT_DOUBLE_EQ(layer_params(m, 3, 1, 1).total(), attention_params(4) + mlp_params(512));
-  const double layers = 2 * attention_params(4) + attention_params(2) + mlp_params(768) + mlp_params(1280) +
-                        mlp_params(512);
+  const double layers =
+      2 * attention_params(4) + attention_params(2) + mlp_params(768) + mlp_params(1280) + mlp_params(512);
   EXPECT_DOUBLE_EQ(model_params(m, 4), layers + 2 * 1000.0 * 768 + 768);  // untied head, final norm
 }
 

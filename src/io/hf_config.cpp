@@ -536,8 +536,9 @@ void read_numerics(HfJsonReader& r, ModelSpec& m, const HfFamily& family) {
   m.norm_eps = m.norm_kind == NormKind::layer     ? 1e-5
                : family.defaults.rms_norm_eps > 0 ? family.defaults.rms_norm_eps
                                                   : 1e-6;
-  read_positive(r, {"rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps", "layernorm_epsilon"},
-                m.norm_eps);
+  read_positive(
+      r, {"rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", "norm_eps", "layernorm_epsilon"},
+      m.norm_eps);
   const bool parameters = r.has("rope_parameters") && r.object["rope_parameters"].is_object();
   if (parameters) {
     HfJsonReader p{r.object["rope_parameters"], r.file, r.path("rope_parameters."), r.problems};
@@ -620,8 +621,8 @@ void note_flat_encoders(HfJsonReader& top, ModelSpec& m) {
       top.mark_read(key);
     }
   if (!keys.empty())
-    m.notes.push_back("the language model's keys at the top are read; the encoders and projectors beside it (" +
-                      keys + ") are not counted");
+    m.notes.push_back("the language model's keys at the top are read; the encoders and projectors beside it (" + keys +
+                      ") are not counted");
 }
 
 void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, const char* nest) {
@@ -710,9 +711,9 @@ std::string minicpmv_text_model_type(const json& root, const std::string& type, 
     version = v2 ? "2.0" : "2.5";
   }
   if (version.size() > 2 && version.front() == '"') version = version.substr(1, version.size() - 2);
-  const std::pair<const char*, const char*> kVersions[] = {
-      {"2.0", "minicpm"}, {"2", "minicpm"}, {"2.5", "llama"}, {"2.6", "qwen2"},
-      {"4.0", "llama"},   {"4", "llama"},   {"4.5", "qwen3"}};
+  const std::pair<const char*, const char*> kVersions[] = {{"2.0", "minicpm"}, {"2", "minicpm"}, {"2.5", "llama"},
+                                                           {"2.6", "qwen2"},   {"4.0", "llama"}, {"4", "llama"},
+                                                           {"4.5", "qwen3"}};
   for (const auto& [v, family] : kVersions)
     if (version == v) return family;
   refuse(file, "version", version,
@@ -748,8 +749,8 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   const char* nest = nested_key(root, outer_type);
   const std::string minicpmv_type = minicpmv_text_model_type(root, outer_type, file);
   const std::string flat_text_type = nest || !root.contains("hidden_size") ? std::string()
-                                     : !minicpmv_type.empty()             ? minicpmv_type
-                                                                          : flat_text_model_type(outer_type);
+                                     : !minicpmv_type.empty()              ? minicpmv_type
+                                                                           : flat_text_model_type(outer_type);
   if (is_hf_text_config_wrapper(outer_type) && !nest && flat_text_type.empty())
     throw InputError({{file, "text_config", root.contains("text_config") ? root["text_config"].dump() : "",
                        "must be the language model's configuration (an object) for model_type " + outer_type}});

@@ -48,10 +48,10 @@ enum class HfHybrid {
   // * attention, - MLP), Bamba's attn_layer_indices, GraniteMoeHybrid's layer_types, Mamba-2 alone,
   // Falcon-H1's attention beside Mamba-2 in every layer
   mamba2_pattern,
-  short_conv,  // layer_types conv / full_attention (LFM2)
-  mamba1,      // Mamba-1 alone (Mamba, FalconMamba) or beside attention by period (Jamba)
-  lightning,   // layer_types linear_attention (lightning attention) / full_attention (MiniMax-01)
-  block_configs,  // one {attention, ffn} per layer, either absent, widths and heads per layer (Nemotron-NAS)
+  short_conv,       // layer_types conv / full_attention (LFM2)
+  mamba1,           // Mamba-1 alone (Mamba, FalconMamba) or beside attention by period (Jamba)
+  lightning,        // layer_types linear_attention (lightning attention) / full_attention (MiniMax-01)
+  block_configs,    // one {attention, ffn} per layer, either absent, widths and heads per layer (Nemotron-NAS)
   cross_attention,  // cross_attention_layers, skipped in a text-only step (Llama 3.2 Vision)
 };
 

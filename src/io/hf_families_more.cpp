@@ -628,8 +628,8 @@ void telechat_layer(HfJsonReader& r, ModelSpec& m) {
   note_if_true(r, m, "semi_causal", false, "its attention mask is not causal over a prefix; costed as causal");
   // inference and fused-kernel switches: they change no weight and no training activation remat costs
   for (const char* key : {"flash_attn", "logn", "training_seqlen", "attention_softmax_in_fp32", "bias_dropout_fusion",
-                          "masked_softmax_fusion", "skip_bias_add", "skip_bias_add_qkv", "slow_but_exact",
-                          "seq_length", "offset_alibi", "n_inner"})
+                          "masked_softmax_fusion", "skip_bias_add", "skip_bias_add_qkv", "slow_but_exact", "seq_length",
+                          "offset_alibi", "n_inner"})
     r.mark_read(key);
 }
 
@@ -655,7 +655,8 @@ void mllama_text_layer(HfJsonReader& r, ModelSpec& m) {
   m.layer_mixers.assign(size_t(layers), Mixer::attention);
   m.layer_has_ffn.assign(size_t(layers), true);
   for (int64_t i = 0; i < layers; ++i)
-    if (m.skipped_cross_attention_layers[size_t(i)]) m.layer_mixers[size_t(i)] = Mixer::none, m.layer_has_ffn[size_t(i)] = false;
+    if (m.skipped_cross_attention_layers[size_t(i)])
+      m.layer_mixers[size_t(i)] = Mixer::none, m.layer_has_ffn[size_t(i)] = false;
   m.extra_input_embedding_rows = 8;
   m.notes.push_back("Llama 3.2 Vision's " + std::to_string(count) + " cross-attention layers of " +
                     std::to_string(layers) +

@@ -56,9 +56,9 @@ void minimax_layer(HfJsonReader& r, ModelSpec& m) {
   // the remote code's spellings of the residual scales transformers names full_attn_alpha_factor ...
   // (scalars on the residual and the block's output: no weight, nothing saved); its postnorm true is
   // transformers' residual from the normed input, its shared_moe_mode the shared expert's (none here)
-  for (const char* key : {"layernorm_full_attention_alpha", "layernorm_full_attention_beta",
-                          "layernorm_linear_attention_alpha", "layernorm_linear_attention_beta", "layernorm_mlp_alpha",
-                          "layernorm_mlp_beta", "shared_moe_mode"})
+  for (const char* key :
+       {"layernorm_full_attention_alpha", "layernorm_full_attention_beta", "layernorm_linear_attention_alpha",
+        "layernorm_linear_attention_beta", "layernorm_mlp_alpha", "layernorm_mlp_beta", "shared_moe_mode"})
     r.mark_read(key);
   bool postnorm = true;
   r.boolean("postnorm", postnorm);

@@ -84,9 +84,9 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
 };
 
 constexpr std::array kTextConfigWrappers = {
-    "llava",     "llava_next", "llava_onevision", "mistral3",    "qwen3_vl", "qwen3_vl_moe", "llama4",   "gemma3",
-    "gemma4",    "paligemma",  "qwen3_5",         "qwen3_5_moe", "kimi_k25", "lfm2_vl",      "internvl", "glm4v",
-    "glm4v_moe", "gemma3n", "mllama",    "gemma4_unified",  "aria",        "emu3",     "step3p7"};
+    "llava",     "llava_next", "llava_onevision", "mistral3",       "qwen3_vl", "qwen3_vl_moe", "llama4",   "gemma3",
+    "gemma4",    "paligemma",  "qwen3_5",         "qwen3_5_moe",    "kimi_k25", "lfm2_vl",      "internvl", "glm4v",
+    "glm4v_moe", "gemma3n",    "mllama",          "gemma4_unified", "aria",     "emu3",         "step3p7"};
 
 const char* kEncoder = "an encoder or encoder-decoder model (bidirectional attention); remat plans causal decoder LLMs";
 

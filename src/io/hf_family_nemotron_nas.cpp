@@ -35,8 +35,7 @@ bool set(const json& object, const char* key) {
 
 // A block's key that asks for a construct remat has no block for: refused by name.
 void refuse_variant(HfJsonReader& part, const char* key, const std::string& construct) {
-  if (set(part.object, key))
-    part.fail(key, part.object[key].dump(), "is not a model remat can build: " + construct);
+  if (set(part.object, key)) part.fail(key, part.object[key].dump(), "is not a model remat can build: " + construct);
 }
 
 // Keys remat reads or refuses; any other key set in a block is refused (an unknown variant).
@@ -81,10 +80,11 @@ int64_t block_mlp_width(HfJsonReader& f, const ModelSpec& m) {
   refuse_variant(f, "replace_with_linear", "an MLP replaced by one linear layer");
   refuse_variant(f, "sparsify", "sparsified MLP weights");
   refuse_variant(f, "moe", "mixture-of-experts blocks in block_configs");
-  refuse_unknown_keys(f, {"no_op", "ffn_mult", "intermediate_size", "replace_with_linear", "sparsify", "moe",
-                          "hidden_act"});
+  refuse_unknown_keys(
+      f, {"no_op", "ffn_mult", "intermediate_size", "replace_with_linear", "sparsify", "moe", "hidden_act"});
   if (const std::string act = f.text("hidden_act"); !act.empty() && act != m.hidden_act)
-    f.fail("hidden_act", act, "is not a model remat can build: an MLP activation other than the model's " + m.hidden_act);
+    f.fail("hidden_act", act,
+           "is not a model remat can build: an MLP activation other than the model's " + m.hidden_act);
   bool no_op = false;
   f.boolean("no_op", no_op);
   if (no_op || f.problems.size() > problems_before) return 0;
@@ -97,8 +97,8 @@ int64_t block_mlp_width(HfJsonReader& f, const ModelSpec& m) {
     if (!f.has("ffn_mult")) f.fail("ffn_mult", "", "required key is missing (or intermediate_size)");
     if (ffn_mult > 0 && std::isfinite(ffn_mult) && ffn_mult < 1e6) width = ffn_mult_width(ffn_mult, m.hidden_size);
   }
-  if (width < 1 && f.problems.size() == problems_before) f.fail(f.has("intermediate_size") ? "intermediate_size" : "ffn_mult", "",
-                                              "must give a positive MLP width");
+  if (width < 1 && f.problems.size() == problems_before)
+    f.fail(f.has("intermediate_size") ? "intermediate_size" : "ffn_mult", "", "must give a positive MLP width");
   return width;
 }
 
@@ -110,7 +110,7 @@ void set_block_layers(ModelSpec& m, const std::vector<int64_t>& kv_heads, const 
     if (widths[i] > 0 && m.intermediate_size == 0) m.intermediate_size = widths[i];
   }
   if (m.num_key_value_heads == 0) m.num_key_value_heads = m.num_attention_heads;  // no layer attends
-  if (m.intermediate_size == 0) m.intermediate_size = m.hidden_size;  // no layer has an MLP: never read
+  if (m.intermediate_size == 0) m.intermediate_size = m.hidden_size;              // no layer has an MLP: never read
   bool all_attend = true, all_ffn = true;
   std::vector<LayerVariant> variants(n);
   for (size_t i = 0; i < n; ++i) {

@@ -55,10 +55,10 @@ struct SearchSpace {
   double microbatch_model_flops = 0;          // per microbatch (model_flops_per_microbatch): pp and dp do not change it
   std::shared_ptr<const LayerShapes> shapes;  // shared by the spaces with_pipeline makes
   // per layer kind (ModelSpec::layer_kind_count() of them):
-  std::vector<int64_t> kind_layer;                 // a global layer index of each kind
+  std::vector<int64_t> kind_layer;  // a global layer index of each kind
   std::vector<StageSpace> stages;
-  std::vector<LayerCost> keep_cost;                // every activation kept
-  std::vector<std::vector<LayerOption>> options;   // non-dominated choices (keep included)
+  std::vector<LayerCost> keep_cost;                   // every activation kept
+  std::vector<std::vector<LayerOption>> options;      // non-dominated choices (keep included)
   std::vector<std::vector<LayerCost>> strategy_cost;  // indexed by Strategy (kStrategies)
   int kind_count() const { return int(kind_layer.size()); }
   // A layer of `kind` under `choice`, as estimate costs it (stage_layer_cost).
