@@ -113,12 +113,8 @@ void refuse_unbuilt_construct_keys(HfJsonReader& r, const ModelSpec& m, HfExpert
            "is not a model remat can build: latent MoE (experts narrower than hidden_size = " +
                std::to_string(m.hidden_size) + ", between two projections) outside Nemotron-H's layout");
   }
-  bool gated = false;
-  r.boolean("mla_use_output_gate", gated);
-  if (gated)
-    r.fail("mla_use_output_gate", "true",
-           "is not a model remat can build: a gate on the latent attention's output; remat gates softmax attention "
-           "outputs only");
+  refuse_if_true(r, "mla_use_output_gate",
+                 "a gate on the latent attention's output; remat gates softmax attention outputs only");
 }
 
 // The family a config's model_type names: itself, another name for one (kimi_k2), or,

@@ -369,11 +369,7 @@ void chatglm_layer(HfJsonReader& r, ModelSpec& m) {
   for (const char* key : {"apply_query_key_layer_scaling", "attention_softmax_in_fp32", "bias_dropout_fusion",
                           "original_rope", "fp32_residual_connection"})
     r.mark_read(key);
-  bool post_norm_residual = false;
-  r.boolean("apply_residual_connection_post_layernorm", post_norm_residual);
-  if (post_norm_residual)
-    r.fail("apply_residual_connection_post_layernorm", "true",
-           "is not a model remat can build: the residual taken after each norm, not before it");
+  refuse_post_norm_residual(r);
 }
 
 // Orion (remote code): LLaMA's layer with nn.LayerNorm (with bias) norms.

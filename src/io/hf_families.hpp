@@ -157,6 +157,11 @@ void bailing_moe_layer(HfJsonReader& r, ModelSpec& m);
 // A boolean key (`fallback` where absent) that, where true, asks for something remat does not cost:
 // a note "<key> is true: <why>" (hf_families_more.cpp).
 void note_if_true(HfJsonReader& r, ModelSpec& m, const char* key, bool fallback, const std::string& why);
+// A boolean key (false where absent) that, where true, asks for a construct remat has no block for:
+// refused with it named.
+void refuse_if_true(HfJsonReader& r, const char* key, const std::string& construct);
+// apply_residual_connection_post_layernorm (ChatGLM's, TeleChat's): the residual after the norm, refused.
+void refuse_post_norm_residual(HfJsonReader& r);
 void bitnet_layer(HfJsonReader& r, ModelSpec& m);
 void telechat_spell(HfJsonReader& r, ModelSpec& m);
 void telechat_layer(HfJsonReader& r, ModelSpec& m);

@@ -311,12 +311,8 @@ void read_hunyuan_remote_keys(HfJsonReader& r, ModelSpec& m) {
     r.boolean("use_qk_norm", qk_norm);
     m.qk_norm = qk_norm ? QkNorm::shared : QkNorm::none;
   }
-  bool cla = false;
-  r.boolean("use_cla", cla);
-  if (cla)
-    r.fail("use_cla", "true",
-           "is not a model remat can build: cross-layer attention (each cla_share_factor layers share one layer's "
-           "keys and values)");
+  refuse_if_true(r, "use_cla",
+                 "cross-layer attention (each cla_share_factor layers share one layer's keys and values)");
   // keys its modeling_hunyuan.py builds nothing from: the head dim is hidden_size / num_attention_heads,
   // the experts are intermediate_size wide
   for (const char* key : {"cla_share_factor", "attention_head_dim", "moe_intermediate_size", "moe_layer_num_skipped",
@@ -593,6 +589,16 @@ void bailing_moe_layer(HfJsonReader& r, ModelSpec& m) {
                "the head's weight divided by its norm each step (a copy of the head, vocab x hidden) is not costed");
 }
 
+void refuse_if_true(HfJsonReader& r, const char* key, const std::string& construct) {
+  bool value = false;
+  r.boolean(key, value);
+  if (value) r.fail(key, "true", "is not a model remat can build: " + construct);
+}
+
+void refuse_post_norm_residual(HfJsonReader& r) {
+  refuse_if_true(r, "apply_residual_connection_post_layernorm", "the residual taken after each norm, not before it");
+}
+
 void note_if_true(HfJsonReader& r, ModelSpec& m, const char* key, bool fallback, const std::string& why) {
   bool value = fallback;
   r.boolean(key, value);
@@ -620,11 +626,7 @@ void telechat_layer(HfJsonReader& r, ModelSpec& m) {
   m.o_bias = true, m.mlp_down_bias = true;
   read_probability(r, "hidden_dropout", m.residual_dropout);
   r.boolean("embed_layernorm", m.embedding_norm);
-  bool post_norm_residual = false;
-  r.boolean("apply_residual_connection_post_layernorm", post_norm_residual);
-  if (post_norm_residual)
-    r.fail("apply_residual_connection_post_layernorm", "true",
-           "is not a model remat can build: the residual taken after each norm, not before it");
+  refuse_post_norm_residual(r);
   note_if_true(r, m, "semi_causal", false, "its attention mask is not causal over a prefix; costed as causal");
   // inference and fused-kernel switches: they change no weight and no training activation remat costs
   for (const char* key : {"flash_attn", "logn", "training_seqlen", "attention_softmax_in_fp32", "bias_dropout_fusion",
