@@ -4,6 +4,9 @@
 // for refused by name.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -11,6 +14,7 @@
 #include "remat/cost/params.hpp"
 #include "remat/search/megatron_flags.hpp"
 #include "remat/spec/pipeline_split.hpp"
+#include "shell_run.hpp"
 #include "test_helpers.hpp"
 
 namespace remat {
@@ -158,6 +162,25 @@ TEST(HfNemotronNas, SuperFortyNineBillionCountAndMegatronFlags) {
   const std::string flags = one_line(megatron_args(m, t, megatron_split(m, t), MegatronRecompute{}, true).all());
   EXPECT_NE(flags.find("--heterogeneous-layers-config-path " + file), std::string::npos) << flags;
   EXPECT_NE(flags.find("--num-query-groups 8"), std::string::npos) << flags;
+}
+
+// The JSON report lists each layer's MLP width and key/value heads where layers differ (0: none).
+TEST(HfNemotronNas, ReportListsEachLayersShape) {
+  const std::string file = std::string(REMAT_TEST_DATA) + "/data/hf_configs/llama-3.3-nemotron-super-49b-v1.json";
+  const test::ShellResult r = test::run_shell(
+      test::remat_command({"estimate", "--model", file, "--hardware", "h200", "--tp", "1", "--pp", "1", "--json", "-"}) +
+      " 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 1);  // 1: the 49B model does not fit one H200 (the report is written)
+  const nlohmann::json model = nlohmann::json::parse(r.out).at("model");
+  const auto widths = model.at("layer_mlp_widths").get<std::vector<int64_t>>();
+  const auto heads = model.at("layer_key_value_heads").get<std::vector<int64_t>>();
+  ASSERT_EQ(widths.size(), 80u);
+  ASSERT_EQ(heads.size(), 80u);
+  // block 0: n_heads_in_group 8 of 64 heads, ffn_mult 2.625 (int(2 x 2.625 x 8192 / 3) = 14336)
+  EXPECT_EQ(widths[0], 14336);
+  EXPECT_EQ(heads[0], 8);
+  EXPECT_EQ(std::count(heads.begin(), heads.end(), 0), 31);  // the blocks without attention
+  EXPECT_EQ(*std::max_element(widths.begin(), widths.end()), 28672);  // ffn_mult 5.25
 }
 
 }  // namespace
