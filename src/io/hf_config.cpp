@@ -137,6 +137,8 @@ const HfFamily* resolve_family(HfJsonReader& r, const std::string& type, const s
 [[noreturn]] void refuse_unknown(const std::string& file, const std::string& key, const std::string& type,
                                  const std::vector<std::string>& archs, bool remote_code) {
   const std::string arch = archs.empty() ? std::string("no architectures given") : archs[0];
+  if (const std::string why = hf_architecture_refusal_reason(arch); !why.empty())
+    refuse(file, key, type, why + "; remat has no block for it (architectures: " + arch + ")");
   if (remote_code)
     refuse(file, key, type,
            "remote code (auto_map) with its own layers (" + arch +

@@ -219,6 +219,8 @@ std::string hf_family_of_architecture(const std::string& architecture);
 
 // Why remat cannot build this model_type ("" when it is not refused by name).
 std::string hf_refusal_reason(const std::string& model_type);
+// The same for an architecture class of remote code ("" when not refused by name).
+std::string hf_architecture_refusal_reason(const std::string& architecture);
 
 // A layer_types word as transformers 5 writes it (its _LEGACY_LAYER_TYPE_REMAP): the hybrids'
 // older "mamba" is "linear_attention", "attention" is "full_attention"; other words unchanged.

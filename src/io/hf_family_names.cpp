@@ -237,6 +237,21 @@ std::string hf_family_of_architecture(const std::string& architecture) {
   return "";
 }
 
+std::string hf_architecture_refusal_reason(const std::string& architecture) {
+  // remote code whose configs name no model_type remat knows, refused by the construct they build
+  constexpr std::pair<const char*, const char*> kRefusedArchitectures[] = {
+      {"CogVLMForCausalLM",
+       "CogVLM's visual expert (every layer a second set of attention and MLP weights for image tokens)"},
+      {"CogVLMVideoForCausalLM",
+       "CogVLM's visual expert (every layer a second set of attention and MLP weights for image tokens)"},
+      {"CogAgentForCausalLM",
+       "CogVLM's visual expert (every layer a second set of attention and MLP weights for image tokens)"},
+  };
+  for (const auto& [name, reason] : kRefusedArchitectures)
+    if (architecture == name) return reason;
+  return "";
+}
+
 std::string hf_refusal_reason(const std::string& model_type) {
   for (const auto& [type, reason] : kRefused)
     if (model_type == type) return reason;
