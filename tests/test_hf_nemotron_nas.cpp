@@ -144,6 +144,11 @@ TEST(HfNemotronNas, RefusedConstructsNamedWithTheirBlock) {
             "know (got 2)");
   EXPECT_EQ(rejection(kTop + block(kGroup2, kMult15) + R"(], "num_hidden_layers": 2})"),
             "n.json: block_configs: must list one block per layer (num_hidden_layers = 2) (got 1 entries)");
+  std::string given_heads = kTop + block(kGroup2, kMult15) + "]}";
+  given_heads.replace(given_heads.find(R"("num_key_value_heads": null)"), 27, R"("num_key_value_heads": 2)");
+  EXPECT_EQ(rejection(given_heads),
+            "n.json: num_key_value_heads: must be null where block_configs give each layer's "
+            "(its first block's is 4) (got 2)");
   EXPECT_EQ(rejection(kTop + R"(]})"),
             "n.json: block_configs: must be a list of one {attention, ffn} object per layer (got [])");
 }
@@ -167,9 +172,9 @@ TEST(HfNemotronNas, SuperFortyNineBillionCountAndMegatronFlags) {
 // The JSON report lists each layer's MLP width and key/value heads where layers differ (0: none).
 TEST(HfNemotronNas, ReportListsEachLayersShape) {
   const std::string file = std::string(REMAT_TEST_DATA) + "/data/hf_configs/llama-3.3-nemotron-super-49b-v1.json";
-  const test::ShellResult r = test::run_shell(
-      test::remat_command({"estimate", "--model", file, "--hardware", "h200", "--tp", "1", "--pp", "1", "--json", "-"}) +
-      " 2>/dev/null");
+  const test::ShellResult r = test::run_shell(test::remat_command({"estimate", "--model", file, "--hardware", "h200",
+                                                                   "--tp", "1", "--pp", "1", "--json", "-"}) +
+                                              " 2>/dev/null");
   ASSERT_EQ(r.exit_code, 1);  // 1: the 49B model does not fit one H200 (the report is written)
   const nlohmann::json model = nlohmann::json::parse(r.out).at("model");
   const auto widths = model.at("layer_mlp_widths").get<std::vector<int64_t>>();
@@ -179,7 +184,7 @@ TEST(HfNemotronNas, ReportListsEachLayersShape) {
   // block 0: n_heads_in_group 8 of 64 heads, ffn_mult 2.625 (int(2 x 2.625 x 8192 / 3) = 14336)
   EXPECT_EQ(widths[0], 14336);
   EXPECT_EQ(heads[0], 8);
-  EXPECT_EQ(std::count(heads.begin(), heads.end(), 0), 31);  // the blocks without attention
+  EXPECT_EQ(std::count(heads.begin(), heads.end(), 0), 31);           // the blocks without attention
   EXPECT_EQ(*std::max_element(widths.begin(), widths.end()), 28672);  // ffn_mult 5.25
 }
 

@@ -156,7 +156,18 @@ void nemotron_nas_spell(HfJsonReader& r, ModelSpec& m) {
     kv_heads.push_back(block_kv_heads(attention, m));
     widths.push_back(block_mlp_width(ffn, m));
   }
-  if (r.problems.empty()) set_block_layers(m, kv_heads, widths);
+  if (!r.problems.empty()) return;
+  set_block_layers(m, kv_heads, widths);
+  // DeciLM builds every layer from its block; a top-level value (null in NVIDIA's configs) that
+  // disagrees with the blocks would be read over the first block's by the common keys
+  for (const auto& [top_key, value] :
+       {std::pair{"num_key_value_heads", m.num_key_value_heads}, std::pair{"intermediate_size", m.intermediate_size}}) {
+    int64_t given = value;
+    r.integer(top_key, given, false);
+    if (given != value)
+      r.fail(top_key, std::to_string(given),
+             "must be null where block_configs give each layer's (its first block's is " + std::to_string(value) + ")");
+  }
 }
 
 void deci_spell(HfJsonReader& r, ModelSpec& m) {
