@@ -608,32 +608,6 @@ std::string name_from_file(const std::string& file, const std::string& model_typ
   return stem + " (" + model_type + ")";
 }
 
-// A flat config's encoders beside its language model (GLM-4V's and Qwen-VL's remote code keep the
-// vision tower's config next to the language model's keys), named in a note and not read.
-void note_flat_encoders(HfJsonReader& top, ModelSpec& m) {
-  std::string keys;
-  for (const char* key : {"vision_config", "visual", "vision_tower_cfg", "mm_vision_tower", "vision_tower",
-                          "siglip_config", "audio_config", "mm_projector_cfg"})
-    if (top.object.contains(key) && !top.object[key].is_null()) {
-      keys += (keys.empty() ? "" : ", ") + std::string(key);
-      top.mark_read(key);
-    }
-  if (!keys.empty())
-    m.notes.push_back("the language model's keys at the top are read; the encoders and projectors beside it (" + keys +
-                      ") are not counted");
-}
-
-void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, const char* nest) {
-  if (nest) {
-    m.name += " (language model: " + std::string(nest) + ")";
-    m.notes.push_back("the nested config is the language model (" + type +
-                      "); the vision tower and projector are not counted");
-  } else if (family.vision_tower_beside) {
-    m.notes.push_back("the language model's keys are read (" + type +
-                      "); the vision tower (vision_config) is not counted");
-  }
-}
-
 // The family's spellings first (GPT-2's n_embd), then the common keys; a dimension
 // still absent takes the family's transformers default (said in a note) or is missing.
 void read_dimensions(HfJsonReader& r, ModelSpec& m, const HfFamily& family) {
@@ -697,41 +671,7 @@ void require_dense_width(HfJsonReader& r, ModelSpec& m) {
   m.intermediate_size = m.moe_intermediate_size;
 }
 
-// MiniCPM-V's remote code builds its language model by the config's version, its keys at the top
-// level (vLLM's minicpmv.py dispatch, _SUPPORT_VERSION): 2.0 MiniCPM, 2.5 and 4.0 LLaMA, 2.6 Qwen2,
-// 4.5 Qwen3; without a version, 2.0 where hidden_size is 2304 and query_num 64, else 2.5. "" for
-// another model_type.
-std::string minicpmv_text_model_type(const json& root, const std::string& type, const std::string& file) {
-  if (type != "minicpmv") return "";
-  std::string version = root.contains("version") ? root["version"].dump() : "";
-  if (version.empty() || root["version"].is_null()) {
-    const bool v2 = root.value("hidden_size", json()) == 2304 && root.value("query_num", json()) == 64;
-    version = v2 ? "2.0" : "2.5";
-  }
-  if (version.size() > 2 && version.front() == '"') version = version.substr(1, version.size() - 2);
-  const std::pair<const char*, const char*> kVersions[] = {{"2.0", "minicpm"}, {"2", "minicpm"}, {"2.5", "llama"},
-                                                           {"2.6", "qwen2"},   {"4.0", "llama"}, {"4", "llama"},
-                                                           {"4.5", "qwen3"}};
-  for (const auto& [v, family] : kVersions)
-    if (version == v) return family;
-  refuse(file, "version", version,
-         "MiniCPM-V of a version whose language model remat does not know (2.0, 2.5, 2.6, 4.0, 4.5)");
-}
-
 }  // namespace
-
-// The language model of a multimodal wrapper: text_config (transformers), llm_config (InternVL's
-// remote code) or llm_cfg (VILA's); nullptr when the config is the language model itself.
-const char* nested_key(const json& root, const std::string& type) {
-  const HfFamily* family = find_hf_family(type);
-  // Qwen2-VL's newer re-saves keep the language model only in text_config
-  const bool flat_moved = family && family->vision_tower_beside && !root.contains("hidden_size");
-  for (const char* key : {"text_config", "llm_config", "llm_cfg"})
-    if (root.contains(key) && root[key].is_object() &&
-        (is_hf_text_config_wrapper(type) || flat_moved || (!family && root[key].contains("model_type"))))
-      return key;
-  return nullptr;
-}
 
 ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   const json root = parse_json_object(text, file, true);

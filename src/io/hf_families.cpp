@@ -139,12 +139,20 @@ void set_rotary_dim(HfJsonReader& r, ModelSpec& m) {
   if (rotary_dim > 0 && hd > 0) m.rotary_fraction = double(rotary_dim) / double(hd);
 }
 
-namespace {
-
 void layer_norm_with_bias(ModelSpec& m) {
   m.norm_kind = NormKind::layer;
   m.norm_bias = true;
 }
+
+// GPT-2's names (GPTBigCode and GPT-J share them): n_embd, n_layer, n_head, n_inner.
+void gpt2_spell(HfJsonReader& r, ModelSpec& m) {
+  r.integer("n_embd", m.hidden_size, false);
+  r.integer("n_layer", m.num_hidden_layers, false);
+  r.integer("n_head", m.num_attention_heads, false);
+  r.integer("n_inner", m.intermediate_size, false);
+}
+
+namespace {
 
 // GPT-NeoX (Pythia): LayerNorms with bias, two-matrix MLP with biases, rotary_pct of
 // each head rotated, attention_bias on qkv and dense, use_parallel_residual: attention
@@ -165,14 +173,6 @@ void gpt_neox_layer(HfJsonReader& r, ModelSpec& m) {
   // GPTNeoXAttention: query_key_value's output viewed per head and chunked into q, k, v (views;
   // measured: reports/hf/steps-fused-h100.jsonl)
   m.fused_qkv_projection = true;
-}
-
-// GPT-2's names (GPTBigCode and GPT-J share them): n_embd, n_layer, n_head, n_inner.
-void gpt2_spell(HfJsonReader& r, ModelSpec& m) {
-  r.integer("n_embd", m.hidden_size, false);
-  r.integer("n_layer", m.num_hidden_layers, false);
-  r.integer("n_head", m.num_attention_heads, false);
-  r.integer("n_inner", m.intermediate_size, false);
 }
 
 void four_h_mlp_by_default(ModelSpec& m) {
@@ -338,40 +338,6 @@ void glm4_moe_layer(HfJsonReader& r, ModelSpec& m) {
   if (qk) m.qk_norm = QkNorm::shared;
 }
 
-// ChatGLM (remote code: chatglm2/3, glm-4-9b): num_layers, ffn_hidden_size,
-// padded_vocab_size, kv_channels, multi_query_group_num.
-void chatglm_spell(HfJsonReader& r, ModelSpec& m) {
-  r.integer("num_layers", m.num_hidden_layers, false);
-  r.integer("ffn_hidden_size", m.intermediate_size, false);
-  r.integer("padded_vocab_size", m.vocab_size, false);
-  r.integer("kv_channels", m.head_dim, false);
-  bool mqa = false;
-  r.boolean("multi_query_attention", mqa);
-  if (mqa) r.integer("multi_query_group_num", m.num_key_value_heads, true);
-}
-
-// ChatGLM: add_qkv_bias, add_bias_linear (dense and MLP), rmsnorm (else LayerNorm),
-// rotary over half of each head (RotaryEmbedding(rotary_dim // 2)).
-void chatglm_layer(HfJsonReader& r, ModelSpec& m) {
-  r.boolean("add_qkv_bias", m.qkv_bias);
-  bool linear_bias = false, rms = true;
-  r.boolean("add_bias_linear", linear_bias);
-  m.o_bias = m.mlp_bias = linear_bias;
-  r.boolean("rmsnorm", rms);
-  if (!rms) layer_norm_with_bias(m);
-  m.rotary_fraction = 0.5;
-  bool final_norm = true;
-  r.boolean("post_layer_norm", final_norm);
-  if (!final_norm)
-    m.notes.push_back(r.path("post_layer_norm") + " is false: the final norm is counted as if the model had one");
-  // numerics of its attention (scaling by layer number, the fp32 softmax) and kernel fusion: nothing
-  // remat costs differently
-  for (const char* key : {"apply_query_key_layer_scaling", "attention_softmax_in_fp32", "bias_dropout_fusion",
-                          "original_rope", "fp32_residual_connection"})
-    r.mark_read(key);
-  refuse_post_norm_residual(r);
-}
-
 // Orion (remote code): LLaMA's layer with nn.LayerNorm (with bias) norms.
 void orion_layer(HfJsonReader& r, ModelSpec& m) {
   llama_layer(r, m);
@@ -428,27 +394,6 @@ void ernie_layer(HfJsonReader& r, ModelSpec& m) {
 
 // EXAONE 3/3.5 (remote code): LLaMA's layer under num_layers.
 void exaone_spell(HfJsonReader& r, ModelSpec& m) { r.integer("num_layers", m.num_hidden_layers, false); }
-
-// Qwen (1)'s first revisions spell the dimensions as GPT-2 does, the MLP width as ffn_hidden_size.
-void qwen1_spell(HfJsonReader& r, ModelSpec& m) {
-  gpt2_spell(r, m);
-  r.integer("ffn_hidden_size", m.intermediate_size, false);
-}
-
-// Qwen (1, remote code modeling_qwen.py): c_attn with bias; c_proj, w1, w2 and the MLP's c_proj
-// with a bias only where no_bias is false (QWenConfig's default true); w1 and w2 of
-// intermediate_size / 2; heads of kv_channels; rotary over rotary_pct of each head.
-void qwen1_layer(HfJsonReader& r, ModelSpec& m) {
-  m.qkv_bias = true;
-  m.intermediate_size /= 2;
-  bool no_bias = true;
-  r.boolean("no_bias", no_bias);
-  m.o_bias = m.mlp_bias = !no_bias;
-  r.integer("kv_channels", m.head_dim, false);
-  set_rotary_fraction(r, m, "rotary_pct", 1.0);
-  // inference-time switches (dynamic NTK, logn attention scaling at lengths beyond training)
-  for (const char* key : {"use_dynamic_ntk", "use_logn_attn", "tokenizer_type"}) r.mark_read(key);
-}
 
 // PhiMoE (Phi-3.5-MoE): LayerNorms with bias, attention_bias on q, k, v, o, lm_head_bias.
 void phimoe_layer(HfJsonReader& r, ModelSpec& m) {

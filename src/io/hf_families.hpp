@@ -3,6 +3,8 @@
 // layer differs from LLaMA's), and the ones it refuses by name with the
 // construct it has no block for.
 #pragma once
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -71,6 +73,8 @@ struct HfFamily {
 };
 
 // Layer readers and pieces shared with hf_families_more.cpp (hf_families.cpp).
+void layer_norm_with_bias(ModelSpec& m);         // LayerNorms with bias
+void gpt2_spell(HfJsonReader& r, ModelSpec& m);  // n_embd, n_layer, n_head, n_inner
 void llama_layer(HfJsonReader& r, ModelSpec& m);
 void two_matrix_mlp(ModelSpec& m, const char* act);
 // A dropout probability under `key` (its default `out` when absent), refused outside [0, 1).
@@ -163,6 +167,11 @@ void refuse_if_true(HfJsonReader& r, const char* key, const std::string& constru
 // apply_residual_connection_post_layernorm (ChatGLM's, TeleChat's): the residual after the norm, refused.
 void refuse_post_norm_residual(HfJsonReader& r);
 void bitnet_layer(HfJsonReader& r, ModelSpec& m);
+// Remote-code families read from their own modeling code (hf_family_remote.cpp).
+void chatglm_spell(HfJsonReader& r, ModelSpec& m);
+void chatglm_layer(HfJsonReader& r, ModelSpec& m);
+void qwen1_spell(HfJsonReader& r, ModelSpec& m);
+void qwen1_layer(HfJsonReader& r, ModelSpec& m);
 void telechat_spell(HfJsonReader& r, ModelSpec& m);
 void telechat_layer(HfJsonReader& r, ModelSpec& m);
 void mllama_text_layer(HfJsonReader& r, ModelSpec& m);
@@ -225,6 +234,17 @@ std::string hf_architecture_refusal_reason(const std::string& architecture);
 // A layer_types word as transformers 5 writes it (its _LEGACY_LAYER_TYPE_REMAP): the hybrids'
 // older "mamba" is "linear_attention", "attention" is "full_attention"; other words unchanged.
 std::string current_layer_type(const std::string& kind);
+
+// Multimodal configs (hf_wrappers.cpp). The key of a wrapper's nested language model (text_config,
+// llm_config, llm_cfg), nullptr when the config is the language model itself.
+const char* nested_key(const nlohmann::json& root, const std::string& type);
+// MiniCPM-V's language model type for its config's version ("" for another model_type; an unknown
+// version refused).
+std::string minicpmv_text_model_type(const nlohmann::json& root, const std::string& type, const std::string& file);
+// Notes naming what is not counted: a nested config's or a flat family's vision tower ...
+void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, const char* nest);
+// ... and a flat config's encoders beside its language model (marked read).
+void note_flat_encoders(HfJsonReader& top, ModelSpec& m);
 
 // Multimodal wrappers whose language model is the nested text_config.
 bool is_hf_text_config_wrapper(const std::string& model_type);

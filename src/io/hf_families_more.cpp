@@ -305,26 +305,6 @@ void hy_v3_layer(HfJsonReader& r, ModelSpec& m) {
   m.first_k_dense_replace = 1;
 }
 
-void read_hunyuan_remote_keys(HfJsonReader& r, ModelSpec& m) {
-  if (r.has("use_qk_norm")) {
-    bool qk_norm = true;
-    r.boolean("use_qk_norm", qk_norm);
-    m.qk_norm = qk_norm ? QkNorm::shared : QkNorm::none;
-  }
-  refuse_if_true(r, "use_cla",
-                 "cross-layer attention (each cla_share_factor layers share one layer's keys and values)");
-  // keys its modeling_hunyuan.py builds nothing from: the head dim is hidden_size / num_attention_heads,
-  // the experts are intermediate_size wide
-  for (const char* key : {"cla_share_factor", "attention_head_dim", "moe_intermediate_size", "moe_layer_num_skipped",
-                          "norm_type", "use_mla"})
-    r.mark_read(key);
-  int64_t head_dim = 0;
-  r.integer("attention_head_dim", head_dim, false);
-  if (head_dim > 0 && m.num_attention_heads > 0 && head_dim * m.num_attention_heads != m.hidden_size)
-    m.notes.push_back(r.path("attention_head_dim") + " = " + std::to_string(head_dim) +
-                      ": Hunyuan's remote code builds heads of hidden_size / num_attention_heads");
-}
-
 // Hunyuan MoE (v1): q/k norms of head_dim; in every layer num_experts routed experts of
 // intermediate_size (moe_topk per token) and one shared MLP of intermediate_size. num_experts and
 // moe_topk may be lists of one per layer. The remote code's configs (model_type hunyuan, Hunyuan-A13B's
@@ -603,36 +583,6 @@ void note_if_true(HfJsonReader& r, ModelSpec& m, const char* key, bool fallback,
   bool value = fallback;
   r.boolean(key, value);
   if (value) m.notes.push_back(r.path(key) + " is true: " + why);
-}
-
-}  // namespace remat
-
-namespace remat {
-
-// TeleChat-7B and TeleChat-12B-V2 (remote code, Tele-AI/Telechat models/*/modeling_telechat.py):
-// LLaMA's layer spelled n_layer, n_head, ffn_hidden_size, with query and a fused key_value
-// projection without bias, the attention output (dense) and the MLP's down_proj with a bias (gate
-// and up without), hidden_dropout on each block's output before the residual add, and an RMSNorm
-// on the embeddings under embed_layernorm. TelechatConfig leaves tie_word_embeddings to
-// PretrainedConfig's True: TeleChat-7B's checkpoint stores no lm_head; 12B-V2's config says false.
-void telechat_spell(HfJsonReader& r, ModelSpec& m) {
-  r.integer("n_embed", m.hidden_size, false);
-  r.integer("n_layer", m.num_hidden_layers, false);
-  r.integer("n_head", m.num_attention_heads, false);
-  r.integer("ffn_hidden_size", m.intermediate_size, false);
-}
-
-void telechat_layer(HfJsonReader& r, ModelSpec& m) {
-  m.o_bias = true, m.mlp_down_bias = true;
-  read_probability(r, "hidden_dropout", m.residual_dropout);
-  r.boolean("embed_layernorm", m.embedding_norm);
-  refuse_post_norm_residual(r);
-  note_if_true(r, m, "semi_causal", false, "its attention mask is not causal over a prefix; costed as causal");
-  // inference and fused-kernel switches: they change no weight and no training activation remat costs
-  for (const char* key : {"flash_attn", "logn", "training_seqlen", "attention_softmax_in_fp32", "bias_dropout_fusion",
-                          "masked_softmax_fusion", "skip_bias_add", "skip_bias_add_qkv", "slow_but_exact", "seq_length",
-                          "offset_alibi", "n_inner"})
-    r.mark_read(key);
 }
 
 }  // namespace remat
