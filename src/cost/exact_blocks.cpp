@@ -44,6 +44,7 @@ RankShape rank_shape(const TrainingSpec& t) {
 
 RankShape with_model(RankShape r, const ModelSpec& m) {
   r.layer_norm = m.norm_kind == NormKind::layer;
+  if (r.layer_norm && r.norm_fp32_upcast) r.layer_norm_code = m.layer_norm_code;
   r.norm_scale_fp32 = m.norm_scale_fp32;
   return r;
 }
@@ -192,17 +193,62 @@ OpDef linear(Block& b, const RankShape& r, const std::string& name, double rows,
 
 // LayerNorm (torch's native kernel, also under autocast, which runs it in fp32): saves its
 // input, the fp32 mean and 1/std per row; each GEMM reading the output saves its bf16 copy.
-void add_layer_norm(Block& b, const RankShape& r, double hidden, int readers) {
+// OLMo 1's OlmoLayerNorm (models/olmo/modeling_olmo.py) hands the kernel an fp32 copy of its input,
+// so the saved input is that copy, and a forward and a backward cast (2+4 each) move with it.
+void add_native_layer_norm(Block& b, const RankShape& r, double hidden, int readers) {
   const double rows = r.seq_tokens();
+  const bool fp32_copy = r.layer_norm_code == LayerNormCode::fp32_input && !r.autocast;
   b.inputs = {"x"};
   b.tensors.push_back({"x", rows * hidden * r.stream_bytes()});
+  std::string saved_input = "x";
+  if (fp32_copy) {
+    b.inputs_saved = false;
+    b.tensors.push_back({"x32", rows * hidden * kFp32});
+    saved_input = "x32";
+  }
   b.tensors.push_back({"mean", rows * kFp32});
   b.tensors.push_back({"rstd", rows * kFp32});
   b.tensors.push_back({"x_norm", rows * hidden * kBf16 * (r.autocast ? readers : 1)});
-  OpDef op = ops::rmsnorm("layernorm", rows, hidden, "x", "rstd");
+  OpDef op = ops::rmsnorm("layernorm", rows, hidden, saved_input, "rstd");
   op.saves.push_back("mean");
+  if (fp32_copy) op.fwd_bytes += 2 * 6 * rows * hidden, op.bwd_bytes += 6 * rows * hidden;
   b.ops.push_back(op);
   b.tag(kLayernormTag, {"mean", "rstd", "x_norm", "layernorm"});
+}
+
+// Cohere's CohereLayerNorm (models/cohere/modeling_cohere.py; Cohere2's is the same code) as eager
+// fp32 ops: x.to(fp32), its mean, (x - mean) for pow(2), whose copy pow saves, the variance's mean,
+// rsqrt (its per-row output saved), (x - mean) again, saved by the multiply with rsqrt, then
+// weight.float() * normalized, which saves the fp32 normalized tensor when the weight trains, and
+// the cast back. The block input is saved by nothing. Bytes read + written per element (bf16
+// stream): forward 6 cast, 4 mean, 8 and 8 the two subtractions, 8 pow, 4 its mean, 8 the rsqrt
+// product, 8 the weight's, 6 the cast back: 60. Backward as autograd's formulas run them: 6 the
+// cast back's, 8 into the normalized tensor and 12+4 into the weight, 8 into (x - mean) and 12+4
+// into rsqrt, 4 the variance's expand, 24 pow's (x.pow(1), times 2, times the gradient), each
+// subtraction's negated gradient 8 and its row sum 4 (twice), 4 the mean's expand, two sums into
+// x's gradient 12 each, 6 the fp32 cast's: 140, 124 with a frozen weight. Under autocast the stream
+// is fp32 and both casts are no-ops.
+void add_eager_layer_norm(Block& b, const RankShape& r, double hidden, int readers) {
+  const double rows = r.seq_tokens(), elems = rows * hidden;
+  b.inputs = {"x"};
+  b.inputs_saved = false;
+  b.tensors.push_back({"x", elems * r.stream_bytes()});
+  b.tensors.push_back({"centered", elems * kFp32});
+  b.tensors.push_back({"centered_again", elems * kFp32});
+  b.tensors.push_back({"rstd", rows * kFp32});
+  b.tensors.push_back({"x_normed", elems * kFp32});
+  b.tensors.push_back({"x_norm", elems * kBf16 * (r.autocast ? readers : 1)});
+  std::vector<std::string> saves = {"centered", "centered_again", "rstd"};
+  if (r.weights_train) saves.push_back("x_normed");
+  const double casts = r.autocast ? 0 : 6;
+  const double fwd = 48 + 2 * casts, bwd = 112 + (r.weights_train ? 16 : 0) + 2 * casts;
+  b.ops.push_back(ops::streaming("layernorm", fwd * elems, bwd * elems, saves));
+  b.tag(kLayernormTag, {"centered", "centered_again", "rstd", "x_normed", "x_norm", "layernorm"});
+}
+
+void add_layer_norm(Block& b, const RankShape& r, double hidden, int readers) {
+  if (r.layer_norm_code == LayerNormCode::eager_fp32) return add_eager_layer_norm(b, r, hidden, readers);
+  add_native_layer_norm(b, r, hidden, readers);
 }
 
 void add_input_norm(Block& b, const RankShape& r, double hidden, bool gather, int readers) {
@@ -338,7 +384,7 @@ namespace {
 // in every strategy; with one shared norm also its output (the norm runs once).
 void share_with_attention(Block& b, bool shared_norm) {
   std::vector<std::string> shared = {"x"};
-  if (shared_norm) shared.insert(shared.end(), {"x32", "mean", "rstd", "x_normed", "x_norm"});
+  if (shared_norm) shared.insert(shared.end(), parts::kInputNormTensors.begin(), parts::kInputNormTensors.end());
   for (auto& t : b.tensors)
     if (std::find(shared.begin(), shared.end(), t.name) != shared.end()) t.bytes = 0;
   if (!shared_norm) return;
@@ -409,6 +455,16 @@ OpDef rope_op(const RankShape& r, double elems) {
 // weight trains, as add_upcast_norm) and 1/rms per head and row.
 void add_qk_norm(Block& b, const RankShape& r, double rows, double heads, double hd) {
   const double elems = rows * heads * hd;
+  if (r.layer_norm_code == LayerNormCode::eager_fp32) {  // Cohere's per-head CohereLayerNorm: as add_eager_layer_norm
+    b.tensors.push_back({"qk_centered", 2 * elems * kFp32});
+    b.tensors.push_back({"qk_rstd", rows * heads * kFp32});
+    b.tensors.push_back({"qk_normed", elems * kFp32});
+    std::vector<std::string> saves = {"qk_centered", "qk_rstd"};
+    if (r.weights_train) saves.push_back("qk_normed");
+    const double fwd = 48 + 12, bwd = 112 + (r.weights_train ? 16 : 0) + 12;
+    b.ops.push_back(ops::streaming("qk_norm", fwd * elems, bwd * elems, saves));
+    return;
+  }
   b.tensors.push_back({"qk_raw", elems * (r.norm_fp32_upcast ? kFp32 : kBf16)});
   b.tensors.push_back({"qk_rstd", rows * heads * kFp32});
   std::vector<std::string> saves = {"qk_raw", "qk_rstd"};

@@ -3,6 +3,7 @@
 // (exact_blocks_sparse.cpp) exact blocks: the input norm, the tp gather and
 // reduction, SwiGLU and the residual add. Private to src/cost.
 #include <string>
+#include <vector>
 
 #include "remat/cost/block.hpp"
 #include "remat/cost/exact_blocks.hpp"
@@ -14,6 +15,9 @@ namespace remat::parts {
 constexpr ModuleTags kCoreAttnTag = module_bit(MegatronModule::core_attn);
 constexpr ModuleTags kMlpTag = module_bit(MegatronModule::mlp);
 constexpr ModuleTags kLayernormTag = module_bit(MegatronModule::layernorm);
+// The tensors an input norm (add_input_norm) adds besides the block input "x", by name.
+inline const std::vector<std::string> kInputNormTensors = {"x32",      "mean",           "rstd",    "centered",
+                                                           "centered_again", "x_normed", "x_norm"};
 constexpr ModuleTags kMoeActTag = module_bit(MegatronModule::moe_act);
 constexpr ModuleTags kMoeTag = module_bit(MegatronModule::moe);
 constexpr ModuleTags kSharedExpertsTag = module_bit(MegatronModule::shared_experts);

@@ -231,7 +231,8 @@ void drop_input_norm_saves(Block& b, const TrainingSpec& t) {
   if (!t.norm_fp32_upcast) return;
   const std::string input = t.params_fp32_autocast ? "x" : "x32";
   for (TensorDef& tensor : b.tensors)
-    if (tensor.name == input || tensor.name == "rstd") tensor.bytes = 0;
+    if (tensor.name == input || tensor.name == "rstd" || tensor.name == "centered" || tensor.name == "centered_again")
+      tensor.bytes = 0;
 }
 
 }  // namespace
@@ -283,6 +284,14 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
     s.grads_absent_bytes = s.static_bytes.gradients;
     if (last)  // the output matrix (the tied embedding's gradient too) and the final norm
       s.head_grads_bytes = held_bytes({embedding_params(m, t.tp) + head_extra_params(m, t.tp), 0}, 0, 0, t).gradients;
+  }
+  if (t.tied_grads_summed_out_of_place && first && last && m.tie_word_embeddings && t.lora_rank == 0) {
+    // bf16: the lookup's gradient and the sum beside the head's (three embedding-sized gradients in
+    // the measured trace). Under autocast no sum shows above the head's peak (Cohere's mixed step in
+    // steps-layernorm-h200.jsonl leaves room for one fp32 copy, not two), as an in-place add would
+    // leave it: the lookup's gradient alone is counted
+    const double copies = t.params_fp32_autocast ? 1 : 2;
+    s.tied_embedding_backward_bytes = copies * held_bytes({embedding_params(m, t.tp), 0}, 0, 0, t).gradients;
   }
   if (t.params_fp32_autocast) {  // the bf16 copy of every GEMM weight outside the layers (the LM head's)
     // the layers' own copies are their kept bytes (stage_layer_cost)
@@ -368,7 +377,8 @@ StageTotals stage_totals(const StageBase& base, const LayerSums& layers) {
   const double fixed = base.static_bytes.total() + base.runtime_bytes;
   t.optimizer_step_peak_bytes = fixed + base.optimizer_step_bytes;
   const double at_activation_peak = fixed - base.grads_absent_bytes + base.autocast_cast_bytes;
-  t.peak_bytes = std::max(at_activation_peak + t.activations_bytes + t.transient_bytes, t.optimizer_step_peak_bytes);
+  t.peak_bytes = std::max({at_activation_peak + t.activations_bytes + t.transient_bytes, t.optimizer_step_peak_bytes,
+                           fixed + base.tied_embedding_backward_bytes});
   t.fwd_s = base.forward_passes * (layers.fwd_s + base.fixed_fwd_s);
   t.bwd_s = layers.bwd_s + base.fixed_bwd_s;
   t.recompute_s = layers.recompute_s;

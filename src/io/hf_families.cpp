@@ -44,6 +44,7 @@ void olmo2_layer(HfJsonReader& r, ModelSpec& m) {
 void cohere_layer(HfJsonReader& r, ModelSpec& m) {
   llama_layer(r, m);
   m.norm_kind = NormKind::layer;
+  m.layer_norm_code = LayerNormCode::eager_fp32;
   m.parallel_attn_mlp = m.shared_input_norm = true;
   bool qk_norm = false;
   r.boolean("use_qk_norm", qk_norm);
@@ -357,6 +358,7 @@ void olmo_layer(HfJsonReader& r, ModelSpec& m) {
   llama_layer(r, m);
   m.norm_kind = NormKind::layer;
   m.norm_affine = false;
+  m.layer_norm_code = LayerNormCode::fp32_input;
 }
 
 // Arcee (AFM): LLaMA's attention with a two-matrix relu^2 MLP (up_proj, down_proj).

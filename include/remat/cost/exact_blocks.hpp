@@ -33,6 +33,7 @@ struct RankShape {
   MixerKernels mixer_kernels = MixerKernels::fused;  // Mamba-2 and Gated DeltaNet
   // From the model (with_model): LayerNorm (mean and 1/std saved) instead of RMSNorm
   bool layer_norm = false;
+  LayerNormCode layer_norm_code = LayerNormCode::native;  // ModelSpec's, on eager stacks only
   bool norm_scale_fp32 = false;  // ModelSpec::norm_scale_fp32 (Gemma's norms)
   bool softmax_fp32 = false;
   bool autocast = false;  // fp32 parameters and residual stream, bf16 casts for each GEMM

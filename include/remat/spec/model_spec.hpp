@@ -15,6 +15,10 @@ enum class AttentionKind { gqa, mla };
 enum class MlpKind { gated, two_matrix };
 // RMSNorm (weight only) or LayerNorm (mean and variance; weight, with or without bias).
 enum class NormKind { rms, layer };
+// How a model's own code runs its LayerNorm on an eager stack (the hf profile): torch's native
+// kernel; that kernel on an fp32 copy of the input (OLMo 1's OlmoLayerNorm); or written out as fp32
+// ops (Cohere's CohereLayerNorm: mean, x - mean twice, rsqrt, weight * normalized).
+enum class LayerNormCode { native, fp32_input, eager_fp32 };
 // Norms on queries and keys before rotary: none; one weight of head_dim shared by
 // every head (Qwen3, Gemma 3); a weight per head (OLMo-2's norm over all heads,
 // Cohere's and StableLM's per-head norms): (heads + kv heads) x head_dim.
@@ -122,6 +126,7 @@ struct ModelSpec {
   NormKind norm_kind = NormKind::rms;
   bool norm_bias = false;             // LayerNorm with a bias (GPT-NeoX, Falcon, StableLM)
   bool norm_affine = true;            // false: norms without weights (OLMo 1's non-parametric LayerNorm)
+  LayerNormCode layer_norm_code = LayerNormCode::native;
   bool embedding_norm = false;        // a norm on the embeddings before the first layer (BLOOM)
   bool qkv_bias = false;              // q, k, v projections (Qwen2, StarCoder2, GPT-NeoX)
   bool fused_qkv_projection = false;  // one q|k|v projection its code slices into views (Phi-3's qkv_proj)

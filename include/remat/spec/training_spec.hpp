@@ -110,6 +110,9 @@ struct TrainingSpec {
   bool loss_log_softmax_saved = false;       // the loss upcasts the logits, saves an fp32 log-softmax, and its
                                              // backward writes two fp32 gradients (cross_entropy as PyTorch runs it)
   bool grads_allocated_in_backward = false;  // gradients are set to None after the step (zero_grad's default)
+  // a tied embedding's two gradients (the LM head's and the lookup's) meet in autograd's input
+  // buffer, which sums them into a new tensor (bf16): three of them alive at the end of the backward
+  bool tied_grads_summed_out_of_place = false;
   bool params_fp32_autocast = false;         // --precision mixed as autocast runs it: fp32 parameters, bf16 casts
 
   int64_t microbatches() const { return gbs / (mbs * dp); }

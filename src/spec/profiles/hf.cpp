@@ -63,6 +63,10 @@ TrainingSpec hf_training(TrainingSpec t) {
   t.per_row_logps = true;
   t.sequence_parallel = false;
   t.grads_allocated_in_backward = true;
+  // torch/csrc/autograd/input_buffer.cpp (InputBuffer::add): the LM head's weight gradient waits in
+  // the AccumulateGrad node's buffer until embedding_dense_backward's arrives; their sum is a new
+  // tensor. Measured: reports/hf/peak-traces-h200/layernorm/cohere-dflt-2l-full-nr-s4096.json
+  t.tied_grads_summed_out_of_place = true;
   // --precision mixed: fp32 parameters under torch.autocast(bf16), as Trainer's bf16=True runs them
   t.params_fp32_autocast = t.precision == Precision::mixed;
   t.optimizer_temp_bytes_per_param = t.params_fp32_autocast ? 4 : 2;
