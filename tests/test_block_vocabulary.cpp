@@ -485,8 +485,9 @@ TEST(BlockVocabulary, Qwen3NextGatedDeltaNetByHand) {
   EXPECT_TRUE(m.attention_output_gate);
   const double gdn = 64 + 64 * 192 + 64 * 8 + 128 * 4 + 8 + 16 + 64 * 64;
   const double attention = 64 + 64 * 128 + 2 * 2048 + 4096 + 32;
-  // MoE: post-attention norm 64, router 64*4, one shared expert 3*64*32, four experts 4*3*64*32
-  const double moe = 64 + 256 + 3 * 64 * 32 + 4 * 3 * 64 * 32;
+  // MoE: post-attention norm 64, router 64*4, one shared expert 3*64*32 and its gate 64 x 1, four
+  // experts 4*3*64*32
+  const double moe = 64 + 256 + 3 * 64 * 32 + 64 + 4 * 3 * 64 * 32;
   EXPECT_DOUBLE_EQ(layer_params(m, 0, 1, 1).total(), gdn + moe);
   EXPECT_DOUBLE_EQ(layer_params(m, 3, 1, 1).total(), attention + moe);
   // the Gated DeltaNet block keeps its input under recompute; none keeps q, k, v, the conv input,

@@ -83,7 +83,7 @@ TEST(HfCorpus, TransformersDefaultConfigsLoadAtItsCountOrAreRefused) {
         row.contains("transformers_params_reloaded") ? "transformers_params_reloaded" : "transformers_params";
     EXPECT_NEAR(model_params(m, m.num_hidden_layers) / row.at(count_key).get<double>(), 1.0, 0.001) << label;
   }
-  EXPECT_GE(loads, 153);  // mllama's language model (text-only steps): 2026-11-29, seventeenth session
+  EXPECT_GE(loads, 154);  // Muse-Glimmer's language model: 2026-11-29, eighteenth session
   EXPECT_EQ(loads + refusals, 226);
 }
 
@@ -163,9 +163,10 @@ TEST(HfCorpus, DecoderSparseStepTwoMakesOddLayersMoe) {
   EXPECT_EQ(m.n_shared_experts, 2);  // 64 / 32
   const ModelSpec only = parse_hf_config(base + R"(, "mlp_only_layers": [3]})", "q.json");
   EXPECT_EQ(moe_layers(only), (std::vector<int64_t>{1, 5}));
-  // dense layer: 3 h ffn = 3*64*256; MoE layer: router 64*4 + shared 2*3*64*32 + routed 4*3*64*32
+  // dense layer: 3 h ffn = 3*64*256; MoE layer: router 64*4 + shared 2*3*64*32 + the shared expert's
+  // gate 64 x 1 + routed 4*3*64*32
   EXPECT_DOUBLE_EQ(layer_params(m, 0, 1, 1).total() - layer_params(m, 1, 1, 1).total(),
-                   3.0 * 64 * 256 - (64.0 * 4 + 2 * 3 * 64 * 32 + 4 * 3 * 64 * 32));
+                   3.0 * 64 * 256 - (64.0 * 4 + 2 * 3 * 64 * 32 + 64 + 4 * 3 * 64 * 32));
   // a shared MLP no multiple of the experts' width is one shared expert of its own width
   std::string odd = base;  // a repeated key is refused: the value itself is changed
   odd.replace(odd.find("\"shared_expert_intermediate_size\": 64"), 37, "\"shared_expert_intermediate_size\": 48");
@@ -173,7 +174,7 @@ TEST(HfCorpus, DecoderSparseStepTwoMakesOddLayersMoe) {
   EXPECT_EQ(narrow.n_shared_experts, 1);
   EXPECT_EQ(narrow.shared_mlp_width(), 48);
   EXPECT_DOUBLE_EQ(layer_params(narrow, 0, 1, 1).total() - layer_params(narrow, 1, 1, 1).total(),
-                   3.0 * 64 * 256 - (64.0 * 4 + 3 * 64 * 48 + 4 * 3 * 64 * 32));
+                   3.0 * 64 * 256 - (64.0 * 4 + 3 * 64 * 48 + 64 + 4 * 3 * 64 * 32));
 }
 
 TEST(HfCorpus, FirstKDenseReplaceAndMtpOfDeepSeekV3) {
@@ -404,6 +405,26 @@ TEST(HfCorpus, NonFiniteNumbersIgnoredOrRefusedByKey) {
             "c.json: byte 68: malformed JSON");
   // Infinityx is no token: the parser stops at its first character, the 30th
   EXPECT_EQ(rejection(R"({"model_type": "llama", "x": Infinityx})", "c.json"), "c.json: byte 30: malformed JSON");
+}
+
+// Muse-Glimmer's language model (MuseGlimmerTextDecoderLayer, transformers 5.17): Gemma's four norms,
+// weightless q and k norms, a gate projection of hidden to heads x head_dim, no rotary where
+// layer_rope_theta is 0, a weightless norm on the embeddings, the logits scaled before the softcap.
+TEST(HfCorpus, MuseGlimmerLayersByHand) {
+  const ModelSpec m = parse_hf_config(R"({"model_type": "muse_glimmer", "text_config": {"model_type":
+    "muse_glimmer_text", "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 16, "num_hidden_layers": 4, "vocab_size": 100, "sliding_window": 32,
+    "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"],
+    "layer_rope_theta": [10000.0, 10000.0, 10000.0, 0], "output_multiplier": 0.2, "final_logit_softcapping": 20.0,
+    "qk_scale_factor": 3.87, "post_norm_eps": 1e-08, "tie_word_embeddings": false}})",
+                                      "g.json");
+  EXPECT_TRUE(m.layer_is_nope(3));
+  EXPECT_FALSE(m.layer_is_nope(0));
+  EXPECT_TRUE(m.logits_multiplied);
+  EXPECT_DOUBLE_EQ(m.final_logit_softcap, 20.0);
+  // q, gate and o 64 x 64 each, k and v 64 x 32, four norms of 64, SwiGLU 128; no q/k norm weights
+  const double layer = 3 * 64.0 * 64 + 2 * 64.0 * 32 + 4 * 64 + 3 * 64.0 * 128;
+  EXPECT_DOUBLE_EQ(model_params(m, 4), 4 * layer + 2 * 100.0 * 64 + 64);
 }
 
 }  // namespace

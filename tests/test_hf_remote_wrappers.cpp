@@ -128,5 +128,41 @@ TEST(HfRemoteWrappers, FlatEncodersChatGlmEpsilonAndQwenOneKeys) {
   EXPECT_DOUBLE_EQ(model_params(biased, 2) - model_params(plain, 2), 2 * (64 + 2 * 128 + 64));
 }
 
+// Phi-2's remote code in both of its releases reads GPT-2's names: phi-msft, and mixformer-sequential
+// where its `architecture` picks parallel blocks; another block class is refused by name.
+TEST(HfRemoteWrappers, PhiRemoteCodeUnderGptTwoNames) {
+  const std::string keys = R"("n_embd": 64, "n_head": 4, "n_layer": 2, "n_inner": null, "rotary_dim": 8,
+    "vocab_size": 100, "activation_function": "gelu_new", "tie_word_embeddings": false)";
+  // a layer: Wqkv and out_proj with bias, fc1/fc2 of 4 x 64 with bias, one LayerNorm with bias; the
+  // head a LayerNorm and a Linear with bias
+  const double layer = 4 * (64.0 * 64 + 64) + 2 * 64.0 * 256 + 256 + 64 + 2 * 64;
+  const double outside = 100.0 * 64 + 2 * 64 + 100.0 * 64 + 100;
+  const ModelSpec msft = parse_hf_config(R"({"model_type": "phi-msft", )" + keys + "}", "p.json");
+  EXPECT_DOUBLE_EQ(model_params(msft, 2), 2 * layer + outside);
+  EXPECT_DOUBLE_EQ(msft.rotary_fraction, 0.5);  // 8 of head_dim 16
+  const std::string mixformer = R"({"model_type": "mixformer-sequential", )" + keys;
+  const ModelSpec parallel = parse_hf_config(
+      mixformer + R"(, "architecture": {"block_cls": "parallel", "mlp": {"mlp_cls": "fused_mlp"}}})", "m.json");
+  EXPECT_DOUBLE_EQ(model_params(parallel, 2), 2 * layer + outside);
+  EXPECT_EQ(
+      test::hf_rejection(mixformer + R"(, "architecture": {"block_cls": "sequential"}})", "m.json"),
+      R"(m.json: architecture: is not a model remat can build: MixFormer blocks other than parallel (got {"block_cls":"sequential"}))");
+}
+
+// Qwen3-ASR as released keeps its language model in thinker_config.text_config (qwen3_asr_text, read
+// as Qwen3); the audio encoder beside it is not counted, and a note says transformers 5.17 builds
+// its default language model from such a file.
+TEST(HfRemoteWrappers, QwenAsrThinkerTextConfig) {
+  const ModelSpec m = parse_hf_config(R"({"model_type": "qwen3_asr", "thinker_config": {"audio_config": {},
+    "text_config": {"model_type": "qwen3_asr_text", "hidden_size": 64, "intermediate_size": 128,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "num_hidden_layers": 2, "vocab_size": 100,
+    "tie_word_embeddings": true}}})",
+                                      "a.json");
+  EXPECT_DOUBLE_EQ(model_params(m, 2), 2 * (kLayer + 2 * 16) + 100.0 * 64 + 64);  // Qwen3's q/k norms, tied
+  EXPECT_TRUE(std::any_of(m.notes.begin(), m.notes.end(), [](const std::string& note) {
+    return note.find("transformers 5.17's Qwen3ASRConfig reads a top-level text_config only") != std::string::npos;
+  }));
+}
+
 }  // namespace
 }  // namespace remat

@@ -453,7 +453,7 @@ OpDef rope_op(const RankShape& r, double elems) {
 // Norms on q and k per head before rotary (Qwen3, OLMo-2, Cohere): each saves its
 // input (fp32 under the eager upcast, which also saves the bf16 normed copy when its
 // weight trains, as add_upcast_norm) and 1/rms per head and row.
-void add_qk_norm(Block& b, const RankShape& r, double rows, double heads, double hd) {
+void add_qk_norm(Block& b, const RankShape& r, double rows, double heads, double hd, bool weighted) {
   const double elems = rows * heads * hd;
   if (r.layer_norm_code == LayerNormCode::eager_fp32) {  // Cohere's per-head CohereLayerNorm: as add_eager_layer_norm
     b.tensors.push_back({"qk_centered", 2 * elems * kFp32});
@@ -469,7 +469,7 @@ void add_qk_norm(Block& b, const RankShape& r, double rows, double heads, double
   b.tensors.push_back({"qk_rstd", rows * heads * kFp32});
   std::vector<std::string> saves = {"qk_raw", "qk_rstd"};
   if (r.norm_fp32_upcast) b.tensors.push_back({"qk_normed", elems * parts::normed_bytes(r)});
-  if (r.norm_fp32_upcast && r.weights_train) saves.push_back("qk_normed");
+  if (r.norm_fp32_upcast && r.weights_train && weighted) saves.push_back("qk_normed");
   if (r.norm_fp32_upcast) {
     b.ops.push_back(parts::upcast_norm_op("qk_norm", elems, r, saves));
     return;
@@ -511,7 +511,8 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
   b.tensors.push_back({"v", own_kv * rows * v_saved_width * kBf16});
   b.tensors.push_back({"o", rows * nh * vd * kBf16});  // attention output, saved by Wo
   // q and k norms, and Gemma 4's weightless norm on the values
-  if (m.qk_norm != QkNorm::none) add_qk_norm(b, r, rows, nh + own_kv * (g + (m.value_norm ? g : 0)), hd);
+  if (m.qk_norm != QkNorm::none)
+    add_qk_norm(b, r, rows, nh + own_kv * (g + (m.value_norm ? g : 0)), hd, !m.qk_norm_weightless);
   // partial rotary: the rotated share
   const double rotated = 2 * rows * (nh + own_kv * g) * hd * kBf16 * m.rotary_fraction;
   if (m.position_embeddings == 0) b.ops.push_back(rope_op(r, rotated / (2 * kBf16)));

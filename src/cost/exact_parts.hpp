@@ -16,8 +16,8 @@ constexpr ModuleTags kCoreAttnTag = module_bit(MegatronModule::core_attn);
 constexpr ModuleTags kMlpTag = module_bit(MegatronModule::mlp);
 constexpr ModuleTags kLayernormTag = module_bit(MegatronModule::layernorm);
 // The tensors an input norm (add_input_norm) adds besides the block input "x", by name.
-inline const std::vector<std::string> kInputNormTensors = {"x32",      "mean",           "rstd",    "centered",
-                                                           "centered_again", "x_normed", "x_norm"};
+inline const std::vector<std::string> kInputNormTensors = {"x32",      "mean",  "rstd", "centered", "centered_again",
+                                                           "x_normed", "x_norm"};
 constexpr ModuleTags kMoeActTag = module_bit(MegatronModule::moe_act);
 constexpr ModuleTags kMoeTag = module_bit(MegatronModule::moe);
 constexpr ModuleTags kSharedExpertsTag = module_bit(MegatronModule::shared_experts);

@@ -8,7 +8,7 @@ namespace {
 
 double qk_norm_params(const ModelSpec& m, const AttentionShape& a, double tp) {
   const double hd = double(a.head_dim);
-  if (!m.norm_affine) return 0;  // norms without weights (NanoChat's on q and k too)
+  if (!m.norm_affine || m.qk_norm_weightless) return 0;  // norms without weights (NanoChat's on q and k too)
   switch (m.qk_norm) {
     case QkNorm::none:
       return 0;
@@ -74,7 +74,8 @@ double norm_params(const ModelSpec& m, double width) {
 double input_embedding_params(const ModelSpec& m, int64_t tp) {
   const double h = double(m.hidden_size);
   return embedding_params(m, tp) + double(m.extra_input_embedding_rows) * h / double(tp) +
-         double(m.position_embeddings) * h + (m.embedding_norm ? norm_params(m, h) : 0) + per_layer_input_params(m, tp);
+         double(m.position_embeddings) * h +
+         (m.embedding_norm && !m.embedding_norm_weightless ? norm_params(m, h) : 0) + per_layer_input_params(m, tp);
 }
 
 // Gemma 4's per-layer inputs: embed_tokens_per_layer (vocab x layers d), per_layer_model_projection
@@ -212,6 +213,7 @@ ParamCount layer_params(const ModelSpec& m, int64_t layer_index, int64_t tp, int
     p.dense += h * double(m.n_routed_experts);                       // router
     if (m.router_scales) p.dense += h + double(m.n_routed_experts);  // Gemma 4's router scales
     p.dense += matrices * h * double(m.shared_mlp_width()) / t;      // shared experts
+    if (m.shared_expert_gate) p.dense += h;                          // its sigmoid gate, h x 1
     const double io = double(m.expert_io_width());
     p.expert = matrices * io * f * double(m.n_routed_experts) / double(ep);  // routed experts
     // NemotronHMoE's fc1_latent_proj and fc2_latent_proj (biases by mlp_bias)

@@ -684,33 +684,34 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
     throw InputError({{file, "model_type", "", "required key is missing (remat picks the architecture by it)"}});
   if (const std::string why = hf_refusal_reason(outer_type); !why.empty()) refuse(file, "model_type", outer_type, why);
 
-  const char* nest = nested_key(root, outer_type);
+  const std::string nest = nested_key(root, outer_type);
+  const bool nested = !nest.empty();
   const std::string minicpmv_type = minicpmv_text_model_type(root, outer_type, file);
-  const std::string flat_text_type = nest || !root.contains("hidden_size") ? std::string()
-                                     : !minicpmv_type.empty()              ? minicpmv_type
-                                                                           : flat_text_model_type(outer_type);
-  if (is_hf_text_config_wrapper(outer_type) && !nest && flat_text_type.empty())
+  const std::string flat_text_type = nested || !root.contains("hidden_size") ? std::string()
+                                     : !minicpmv_type.empty()                ? minicpmv_type
+                                                                             : flat_text_model_type(outer_type);
+  if (is_hf_text_config_wrapper(outer_type) && !nested && flat_text_type.empty())
     throw InputError({{file, "text_config", root.contains("text_config") ? root["text_config"].dump() : "",
                        "must be the language model's configuration (an object) for model_type " + outer_type}});
-  const std::string prefix = nest ? std::string(nest) + "." : "";
+  const std::string prefix = nested ? nest + "." : "";
   std::vector<std::string> consulted;  // the language model's keys some reader asked for
-  HfJsonReader r{nest ? root[nest] : root, file, prefix, problems, &consulted};
-  if (!nest) top.consulted = &consulted;  // the same object
-  const std::string type = nest ? r.text("model_type") : flat_text_type.empty() ? outer_type : flat_text_type;
+  HfJsonReader r{nested ? nested_object(root, nest) : root, file, prefix, problems, &consulted};
+  if (!nested) top.consulted = &consulted;  // the same object
+  const std::string type = nested ? r.text("model_type") : flat_text_type.empty() ? outer_type : flat_text_type;
   throw_if(problems);
-  if (nest && type.empty()) throw InputError({{file, r.path("model_type"), "", "required key is missing"}});
+  if (nested && type.empty()) throw InputError({{file, r.path("model_type"), "", "required key is missing"}});
   if (const std::string why = hf_refusal_reason(type); !why.empty()) refuse(file, r.path("model_type"), type, why);
   ModelSpec m;
-  const HfFamily* family = resolve_family(r, type, nest ? r.text_list("architectures") : archs, m);
+  const HfFamily* family = resolve_family(r, type, nested ? r.text_list("architectures") : archs, m);
   if (!minicpmv_type.empty()) top.mark_read("version");
   if (!minicpmv_type.empty())
     m.notes.push_back("model_type minicpmv: the language model's keys at the top are read as " + minicpmv_type +
                       ", the model its remote code builds for the config's version; the vision tower and "
                       "resampler are not counted");
   refuse_layer_mixes(r, family ? family->hybrid : HfHybrid::none);
-  if (nest) refuse_layer_mixes(top, HfHybrid::none);
-  if (!family && nest && is_hf_text_config_wrapper(type))
-    refuse(file, r.path("model_type"), type, "a multimodal wrapper inside " + std::string(nest));
+  if (nested) refuse_layer_mixes(top, HfHybrid::none);
+  if (!family && nested && is_hf_text_config_wrapper(type))
+    refuse(file, r.path("model_type"), type, "a multimodal wrapper inside " + nest);
   if (!family) refuse_unknown(file, r.path("model_type"), type, archs, root.contains("auto_map"));
   m.name = top.text("_name_or_path");
   if (m.name.empty()) m.name = name_from_file(file, outer_type.empty() ? type : outer_type);
@@ -732,7 +733,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   // 5's wrapper classes: Mistral3ForConditionalGeneration with a tied top level and an untied
   // text_config builds a tied head), else by the language model's.
   m.tie_word_embeddings = family->tie_word_embeddings;
-  if (nest) r.boolean("tie_word_embeddings", m.tie_word_embeddings);
+  if (nested) r.boolean("tie_word_embeddings", m.tie_word_embeddings);
   top.boolean("tie_word_embeddings", m.tie_word_embeddings);
   read_experts(r, m, family->experts, type);
   require_dense_width(r, m);
@@ -742,7 +743,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   read_numerics(r, m, *family);
   note_quantized(top, r, m);
   note_vision_tower(m, *family, type, nest);
-  if (!nest && !family->vision_tower_beside && minicpmv_type.empty()) note_flat_encoders(top, m);
+  if (!nested && !family->vision_tower_beside && minicpmv_type.empty()) note_flat_encoders(top, m);
   note_unread_keys(r, consulted, m);
   throw_if(problems);
   if (m.num_key_value_heads == 0) m.num_key_value_heads = m.num_attention_heads;

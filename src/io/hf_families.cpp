@@ -277,6 +277,46 @@ void phi_layer(HfJsonReader& r, ModelSpec& m) {
   bool qk = false;
   r.boolean("qk_layernorm", qk);
   if (qk) m.qk_norm = QkNorm::shared;
+  read_probability(r, "resid_pdrop", m.residual_dropout);  // PhiDecoderLayer's resid_dropout on both branches
+}
+
+// Phi-2's first remote code (model_type phi-msft, modeling_phi.py's ParallelBlock): the layer
+// transformers' phi ported, under GPT-2's names (n_embd, n_layer, n_head, n_head_kv, n_inner: null
+// is 4 n_embd), rotary_dim of each head and activation_function; the head is a LayerNorm and a
+// Linear with bias, as phi's final norm and lm_head.
+void phi_msft_spell(HfJsonReader& r, ModelSpec& m) {
+  gpt2_spell(r, m);
+  r.integer("n_head_kv", m.num_key_value_heads, false);
+}
+
+void phi_msft_layer(HfJsonReader& r, ModelSpec& m) {
+  four_h_mlp_by_default(m);
+  phi_layer(r, m);
+  read_activation(r, m, "activation_function");
+  m.rotary_fraction = 1;
+  set_rotary_dim(r, m);
+}
+
+// Phi-2's first upload (model_type mixformer-sequential, modeling_mixformer_sequential.py): phi-msft's
+// layers where its `architecture` picks them (block_cls parallel, an fc1/fc2 MLP, the MHA mixer);
+// another block or MLP class is refused by name.
+void mixformer_layer(HfJsonReader& r, ModelSpec& m) {
+  const auto& arch = r.object["architecture"];
+  const auto text_at = [&](const char* group, const char* key) {
+    const auto& node = group ? (arch.contains(group) ? arch[group] : nlohmann::json()) : arch;
+    return node.is_object() && node.contains(key) && node[key].is_string() ? node[key].get<std::string>() : "";
+  };
+  const std::string block = text_at(nullptr, "block_cls"), mlp = text_at("mlp", "mlp_cls");
+  const std::string mixer = text_at("mixer", "mixer_cls");
+  if (!arch.is_null() && !arch.is_object()) return r.fail("architecture", arch.dump(), "must be an object");
+  if (!block.empty() && block != "parallel")
+    return r.fail("architecture", arch.dump(), "is not a model remat can build: MixFormer blocks other than parallel");
+  if (!mlp.empty() && mlp != "fused_mlp" && mlp != "mlp")
+    return r.fail("architecture", arch.dump(), "is not a model remat can build: a MixFormer MLP other than fc1/fc2");
+  if (!mixer.empty() && mixer != "mha")
+    return r.fail("architecture", arch.dump(), "is not a model remat can build: a MixFormer mixer other than MHA");
+  r.mark_read("architecture");
+  phi_msft_layer(r, m);
 }
 
 // StarCoder2: LayerNorms with bias, two-matrix MLP (c_fc, c_proj), use_bias on all.
@@ -546,6 +586,7 @@ constexpr HfDefaults kGptNeoxDefaults{50432, 6144, 24576, 44, 64};
 constexpr HfDefaults kGptjDefaults{50400, 4096, 0, 28, 16};
 constexpr HfDefaults kFalconDefaults{65024, 4544, 0, 32, 71};
 constexpr HfDefaults kPhiDefaults{51200, 2048, 8192, 24, 32};
+constexpr HfDefaults kPhiMsftDefaults{50304, 1024, 0, 20, 16};  // the remote PhiConfig's (n_inner None: 4 n_embd)
 
 // BambaConfig, GraniteMoeHybridConfig and Mamba2Config (no attention, no MLP: their dimensions
 // come from its own keys)
@@ -616,6 +657,7 @@ const std::array kFamilies = {
     HfFamily{"gemma", true, kDense, false, nullptr, gemma_layer, kGemmaDefaults},
     HfFamily{"gemma2", true, kDense, false, nullptr, gemma2_layer, kGemma2Defaults},
     HfFamily{"gemma3_text", true, kDense, false, nullptr, gemma3_layer, kGemma3Defaults},
+    HfFamily{"muse_glimmer_text", false, kDense, false, nullptr, muse_glimmer_text_layer},
     HfFamily{"gemma4_text", true, HfExperts::own, false, nullptr, gemma4_layer, kGemma4Defaults},
     HfFamily{"gemma4_unified_text", true, HfExperts::own, false, nullptr, gemma4_unified_layer, kGemma4Defaults},
     HfFamily{"cohere", true, kDense, false, nullptr, cohere_layer},
@@ -636,6 +678,8 @@ const std::array kFamilies = {
     HfFamily{"gptj", false, kDense, false, gpt2_spell, gptj_block_layer, kGptjDefaults},
     HfFamily{"falcon", true, kDense, false, falcon_spell, falcon_layer, kFalconDefaults},
     HfFamily{"phi", false, kDense, false, nullptr, phi_layer, kPhiDefaults},
+    HfFamily{"phi-msft", false, kDense, false, phi_msft_spell, phi_msft_layer, kPhiMsftDefaults},
+    HfFamily{"mixformer-sequential", false, kDense, false, phi_msft_spell, mixformer_layer, kPhiMsftDefaults},
     HfFamily{"starcoder2", true, kDense, false, nullptr, starcoder2_layer},
     HfFamily{"mixtral", false, HfExperts::mixtral, false, nullptr, nullptr, kEps1e5},
     HfFamily{"gpt_oss", false, HfExperts::mixtral, false, nullptr, gpt_oss_layer, kEps1e5},

@@ -198,6 +198,7 @@ void gemma_layer(HfJsonReader& r, ModelSpec& m);
 void gemma2_layer(HfJsonReader& r, ModelSpec& m);
 void vaultgemma_layer(HfJsonReader& r, ModelSpec& m);
 void gemma3_layer(HfJsonReader& r, ModelSpec& m);
+void muse_glimmer_text_layer(HfJsonReader& r, ModelSpec& m);
 void gemma4_layer(HfJsonReader& r, ModelSpec& m);
 void gemma4_unified_layer(HfJsonReader& r, ModelSpec& m);
 std::vector<bool> gemma4_windowed_layers(HfJsonReader& r, int64_t layers);
@@ -236,13 +237,15 @@ std::string hf_architecture_refusal_reason(const std::string& architecture);
 std::string current_layer_type(const std::string& kind);
 
 // Multimodal configs (hf_wrappers.cpp). The key of a wrapper's nested language model (text_config,
-// llm_config, llm_cfg), nullptr when the config is the language model itself.
-const char* nested_key(const nlohmann::json& root, const std::string& type);
+// llm_config, llm_cfg; Qwen3-ASR's thinker_config.text_config), "" when the config is the language
+// model itself; nested_object finds it by that dotted path.
+std::string nested_key(const nlohmann::json& root, const std::string& type);
+const nlohmann::json& nested_object(const nlohmann::json& root, const std::string& path);
 // MiniCPM-V's language model type for its config's version ("" for another model_type; an unknown
 // version refused).
 std::string minicpmv_text_model_type(const nlohmann::json& root, const std::string& type, const std::string& file);
 // Notes naming what is not counted: a nested config's or a flat family's vision tower ...
-void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, const char* nest);
+void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, const std::string& nest);
 // ... and a flat config's encoders beside its language model (marked read).
 void note_flat_encoders(HfJsonReader& top, ModelSpec& m);
 

@@ -38,6 +38,30 @@ void gemma3_layer(HfJsonReader& r, ModelSpec& m) {
   m.qk_norm = QkNorm::shared;
 }
 
+// Muse-Glimmer's language model (MuseGlimmerTextDecoderLayer, models/muse_glimmer/, read at 5.17):
+// Gemma's fp32 (1 + weight) norms before and after attention and MLP; a weightless RMSNorm on q and
+// k over head_dim (q then scaled by qk_scale_factor); a sigmoid output gate, gate_proj of hidden to
+// heads x head_dim, as AFMoE's; no rotary where layer_rope_theta is 0; a weightless norm on the
+// embeddings; the logits times output_multiplier before the final softcap.
+void muse_glimmer_text_layer(HfJsonReader& r, ModelSpec& m) {
+  gemma2_layer(r, m);
+  m.qk_norm = QkNorm::shared;
+  m.qk_norm_weightless = true;
+  m.attention_output_gate = true;
+  m.embedding_norm = m.embedding_norm_weightless = true;
+  m.logits_multiplied = r.has("output_multiplier");
+  const auto& thetas = r.object["layer_rope_theta"];
+  if (thetas.is_array()) {
+    for (const auto& theta : thetas) {
+      if (!theta.is_number()) return r.fail("layer_rope_theta", theta.dump(), "must be a list of numbers");
+      m.nope_layers.push_back(theta.get<double>() == 0);
+    }
+    r.mark_read("layer_rope_theta");
+  }
+  drop_nope_layers_if_none(m);
+  for (const char* scalar : {"qk_scale_factor", "post_norm_eps", "output_multiplier"}) r.mark_read(scalar);
+}
+
 namespace {}  // namespace
 
 // Gemma4TextConfig.__post_init__: without layer_types every 6th layer is full attention, and the

@@ -25,6 +25,7 @@ constexpr std::pair<const char*, const char*> kAliases[] = {
     {"exaone4_5_text", "exaone4"},         // EXAONE 4.5's first releases (transformers now writes exaone4)
     {"qwen2_5_omni_text", "qwen2"},        // Qwen2.5-Omni's thinker
     {"qwen3_omni_moe_text", "qwen3_moe"},  // Qwen3-Omni's thinker
+    {"qwen3_asr_text", "qwen3"},           // Qwen3-ASR's thinker (Qwen3ASRConfig: text_config is a Qwen3Config)
     {"paddleocr_vl_text", "ernie4_5"},
     {"glm_ocr_text", "glm4"},
     {"minimax_text_01", "minimax"},  // MiniMax-Text-01's and MiniMax-M1's remote code
@@ -84,9 +85,10 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
 };
 
 constexpr std::array kTextConfigWrappers = {
-    "llava",     "llava_next", "llava_onevision", "mistral3",       "qwen3_vl", "qwen3_vl_moe", "llama4",   "gemma3",
-    "gemma4",    "paligemma",  "qwen3_5",         "qwen3_5_moe",    "kimi_k25", "lfm2_vl",      "internvl", "glm4v",
-    "glm4v_moe", "gemma3n",    "mllama",          "gemma4_unified", "aria",     "emu3",         "step3p7"};
+    "llava",    "llava_next", "llava_onevision", "mistral3",    "qwen3_vl",    "qwen3_vl_moe",   "llama4",
+    "gemma3",   "gemma4",     "paligemma",       "qwen3_5",     "qwen3_5_moe", "kimi_k25",       "lfm2_vl",
+    "internvl", "glm4v",      "glm4v_moe",       "gemma3n",     "mllama",      "gemma4_unified", "aria",
+    "emu3",     "step3p7",    "qwen3_asr",       "muse_glimmer"};
 
 const char* kEncoder = "an encoder or encoder-decoder model (bidirectional attention); remat plans causal decoder LLMs";
 

@@ -15,7 +15,13 @@ using nlohmann::json;
 
 // The language model of a multimodal wrapper: text_config (transformers), llm_config (InternVL's
 // remote code) or llm_cfg (VILA's); nullptr when the config is the language model itself.
-const char* nested_key(const json& root, const std::string& type) {
+std::string nested_key(const json& root, const std::string& type) {
+  // Qwen3-ASR as released (the qwen-asr package's layout): the language model in the thinker's
+  // text_config. transformers 5.17's Qwen3ASRConfig reads a top-level text_config only, so it builds
+  // its default language model from such a file (Qwen3-ASR-0.6B: hidden 2048 for the file's 1024).
+  if (type == "qwen3_asr" && root.contains("thinker_config") && root["thinker_config"].is_object() &&
+      root["thinker_config"].contains("text_config") && root["thinker_config"]["text_config"].is_object())
+    return "thinker_config.text_config";
   const HfFamily* family = find_hf_family(type);
   // Qwen2-VL's newer re-saves keep the language model only in text_config
   const bool flat_moved = family && family->vision_tower_beside && !root.contains("hidden_size");
@@ -23,7 +29,13 @@ const char* nested_key(const json& root, const std::string& type) {
     if (root.contains(key) && root[key].is_object() &&
         (is_hf_text_config_wrapper(type) || flat_moved || (!family && root[key].contains("model_type"))))
       return key;
-  return nullptr;
+  return "";
+}
+
+const json& nested_object(const json& root, const std::string& path) {
+  const size_t dot = path.find('.');
+  if (dot == std::string::npos) return root[path];
+  return nested_object(root[path.substr(0, dot)], path.substr(dot + 1));
 }
 
 // MiniCPM-V's remote code builds its language model by the config's version, its keys at the top
@@ -63,9 +75,14 @@ void note_flat_encoders(HfJsonReader& top, ModelSpec& m) {
                       ") are not counted");
 }
 
-void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, const char* nest) {
-  if (nest) {
-    m.name += " (language model: " + std::string(nest) + ")";
+void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, const std::string& nest) {
+  if (nest == "thinker_config.text_config") {
+    m.name += " (language model: " + nest + ")";
+    m.notes.push_back("the thinker's text_config is the language model (" + type +
+                      "); the audio encoder is not counted. transformers 5.17's Qwen3ASRConfig reads a top-level "
+                      "text_config only and builds its default language model from this file");
+  } else if (!nest.empty()) {
+    m.name += " (language model: " + nest + ")";
     m.notes.push_back("the nested config is the language model (" + type +
                       "); the vision tower and projector are not counted");
   } else if (family.vision_tower_beside) {

@@ -34,7 +34,7 @@ struct RankShape {
   // From the model (with_model): LayerNorm (mean and 1/std saved) instead of RMSNorm
   bool layer_norm = false;
   LayerNormCode layer_norm_code = LayerNormCode::native;  // ModelSpec's, on eager stacks only
-  bool norm_scale_fp32 = false;  // ModelSpec::norm_scale_fp32 (Gemma's norms)
+  bool norm_scale_fp32 = false;                           // ModelSpec::norm_scale_fp32 (Gemma's norms)
   bool softmax_fp32 = false;
   bool autocast = false;  // fp32 parameters and residual stream, bf16 casts for each GEMM
   // false under LoRA: a frozen matrix saves no input for its weight's gradient, and its

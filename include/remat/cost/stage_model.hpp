@@ -48,7 +48,7 @@ struct StageBase {
   // the end of the backward, on top of the static bytes: the tied embedding's backward (first and
   // last stage at once) beside the LM head's gradient (TrainingSpec::tied_grads_summed_out_of_place)
   double tied_embedding_backward_bytes = 0;
-  bool ordered_backward = false;    // TrainingSpec::ordered_backward
+  bool ordered_backward = false;                              // TrainingSpec::ordered_backward
   double fixed_fwd_s = 0, fixed_bwd_s = 0, fixed_comm_s = 0;  // head and p2p
   // the policy's forward and the objective's no-grad passes (no_grad_forwards): each runs the
   // stage's layers, head and send once more, saves nothing and replays nothing

@@ -124,12 +124,13 @@ struct ModelSpec {
   MlpKind mlp_kind = MlpKind::gated;
   std::string hidden_act = "silu";  // the MLP's activation as config.json names it
   NormKind norm_kind = NormKind::rms;
-  bool norm_bias = false;             // LayerNorm with a bias (GPT-NeoX, Falcon, StableLM)
-  bool norm_affine = true;            // false: norms without weights (OLMo 1's non-parametric LayerNorm)
+  bool norm_bias = false;   // LayerNorm with a bias (GPT-NeoX, Falcon, StableLM)
+  bool norm_affine = true;  // false: norms without weights (OLMo 1's non-parametric LayerNorm)
   LayerNormCode layer_norm_code = LayerNormCode::native;
-  bool embedding_norm = false;        // a norm on the embeddings before the first layer (BLOOM)
-  bool qkv_bias = false;              // q, k, v projections (Qwen2, StarCoder2, GPT-NeoX)
-  bool fused_qkv_projection = false;  // one q|k|v projection its code slices into views (Phi-3's qkv_proj)
+  bool embedding_norm = false;             // a norm on the embeddings before the first layer (BLOOM)
+  bool embedding_norm_weightless = false;  // that norm has no weight (Muse-Glimmer's embed_norm)
+  bool qkv_bias = false;                   // q, k, v projections (Qwen2, StarCoder2, GPT-NeoX)
+  bool fused_qkv_projection = false;       // one q|k|v projection its code slices into views (Phi-3's qkv_proj)
   double buffer_bytes = 0;  // registered non-parameter buffers (GPTBigCode's causal-mask bias), per model copy
   bool sdpa_mask_materialized = false;  // its code hands sdpa an s x s mask, not is_causal (Falcon)
   double residual_dropout = 0;          // dropout on each block's output before the residual add (GPT-2's resid_pdrop)
@@ -173,6 +174,7 @@ struct ModelSpec {
   int64_t extra_norms_per_layer = 0;  // sandwich norms after attention and MLP (GLM-4, Gemma 2/3)
   double rotary_fraction = 1.0;       // share of each head's dimensions rotated (partial rotary)
   QkNorm qk_norm = QkNorm::none;
+  bool qk_norm_weightless = false;    // the q and k norms have no weight (Muse-Glimmer's qk_norm)
   int64_t position_embeddings = 0;    // learned absolute positions (GPT-2's wpe rows); 0: rotary or none
   bool sinusoidal_positions = false;  // fixed sinusoids added to the embeddings, no parameters (XGLM, CTRL)
   bool post_layer_norm = false;       // LayerNorms after each residual add, none at the end (OpenAI GPT)

@@ -113,7 +113,7 @@ struct TrainingSpec {
   // a tied embedding's two gradients (the LM head's and the lookup's) meet in autograd's input
   // buffer, which sums them into a new tensor (bf16): three of them alive at the end of the backward
   bool tied_grads_summed_out_of_place = false;
-  bool params_fp32_autocast = false;         // --precision mixed as autocast runs it: fp32 parameters, bf16 casts
+  bool params_fp32_autocast = false;  // --precision mixed as autocast runs it: fp32 parameters, bf16 casts
 
   int64_t microbatches() const { return gbs / (mbs * dp); }
   int64_t gpus() const { return tp * pp * dp; }
