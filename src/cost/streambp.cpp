@@ -224,6 +224,7 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
     p +=
         (l.q ? r * (h + q / tpd) : 0) + (l.k && own_k ? r * (h + k / tpd) : 0) + (l.v && own_v ? r * (h + v / tpd) : 0);
     if (l.o) p += r * (o / tpd + h);
+    if (l.gate && m.attention_gate_proj) p += r * (h + q / tpd);
   } else if (m.mixer(layer) == Mixer::gated_deltanet && m.linear_attention_own_projections) {
     const double kd = double(m.linear_num_key_heads * m.linear_key_head_dim);
     const double vd = double(m.linear_num_value_heads * m.linear_value_head_dim);

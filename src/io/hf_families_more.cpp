@@ -284,7 +284,7 @@ void exaone_moe_layer(HfJsonReader& r, ModelSpec& m) {
 void afmoe_layer(HfJsonReader& r, ModelSpec& m) {
   llama_layer(r, m);
   m.qk_norm = QkNorm::shared;
-  m.attention_output_gate = true;
+  m.attention_output_gate = m.attention_gate_proj = true;
   m.extra_norms_per_layer = 2;
   integer_or_default(r, m, "num_shared_experts", m.n_shared_experts, 2);
   integer_or_default(r, m, "num_dense_layers", m.first_k_dense_replace, 1);

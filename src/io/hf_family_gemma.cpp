@@ -47,7 +47,7 @@ void muse_glimmer_text_layer(HfJsonReader& r, ModelSpec& m) {
   gemma2_layer(r, m);
   m.qk_norm = QkNorm::shared;
   m.qk_norm_weightless = true;
-  m.attention_output_gate = true;
+  m.attention_output_gate = m.attention_gate_proj = true;
   m.embedding_norm = m.embedding_norm_weightless = true;
   m.logits_multiplied = r.has("output_multiplier");
   const auto& thetas = r.object["layer_rope_theta"];

@@ -237,6 +237,9 @@ struct ModelSpec {
   int64_t mamba1_inner = 0, mamba1_dt_rank = 0;
   bool mamba1_inner_norms = false;
   bool attention_output_gate = false;  // Qwen3-Next: q_proj also makes a sigmoid gate on the attention output
+  // that gate is its own projection named gate_proj (AFMoE, Muse-Glimmer): PEFT's "gate_proj" target
+  // adapts it beside the MLP's
+  bool attention_gate_proj = false;
   bool attention_head_gate = false;    // Laguna: g_proj (hidden -> heads) makes a softplus gate per head
   bool head_gate_sigmoid = false;      // Step 3.5: that gate a sigmoid in bf16 (Laguna's a softplus in fp32)
   // BitNet: RMSNorms on the attention output before o_proj (heads x head_dim) and on the MLP's
