@@ -153,6 +153,25 @@ void gpt2_spell(HfJsonReader& r, ModelSpec& m) {
   r.integer("n_inner", m.intermediate_size, false);
 }
 
+void four_h_mlp_by_default(ModelSpec& m) {
+  if (m.intermediate_size == 0) m.intermediate_size = 4 * m.hidden_size;
+}
+
+// Phi (phi-1, phi-1.5, phi-2): GPT-J's parallel layer with q, k, v, dense biases and
+// a partial_rotary_factor (0.5).
+void phi_layer(HfJsonReader& r, ModelSpec& m) {
+  layer_norm_with_bias(m);
+  two_matrix_mlp(m, "gelu_new");
+  read_activation(r, m, "hidden_act");
+  m.qkv_bias = m.o_bias = m.mlp_bias = m.lm_head_bias = true;
+  m.parallel_attn_mlp = m.shared_input_norm = true;
+  set_rotary_fraction(r, m, "partial_rotary_factor", 0.5);
+  bool qk = false;
+  r.boolean("qk_layernorm", qk);
+  if (qk) m.qk_norm = QkNorm::shared;
+  read_probability(r, "resid_pdrop", m.residual_dropout);  // PhiDecoderLayer's resid_dropout on both branches
+}
+
 namespace {
 
 // GPT-NeoX (Pythia): LayerNorms with bias, two-matrix MLP with biases, rotary_pct of
@@ -174,10 +193,6 @@ void gpt_neox_layer(HfJsonReader& r, ModelSpec& m) {
   // GPTNeoXAttention: query_key_value's output viewed per head and chunked into q, k, v (views;
   // measured: reports/hf/steps-fused-h100.jsonl)
   m.fused_qkv_projection = true;
-}
-
-void four_h_mlp_by_default(ModelSpec& m) {
-  if (m.intermediate_size == 0) m.intermediate_size = 4 * m.hidden_size;
 }
 
 // GPT-2: learned positions (n_positions), LayerNorms with bias, biases everywhere.
@@ -263,60 +278,6 @@ void falcon_layer(HfJsonReader& r, ModelSpec& m) {
   m.parallel_attn_mlp = new_arch || parallel;
   m.shared_input_norm = new_arch ? norms == 1 : parallel;
   m.sdpa_mask_materialized = true;  // FalconAttention passes the causal mask to sdpa (measured)
-}
-
-// Phi (phi-1, phi-1.5, phi-2): GPT-J's parallel layer with q, k, v, dense biases and
-// a partial_rotary_factor (0.5).
-void phi_layer(HfJsonReader& r, ModelSpec& m) {
-  layer_norm_with_bias(m);
-  two_matrix_mlp(m, "gelu_new");
-  read_activation(r, m, "hidden_act");
-  m.qkv_bias = m.o_bias = m.mlp_bias = m.lm_head_bias = true;
-  m.parallel_attn_mlp = m.shared_input_norm = true;
-  set_rotary_fraction(r, m, "partial_rotary_factor", 0.5);
-  bool qk = false;
-  r.boolean("qk_layernorm", qk);
-  if (qk) m.qk_norm = QkNorm::shared;
-  read_probability(r, "resid_pdrop", m.residual_dropout);  // PhiDecoderLayer's resid_dropout on both branches
-}
-
-// Phi-2's first remote code (model_type phi-msft, modeling_phi.py's ParallelBlock): the layer
-// transformers' phi ported, under GPT-2's names (n_embd, n_layer, n_head, n_head_kv, n_inner: null
-// is 4 n_embd), rotary_dim of each head and activation_function; the head is a LayerNorm and a
-// Linear with bias, as phi's final norm and lm_head.
-void phi_msft_spell(HfJsonReader& r, ModelSpec& m) {
-  gpt2_spell(r, m);
-  r.integer("n_head_kv", m.num_key_value_heads, false);
-}
-
-void phi_msft_layer(HfJsonReader& r, ModelSpec& m) {
-  four_h_mlp_by_default(m);
-  phi_layer(r, m);
-  read_activation(r, m, "activation_function");
-  m.rotary_fraction = 1;
-  set_rotary_dim(r, m);
-}
-
-// Phi-2's first upload (model_type mixformer-sequential, modeling_mixformer_sequential.py): phi-msft's
-// layers where its `architecture` picks them (block_cls parallel, an fc1/fc2 MLP, the MHA mixer);
-// another block or MLP class is refused by name.
-void mixformer_layer(HfJsonReader& r, ModelSpec& m) {
-  const auto& arch = r.object["architecture"];
-  const auto text_at = [&](const char* group, const char* key) {
-    const auto& node = group ? (arch.contains(group) ? arch[group] : nlohmann::json()) : arch;
-    return node.is_object() && node.contains(key) && node[key].is_string() ? node[key].get<std::string>() : "";
-  };
-  const std::string block = text_at(nullptr, "block_cls"), mlp = text_at("mlp", "mlp_cls");
-  const std::string mixer = text_at("mixer", "mixer_cls");
-  if (!arch.is_null() && !arch.is_object()) return r.fail("architecture", arch.dump(), "must be an object");
-  if (!block.empty() && block != "parallel")
-    return r.fail("architecture", arch.dump(), "is not a model remat can build: MixFormer blocks other than parallel");
-  if (!mlp.empty() && mlp != "fused_mlp" && mlp != "mlp")
-    return r.fail("architecture", arch.dump(), "is not a model remat can build: a MixFormer MLP other than fc1/fc2");
-  if (!mixer.empty() && mixer != "mha")
-    return r.fail("architecture", arch.dump(), "is not a model remat can build: a MixFormer mixer other than MHA");
-  r.mark_read("architecture");
-  phi_msft_layer(r, m);
 }
 
 // StarCoder2: LayerNorms with bias, two-matrix MLP (c_fc, c_proj), use_bias on all.

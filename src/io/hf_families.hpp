@@ -174,6 +174,11 @@ void qwen1_spell(HfJsonReader& r, ModelSpec& m);
 void qwen1_layer(HfJsonReader& r, ModelSpec& m);
 void telechat_spell(HfJsonReader& r, ModelSpec& m);
 void telechat_layer(HfJsonReader& r, ModelSpec& m);
+void phi_msft_spell(HfJsonReader& r, ModelSpec& m);  // Phi-2's remote code: phi-msft, mixformer-sequential
+void phi_msft_layer(HfJsonReader& r, ModelSpec& m);
+void mixformer_layer(HfJsonReader& r, ModelSpec& m);
+void phi_layer(HfJsonReader& r, ModelSpec& m);
+void four_h_mlp_by_default(ModelSpec& m);  // intermediate_size absent: 4 hidden
 void mllama_text_layer(HfJsonReader& r, ModelSpec& m);
 void aria_text_layer(HfJsonReader& r, ModelSpec& m);
 void emu3_text_layer(HfJsonReader& r, ModelSpec& m);

@@ -1,5 +1,7 @@
 // Families whose Hub repositories ship their own modeling code, read from that code: ChatGLM
-// (chatglm2/3, GLM-4), Qwen (1), TeleChat and the keys of Hunyuan's first release.
+// (chatglm2/3, GLM-4), Qwen (1), TeleChat, Phi-2's two first releases and the keys of Hunyuan's
+// first release.
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "hf_families.hpp"
@@ -107,6 +109,45 @@ void telechat_layer(HfJsonReader& r, ModelSpec& m) {
                           "masked_softmax_fusion", "skip_bias_add", "skip_bias_add_qkv", "slow_but_exact", "seq_length",
                           "offset_alibi", "n_inner"})
     r.mark_read(key);
+}
+
+// Phi-2's first remote code (model_type phi-msft, modeling_phi.py's ParallelBlock): the layer
+// transformers' phi ported, under GPT-2's names (n_embd, n_layer, n_head, n_head_kv, n_inner: null
+// is 4 n_embd), rotary_dim of each head and activation_function; the head is a LayerNorm and a
+// Linear with bias, as phi's final norm and lm_head.
+void phi_msft_spell(HfJsonReader& r, ModelSpec& m) {
+  gpt2_spell(r, m);
+  r.integer("n_head_kv", m.num_key_value_heads, false);
+}
+
+void phi_msft_layer(HfJsonReader& r, ModelSpec& m) {
+  four_h_mlp_by_default(m);
+  phi_layer(r, m);
+  read_activation(r, m, "activation_function");
+  m.rotary_fraction = 1;
+  set_rotary_dim(r, m);
+}
+
+// Phi-2's first upload (model_type mixformer-sequential, modeling_mixformer_sequential.py): phi-msft's
+// layers where its `architecture` picks them (block_cls parallel, an fc1/fc2 MLP, the MHA mixer);
+// another block or MLP class is refused by name.
+void mixformer_layer(HfJsonReader& r, ModelSpec& m) {
+  const auto& arch = r.object["architecture"];
+  const auto text_at = [&](const char* group, const char* key) {
+    const auto& node = group ? (arch.contains(group) ? arch[group] : nlohmann::json()) : arch;
+    return node.is_object() && node.contains(key) && node[key].is_string() ? node[key].get<std::string>() : "";
+  };
+  const std::string block = text_at(nullptr, "block_cls"), mlp = text_at("mlp", "mlp_cls");
+  const std::string mixer = text_at("mixer", "mixer_cls");
+  if (!arch.is_null() && !arch.is_object()) return r.fail("architecture", arch.dump(), "must be an object");
+  if (!block.empty() && block != "parallel")
+    return r.fail("architecture", arch.dump(), "is not a model remat can build: MixFormer blocks other than parallel");
+  if (!mlp.empty() && mlp != "fused_mlp" && mlp != "mlp")
+    return r.fail("architecture", arch.dump(), "is not a model remat can build: a MixFormer MLP other than fc1/fc2");
+  if (!mixer.empty() && mixer != "mha")
+    return r.fail("architecture", arch.dump(), "is not a model remat can build: a MixFormer mixer other than MHA");
+  r.mark_read("architecture");
+  phi_msft_layer(r, m);
 }
 
 }  // namespace remat

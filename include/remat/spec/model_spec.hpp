@@ -240,8 +240,8 @@ struct ModelSpec {
   // that gate is its own projection named gate_proj (AFMoE, Muse-Glimmer): PEFT's "gate_proj" target
   // adapts it beside the MLP's
   bool attention_gate_proj = false;
-  bool attention_head_gate = false;    // Laguna: g_proj (hidden -> heads) makes a softplus gate per head
-  bool head_gate_sigmoid = false;      // Step 3.5: that gate a sigmoid in bf16 (Laguna's a softplus in fp32)
+  bool attention_head_gate = false;  // Laguna: g_proj (hidden -> heads) makes a softplus gate per head
+  bool head_gate_sigmoid = false;    // Step 3.5: that gate a sigmoid in bf16 (Laguna's a softplus in fp32)
   // BitNet: RMSNorms on the attention output before o_proj (heads x head_dim) and on the MLP's
   // activation before down_proj (intermediate_size)
   bool sub_norms = false;
