@@ -144,6 +144,13 @@ TEST(HfRemoteWrappers, PhiRemoteCodeUnderGptTwoNames) {
   const ModelSpec parallel = parse_hf_config(
       mixformer + R"(, "architecture": {"block_cls": "parallel", "mlp": {"mlp_cls": "fused_mlp"}}})", "m.json");
   EXPECT_DOUBLE_EQ(model_params(parallel, 2), 2 * layer + outside);
+  // the same keys under a model_type remat knows only by its architecture: phi's defaults are not
+  // this code's, so the missing hidden_size is refused (it was read as 2048 before)
+  const std::string other = R"({"model_type": "phi-custom", "architectures": ["PhiForCausalLM"], )" + keys + "}";
+  EXPECT_NE(test::hf_rejection(other, "o.json")
+                .find("o.json: hidden_size: required key is missing: model_type phi-custom is read as phi, whose "
+                      "defaults need not be this configuration's"),
+            std::string::npos);
   EXPECT_EQ(
       test::hf_rejection(mixformer + R"(, "architecture": {"block_cls": "sequential"}})", "m.json"),
       R"(m.json: architecture: is not a model remat can build: MixFormer blocks other than parallel (got {"block_cls":"sequential"}))");

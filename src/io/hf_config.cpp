@@ -610,7 +610,10 @@ std::string name_from_file(const std::string& file, const std::string& model_typ
 
 // The family's spellings first (GPT-2's n_embd), then the common keys; a dimension
 // still absent takes the family's transformers default (said in a note) or is missing.
-void read_dimensions(HfJsonReader& r, ModelSpec& m, const HfFamily& family) {
+// `type`: the config's own model_type. Where it names the family another way (remote code under a
+// known architecture), transformers' defaults for the family are not that code's: an absent core
+// dimension is refused rather than filled (Phi-2's first remote code spells them n_embd, n_layer).
+void read_dimensions(HfJsonReader& r, ModelSpec& m, const HfFamily& family, const std::string& type) {
   if (family.spell) family.spell(r, m);
   r.integer("hidden_size", m.hidden_size, false);
   r.integer("intermediate_size", m.intermediate_size, false);
@@ -627,8 +630,14 @@ void read_dimensions(HfJsonReader& r, ModelSpec& m, const HfFamily& family) {
   r.integer("num_hidden_layers", m.num_hidden_layers, false);
   if (r.has("kv_lora_rank")) read_mla(r, m);
   const HfDefaults& d = family.defaults;
+  const bool own_defaults = type == family.model_type;
   const auto fill = [&](const char* key, int64_t& field, int64_t fallback) {
     if (field != 0 || fallback == 0) return;
+    const std::string k = key;
+    if (!own_defaults && (k == "hidden_size" || k == "num_hidden_layers" || k == "num_attention_heads"))
+      return r.fail(key, "",
+                    "required key is missing: model_type " + type + " is read as " + family.model_type +
+                        ", whose defaults need not be this configuration's");
     field = fallback;
     m.notes.push_back(r.path(key) + " is absent: transformers' default for " + family.model_type + ", " +
                       std::to_string(fallback));
@@ -716,7 +725,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   m.name = top.text("_name_or_path");
   if (m.name.empty()) m.name = name_from_file(file, outer_type.empty() ? type : outer_type);
   m.source = file;
-  read_dimensions(r, m, *family);
+  read_dimensions(r, m, *family, type);
   if (family->layer) family->layer(r, m);
   // transformers' eager_attention_forward drops the probabilities by config.attention_dropout in
   // training; families with their own key read it above
