@@ -228,6 +228,13 @@ void add_native_layer_norm(Block& b, const RankShape& r, double hidden, int read
 // subtraction's negated gradient 8 and its row sum 4 (twice), 4 the mean's expand, two sums into
 // x's gradient 12 each, 6 the fp32 cast's: 140, 124 with a frozen weight. Under autocast the stream
 // is fp32 and both casts are no-ops.
+OpDef eager_layer_norm_op(const std::string& name, double elems, bool casts, bool weight_trains,
+                          std::vector<std::string> saves) {
+  const double cast_bytes = casts ? 6 : 0;
+  const double fwd = 48 + 2 * cast_bytes, bwd = 112 + (weight_trains ? 16 : 0) + 2 * cast_bytes;
+  return ops::streaming(name, fwd * elems, bwd * elems, std::move(saves));
+}
+
 void add_eager_layer_norm(Block& b, const RankShape& r, double hidden, int readers) {
   const double rows = r.seq_tokens(), elems = rows * hidden;
   b.inputs = {"x"};
@@ -240,9 +247,7 @@ void add_eager_layer_norm(Block& b, const RankShape& r, double hidden, int reade
   b.tensors.push_back({"x_norm", elems * kBf16 * (r.autocast ? readers : 1)});
   std::vector<std::string> saves = {"centered", "centered_again", "rstd"};
   if (r.weights_train) saves.push_back("x_normed");
-  const double casts = r.autocast ? 0 : 6;
-  const double fwd = 48 + 2 * casts, bwd = 112 + (r.weights_train ? 16 : 0) + 2 * casts;
-  b.ops.push_back(ops::streaming("layernorm", fwd * elems, bwd * elems, saves));
+  b.ops.push_back(eager_layer_norm_op("layernorm", elems, !r.autocast, r.weights_train, saves));
   b.tag(kLayernormTag, {"centered", "centered_again", "rstd", "x_normed", "x_norm", "layernorm"});
 }
 
@@ -455,14 +460,13 @@ OpDef rope_op(const RankShape& r, double elems) {
 // weight trains, as add_upcast_norm) and 1/rms per head and row.
 void add_qk_norm(Block& b, const RankShape& r, double rows, double heads, double hd, bool weighted) {
   const double elems = rows * heads * hd;
-  if (r.layer_norm_code == LayerNormCode::eager_fp32) {  // Cohere's per-head CohereLayerNorm: as add_eager_layer_norm
+  if (r.layer_norm_code == LayerNormCode::eager_fp32) {  // Cohere's per-head CohereLayerNorm, on bf16 q and k
     b.tensors.push_back({"qk_centered", 2 * elems * kFp32});
     b.tensors.push_back({"qk_rstd", rows * heads * kFp32});
     b.tensors.push_back({"qk_normed", elems * kFp32});
     std::vector<std::string> saves = {"qk_centered", "qk_rstd"};
     if (r.weights_train) saves.push_back("qk_normed");
-    const double fwd = 48 + 12, bwd = 112 + (r.weights_train ? 16 : 0) + 12;
-    b.ops.push_back(ops::streaming("qk_norm", fwd * elems, bwd * elems, saves));
+    b.ops.push_back(parts::eager_layer_norm_op("qk_norm", elems, true, r.weights_train, saves));
     return;
   }
   b.tensors.push_back({"qk_raw", elems * (r.norm_fp32_upcast ? kFp32 : kBf16)});
