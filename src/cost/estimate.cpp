@@ -231,44 +231,64 @@ const LayerCost& LayerCostCache::cost(const ModelSpec& m, const HardwareSpec& hw
   return found->cost;
 }
 
-StageEstimate stage_estimate(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,
-                             const LayerShapes& shapes, const RankShape& r, size_t i, std::pair<int64_t, int64_t> range,
-                             LayerCostCache& cache) {
-  const StageBase base = stage_base(m, hw, t, r, int64_t(i), range);
-  StageEstimate st;
-  st.index = int64_t(i);
-  st.first_layer = range.first;
-  st.last_layer = range.second;
-  const int64_t n_layers = range.second - range.first;
-  // R counts the layers that recompute: every layer by default, none under the none strategy
-  const int64_t all_by_default = plan.strategy == Strategy::none ? 0 : n_layers;
-  st.recompute_layers = std::min(per_stage_value(plan.recompute_layers, i, all_by_default), n_layers);
-  if (plan.strategy == Strategy::none) st.recompute_layers = 0;
-  st.offload_layers = std::min(per_stage_value(plan.offload_layers, i, 0), n_layers - st.recompute_layers);
-  st.in_flight_microbatches = base.in_flight;
+StageLayerWalk::StageLayerWalk(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,
+                               const LayerShapes& shapes, size_t stage, int64_t first_layer, int64_t n_layers,
+                               LayerCostCache& cache)
+    : m_(m), hw_(hw), t_(t), plan_(plan), shapes_(shapes), cache_(cache), stage_(stage), first_(first_layer) {
+  set_length(n_layers);
+}
 
-  LayerSums sums;
-  st.per_layer.reserve(size_t(n_layers));
-  for (int64_t g = range.first; g < range.second; ++g) {
-    const LayerDef& layer = shapes.at(m, g);
-    st.per_layer.push_back(choose(plan, layer, g, g - range.first, st.recompute_layers, st.offload_layers, n_layers));
-    const LayerCost& lc = cache.cost(m, hw, t, layer, st.per_layer.back(), g);
-    st.host_bound_layers += lc.host_bound ? 1 : 0;
-    sums.add(lc);
+void StageLayerWalk::set_length(int64_t n_layers) {
+  n_layers_ = n_layers;
+  // R counts the layers that recompute: every layer by default, none under the none strategy
+  const int64_t all_by_default = plan_.strategy == Strategy::none ? 0 : n_layers;
+  recompute_limit_ = std::min(per_stage_value(plan_.recompute_layers, stage_, all_by_default), n_layers);
+  if (plan_.strategy == Strategy::none) recompute_limit_ = 0;
+  offload_limit_ = std::min(per_stage_value(plan_.offload_layers, stage_, 0), n_layers - recompute_limit_);
+}
+
+const LayerChoice& StageLayerWalk::add_next() {
+  const int64_t g = first_ + added_;
+  const LayerDef& layer = shapes_.at(m_, g);
+  last_ = choose(plan_, layer, g, added_, recompute_limit_, offload_limit_, n_layers_);
+  const LayerCost& lc = cache_.cost(m_, hw_, t_, layer, last_, g);
+  host_bound_ += lc.host_bound ? 1 : 0;
+  recomputing_ += recomputes(last_) ? 1 : 0;
+  offloading_ += offloads(last_) ? 1 : 0;
+  sums_.add(lc);
+  ++added_;
+  return last_;
+}
+
+// R and the offload count clamp to the stage's length, but a layer at place p < length recomputes
+// (offloads) in a stage of any length past p alike; a uniform chunk's size is cut by the length.
+int64_t layers_placed_alike(const Plan& plan, int64_t n_layers) {
+  const bool uniform_chunks = plan.megatron && plan.megatron->granularity == MegatronGranularity::full &&
+                              plan.megatron->method == MegatronMethod::uniform && plan.megatron->num_layers > 1;
+  if (!uniform_chunks || n_layers == 0) return n_layers;
+  return (n_layers - 1) / plan.megatron->num_layers * plan.megatron->num_layers;
+}
+
+StageEstimate StageLayerWalk::finish(const StageBase& base) {
+  StageEstimate st;
+  st.index = int64_t(stage_);
+  st.first_layer = first_;
+  st.last_layer = first_ + added_;
+  st.in_flight_microbatches = base.in_flight;
+  st.host_bound_layers = host_bound_;
+  if (plan_.megatron || !plan_.layer_overrides.empty()) {  // count what the per-layer choices do on this stage
+    st.recompute_layers = recomputing_, st.offload_layers = offloading_;
+  } else {  // the plan's counts, for a stage of the layers added (they lead the stage)
+    st.recompute_layers = std::min(recompute_limit_, added_);
+    st.offload_layers = std::min(offload_limit_, added_ - st.recompute_layers);
   }
-  if (int64_t(i) + 1 == t.pp)  // multi-token prediction layers run after the decoder on the last stage
-    for (int64_t k = 0; k < m.num_nextn_predict_layers; ++k) {
-      const int64_t g = effective_layers(m, t) + k;
-      LayerChoice c = mtp_layer_choice(plan);
-      sums.add(cache.cost(m, hw, t, shapes.at(m, g), c, g));
+  LayerSums sums = sums_;
+  if (int64_t(stage_) + 1 == t_.pp)  // multi-token prediction layers run after the decoder on the last stage
+    for (int64_t k = 0; k < m_.num_nextn_predict_layers; ++k) {
+      const int64_t g = effective_layers(m_, t_) + k;
+      LayerChoice c = mtp_layer_choice(plan_);
+      sums.add(cache_.cost(m_, hw_, t_, shapes_.at(m_, g), c, g));
     }
-  if (plan.megatron || !plan.layer_overrides.empty()) {  // count what the per-layer choices do on this stage
-    st.recompute_layers = 0, st.offload_layers = 0;
-    for (const LayerChoice& c : st.per_layer) {
-      st.recompute_layers += recomputes(c) ? 1 : 0;
-      st.offload_layers += offloads(c) ? 1 : 0;
-    }
-  }
   const StageTotals tot = stage_totals(base, sums);
   const StaticBytes& sb = base.static_bytes;
   st.memory_bytes = {sb.weights,
@@ -279,13 +299,26 @@ StageEstimate stage_estimate(const ModelSpec& m, const HardwareSpec& hw, const T
                      base.runtime_bytes,
                      tot.optimizer_step_peak_bytes,
                      tot.peak_bytes,
-                     t.outside_allocator_bytes};
+                     t_.outside_allocator_bytes};
   st.microbatch_s = tot.microbatch_s;
-  const double n = double(t.microbatches());
+  const double n = double(t_.microbatches());
   st.flops = {n * (sums.fwd_flops + base.fixed_fwd_flops), n * (sums.bwd_flops + base.fixed_bwd_flops),
               n * sums.recompute_flops};
   st.time_s = {n * tot.fwd_s, n * tot.bwd_s, n * tot.recompute_s, n * tot.exposed_offload_s, n * tot.microbatch_s};
   st.comm_s = n * tot.comm_s;
+  return st;
+}
+
+StageEstimate stage_estimate(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,
+                             const LayerShapes& shapes, const RankShape& r, size_t i, std::pair<int64_t, int64_t> range,
+                             LayerCostCache& cache) {
+  const int64_t n_layers = range.second - range.first;
+  StageLayerWalk walk(m, hw, t, plan, shapes, i, range.first, n_layers, cache);
+  std::vector<LayerChoice> per_layer;
+  per_layer.reserve(size_t(n_layers));
+  while (walk.added() < n_layers) per_layer.push_back(walk.add_next());
+  StageEstimate st = walk.finish(stage_base(m, hw, t, r, int64_t(i), range));
+  st.per_layer = std::move(per_layer);
   return st;
 }
 

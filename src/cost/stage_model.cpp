@@ -5,6 +5,7 @@
 #include "exact_ops.hpp"
 #include "remat/cost/op_time.hpp"
 #include "remat/cost/streambp.hpp"
+#include "remat/spec/validate.hpp"
 
 namespace remat {
 
@@ -250,21 +251,57 @@ LayerDef frozen_prefix_layer(const LayerDef& layer, bool whole_layer, const Trai
   return out;
 }
 
+LayerRangeParams layer_range_params(const ModelSpec& m, const TrainingSpec& t, std::pair<int64_t, int64_t> layers) {
+  LayerRangeParams out;
+  for (int64_t g = layers.first; g < layers.second; ++g) {
+    const ParamCount lp = layer_params(m, g, t.tp, t.ep);
+    out.params.dense += lp.dense, out.params.expert += lp.expert, out.params.untrained += lp.untrained;
+    out.layers_total += lp.total();
+    if (t.layouts_from_model_code) out.params.untrained += indexer_params(m, g);  // transformers: under no_grad
+    out.largest_layer = std::max(out.largest_layer, lp.total());
+    out.adapter_params += lora_layer_params(m, t, t.tp, g);
+  }
+  return out;
+}
+
+// Per-rank parameter counts are whole numbers far below 2^53 where tp and ep divide the dims, so
+// differences of these sums equal the sums over the range exactly.
+LayerParamTable::LayerParamTable(const ModelSpec& m, const TrainingSpec& t) {
+  const int64_t n = effective_layers(m, t);
+  before_.resize(size_t(n + 1));
+  layer_total_.resize(size_t(n));
+  for (int64_t g = 0; g < n; ++g) {
+    const LayerRangeParams one = layer_range_params(m, t, {g, g + 1});
+    LayerRangeParams& next = before_[size_t(g + 1)];
+    next = before_[size_t(g)];
+    next.params.dense += one.params.dense, next.params.expert += one.params.expert;
+    next.params.untrained += one.params.untrained;
+    next.layers_total += one.layers_total, next.adapter_params += one.adapter_params;
+    layer_total_[size_t(g)] = one.largest_layer;
+  }
+}
+
+LayerRangeParams LayerParamTable::range(std::pair<int64_t, int64_t> layers) const {
+  const LayerRangeParams &hi = before_[size_t(layers.second)], &lo = before_[size_t(layers.first)];
+  LayerRangeParams out;
+  out.params.dense = hi.params.dense - lo.params.dense, out.params.expert = hi.params.expert - lo.params.expert;
+  out.params.untrained = hi.params.untrained - lo.params.untrained;
+  out.layers_total = hi.layers_total - lo.layers_total, out.adapter_params = hi.adapter_params - lo.adapter_params;
+  for (int64_t g = layers.first; g < layers.second; ++g)
+    out.largest_layer = std::max(out.largest_layer, layer_total_[size_t(g)]);
+  return out;
+}
+
 StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const RankShape& r,
-                     int64_t index, std::pair<int64_t, int64_t> layers) {
+                     int64_t index, std::pair<int64_t, int64_t> layers, const LayerParamTable* table) {
   StageBase s;
   s.index = index;
   s.first_layer = layers.first, s.last_layer = layers.second;
   s.in_flight = std::min(t.pp - index, t.microbatches());
-  double largest_layer = 0, layer_params_total = 0;
-  for (int64_t g = layers.first; g < layers.second; ++g) {
-    const ParamCount lp = layer_params(m, g, t.tp, t.ep);
-    s.params.dense += lp.dense, s.params.expert += lp.expert, s.params.untrained += lp.untrained;
-    layer_params_total += lp.total();
-    if (t.layouts_from_model_code) s.params.untrained += indexer_params(m, g);  // transformers: under no_grad
-    largest_layer = std::max(largest_layer, lp.total());
-    s.adapter_params += lora_layer_params(m, t, t.tp, g);
-  }
+  const bool tabled = table && layers.first >= 0 && layers.second <= table->layers();
+  const LayerRangeParams lp = tabled ? table->range(layers) : layer_range_params(m, t, layers);
+  s.params = lp.params, s.adapter_params = lp.adapter_params;
+  const double largest_layer = lp.largest_layer, layer_params_total = lp.layers_total;
   const bool first = index == 0, last = index + 1 == t.pp;
   if (first) s.params.dense += input_embedding_params(m, t.tp);
   if (last) {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 #include "remat/cost/stage_model.hpp"
@@ -60,6 +61,7 @@ class SplitSearch {
       power_[size_t(g + 1)] = power_[size_t(g)] * kBase;
     }
     cells_.assign(size_t(pp_ * layers_ * (widest_ + 1)), nullptr);
+    walks_.resize(size_t(pp_ * layers_));
   }
 
   int64_t pp() const { return pp_; }
@@ -83,21 +85,37 @@ class SplitSearch {
   [[gnu::noinline]] const StageCell& first_use(const StageCell*& slot, int64_t i, int64_t a, int64_t k) {
     const uint64_t hash = prefix_[size_t(a + k)] - prefix_[size_t(a)] * power_[size_t(k)];
     auto [it, added] = unique_.try_emplace({i, k, hash, a == 0}, StageCell{});
-    if (added) it->second = space_ ? least_r_cell(i, a, k) : priced(plan_, i, a, k);
+    if (added) it->second = space_ ? least_r_cell(i, a, k) : priced(i, a, k);
     slot = &it->second;
     return *slot;
   }
 
-  StageCell priced(const Plan& plan, int64_t i, int64_t a, int64_t k) {
-    const StageEstimate st = stage_estimate(m_, hw_, t_, plan, shapes_, r_, size_t(i), {a, a + k}, cache_);
+  // stage_estimate's stage, its layers walked on from the last size priced for (i, a)
+  StageCell priced(int64_t i, int64_t a, int64_t k) {
+    const StageEstimate st = walk_to(i, a, k).finish(stage_base(m_, hw_, t_, r_, i, {a, a + k}, &params_));
     const StageMemory& mem = st.memory_bytes;
     return {st.microbatch_s, mem.peak, optimizer_step_s({mem.weights, mem.gradients, mem.optimizer}, t_, hw_),
             mem.peak <= budget_, st.recompute_layers};
   }
 
+  // The walk of stage i from layer a with k layers added. The DP asks for k ascending, so one walk
+  // per (i, a) serves all its sizes over the layers placed alike in each (layers_placed_alike); a
+  // copy of it adds the rest.
+  StageLayerWalk& walk_to(int64_t i, int64_t a, int64_t k) {
+    std::optional<StageLayerWalk>& w = walks_[size_t(i * layers_ + a)];
+    const int64_t alike = layers_placed_alike(plan_, k);
+    if (!w || w->added() > alike) w.emplace(m_, hw_, t_, plan_, shapes_, size_t(i), a, largest_k(i, a), cache_);
+    while (w->added() < alike) w->add_next();
+    if (alike == k) return *w;
+    tail_.emplace(*w);
+    tail_->set_length(k);
+    while (tail_->added() < k) tail_->add_next();
+    return *tail_;
+  }
+
   // The fastest R that fits the stage, else the one of least peak.
   StageCell least_r_cell(int64_t i, int64_t a, int64_t k) {
-    const StageBase base = stage_base(m_, hw_, t_, r_, i, {a, a + k});
+    const StageBase base = stage_base(m_, hw_, t_, r_, i, {a, a + k}, &params_);
     const StaticBytes& b = base.static_bytes;
     const double step_s = optimizer_step_s({b.weights, b.gradients, b.optimizer}, t_, hw_);
     std::vector<KindRun>& runs = runs_;
@@ -142,7 +160,10 @@ class SplitSearch {
   std::vector<const StageCell*> cells_;
   std::unordered_map<Key, StageCell, KeyHash> unique_;
   LayerCostCache cache_;
-  std::vector<KindRun> runs_;  // least_r_cell's, reused
+  LayerParamTable params_{m_, t_};
+  std::vector<std::optional<StageLayerWalk>> walks_;  // by (stage, first layer)
+  std::optional<StageLayerWalk> tail_;                // walk_to's copy for the layers past those
+  std::vector<KindRun> runs_;                         // least_r_cell's, reused
 };
 
 // The split that minimizes the stages' values folded by `combine` (max or sum) over the

@@ -9,14 +9,13 @@
 #include "remat/cost/exact_blocks.hpp"
 #include "remat/cost/layer_cost.hpp"
 #include "remat/cost/params.hpp"
+#include "remat/cost/stage_model.hpp"
 #include "remat/spec/hardware_spec.hpp"
 #include "remat/spec/model_spec.hpp"
 #include "remat/spec/plan.hpp"
 #include "remat/spec/training_spec.hpp"
 
 namespace remat {
-
-struct LayerShapes;  // remat/cost/stage_model.hpp
 
 struct StageMemory {
   double weights = 0, gradients = 0, optimizer = 0;
@@ -127,6 +126,41 @@ class LayerCostCache {
 StageEstimate stage_estimate(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,
                              const LayerShapes& shapes, const RankShape& r, size_t i, std::pair<int64_t, int64_t> range,
                              LayerCostCache& cache);
+
+// A stage's layers under `plan`, added in order from its first: stage_estimate's loop, which the
+// split search extends one layer at a time over a stage's sizes (choices_fixed_by_place). The
+// stage has `n_layers` at most: the plan's R and offload counts are clamped to it.
+class StageLayerWalk {
+ public:
+  StageLayerWalk(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const Plan& plan,
+                 const LayerShapes& shapes, size_t stage, int64_t first_layer, int64_t n_layers, LayerCostCache& cache);
+  // Adds the next layer; its choice as costed.
+  const LayerChoice& add_next();
+  int64_t added() const { return added_; }
+  // The walk as in a stage of `n_layers`: valid while the layers added choose as they would there
+  // (layers_placed_alike).
+  void set_length(int64_t n_layers);
+  // The stage of `base` over the layers added so far (with the MTP layers on the last stage).
+  StageEstimate finish(const StageBase& base);
+
+ private:
+  const ModelSpec& m_;
+  const HardwareSpec& hw_;
+  const TrainingSpec& t_;
+  const Plan& plan_;
+  const LayerShapes& shapes_;
+  LayerCostCache& cache_;
+  size_t stage_;
+  int64_t first_, n_layers_, recompute_limit_, offload_limit_;
+  int64_t added_ = 0, host_bound_ = 0, recomputing_ = 0, offloading_ = 0;
+  LayerSums sums_;
+  LayerChoice last_;
+};
+
+// How many of the first layers of a stage of `n_layers` choose as they would in any longer stage,
+// so that one walk serves stages of every length up to there: all of them, or under Megatron's
+// uniform chunks of more than one layer those before the last chunk (which the stage cuts short).
+int64_t layers_placed_alike(const Plan& plan, int64_t n_layers);
 
 // What the iteration needs of one stage.
 struct StageRun {

@@ -66,8 +66,31 @@ int64_t first_adapted_layer(const ModelSpec& m, const TrainingSpec& t);
 // `layer` as it runs at global index g <= first_adapted_layer, kept (no recompute).
 LayerDef frozen_prefix_layer(const LayerDef& layer, bool whole_layer, const TrainingSpec& t);
 
+// The parameters of a range of layers on one rank.
+struct LayerRangeParams {
+  ParamCount params;          // untrained: also DeepSeek sparse attention's indexers under transformers
+  double layers_total = 0;    // sum of layer_params(...).total()
+  double largest_layer = 0;   // the largest layer_params(...).total()
+  double adapter_params = 0;  // LoRA's adapters on these layers
+};
+LayerRangeParams layer_range_params(const ModelSpec& m, const TrainingSpec& t, std::pair<int64_t, int64_t> layers);
+
+// layer_range_params from sums over the layers before each one: a range's sums are two lookups
+// (the split search prices thousands of ranges of one model).
+class LayerParamTable {
+ public:
+  LayerParamTable(const ModelSpec& m, const TrainingSpec& t);
+  LayerRangeParams range(std::pair<int64_t, int64_t> layers) const;
+  int64_t layers() const { return int64_t(layer_total_.size()); }
+
+ private:
+  std::vector<LayerRangeParams> before_;  // [g]: layers [0, g), largest_layer unused
+  std::vector<double> layer_total_;
+};
+
+// `table`, where given, holds the layers' parameters (layer_range_params otherwise).
 StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, const RankShape& r,
-                     int64_t index, std::pair<int64_t, int64_t> layers);
+                     int64_t index, std::pair<int64_t, int64_t> layers, const LayerParamTable* table = nullptr);
 
 // The weight gradients layer g's backward allocates where gradients are absent before the
 // backward (hf with one microbatch: zero_grad sets them to None); 0 otherwise.
