@@ -250,6 +250,22 @@ TEST(HfCorpus, GptOssExpertsAndSlidingWindowNote) {
             "whole square and keeps its own s x s mask and repeated keys and values, which remat counts)");
 }
 
+// GptOssAttention.sinks (one per head), GptOssTopKRouter.bias and GptOssExperts' gate_up_proj_bias and
+// down_proj_bias, which an earlier count left out (-0.03%): transformers 5.17 counts 20,914,757,184.
+TEST(HfCorpus, GptOssCountsSinksAndExpertAndRouterBiases) {
+  const ModelSpec m = parse_hf_config(test::read_text(corpus_dir() + "gpt-oss-20b.json"), "oss.json");
+  const double h = 2880, experts = 32, width = 2880;
+  const double attention = 64 * 64 * h + 64 * 64 + 2 * (8 * 64 * h + 8 * 64) + 64 * 64 * h + h + 64;  // q k v o, sinks
+  const double moe = experts * h + experts + experts * (3 * width * h + 2 * width + h);               // router, experts
+  const double layer = attention + moe + 2 * h;                                                       // two norms
+  EXPECT_DOUBLE_EQ(layer_params(m, 0, 1, 1).total(), layer);
+  EXPECT_DOUBLE_EQ(layer, 823186976);
+  EXPECT_DOUBLE_EQ(model_params(m, m.num_hidden_layers), 24 * layer + 2 * 201088 * h + h);
+  EXPECT_DOUBLE_EQ(model_params(m, m.num_hidden_layers), 20914757184);
+  // over ep 4 the experts' biases split with them
+  EXPECT_DOUBLE_EQ(layer_params(m, 0, 1, 4).expert, experts * (3 * width * h + 2 * width + h) / 4);
+}
+
 // A key no reader asks for is named in a note (a checkpoint's remote code may add a construct under a
 // model type remat knows); generation, tokenizer and initialisation settings, and constructs switched
 // off, are not.

@@ -171,5 +171,25 @@ TEST(HfRemoteWrappers, QwenAsrThinkerTextConfig) {
   }));
 }
 
+// A wrapper's text_config without a model_type is the text config its class builds (transformers
+// 5.17: mllama -> MllamaTextConfig, llava -> LlamaConfig); a wrapper remat has no default for
+// still requires it.
+TEST(HfRemoteWrappers, NestedTextConfigWithoutModelTypeIsTheWrappersOwn) {
+  const std::string text = R"("hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+      "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 100, "tie_word_embeddings": false)";
+  const ModelSpec llava = parse_hf_config(R"({"model_type": "llava", "text_config": {)" + text + "}}", "l.json");
+  EXPECT_DOUBLE_EQ(model_params(llava, 2), 2 * kLayer + kOutside);
+  EXPECT_NE(std::find(llava.notes.begin(), llava.notes.end(),
+                      "text_config.model_type is absent: read as llama, the text config transformers' llava builds"),
+            llava.notes.end());
+  const ModelSpec mllama = parse_hf_config(
+      R"({"model_type": "mllama", "text_config": {"cross_attention_layers": [1], )" + text + "}}", "m.json");
+  EXPECT_EQ(mllama.notes.front(),
+            "text_config.model_type is absent: read as mllama_text_model, the text config transformers' mllama "
+            "builds");
+  EXPECT_EQ(test::hf_rejection(R"({"model_type": "aria", "text_config": {)" + text + "}}", "a.json"),
+            "a.json: text_config.model_type: required key is missing");
+}
+
 }  // namespace
 }  // namespace remat

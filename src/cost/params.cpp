@@ -32,6 +32,7 @@ double attention_params(const ModelSpec& m, int64_t layer_index, double tp) {
     double qkv = h * qkv_width + (m.qkv_bias ? qkv_width : 0);
     if (m.attention_output_gate) qkv += h * nh * hd;                         // q_proj makes the output gate too
     if (m.attention_head_gate) qkv += h * nh;                                // g_proj: one gate per head
+    if (m.attention_sinks) qkv += nh;                                        // one sink logit per head
     const double sub_norm = m.sub_norms ? norm_params(m, nh * vd) / tp : 0;  // BitNet's attn_sub_norm
     const double o = nh * vd * h / tp + (m.o_bias ? h : 0);                  // the bias after the reduction, replicated
     // q, k, v and o projections, split over tp; q/k norms; the input norm
@@ -210,12 +211,15 @@ ParamCount layer_params(const ModelSpec& m, int64_t layer_index, int64_t tp, int
     const double f = double(m.moe_intermediate_size);
     // experts are MLPs of the model's kind: gated (gate, up, down) or two matrices (Nemotron-H)
     const double matrices = m.mlp_kind == MlpKind::gated ? 3 : 2;
-    p.dense += h * double(m.n_routed_experts);                       // router
+    p.dense += h * double(m.n_routed_experts);  // router
+    if (m.router_bias) p.dense += double(m.n_routed_experts);
     if (m.router_scales) p.dense += h + double(m.n_routed_experts);  // Gemma 4's router scales
     p.dense += matrices * h * double(m.shared_mlp_width()) / t;      // shared experts
     if (m.shared_expert_gate) p.dense += h;                          // its sigmoid gate, h x 1
     const double io = double(m.expert_io_width());
     p.expert = matrices * io * f * double(m.n_routed_experts) / double(ep);  // routed experts
+    // their biases: the input matrices' (f each) and the output's (io)
+    if (m.expert_bias) p.expert += ((matrices - 1) * f + io) * double(m.n_routed_experts) / double(ep);
     // NemotronHMoE's fc1_latent_proj and fc2_latent_proj (biases by mlp_bias)
     if (m.moe_latent_size > 0) p.dense += (2 * h * io + (m.mlp_bias ? h + io : 0)) / t;
   } else {

@@ -706,11 +706,15 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   std::vector<std::string> consulted;  // the language model's keys some reader asked for
   HfJsonReader r{nested ? nested_object(root, nest) : root, file, prefix, problems, &consulted};
   if (!nested) top.consulted = &consulted;  // the same object
-  const std::string type = nested ? r.text("model_type") : flat_text_type.empty() ? outer_type : flat_text_type;
+  std::string type = nested ? r.text("model_type") : flat_text_type.empty() ? outer_type : flat_text_type;
   throw_if(problems);
+  if (nested && type.empty() && !r.object.contains("model_type")) type = wrapper_text_model_type(outer_type);
   if (nested && type.empty()) throw InputError({{file, r.path("model_type"), "", "required key is missing"}});
   if (const std::string why = hf_refusal_reason(type); !why.empty()) refuse(file, r.path("model_type"), type, why);
   ModelSpec m;
+  if (nested && !r.object.contains("model_type"))
+    m.notes.push_back(r.path("model_type") + " is absent: read as " + type + ", the text config transformers' " +
+                      outer_type + " builds");
   const HfFamily* family = resolve_family(r, type, nested ? r.text_list("architectures") : archs, m);
   if (!minicpmv_type.empty()) top.mark_read("version");
   if (!minicpmv_type.empty())

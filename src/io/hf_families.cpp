@@ -101,10 +101,12 @@ void llama4_layer(HfJsonReader& r, ModelSpec& m) {
 }
 
 // gpt-oss: attention_bias (default true) on q, k, v and o; its eager attention's softmax in bf16 with a
-// sink column; its experts' clamped GLU (modeling_gpt_oss.py).
+// sink column (self_attn.sinks, one per head); its experts' clamped GLU, with biases on gate_up_proj and
+// down_proj, and a router with a bias (modeling_gpt_oss.py: GptOssExperts, GptOssTopKRouter).
 void gpt_oss_layer(HfJsonReader& r, ModelSpec& m) {
   m.eager_softmax_bf16 = m.eager_softmax_subtracts_max = true;
   m.clamped_glu_experts = true;
+  m.attention_sinks = m.expert_bias = m.router_bias = true;
   m.eager_attention_only = true;
   bool bias = true;
   r.boolean("attention_bias", bias);

@@ -259,5 +259,8 @@ bool is_hf_text_config_wrapper(const std::string& model_type);
 // The text model type of a wrapper whose config class builds text_config from the top-level keys
 // where text_config is absent (GLM-4.1V's first releases wrote the language model flat), else "".
 std::string flat_text_model_type(const std::string& wrapper_type);
+// The model_type of the text config a wrapper builds from a text_config without one ("" where
+// remat does not know it).
+std::string wrapper_text_model_type(const std::string& wrapper_type);
 
 }  // namespace remat

@@ -274,6 +274,40 @@ std::string flat_text_model_type(const std::string& wrapper_type) {
   return "";
 }
 
+std::string wrapper_text_model_type(const std::string& wrapper_type) {
+  // transformers 5.17, each wrapper's config class given text_config without a model_type (checked
+  // on the GPU machine: AutoConfig.for_model(wrapper, text_config={...}).text_config.model_type)
+  static const std::pair<const char*, const char*> kDefaults[] = {
+      {"llava", "llama"},
+      {"llava_next", "llama"},
+      {"llava_onevision", "qwen2"},
+      {"mistral3", "mistral"},
+      {"qwen3_vl", "qwen3_vl_text"},
+      {"qwen3_vl_moe", "qwen3_vl_moe_text"},
+      {"llama4", "llama4_text"},
+      {"gemma3", "gemma3_text"},
+      {"gemma4", "gemma4_text"},
+      {"paligemma", "gemma"},
+      {"qwen3_5", "qwen3_5_text"},
+      {"qwen3_5_moe", "qwen3_5_moe_text"},
+      {"kimi_k25", "deepseek_v3"},
+      {"lfm2_vl", "lfm2"},
+      {"internvl", "qwen2"},
+      {"glm4v", "glm4v_text"},
+      {"glm4v_moe", "glm4v_moe_text"},
+      {"gemma3n", "gemma3n_text"},
+      {"mllama", "mllama_text_model"},
+      {"gemma4_unified", "gemma4_unified_text"},
+      {"emu3", "emu3_text_model"},
+      {"step3p7", "step3p5"},
+      {"qwen3_asr", "qwen3"},
+      {"muse_glimmer", "muse_glimmer_text"},
+  };
+  for (const auto& [wrapper, text] : kDefaults)
+    if (wrapper_type == wrapper) return text;
+  return "";
+}
+
 bool is_hf_text_config_wrapper(const std::string& model_type) {
   for (const char* w : kTextConfigWrappers)
     if (model_type == w) return true;

@@ -151,6 +151,11 @@ struct ModelSpec {
   // its experts' activation clamps gate and up, then gate * sigmoid(alpha * gate) * (up + 1): three
   // more expert-width tensors saved than a SwiGLU's (GPT-OSS: GptOssExperts._apply_gate)
   bool clamped_glu_experts = false;
+  // parameters without activations of their own: a learned sink logit per query head in every
+  // attention layer, biases on the routed experts' matrices and on the router (GPT-OSS)
+  bool attention_sinks = false;
+  bool expert_bias = false;
+  bool router_bias = false;
   // every SwiGLU (dense, shared, experts) clamps silu(gate) and up before their product, bounded or not
   // (Step 3.5's swiglu_limits): each clamp saves its input, the product the two clamped tensors
   bool clamped_swiglu = false;
