@@ -213,7 +213,7 @@ TEST(BlockVocabulary, PublishedTotalsOfMoreFamilies) {
                    6649286656);
   // EleutherAI/gpt-neo-125m: learned positions, out_proj and MLP biases, tied head
   EXPECT_DOUBLE_EQ(count(R"({"model_type": "gpt_neo", "hidden_size": 768, "num_layers": 12, "num_heads": 12,
-      "vocab_size": 50257, "max_position_embeddings": 2048})"),
+      "vocab_size": 50257, "max_position_embeddings": 2048, "attention_types": [[["global", "local"], 6]]})"),
                    125198592);
   // allenai/OLMo-1B-hf: LayerNorms without weights, tied head
   EXPECT_DOUBLE_EQ(count(R"({"model_type": "olmo", "hidden_size": 2048, "intermediate_size": 8192,

@@ -93,5 +93,30 @@ TEST(HfFamiliesClassic, DropoutsAndBiasesTheirConfigsSet) {
   EXPECT_DOUBLE_EQ(model_params(biased, 2) - model_params(unbiased, 2), 2 * 3 * 64.0);  // q, k, v biases of 64
 }
 
+// Another tool's config (llm-analysis: hidden_dim, num_layers, n_head, ffn_embed_dim) under a family's
+// model_type: transformers reads none of those keys and builds its config class's defaults, and so
+// does remat, saying which key it did not read. GPT-Neo's attention_types must cover num_layers, as
+// GPTNeoConfig checks.
+TEST(HfFamiliesClassic, OtherToolsSpellingsGetTheFamilysDefaultsAndANote) {
+  const ModelSpec opt = parse_hf_config(
+      R"({"model_type": "opt", "hidden_dim": 2048, "num_layers": 24, "n_head": 32, "ffn_embed_dim": 8192})", "o.json");
+  EXPECT_DOUBLE_EQ(model_params(opt, opt.num_hidden_layers), 125239296);  // OPTConfig(): facebook/opt-125m
+  EXPECT_TRUE(names(opt.notes,
+                    "hidden_size is absent: transformers' default for opt, 768 (the file's hidden_dim = "
+                    "2048 is not a key transformers reads for it)"));
+  EXPECT_TRUE(names(opt.notes, "(the file's ffn_embed_dim = 8192 is not a key"));
+  // BloomConfig(): hidden 64, 2 layers, 8 heads, vocab 250880; n_head is BLOOM's own key
+  const ModelSpec bloom =
+      parse_hf_config(R"({"model_type": "bloom", "hidden_dim": 4096, "num_layers": 30, "n_head": 32})", "b.json");
+  EXPECT_EQ(bloom.num_attention_heads, 32);
+  const double h = 64, bloom_layer = 4 * h * h + 4 * h + 8 * h * h + 5 * h + 4 * h;        // qkv o, fc1 fc2, 2 LNs
+  EXPECT_DOUBLE_EQ(model_params(bloom, 2), 2 * bloom_layer + 250880 * h + 2 * h + 2 * h);  // embedding LN, final LN
+  EXPECT_DOUBLE_EQ(model_params(bloom, 2), 16156544);
+  EXPECT_EQ(test::hf_rejection(R"({"model_type": "gpt_neo", "hidden_size": 64, "num_layers": 32, "num_heads": 4,
+      "vocab_size": 100})",
+                               "n.json"),
+            "n.json: attention_types: gives 24 layers for num_layers 32 (transformers' GPTNeoConfig refuses the same)");
+}
+
 }  // namespace
 }  // namespace remat

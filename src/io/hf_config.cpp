@@ -608,6 +608,22 @@ std::string name_from_file(const std::string& file, const std::string& model_typ
   return stem + " (" + model_type + ")";
 }
 
+// A key of another tool's or family's spelling that the file gives for a dimension it leaves out
+// (llm-analysis's hidden_dim, num_layers, n_head, ffn_embed_dim), as "hidden_dim = 8192"; "" if none.
+std::string other_spelling(const HfJsonReader& r, const std::string& key) {
+  static const std::vector<std::pair<std::string, std::vector<std::string>>> kSpellings = {
+      {"hidden_size", {"hidden_dim", "d_model", "n_embd", "n_embed", "model_dim", "dim"}},
+      {"num_hidden_layers", {"num_layers", "n_layer", "n_layers"}},
+      {"num_attention_heads", {"n_head", "n_heads", "num_heads"}},
+      {"intermediate_size", {"ffn_embed_dim", "ffn_dim", "ffn_hidden_size", "n_inner", "d_ff"}},
+  };
+  for (const auto& [dimension, spellings] : kSpellings)
+    if (dimension == key)
+      for (const std::string& s : spellings)
+        if (r.object.contains(s) && r.object[s].is_number_integer()) return s + " = " + r.object[s].dump();
+  return "";
+}
+
 // The family's spellings first (GPT-2's n_embd), then the common keys; a dimension
 // still absent takes the family's transformers default (said in a note) or is missing.
 // `type`: the config's own model_type. Where it names the family another way (remote code under a
@@ -639,8 +655,10 @@ void read_dimensions(HfJsonReader& r, ModelSpec& m, const HfFamily& family, cons
                     "required key is missing: model_type " + type + " is read as " + family.model_type +
                         ", whose defaults need not be this configuration's");
     field = fallback;
+    const std::string other = other_spelling(r, key);
     m.notes.push_back(r.path(key) + " is absent: transformers' default for " + family.model_type + ", " +
-                      std::to_string(fallback));
+                      std::to_string(fallback) +
+                      (other.empty() ? "" : " (the file's " + other + " is not a key transformers reads for it)"));
   };
   fill("vocab_size", m.vocab_size, d.vocab_size);
   fill("hidden_size", m.hidden_size, d.hidden_size);
@@ -665,8 +683,12 @@ void require_dimensions(HfJsonReader& r, const ModelSpec& m) {
                                                   {"num_attention_heads", m.num_attention_heads},
                                                   {"vocab_size", m.vocab_size},
                                                   {"num_hidden_layers", m.num_hidden_layers}};
-  for (const auto& [key, value] : dims)
-    if (value == 0 && !r.has(key)) r.fail(key, "", "required key is missing");
+  for (const auto& [key, value] : dims) {
+    if (value != 0 || r.has(key)) continue;
+    const std::string other = other_spelling(r, key);
+    r.fail(key, "",
+           "required key is missing" + (other.empty() ? "" : " (the file's " + other + " is another spelling)"));
+  }
 }
 
 // The dense MLP's width, needed only where some layer has one (Qwen3.5-MoE's text config has

@@ -426,7 +426,26 @@ void gpt_neo_spell(HfJsonReader& r, ModelSpec& m) {
   r.integer("num_heads", m.num_attention_heads, false);
 }
 
+// GPTNeoConfig expands attention_types ([[["global", "local"], 12]] by default: 24 layers) into one
+// type per layer and refuses a count other than num_layers; its local layers mask the full square
+// (costed as global attention, which they compute).
+void check_gpt_neo_attention_types(HfJsonReader& r, const ModelSpec& m) {
+  int64_t layers = 24;
+  if (r.has("attention_types")) {
+    layers = 0;
+    const auto& types = r.object["attention_types"];
+    for (const auto& entry : types.is_array() ? types : nlohmann::json::array())
+      if (entry.is_array() && entry.size() == 2 && entry[0].is_array() && entry[1].is_number_integer())
+        layers += int64_t(entry[0].size()) * entry[1].get<int64_t>();
+  }
+  if (layers != m.num_hidden_layers)
+    r.fail("attention_types", r.has("attention_types") ? r.object["attention_types"].dump() : "",
+           "gives " + std::to_string(layers) + " layers for num_layers " + std::to_string(m.num_hidden_layers) +
+               " (transformers' GPTNeoConfig refuses the same)");
+}
+
 void gpt_neo_layer(HfJsonReader& r, ModelSpec& m) {
+  check_gpt_neo_attention_types(r, m);
   four_h_mlp_by_default(m);
   layer_norm_with_bias(m);
   two_matrix_mlp(m, "gelu_new");
@@ -549,6 +568,11 @@ constexpr HfDefaults kGptNeoxDefaults{50432, 6144, 24576, 44, 64};
 constexpr HfDefaults kGptjDefaults{50400, 4096, 0, 28, 16};
 constexpr HfDefaults kFalconDefaults{65024, 4544, 0, 32, 71};
 constexpr HfDefaults kPhiDefaults{51200, 2048, 8192, 24, 32};
+// transformers 5.17's GPTNeoConfig, OPTConfig and BloomConfig (BloomConfig's hidden_size 64 and two
+// layers are its test-sized defaults)
+constexpr HfDefaults kGptNeoDefaults{50257, 2048, 0, 24, 16};
+constexpr HfDefaults kOptDefaults{50272, 768, 3072, 12, 12};
+constexpr HfDefaults kBloomDefaults{250880, 64, 0, 2, 8};
 constexpr HfDefaults kPhiMsftDefaults{50304, 1024, 0, 20, 16};  // the remote PhiConfig's (n_inner None: 4 n_embd)
 
 // BambaConfig, GraniteMoeHybridConfig and Mamba2Config (no attention, no MLP: their dimensions
@@ -669,9 +693,9 @@ const std::array kFamilies = {
     HfFamily{"qwen", false, kDense, false, qwen1_spell, qwen1_layer},
     HfFamily{"persimmon", false, kDense, false, nullptr, persimmon_layer},
     HfFamily{"codegen", false, kDense, false, gpt2_spell, gptj_layer},
-    HfFamily{"gpt_neo", true, kDense, false, gpt_neo_spell, gpt_neo_layer},
-    HfFamily{"opt", true, kDense, false, opt_spell, opt_layer},
-    HfFamily{"bloom", true, kDense, false, bloom_spell, bloom_layer},
+    HfFamily{"gpt_neo", true, kDense, false, gpt_neo_spell, gpt_neo_layer, kGptNeoDefaults},
+    HfFamily{"opt", true, kDense, false, opt_spell, opt_layer, kOptDefaults},
+    HfFamily{"bloom", true, kDense, false, bloom_spell, bloom_layer, kBloomDefaults},
     HfFamily{"mpt", true, kDense, false, mpt_spell, mpt_layer},
     HfFamily{"granitemoe", false, HfExperts::mixtral, false, nullptr, llama_layer},
     HfFamily{"phimoe", false, HfExperts::mixtral, false, nullptr, phimoe_layer},
