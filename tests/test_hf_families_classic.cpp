@@ -116,6 +116,11 @@ TEST(HfFamiliesClassic, OtherToolsSpellingsGetTheFamilysDefaultsAndANote) {
       "vocab_size": 100})",
                                "n.json"),
             "n.json: attention_types: gives 24 layers for num_layers 32 (transformers' GPTNeoConfig refuses the same)");
+  // llm-analysis's gpt2-xl: GPT2Config's n_embd 768 by default, its own n_head 25
+  EXPECT_EQ(
+      test::hf_rejection(R"({"model_type": "gpt2", "hidden_dim": 1600, "num_layers": 48, "n_head": 25})", "g.json"),
+      "g.json: n_head: must divide the width n_embd = 768 (transformers' GPT-2 attention refuses the same) (got "
+      "25)");
 }
 
 }  // namespace

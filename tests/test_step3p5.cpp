@@ -122,5 +122,25 @@ TEST(Step3p5, Step3p7WrapperReadsTextConfig) {
   EXPECT_DOUBLE_EQ(model_params(m, 45), 195843833088.0);
 }
 
+// A step3p7 file with the language model's keys at the top (aiconfigurator's Step-3.7-Flash) reads them
+// as step3p5's: the same model as that text config nested, and a note that transformers builds its
+// default from such a file. The flat Step-3.7-Flash (vocab 128896) counted 195,844,496,640 through
+// Step3p7Config(text_config=its keys) on the GPU machine: the defaults' 195,843,833,088 plus 81 x 4096
+// x 2 for the larger embedding and head.
+TEST(Step3p5, Step3p7WithTheLanguageModelAtTheTopReadsItsKeys) {
+  std::string flat = kStep;
+  flat.replace(flat.find("\"step3p5\""), 9, "\"step3p7\"");
+  const ModelSpec top = parse_hf_config(flat, "s.json"), own = parse_hf_config(kStep, "s.json");
+  EXPECT_DOUBLE_EQ(model_params(top, 3), model_params(own, 3));
+  EXPECT_EQ(top.notes.front(),
+            "model_type step3p7 without text_config: the language model's keys at the top are read as step3p5; "
+            "transformers 5.17's Step3p7Config reads text_config only, and from this file builds its default "
+            "language model");
+  const ModelSpec flash =
+      parse_hf_config(R"({"model_type": "step3p7", "hidden_size": 4096, "vocab_size": 128896})", "f.json");
+  EXPECT_DOUBLE_EQ(model_params(flash, 45), 195843833088.0 + 81 * 4096 * 2);
+  EXPECT_DOUBLE_EQ(model_params(flash, 45), 195844496640.0);
+}
+
 }  // namespace
 }  // namespace remat

@@ -137,6 +137,8 @@ const HfFamily* resolve_family(HfJsonReader& r, const std::string& type, const s
 [[noreturn]] void refuse_unknown(const std::string& file, const std::string& key, const std::string& type,
                                  const std::vector<std::string>& archs, bool remote_code) {
   const std::string arch = archs.empty() ? std::string("no architectures given") : archs[0];
+  // a re-save under its own model_type (SGLang's deepseek_ref) of a family remat refuses by name
+  if (arch == "DeepseekV4ForCausalLM") refuse(file, key, type, arch + ": " + hf_refusal_reason("deepseek_v4"));
   if (const std::string why = hf_architecture_refusal_reason(arch); !why.empty())
     refuse(file, key, type, why + "; remat has no block for it (architectures: " + arch + ")");
   if (remote_code)
@@ -743,6 +745,11 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
     m.notes.push_back("model_type minicpmv: the language model's keys at the top are read as " + minicpmv_type +
                       ", the model its remote code builds for the config's version; the vision tower and "
                       "resampler are not counted");
+  if (outer_type == "step3p7" && !flat_text_type.empty())
+    m.notes.push_back(
+        "model_type step3p7 without text_config: the language model's keys at the top are read as "
+        "step3p5; transformers 5.17's Step3p7Config reads text_config only, and from this file builds "
+        "its default language model");
   refuse_layer_mixes(r, family ? family->hybrid : HfHybrid::none);
   if (nested) refuse_layer_mixes(top, HfHybrid::none);
   if (!family && nested && is_hf_text_config_wrapper(type))

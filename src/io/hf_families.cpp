@@ -199,6 +199,11 @@ void gpt_neox_layer(HfJsonReader& r, ModelSpec& m) {
 
 // GPT-2: learned positions (n_positions), LayerNorms with bias, biases everywhere.
 void gpt2_layer(HfJsonReader& r, ModelSpec& m) {
+  // GPT2Attention and GPTBigCodeAttention split the width into heads and raise on a remainder
+  if (m.num_attention_heads > 0 && m.hidden_size % m.num_attention_heads != 0)
+    r.fail("n_head", std::to_string(m.num_attention_heads),
+           "must divide the width n_embd = " + std::to_string(m.hidden_size) +
+               " (transformers' GPT-2 attention refuses the same)");
   four_h_mlp_by_default(m);
   layer_norm_with_bias(m);
   two_matrix_mlp(m, "gelu_new");

@@ -271,6 +271,10 @@ std::string flat_text_model_type(const std::string& wrapper_type) {
   // text config where text_config is absent (checked: a flat hidden_size reaches text_config)
   for (const char* w : {"glm4v", "glm4v_moe", "glm_ocr"})
     if (wrapper_type == w) return wrapper_type + "_text";
+  // Step 3.7's configs as serving stacks copy them (aiconfigurator's Step-3.7-Flash): the language
+  // model's keys at the top. transformers 5.17's Step3p7Config reads text_config only and builds its
+  // default language model from such a file (hf_config.cpp notes it); remat reads the keys given.
+  if (wrapper_type == "step3p7") return "step3p5";
   return "";
 }
 
