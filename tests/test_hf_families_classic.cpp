@@ -123,5 +123,22 @@ TEST(HfFamiliesClassic, OtherToolsSpellingsGetTheFamilysDefaultsAndANote) {
       "25)");
 }
 
+// MixtralConfig's expert defaults (8 experts, top 2) where a file leaves them out (EAGLE's Mixtral
+// draft head: transformers 5.17 counts 1,738,584,064), and a null num_key_value_heads as multi-head
+// attention, not the class default of 8.
+TEST(HfFamiliesClassic, MixtralExpertDefaultsAndNullKeyValueHeads) {
+  const std::string base = R"({"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,
+      "num_attention_heads": 32, "num_hidden_layers": 1, "vocab_size": 32000, "tie_word_embeddings": false)";
+  const ModelSpec draft = parse_hf_config(base + R"(, "num_key_value_heads": 32})", "d.json");
+  EXPECT_EQ(draft.n_routed_experts, 8);
+  EXPECT_EQ(draft.num_experts_per_tok, 2);
+  EXPECT_TRUE(names(draft.notes, "num_local_experts is absent: transformers' default for mixtral, 8"));
+  const double h = 4096, layer = 4 * h * h + 8 * h + 8 * 3 * h * 14336 + 2 * h;  // q k v o, router, experts, norms
+  EXPECT_DOUBLE_EQ(model_params(draft, 1), layer + 2 * 32000 * h + h);
+  EXPECT_DOUBLE_EQ(model_params(draft, 1), 1738584064);
+  EXPECT_EQ(parse_hf_config(base + R"(, "num_key_value_heads": null})", "n.json").num_key_value_heads, 32);
+  EXPECT_EQ(parse_hf_config(base + "}", "a.json").num_key_value_heads, 8);  // absent: MixtralConfig's 8
+}
+
 }  // namespace
 }  // namespace remat

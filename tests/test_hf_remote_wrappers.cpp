@@ -191,5 +191,20 @@ TEST(HfRemoteWrappers, NestedTextConfigWithoutModelTypeIsTheWrappersOwn) {
             "a.json: text_config.model_type: required key is missing");
 }
 
+// LLaVA 1.5 as its own repository saves it (LlavaLlamaForCausalLM, model_type llava): LLaMA's keys at
+// the top, read as llama with a note (transformers' LlavaConfig would build its default instead).
+TEST(HfRemoteWrappers, LlavaWithLlamasKeysAtTheTopReadsThem) {
+  const ModelSpec m = parse_hf_config(R"({"model_type": "llava", "architectures": ["LlavaLlamaForCausalLM"],
+      "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2,
+      "num_hidden_layers": 2, "vocab_size": 100, "tie_word_embeddings": false, "head_dim": 16,
+      "mm_hidden_size": 1024, "mm_projector_type": "mlp2x_gelu"})",
+                                      "l.json");
+  EXPECT_DOUBLE_EQ(model_params(m, 2), 2 * kLayer + kOutside);
+  EXPECT_EQ(m.notes.front(),
+            "model_type llava without text_config: the language model's keys at the top are read as llama; "
+            "transformers 5.17's LlavaConfig reads text_config only, and from this file builds its default "
+            "language model");
+}
+
 }  // namespace
 }  // namespace remat

@@ -150,7 +150,21 @@ const HfFamily* resolve_family(HfJsonReader& r, const std::string& type, const s
              "); if its layers are a known family's, set model_type to it");
 }
 
-void read_top_k(HfJsonReader& r, ModelSpec& m) {
+// A family's transformers default for an absent expert count (MixtralConfig's 8 experts, top 2),
+// with a note; false where it has none.
+bool fill_expert_default(HfJsonReader& r, ModelSpec& m, const char* key, int64_t& field, int64_t fallback,
+                         const std::string& type) {
+  if (r.has(key) || fallback <= 0) return false;
+  field = fallback;
+  m.notes.push_back(r.path(key) + " is absent: transformers' default for " + type + ", " + std::to_string(fallback));
+  return true;
+}
+
+void read_top_k(HfJsonReader& r, ModelSpec& m, const HfFamily& family) {
+  if (m.n_routed_experts > 0 && !r.has("experts_per_token") &&
+      fill_expert_default(r, m, "num_experts_per_tok", m.num_experts_per_tok, family.defaults.experts_per_token,
+                          family.model_type))
+    return;
   if (r.has("num_experts_per_tok") || !r.has("experts_per_token"))
     r.integer("num_experts_per_tok", m.num_experts_per_tok, m.n_routed_experts > 0);
   else
@@ -344,12 +358,14 @@ size_t decoder_entries(HfJsonReader& r, size_t listed, int64_t layers) {
 
 namespace {
 
-void read_experts(HfJsonReader& r, ModelSpec& m, HfExperts kind, const std::string& type) {
-  switch (kind) {
+void read_experts(HfJsonReader& r, ModelSpec& m, const HfFamily& family, const std::string& type) {
+  switch (family.experts) {
     case HfExperts::none:
       return refuse_expert_keys(r, type);
     case HfExperts::mixtral:
-      r.integer("num_local_experts", m.n_routed_experts, true);
+      if (!fill_expert_default(r, m, "num_local_experts", m.n_routed_experts, family.defaults.experts,
+                               family.model_type))
+        r.integer("num_local_experts", m.n_routed_experts, true);
       refuse_no_experts(r, "num_local_experts", m, type);
       m.moe_intermediate_size = m.intermediate_size;
       break;
@@ -389,7 +405,7 @@ void read_experts(HfJsonReader& r, ModelSpec& m, HfExperts kind, const std::stri
     case HfExperts::own:
       return;
   }
-  read_top_k(r, m);
+  read_top_k(r, m, family);
 }
 
 void read_mla(HfJsonReader& r, ModelSpec& m) {
@@ -667,7 +683,9 @@ void read_dimensions(HfJsonReader& r, ModelSpec& m, const HfFamily& family, cons
   fill("intermediate_size", m.intermediate_size, d.intermediate_size);
   fill("num_hidden_layers", m.num_hidden_layers, d.num_hidden_layers);
   fill("num_attention_heads", m.num_attention_heads, d.num_attention_heads);
-  fill("num_key_value_heads", m.num_key_value_heads, d.num_key_value_heads);
+  // a null num_key_value_heads is multi-head attention (noted above), not the class default
+  if (!r.object.contains("num_key_value_heads"))
+    fill("num_key_value_heads", m.num_key_value_heads, d.num_key_value_heads);
   if (m.attention() == AttentionKind::gqa) fill("head_dim", m.head_dim, d.head_dim);
   // transformers' attention takes hidden_size // num_attention_heads where head_dim is absent, even
   // where the heads do not divide hidden_size (GLM-4-MoE's config class defaults: 4096 / 96)
@@ -745,11 +763,13 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
     m.notes.push_back("model_type minicpmv: the language model's keys at the top are read as " + minicpmv_type +
                       ", the model its remote code builds for the config's version; the vision tower and "
                       "resampler are not counted");
-  if (outer_type == "step3p7" && !flat_text_type.empty())
-    m.notes.push_back(
-        "model_type step3p7 without text_config: the language model's keys at the top are read as "
-        "step3p5; transformers 5.17's Step3p7Config reads text_config only, and from this file builds "
-        "its default language model");
+  // wrappers whose transformers config class ignores a flat language model (flat_text_model_type)
+  for (const auto& [wrapper, config_class] : {std::pair{"step3p7", "Step3p7Config"}, std::pair{"llava", "LlavaConfig"}})
+    if (outer_type == wrapper && !flat_text_type.empty())
+      m.notes.push_back("model_type " + outer_type +
+                        " without text_config: the language model's keys at the top are read as " + flat_text_type +
+                        "; transformers 5.17's " + config_class +
+                        " reads text_config only, and from this file builds its default language model");
   refuse_layer_mixes(r, family ? family->hybrid : HfHybrid::none);
   if (nested) refuse_layer_mixes(top, HfHybrid::none);
   if (!family && nested && is_hf_text_config_wrapper(type))
@@ -777,7 +797,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   m.tie_word_embeddings = family->tie_word_embeddings;
   if (nested) r.boolean("tie_word_embeddings", m.tie_word_embeddings);
   top.boolean("tie_word_embeddings", m.tie_word_embeddings);
-  read_experts(r, m, family->experts, type);
+  read_experts(r, m, *family, type);
   require_dense_width(r, m);
   read_mtp(r, m, *family);
   read_windowed_attention(r, m, type, r.text_list("layer_types"));

@@ -561,6 +561,8 @@ constexpr HfDefaults kOlmoHybridDefaults{100352, 3840, 11008, 32, 30};
 // rms_norm_eps 1e-5 in their config classes (MixtralConfig, Phi3Config, OlmoeConfig, GptOssConfig,
 // Llama4TextConfig) where LlamaConfig has 1e-6
 constexpr HfDefaults kEps1e5{.rms_norm_eps = 1e-5};
+// transformers 5.17's MixtralConfig (Mixtral-8x7B's shape)
+constexpr HfDefaults kMixtralDefaults{32000, 4096, 14336, 32, 32, 8, 0, 1e-5, 8, 2};
 constexpr HfDefaults kTelechatDefaults{160256, 4096, 12288, 30, 32, 0, 0, 1e-5};
 constexpr HfDefaults kMllamaTextDefaults{128256, 4096, 14336, 40, 32, 8, 0, 1e-5};  // MllamaTextConfig
 constexpr HfDefaults kGemmaDefaults{256000, 3072, 24576, 28, 16, 16, 256};
@@ -673,7 +675,7 @@ const std::array kFamilies = {
     HfFamily{"phi-msft", false, kDense, false, phi_msft_spell, phi_msft_layer, kPhiMsftDefaults},
     HfFamily{"mixformer-sequential", false, kDense, false, phi_msft_spell, mixformer_layer, kPhiMsftDefaults},
     HfFamily{"starcoder2", true, kDense, false, nullptr, starcoder2_layer},
-    HfFamily{"mixtral", false, HfExperts::mixtral, false, nullptr, nullptr, kEps1e5},
+    HfFamily{"mixtral", false, HfExperts::mixtral, false, nullptr, nullptr, kMixtralDefaults},
     HfFamily{"gpt_oss", false, HfExperts::mixtral, false, nullptr, gpt_oss_layer, kEps1e5},
     HfFamily{"minimax_m2", false, HfExperts::mixtral, false, nullptr, minimax_m2_layer},
     HfFamily{"olmoe", false, HfExperts::olmoe, false, nullptr, olmo2_layer, kEps1e5},

@@ -40,6 +40,7 @@ struct HfDefaults {
   int64_t vocab_size = 0, hidden_size = 0, intermediate_size = 0, num_hidden_layers = 0, num_attention_heads = 0;
   int64_t num_key_value_heads = 0, head_dim = 0;  // Gemma's head_dim 256 is not hidden / heads
   double rms_norm_eps = 0;                        // 0: LlamaConfig's 1e-6
+  int64_t experts = 0, experts_per_token = 0;     // num_local_experts, num_experts_per_tok (Mixtral's)
 };
 
 // The hybrid layers a family builds (their keys are refused in every other family).

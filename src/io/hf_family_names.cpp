@@ -275,6 +275,9 @@ std::string flat_text_model_type(const std::string& wrapper_type) {
   // model's keys at the top. transformers 5.17's Step3p7Config reads text_config only and builds its
   // default language model from such a file (hf_config.cpp notes it); remat reads the keys given.
   if (wrapper_type == "step3p7") return "step3p5";
+  // LLaVA 1.5's own release (liuhaotian/llava-v1.5-*: LlavaLlamaForCausalLM, model_type llava) keeps
+  // LLaMA's keys at the top; transformers' LlavaConfig reads text_config only (noted where read)
+  if (wrapper_type == "llava") return "llama";
   return "";
 }
 
