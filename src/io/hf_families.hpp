@@ -264,4 +264,11 @@ std::string flat_text_model_type(const std::string& wrapper_type);
 // remat does not know it).
 std::string wrapper_text_model_type(const std::string& wrapper_type);
 
+// hf_checkpoint.cpp: a note where the checkpoint is quantized (weights costed at --precision).
+void note_quantized(HfJsonReader& top, HfJsonReader& r, ModelSpec& m);
+// The MTP modules of families that build them (DeepSeek-V2/V3, GLM-4.5, MiMo); noted elsewhere.
+void read_mtp(HfJsonReader& r, ModelSpec& m, const HfFamily& family);
+// The model's name from its file ("deepseek-r1.json") or folder, beside its model_type.
+std::string name_from_file(const std::string& file, const std::string& model_type);
+
 }  // namespace remat
