@@ -115,8 +115,8 @@ def find_layers(model, n_layers):
     """The decoder layers' ModuleList (works for plain and PEFT-wrapped models)."""
     best = None
     for name, mod in model.named_modules():
-        # "layers" (Llama and most), "h" (Falcon, GPT-2, GPTBigCode)
-        if isinstance(mod, torch.nn.ModuleList) and name.endswith(("layers", ".h")) and len(mod) == n_layers:
+        # "layers" (Llama and most), "h" (Falcon, GPT-2, GPTBigCode), "blocks" (DBRX)
+        if isinstance(mod, torch.nn.ModuleList) and name.endswith(("layers", ".h", ".blocks")) and len(mod) == n_layers:
             if best is None or len(name) > len(best[0]):
                 best = (name, mod)
     if best is None:

@@ -400,7 +400,7 @@ Block short_conv_block(const RankShape& r, const ModelSpec& m) {
 // contiguous copies, the scan's chunk states (fp32, one pair of state vectors per channel and
 // 2048-token chunk) and the scan output before the z gate; the conv output and dt are recomputed
 // in backward, out_proj's input (the gated output) too.
-Block mamba1_block(const RankShape& r, const ModelSpec& m) {
+Block mamba1_fused(const RankShape& r, const ModelSpec& m) {
   Block b;
   b.name = "mamba1";
   const double rows = r.tokens(), h = double(m.hidden_size), c = double(m.mamba1_inner) / double(r.tp);
@@ -429,6 +429,62 @@ Block mamba1_block(const RankShape& r, const ModelSpec& m) {
   b.ops.push_back(scan);
   b.ops.push_back(ops::gemm("out_proj", rows, c, h, {"scan_out", "xz"}));
   return b;
+}
+
+// Mamba-1 as transformers 5.17 trains it without mamba_ssm (JambaMambaMixer.forward with
+// causal_conv1d_fn's F.conv1d fallback and mamba_selective_scan's recurrent loop; MambaMixer's
+// slow_forward runs the same ops), training without a cache. Read off the code and checked
+// against the allocations alive at a Jamba step's peak (reports/hf/README.md):
+// - in_proj's output xz stays whole (the conv reads a view of x, the gate one of z); the conv's
+//   output is saved by SiLU, SiLU's by x_proj and by D x; x_proj's output dt | B | C (Jamba's own
+//   RMSNorms on each: their fp32 copies and normed outputs, dt_proj's and the per-step C's inputs);
+// - dt + bias and its softplus (bf16, channels wide);
+// - exp(A dt) and dt B in fp32, (channels x state) per token, each saved by the next multiply;
+//   x's fp32 copy and B's;
+// - the loop's state after every token (fp32, saved by the next step's multiply) and its bf16 copy
+//   (saved by the matmul with C): two more (channels x state) tensors per token;
+// - y + D x in fp32 and silu(z), saved by the gate's multiply; out_proj's bf16 input.
+// dt B x (channels x state, fp32) lives through the loop only.
+Block mamba1_torch(const RankShape& r, const ModelSpec& m) {
+  Block b;
+  b.name = "mamba1";
+  const double rows = r.tokens(), h = double(m.hidden_size), c = double(m.mamba1_inner) / double(r.tp);
+  const double rank = double(m.mamba1_dt_rank), n = double(m.ssm_state_size);
+  const double taps = double(m.mamba_conv_kernel), states = rows * c * n;
+  parts::add_input_norm(b, r, h, true, 1);
+  b.ops.push_back(parts::linear(b, r, "in_proj", rows, h, 2 * c, "x_norm", {}));
+  b.tensors.push_back({"xz", rows * 2 * c * kBf16});
+  b.tensors.push_back({"conv_out", r.b * (r.s + taps - 1) * c * kBf16});
+  b.tensors.push_back({"x_act", rows * c * kBf16});
+  OpDef conv = ops::streaming("conv1d_silu", 2 * rows * c * kBf16, 5 * rows * c * kBf16, {"xz", "conv_out"});
+  conv.fwd_flops = 2 * rows * c * taps;
+  conv.bwd_flops = conv.bwd_exec_flops = 2 * conv.fwd_flops;
+  b.ops.push_back(conv);
+  b.tensors.push_back({"x_dbl", rows * (rank + 2 * n) * kBf16});
+  if (m.mamba1_inner_norms) b.tensors.push_back({"dt_b_c_normed", rows * (rank + 2 * n) * (2 * kFp32 + kBf16)});
+  b.ops.push_back(ops::gemm("x_proj", rows, c, rank + 2 * n, {"x_act"}));
+  b.ops.push_back(ops::gemm("dt_proj", rows, rank, c, {"x_dbl"}));
+  b.tensors.push_back({"dt", 2 * rows * c * kBf16});
+  for (const char* name : {"discrete_a", "discrete_b", "scan_states"}) b.tensors.push_back({name, states * kFp32});
+  b.tensors.push_back({"scan_states_bf16", states * kBf16});
+  b.tensors.push_back({"x_b_fp32", rows * (c + n) * kFp32});
+  OpDef scan = ops::streaming(
+      "selective_scan_loop", 6 * states * kFp32, 12 * states * kFp32,
+      {"dt", "discrete_a", "discrete_b", "scan_states", "scan_states_bf16", "x_b_fp32", "x_act", "x_dbl"});
+  scan.fwd_flops = 9 * states;
+  scan.bwd_flops = scan.bwd_exec_flops = 2 * scan.fwd_flops;
+  scan.fwd_working_bytes = states * kFp32;  // dt B x, read by the loop
+  b.ops.push_back(scan);
+  b.tensors.push_back({"y_skip", rows * c * kFp32});
+  b.tensors.push_back({"gate_silu", rows * c * kBf16});
+  b.tensors.push_back({"y_out", rows * c * kBf16});
+  b.ops.push_back(ops::streaming("gate", 20 * rows * c, 36 * rows * c, {"y_skip", "gate_silu", "xz"}));
+  b.ops.push_back(parts::linear(b, r, "out_proj", rows, c, h, "y_out", {}));
+  return b;
+}
+
+Block mamba1_block(const RankShape& r, const ModelSpec& m) {
+  return r.mixer_kernels == MixerKernels::torch ? mamba1_torch(r, m) : mamba1_fused(r, m);
 }
 
 Block mixer_out_glue(const RankShape& r, int64_t hidden) {

@@ -240,6 +240,7 @@ void gptj_layer(HfJsonReader& r, ModelSpec& m) {
   m.mlp_bias = m.lm_head_bias = true;
   m.parallel_attn_mlp = m.shared_input_norm = true;
   m.eager_qk_fp32 = true;
+  m.eager_attention_only = true;  // GPTJForCausalLM and CodeGenForCausalLM: _supports_sdpa False (5.17)
   set_rotary_dim(r, m);
 }
 
@@ -505,6 +506,7 @@ void bloom_layer(HfJsonReader&, ModelSpec& m) {
   m.qkv_bias = m.o_bias = m.mlp_bias = true;
   m.embedding_norm = true;
   m.rotary_fraction = 0;
+  m.eager_attention_only = true;  // BloomForCausalLM: _supports_sdpa False (transformers 5.17)
 }
 
 // MPT: d_model, n_heads, n_layers, expansion_ratio; ALiBi, no biases (no_bias), LayerNorms
@@ -525,6 +527,7 @@ void mpt_layer(HfJsonReader& r, ModelSpec& m) {
   m.norm_bias = m.qkv_bias = m.o_bias = m.mlp_bias = !no_bias;
   two_matrix_mlp(m, "gelu");
   m.rotary_fraction = 0;
+  m.eager_attention_only = true;  // MptForCausalLM: _supports_sdpa False (transformers 5.17)
 }
 
 // DBRX: d_model, n_heads, n_layers; LayerNorms without bias, no linear biases.

@@ -131,6 +131,7 @@ void hyperclovax_layer(HfJsonReader& r, ModelSpec& m) {
 // base per layer (layer_rope_theta; 0: no rotary).
 void granite_swa_layer(HfJsonReader& r, ModelSpec& m) {
   llama_layer(r, m);
+  m.eager_attention_only = true;  // GraniteSWA(Moe)ForCausalLM: _supports_sdpa False (transformers 5.17)
   read_layer_rope_theta(r, m);
 }
 

@@ -158,11 +158,6 @@ std::vector<Problem> validate_training(const TrainingSpec& t, const ModelSpec& m
   } else if (t.ep > 1) {
     f.fail("--ep", str(t.ep), "needs a mixture-of-experts model");
   }
-  if (t.mixer_kernels == MixerKernels::torch &&
-      std::find(m.layer_mixers.begin(), m.layer_mixers.end(), Mixer::mamba1) != m.layer_mixers.end())
-    f.fail("--mixer-kernels", "torch",
-           "Mamba-1 layers are priced as mamba_ssm's kernels run them; transformers' plain-PyTorch fallback "
-           "(the hf profile's default) is not modelled: give --mixer-kernels fused");
   if (const FrameworkProfile* profile = find_framework(t.framework); profile && profile->cannot_run)
     if (const std::string why = profile->cannot_run(m); !why.empty()) f.fail("--framework", t.framework, why);
   if (t.gbs > 0 && t.gbs % (t.mbs * t.dp) != 0)

@@ -84,7 +84,7 @@ Block attention_mamba2_glue(const RankShape& r, const ModelSpec& m);
 Block gated_deltanet_block(const RankShape& r, const ModelSpec& m);
 Block kimi_delta_block(const RankShape& r, const ModelSpec& m);  // Kimi Linear's KDA (exact_blocks_kda.cpp)
 Block short_conv_block(const RankShape& r, const ModelSpec& m);  // LFM2's gated short convolution
-Block mamba1_block(const RankShape& r, const ModelSpec& m);      // Mamba-1, mamba_ssm's kernels
+Block mamba1_block(const RankShape& r, const ModelSpec& m);      // Mamba-1 (its kernels: mixer_kernels)
 Block lightning_block(const RankShape& r, const ModelSpec& m);   // MiniMax-01's lightning attention
 Block mixer_out_glue(const RankShape& r, int64_t hidden);        // reduce, residual
 
