@@ -9,6 +9,7 @@
 
 #include "remat/spec/framework.hpp"
 #include "remat/spec/problems.hpp"
+#include "remat/spec/validate.hpp"
 
 namespace remat {
 
@@ -70,6 +71,9 @@ HfSetup hf_setup(const HfStep& s, const std::string& file) {
 
 HfComparison compare_hf(const HfStep& step, const ModelSpec& model, const HardwareSpec& hw, const std::string& file) {
   HfComparison c{step, hf_setup(step, file), model_as_built(model, kHfFramework), {}, 0};
+  // what estimate refuses for this run is refused here too, never priced another way
+  if (std::vector<Problem> problems = validate_training(c.setup.training, c.model); !problems.empty())
+    refuse(file, step, problems.front().key, problems.front().value, problems.front().message);
   c.estimate = estimate(c.model, apply_framework(hw, kHfFramework), c.setup.training, c.setup.plan, hw.hbm_bytes);
   const StageMemory& mem = c.estimate.stages.front().memory_bytes;
   c.predicted_before_bytes = mem.weights + mem.optimizer + mem.runtime;
