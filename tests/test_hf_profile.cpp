@@ -174,6 +174,27 @@ std::vector<HfComparison> measured_cases(const std::string& file = "steps-h100.j
   return out;
 }
 
+// A step validate cannot price as the stack ran it is refused as estimate refuses it: GPT-J has no
+// sdpa path in transformers 5.17, so a step recorded under sdpa names that, not a number.
+TEST(HfProfile, ValidateRefusesWhatEstimateRefuses) {
+  HfStep s;
+  s.case_name = "gptj-sdpa", s.config = "tests/data/hf_configs/gpt-j-6b.json", s.mode = "full";
+  s.checkpointing = "none", s.attention = "sdpa", s.precision = "bf16", s.objective = "sft";
+  s.num_layers = 2, s.seq = 1024, s.mbs = 1;
+  ModelSpec m = test::model(kData + "/../" + s.config);
+  m.num_hidden_layers = 2;
+  try {
+    compare_hf(s, m, test::hardware("h200"), "run.jsonl");
+    ADD_FAILURE() << "priced a step transformers cannot run";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.problems().front().line(),
+              "run.jsonl: gptj-sdpa.attention: is not how hf runs this model: its transformers class has no sdpa "
+              "path (_supports_sdpa is False); give --attention eager (got sdpa)");
+  }
+  s.attention = "eager";
+  EXPECT_GT(compare_hf(s, m, test::hardware("h200"), "run.jsonl").estimate.peak_memory_bytes, 0);
+}
+
 // Three more families, measured on the H100 (reports/hf/steps-fused-h100.jsonl, synthetic configs
 // in tests/data/hf_synthetic/): GPT-NeoX saves v as a view of its whole fused query_key_value
 // output and Wo's input as a copy (-6.0% before); Falcon hands sdpa a materialized causal mask

@@ -317,10 +317,7 @@ CommonOptions eager_where_only_eager(const CommonOptions& o, const ModelSpec& m,
   const FrameworkProfile* profile = find_framework(o.framework);
   if (!profile || !profile->runs_model_code || !m.eager_attention_only) return o;
   if (o.attention == "sdpa")
-    throw InputError({{"command line", "--attention", o.attention,
-                       "is not how " + std::string(profile->name) +
-                           " runs this model: its transformers class has no sdpa path (_supports_sdpa is False); "
-                           "give --attention eager"}});
+    throw InputError({{"command line", "--attention", o.attention, sdpa_refusal(o.framework, m)}});
   CommonOptions eager = o;
   eager.attention = "eager";
   if (o.attention.empty() && !o.no_flash)

@@ -23,6 +23,13 @@ const FrameworkProfile* find_framework(std::string_view name) {
   return nullptr;
 }
 
+std::string sdpa_refusal(std::string_view name, const ModelSpec& m) {
+  const FrameworkProfile* profile = find_framework(name);
+  if (!profile || !profile->runs_model_code || !m.eager_attention_only) return "";
+  return "is not how " + std::string(profile->name) +
+         " runs this model: its transformers class has no sdpa path (_supports_sdpa is False); give --attention eager";
+}
+
 std::string framework_names() {
   std::string out;
   for (const FrameworkProfile* p : framework_profiles()) out += (out.empty() ? "" : ", ") + std::string(p->name);

@@ -74,6 +74,8 @@ HfComparison compare_hf(const HfStep& step, const ModelSpec& model, const Hardwa
   // what estimate refuses for this run is refused here too, never priced another way
   if (std::vector<Problem> problems = validate_training(c.setup.training, c.model); !problems.empty())
     refuse(file, step, problems.front().key, problems.front().value, problems.front().message);
+  if (const std::string why = sdpa_refusal(kHfFramework, c.model); step.attention == "sdpa" && !why.empty())
+    refuse(file, step, "attention", step.attention, why);
   c.estimate = estimate(c.model, apply_framework(hw, kHfFramework), c.setup.training, c.setup.plan, hw.hbm_bytes);
   const StageMemory& mem = c.estimate.stages.front().memory_bytes;
   c.predicted_before_bytes = mem.weights + mem.optimizer + mem.runtime;

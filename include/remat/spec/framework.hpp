@@ -55,6 +55,8 @@ const std::vector<const FrameworkProfile*>& framework_profiles();
 const FrameworkProfile* find_framework(std::string_view name);
 // The registered names, comma-separated ("generic, hf, megatron-local").
 std::string framework_names();
+// Why `name` cannot run `m` with sdpa attention (its transformers class has no sdpa path), or "".
+std::string sdpa_refusal(std::string_view name, const ModelSpec& m);
 // Whether `profile` runs `s`.
 bool framework_runs(const FrameworkProfile& profile, Strategy s);
 
