@@ -712,13 +712,11 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
     m.notes.push_back("model_type minicpmv: the language model's keys at the top are read as " + minicpmv_type +
                       ", the model its remote code builds for the config's version; the vision tower and "
                       "resampler are not counted");
-  // wrappers whose transformers config class ignores a flat language model (flat_text_model_type)
-  for (const auto& [wrapper, config_class] : {std::pair{"step3p7", "Step3p7Config"}, std::pair{"llava", "LlavaConfig"}})
-    if (outer_type == wrapper && !flat_text_type.empty())
-      m.notes.push_back("model_type " + outer_type +
-                        " without text_config: the language model's keys at the top are read as " + flat_text_type +
-                        "; transformers 5.17's " + config_class +
-                        " reads text_config only, and from this file builds its default language model");
+  if (const std::string ignoring = flat_text_ignoring_class(outer_type); !ignoring.empty() && !flat_text_type.empty())
+    m.notes.push_back("model_type " + outer_type +
+                      " without text_config: the language model's keys at the top are read as " + flat_text_type +
+                      "; transformers 5.17's " + ignoring +
+                      " reads text_config only, and from this file builds its default language model");
   refuse_layer_mixes(r, family ? family->hybrid : HfHybrid::none);
   if (nested) refuse_layer_mixes(top, HfHybrid::none);
   if (!family && nested && is_hf_text_config_wrapper(type))

@@ -426,44 +426,6 @@ void persimmon_layer(HfJsonReader& r, ModelSpec& m) {
   if (qk) m.qk_norm = QkNorm::shared;
 }
 
-// GPT-Neo: num_layers, num_heads; learned positions, out_proj and MLP biases, LayerNorms with bias.
-void gpt_neo_spell(HfJsonReader& r, ModelSpec& m) {
-  r.integer("num_layers", m.num_hidden_layers, false);
-  r.integer("num_heads", m.num_attention_heads, false);
-}
-
-// GPTNeoConfig expands attention_types ([[["global", "local"], 12]] by default: 24 layers) into one
-// type per layer and refuses a count other than num_layers; its local layers mask the full square
-// (costed as global attention, which they compute).
-void check_gpt_neo_attention_types(HfJsonReader& r, const ModelSpec& m) {
-  int64_t layers = 24;
-  if (r.has("attention_types")) {
-    layers = 0;
-    const auto& types = r.object["attention_types"];
-    for (const auto& entry : types.is_array() ? types : nlohmann::json::array())
-      if (entry.is_array() && entry.size() == 2 && entry[0].is_array() && entry[1].is_number_integer())
-        layers += int64_t(entry[0].size()) * entry[1].get<int64_t>();
-  }
-  if (layers != m.num_hidden_layers)
-    r.fail("attention_types", r.has("attention_types") ? r.object["attention_types"].dump() : "",
-           "gives " + std::to_string(layers) + " layers for num_layers " + std::to_string(m.num_hidden_layers) +
-               " (transformers' GPTNeoConfig refuses the same)");
-}
-
-void gpt_neo_layer(HfJsonReader& r, ModelSpec& m) {
-  check_gpt_neo_attention_types(r, m);
-  four_h_mlp_by_default(m);
-  layer_norm_with_bias(m);
-  two_matrix_mlp(m, "gelu_new");
-  read_activation(r, m, "activation_function");
-  m.o_bias = m.mlp_bias = true;
-  m.eager_qk_fp32 = true;
-  m.eager_attention_only = true;  // GPTNeoPreTrainedModel has no sdpa path
-  m.position_embeddings = 2048;
-  r.integer("max_position_embeddings", m.position_embeddings, false);
-  m.rotary_fraction = 0;
-}
-
 // OPT: ffn_dim; learned positions offset by 2; enable_bias on every linear; relu.
 void opt_spell(HfJsonReader& r, ModelSpec& m) { r.integer("ffn_dim", m.intermediate_size, false); }
 

@@ -184,7 +184,7 @@ void mllama_text_layer(HfJsonReader& r, ModelSpec& m);
 void aria_text_layer(HfJsonReader& r, ModelSpec& m);
 void emu3_text_layer(HfJsonReader& r, ModelSpec& m);
 
-// The first decoder-only families (hf_families_classic.cpp).
+// The first decoder-only families (hf_families_classic.cpp), GPT-Neo among them.
 void xglm_spell(HfJsonReader& r, ModelSpec& m);
 void xglm_layer(HfJsonReader& r, ModelSpec& m);
 void ctrl_spell(HfJsonReader& r, ModelSpec& m);
@@ -192,6 +192,8 @@ void ctrl_layer(HfJsonReader& r, ModelSpec& m);
 void openai_gpt_spell(HfJsonReader& r, ModelSpec& m);
 void openai_gpt_layer(HfJsonReader& r, ModelSpec& m);
 void biogpt_layer(HfJsonReader& r, ModelSpec& m);
+void gpt_neo_spell(HfJsonReader& r, ModelSpec& m);
+void gpt_neo_layer(HfJsonReader& r, ModelSpec& m);
 std::vector<bool> mimo_v2_flash_windowed_layers(HfJsonReader& r, int64_t layers);
 // DeepSeek sparse attention: DeepSeek-V3.2 and GLM-5 (GLM-MoE-DSA, with its shared-indexer layers).
 void fp32_router_layer(HfJsonReader& r, ModelSpec& m);  // DeepSeek-V2 and V3
@@ -260,6 +262,9 @@ bool is_hf_text_config_wrapper(const std::string& model_type);
 // The text model type of a wrapper whose config class builds text_config from the top-level keys
 // where text_config is absent (GLM-4.1V's first releases wrote the language model flat), else "".
 std::string flat_text_model_type(const std::string& wrapper_type);
+// The transformers config class that ignores such top-level keys and builds its default language
+// model instead (remat reads them, with a note), or "" where it reads them too.
+std::string flat_text_ignoring_class(const std::string& wrapper_type);
 // The model_type of the text config a wrapper builds from a text_config without one ("" where
 // remat does not know it).
 std::string wrapper_text_model_type(const std::string& wrapper_type);

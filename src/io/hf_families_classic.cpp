@@ -1,7 +1,9 @@
 // Layer readers of the first generation of decoder-only models in transformers, each read from its
-// modeling code (transformers 5.17): XGLM, CTRL, OpenAI GPT and BioGPT. LayerNorms with bias, biases
+// modeling code (transformers 5.17): XGLM, CTRL, OpenAI GPT, BioGPT and GPT-Neo. LayerNorms with bias, biases
 // on every projection, a two-matrix MLP and a head tied to the embeddings; their positions fixed
 // sinusoids (no parameters) or a learned table.
+#include <nlohmann/json.hpp>
+
 #include <string>
 
 #include "hf_families.hpp"
@@ -107,6 +109,48 @@ void biogpt_layer(HfJsonReader& r, ModelSpec& m) {
   r.integer("max_position_embeddings", m.position_embeddings, false);
   m.position_embeddings += 2;  // BioGptLearnedPositionalEmbedding's offset
   read_dropouts(r, m, "hidden_dropout_prob", 0.1, "attention_probs_dropout_prob", 0.1);
+}
+
+// GPT-Neo: num_layers, num_heads; learned positions, out_proj and MLP biases, LayerNorms with bias.
+void gpt_neo_spell(HfJsonReader& r, ModelSpec& m) {
+  r.integer("num_layers", m.num_hidden_layers, false);
+  r.integer("num_heads", m.num_attention_heads, false);
+}
+
+// GPTNeoConfig expands attention_types ([[["global", "local"], 12]] by default: 24 layers) into one
+// type per layer and refuses a count other than num_layers; its local layers mask the full square
+// (costed as global attention, which they compute).
+namespace {
+
+void check_gpt_neo_attention_types(HfJsonReader& r, const ModelSpec& m) {
+  int64_t layers = 24;
+  if (r.has("attention_types")) {
+    layers = 0;
+    const auto& types = r.object["attention_types"];
+    for (const auto& entry : types.is_array() ? types : nlohmann::json::array())
+      if (entry.is_array() && entry.size() == 2 && entry[0].is_array() && entry[1].is_number_integer())
+        layers += int64_t(entry[0].size()) * entry[1].get<int64_t>();
+  }
+  if (layers != m.num_hidden_layers)
+    r.fail("attention_types", r.has("attention_types") ? r.object["attention_types"].dump() : "",
+           "gives " + std::to_string(layers) + " layers for num_layers " + std::to_string(m.num_hidden_layers) +
+               " (transformers' GPTNeoConfig refuses the same)");
+}
+
+}  // namespace
+
+void gpt_neo_layer(HfJsonReader& r, ModelSpec& m) {
+  check_gpt_neo_attention_types(r, m);
+  four_h_mlp_by_default(m);
+  layer_norm_with_bias(m);
+  two_matrix_mlp(m, "gelu_new");
+  read_activation(r, m, "activation_function");
+  m.o_bias = m.mlp_bias = true;
+  m.eager_qk_fp32 = true;
+  m.eager_attention_only = true;  // GPTNeoPreTrainedModel has no sdpa path
+  m.position_embeddings = 2048;
+  r.integer("max_position_embeddings", m.position_embeddings, false);
+  m.rotary_fraction = 0;
 }
 
 }  // namespace remat

@@ -266,19 +266,42 @@ std::string current_layer_type(const std::string& kind) {
   return kind;
 }
 
+namespace {
+
+// Wrappers whose configs may write the language model's keys at the top level, the model_type
+// remat reads them as, and the transformers 5.17 config class that ignores them there (nullptr:
+// it passes them to its text config, as Glm4vConfig, Glm4vMoeConfig and GlmOcrConfig do; checked:
+// a flat hidden_size reaches text_config).
+struct FlatWrapper {
+  const char *wrapper, *text_type, *ignoring_class;
+};
+constexpr FlatWrapper kFlatWrappers[] = {
+    {"glm4v", "glm4v_text", nullptr},
+    {"glm4v_moe", "glm4v_moe_text", nullptr},
+    {"glm_ocr", "glm_ocr_text", nullptr},
+    // Step 3.7 as serving stacks copy it (aiconfigurator's Step-3.7-Flash); Step3p7Config builds its
+    // default language model from such a file, remat reads the keys given
+    {"step3p7", "step3p5", "Step3p7Config"},
+    // LLaVA 1.5's own release (liuhaotian/llava-v1.5-*: LlavaLlamaForCausalLM, model_type llava)
+    {"llava", "llama", "LlavaConfig"},
+};
+
+const FlatWrapper* find_flat_wrapper(const std::string& wrapper_type) {
+  for (const FlatWrapper& w : kFlatWrappers)
+    if (wrapper_type == w.wrapper) return &w;
+  return nullptr;
+}
+
+}  // namespace
+
 std::string flat_text_model_type(const std::string& wrapper_type) {
-  // transformers 5.17: Glm4vConfig, Glm4vMoeConfig and GlmOcrConfig pass their other keys to the
-  // text config where text_config is absent (checked: a flat hidden_size reaches text_config)
-  for (const char* w : {"glm4v", "glm4v_moe", "glm_ocr"})
-    if (wrapper_type == w) return wrapper_type + "_text";
-  // Step 3.7's configs as serving stacks copy them (aiconfigurator's Step-3.7-Flash): the language
-  // model's keys at the top. transformers 5.17's Step3p7Config reads text_config only and builds its
-  // default language model from such a file (hf_config.cpp notes it); remat reads the keys given.
-  if (wrapper_type == "step3p7") return "step3p5";
-  // LLaVA 1.5's own release (liuhaotian/llava-v1.5-*: LlavaLlamaForCausalLM, model_type llava) keeps
-  // LLaMA's keys at the top; transformers' LlavaConfig reads text_config only (noted where read)
-  if (wrapper_type == "llava") return "llama";
-  return "";
+  const FlatWrapper* w = find_flat_wrapper(wrapper_type);
+  return w ? w->text_type : "";
+}
+
+std::string flat_text_ignoring_class(const std::string& wrapper_type) {
+  const FlatWrapper* w = find_flat_wrapper(wrapper_type);
+  return w && w->ignoring_class ? w->ignoring_class : "";
 }
 
 std::string wrapper_text_model_type(const std::string& wrapper_type) {
