@@ -555,8 +555,10 @@ TEST(HfProfile, GpuPacedStepTimesWithinTheKnownUnderPrediction) {
 
 // 22 of those cases re-run on a lent H200 (steps-time-h200.jsonl, examples/hf/cases_h200.json; its
 // SDPA measured there too: frameworks.hf.attention in hardware/h200.yaml), nothing fitted: step
-// peaks within 1.05%, the 11 checkpointed-over-none ratios within 6.7%, step times -7.4% on average
-// (-19.8% to +3.0%; Phi-4 LoRA the furthest under, as on the H100).
+// peaks within 1.05%, the 11 checkpointed-over-none ratios within 6.7%, step times -8.2% on average
+// (-19.8% to +1.0%; Phi-4 LoRA the furthest under, as on the H100). The mean was -7.4% while the
+// frozen experts' GEMMs of the Qwen3-MoE LoRA steps were priced with a weight gradient, which
+// autograd does not compute (derivatives.yaml: _grouped_mm's mat2 gradient on its own).
 TEST(HfProfile, H200GpuPacedStepsMemoryRatiosAndTime) {
   const std::vector<HfComparison> cases = measured_cases("steps-time-h200.jsonl", "h200");
   ASSERT_EQ(cases.size(), 22u);
@@ -566,10 +568,10 @@ TEST(HfProfile, H200GpuPacedStepsMemoryRatiosAndTime) {
     EXPECT_LE(std::abs(c.peak_error_pct()), 1.1) << c.measured.case_name;
     const double time_error_pct = 100 * (c.estimate.iteration.time_s / c.measured.step_time_s - 1);
     EXPECT_GE(time_error_pct, -20.5) << c.measured.case_name;
-    EXPECT_LE(time_error_pct, 3.5) << c.measured.case_name;
+    EXPECT_LE(time_error_pct, 2.0) << c.measured.case_name;
     mean_time_error_pct += time_error_pct / double(cases.size());
   }
-  EXPECT_NEAR(mean_time_error_pct, -7.4, 0.5);
+  EXPECT_NEAR(mean_time_error_pct, -8.2, 0.5);
   const std::vector<HfTimeRatio> ratios = hf_time_ratios(cases);
   ASSERT_EQ(ratios.size(), 11u);
   for (const HfTimeRatio& r : ratios)

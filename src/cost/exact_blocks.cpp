@@ -8,6 +8,7 @@
 #include "exact_ops.hpp"
 #include "exact_parts.hpp"
 #include "remat/cost/params.hpp"
+#include "remat/spec/lora_placement.hpp"
 
 namespace remat {
 
@@ -37,6 +38,7 @@ RankShape rank_shape(const TrainingSpec& t) {
   r.weights_train = t.lora_rank == 0;
   if (t.lora_rank > 0) r.lora = t.lora_targets, r.lora_rank = double(t.lora_rank), r.lora_dropout = t.lora_dropout;
   r.lora_bytes = t.lora_adapter_bytes > 0 ? double(t.lora_adapter_bytes) : 2;
+  r.peft_moe_conversion = t.peft_moe_conversion;
   if (t.grads_allocated_in_backward && t.microbatches() == 1 && t.lora_rank == 0)
     r.weight_grad_bytes = bytes_per_param(t, double(t.dp)).gradients;
   return r;
@@ -46,6 +48,11 @@ RankShape with_model(RankShape r, const ModelSpec& m) {
   r.layer_norm = m.norm_kind == NormKind::layer;
   if (r.layer_norm && r.norm_fp32_upcast) r.layer_norm_code = m.layer_norm_code;
   r.norm_scale_fp32 = m.norm_scale_fp32;
+  if (r.lora_experts_gate_up_rank > 0 || r.lora_experts_down_rank > 0) return r;  // applied already
+  const LoraPlacement lora = lora_placement(m, r.lora, r.lora_rank, r.peft_moe_conversion);
+  r.lora = lora.linear;
+  r.lora_experts_gate_up_rank = lora.experts_gate_up_rank;
+  r.lora_experts_down_rank = lora.experts_down_rank;
   return r;
 }
 

@@ -220,11 +220,40 @@ namespace {
 
 // One GEMM over every local expert's weights, whose gradient its backward allocates whole (the
 // experts' stacked parameter) where gradients appear in backward (RankShape::weight_grad_bytes).
+// Frozen and unadapted (LoRA elsewhere), its backward computes the input's gradient only.
 OpDef expert_gemm(const RankShape& r, const char* name, double rows, double in, double out,
-                  const std::vector<std::string>& saves, double experts) {
+                  const std::vector<std::string>& saves, double experts, bool adapted = false) {
   OpDef op = ops::gemm(name, rows, in, out, saves, experts);
   op.weight_grad_bytes = r.weight_grad_bytes * in * out * experts;
+  if (!r.weights_train && !adapted) op.bwd_flops = op.bwd_exec_flops = op.fwd_flops;
   return op;
+}
+
+// PEFT's ParamWrapper on a stacked expert weight (tuners/lora/layer.py, _LoraFactorsProxy): each
+// forward folds W + scaling (B A) into a new tensor of W's size and dtype with one baddbmm, which
+// saves the two factors cast to W's dtype; the experts' GEMM saves the folded weight and, since it
+// now needs a weight gradient, its input. Backward, that GEMM writes the folded weight's whole
+// gradient, which the baddbmm's backward reads twice (once per factor).
+void add_expert_adapter(Block& b, const RankShape& r, const std::string& gemm, double in, double out, double experts,
+                        double rank) {
+  const double weight_bytes = in * out * experts * kBf16;
+  // working copies 0: their backward's working set is stated (adapted_experts_working_bytes)
+  b.tensors.push_back({gemm + ".lora_weight", weight_bytes, 0, 0, 0, 0});
+  const double factor_bytes = r.lora_bytes != kBf16 ? rank * experts * (in + out) * kBf16 : 0;  // fp32 adapters
+  b.tensors.push_back({gemm + ".lora_factors", factor_bytes, 0, 0, 0, 0});
+  b.ops.push_back(ops::streaming(gemm + ".lora_fold", 2 * weight_bytes, 2 * weight_bytes, {gemm + ".lora_factors"}));
+}
+
+// The routed block's backward working set with adapted experts: the down GEMM's gradients (its
+// output's, its input's and the folded weight's), then gate_up's, by when the folded down weight
+// and its gradient are freed; at least what the block's other ops hold (`others`).
+double adapted_experts_working_bytes(const RankShape& r, double rows, double h, double f, double experts,
+                                     double others) {
+  const double down_weight = r.lora_experts_down_rank > 0 ? f * h * experts * kBf16 : 0;
+  const double gate_up_weight = r.lora_experts_gate_up_rank > 0 ? 2 * f * h * experts * kBf16 : 0;
+  const double down = rows * (h + f) * kBf16 + down_weight;
+  const double gate_up = rows * (2 * f + h) * kBf16 + gate_up_weight - down_weight;
+  return std::max({others, down, gate_up});
 }
 
 }  // namespace
@@ -237,12 +266,18 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
   const double local_experts = double(m.n_routed_experts / r.ep);
   // frozen experts (LoRA on other matrices) save no GEMM input: only the weights' gradients read them
   const std::vector<std::string> none;
+  const bool gate_up_adapted = m.mlp_kind == MlpKind::gated && r.lora_experts_gate_up_rank > 0;
+  const bool down_adapted = r.lora_experts_down_rank > 0;
   b.inputs = {"x_permuted"};
-  b.inputs_saved = r.weights_train;
+  b.inputs_saved = r.weights_train || gate_up_adapted;
   b.tensors.push_back({"x_permuted", rows * h * kBf16});
   if (m.mlp_kind == MlpKind::gated) {
-    b.ops.push_back(
-        expert_gemm(r, "experts_gate_up", rows, h, 2 * f, r.weights_train ? b.inputs : none, local_experts));
+    std::vector<std::string> saves = r.weights_train || gate_up_adapted ? b.inputs : none;
+    if (gate_up_adapted) {
+      add_expert_adapter(b, r, "experts_gate_up", h, 2 * f, local_experts, r.lora_experts_gate_up_rank);
+      saves.push_back("experts_gate_up.lora_weight");
+    }
+    b.ops.push_back(expert_gemm(r, "experts_gate_up", rows, h, 2 * f, saves, local_experts, gate_up_adapted));
     parts::add_swiglu(b, rows, f, "experts_", r.swiglu_fused, r.glu_linear_copy,
                       r.layouts_from_model_code && m.clamped_swiglu);
     if (r.layouts_from_model_code && m.clamped_glu_experts) {
@@ -267,8 +302,14 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
     b.ops.push_back(ops::streaming("experts_probs_mul", 6 * bytes, 8 * bytes, {"experts_act"}));
     down_input = "experts_weighted";
   }
-  const std::vector<std::string> down_saves = {down_input};
-  b.ops.push_back(expert_gemm(r, "experts_down", rows, f, h, r.weights_train ? down_saves : none, local_experts));
+  std::vector<std::string> down_saves = r.weights_train || down_adapted ? std::vector{down_input} : none;
+  if (down_adapted) {
+    add_expert_adapter(b, r, "experts_down", f, h, local_experts, r.lora_experts_down_rank);
+    down_saves.push_back("experts_down.lora_weight");
+  }
+  b.ops.push_back(expert_gemm(r, "experts_down", rows, f, h, down_saves, local_experts, down_adapted));
+  if (gate_up_adapted || down_adapted)
+    b.ops.back().working_bytes = adapted_experts_working_bytes(r, rows, h, f, local_experts, grad_working_bytes(b));
   if (r.moe_probs_scale_outputs) {
     // transformers' experts (grouped_mm and the per-expert loop alike): the outputs times their
     // routing weights, then summed into place; the multiply saves the outputs for the weights'

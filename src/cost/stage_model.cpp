@@ -192,7 +192,9 @@ int64_t first_adapted_layer(const ModelSpec& m, const TrainingSpec& t) {
 namespace {
 
 bool has_adapter(const Block& b) {
-  return std::any_of(b.ops.begin(), b.ops.end(), [](const OpDef& op) { return op.name.ends_with(".lora"); });
+  // a Linear's adapter, or one on the routed experts' stacked weights (add_expert_adapter)
+  return std::any_of(b.ops.begin(), b.ops.end(),
+                     [](const OpDef& op) { return op.name.ends_with(".lora") || op.name.ends_with(".lora_fold"); });
 }
 
 // Ops whose inputs and weights need no gradient (those `which` picks) save nothing and run no

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "remat/cost/op_time.hpp"
+#include "remat/spec/lora_placement.hpp"
 
 namespace remat {
 
@@ -207,7 +208,8 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
   const AttentionShape a = m.attention_shape(layer);
   const double q = double(a.heads * a.head_dim), k = double(a.kv_heads * a.head_dim);
   const double v = double(a.kv_heads * a.value_head_dim), o = double(a.heads * a.value_head_dim);
-  const LoraTargets& l = t.lora_targets;
+  const LoraPlacement placement = lora_placement(m, t);
+  const LoraTargets& l = placement.linear;
   // A: in x r, B: r x out; the output side is split over tp
   const bool own_k = !a.shares_kv, own_v = own_k && !a.values_from_keys;
   double p = 0;
@@ -221,8 +223,10 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
     if (l.q && m.q_lora_rank == 0) p += r * (h + heads * double(m.qk_head_dim()) / tpd);
     if (l.o) p += r * (heads * double(m.v_head_dim) / tpd + h);
   } else if (m.layer_has_attention(layer)) {
-    p +=
-        (l.q ? r * (h + q / tpd) : 0) + (l.k && own_k ? r * (h + k / tpd) : 0) + (l.v && own_v ? r * (h + v / tpd) : 0);
+    // q_proj also makes the output gate where it is fused in (Qwen3-Next's attention_output_gate)
+    const double q_out = m.attention_output_gate && !m.attention_gate_proj ? 2 * q : q;
+    p += (l.q ? r * (h + q_out / tpd) : 0) + (l.k && own_k ? r * (h + k / tpd) : 0) +
+         (l.v && own_v ? r * (h + v / tpd) : 0);
     if (l.o) p += r * (o / tpd + h);
     if (l.gate && m.attention_gate_proj) p += r * (h + q / tpd);
   } else if (m.mixer(layer) == Mixer::gated_deltanet && m.linear_attention_own_projections) {
@@ -238,6 +242,12 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
   if (m.has_ffn(layer) && (!moe || m.n_shared_experts > 0)) {
     const double f = moe ? double(m.shared_mlp_width()) : double(m.mlp_width(layer));
     p += (l.gate ? r * (h + f / tpd) : 0) + (l.up ? r * (h + f / tpd) : 0) + (l.down ? r * (f / tpd + h) : 0);
+  }
+  if (moe && placement.on_experts()) {
+    // ParamWrapper: lora_A of in x (rank x experts), lora_B of (rank x experts) x out, per stacked weight
+    const double experts = double(m.n_routed_experts / t.ep), io = double(m.expert_io_width());
+    const double f = double(m.moe_intermediate_size) / tpd;
+    p += placement.experts_gate_up_rank * experts * (io + 2 * f) + placement.experts_down_rank * experts * (f + io);
   }
   return p;
 }

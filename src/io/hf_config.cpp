@@ -745,6 +745,8 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   if (nested) r.boolean("tie_word_embeddings", m.tie_word_embeddings);
   top.boolean("tie_word_embeddings", m.tie_word_embeddings);
   read_experts(r, m, *family, type);
+  // PEFT reads model.config.model_type: the file's own, a wrapper's where the file is one
+  m.experts_peft_converted = peft_converts_expert_targets(outer_type.empty() ? type : outer_type);
   require_dense_width(r, m);
   read_mtp(r, m, *family);
   read_windowed_attention(r, m, type, r.text_list("layer_types"));

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "remat/spec/framework.hpp"
+#include "remat/spec/lora_placement.hpp"
 #include "remat/spec/validate.hpp"
 
 namespace remat {
@@ -93,6 +94,19 @@ void check_streambp(Flags& f, const TrainingSpec& t) {
     f.fail("--lora-dropout", std::to_string(t.lora_dropout), "must be in [0, 1)");
 }
 
+// What PEFT 0.21 raises on for a model whose MoE targets it converts (lora_placement).
+void check_peft_moe_targets(Flags& f, const TrainingSpec& t, const ModelSpec& m) {
+  if (t.lora_rank <= 0 || !t.peft_moe_conversion || !m.experts_peft_converted) return;
+  const LoraTargets& l = t.lora_targets;
+  if (l.gate != l.up && !l.fused_gate_up)
+    f.fail("--lora-targets", l.gate ? "gate without up" : "up without gate",
+           "PEFT fuses gate_proj and up_proj into this model's experts' gate_up_proj: target both or neither");
+  if (t.lora_dropout > 0 && lora_placement(m, t).on_experts())
+    f.fail("--lora-dropout", std::to_string(t.lora_dropout),
+           "PEFT's adapters on the experts' stacked weights (ParamWrapper), where gate, up or down point on this "
+           "model, refuse dropout: 0 or leave gate, up and down out of --lora-targets");
+}
+
 }  // namespace
 
 int64_t effective_layers(const ModelSpec& m, const TrainingSpec& t) {
@@ -160,6 +174,7 @@ std::vector<Problem> validate_training(const TrainingSpec& t, const ModelSpec& m
   }
   if (const FrameworkProfile* profile = find_framework(t.framework); profile && profile->cannot_run)
     if (const std::string why = profile->cannot_run(m); !why.empty()) f.fail("--framework", t.framework, why);
+  check_peft_moe_targets(f, t, m);
   if (t.gbs > 0 && t.gbs % (t.mbs * t.dp) != 0)
     f.fail("--gbs", str(t.gbs), "must be a multiple of mbs * dp = " + str(t.mbs * t.dp));
   if (!t.layers_per_stage.empty()) check_layers_per_stage(f, t.layers_per_stage, t.pp, layers);

@@ -42,6 +42,9 @@ struct RankShape {
   bool weights_train = true;
   LoraTargets lora{false, false, false, false, false, false, false};
   double lora_rank = 0, lora_dropout = 0;
+  bool peft_moe_conversion = false;  // TrainingSpec's; with_model applies it (lora_placement)
+  // ranks of the adapters on the routed experts' stacked weights (with_model); 0: none
+  double lora_experts_gate_up_rank = 0, lora_experts_down_rank = 0;
   double lora_bytes = 2;  // bytes per element of the adapters (and of their input's cast)
   // bytes per weight of the gradients each GEMM's backward allocates, where the step holds none
   // before its backward (hf, full model, one microbatch: zero_grad(set_to_none)); 0 otherwise

@@ -199,6 +199,10 @@ struct ModelSpec {
   // the MoE router casts its input to fp32 and its linear saves that copy (transformers'
   // DeepSeek routers: deepseek_v2, deepseek_v3, deepseek_v32, glm_moe_dsa)
   bool router_fp32_input = false;
+  // PEFT (0.21, utils/transformers_weight_conversion.py) retargets gate_proj, up_proj and down_proj at
+  // the routed experts' stacked gate_up_proj and down_proj parameters for the model_types transformers
+  // 5.17 converts as Qwen2-MoE (conversion_mapping.py): see lora_placement
+  bool experts_peft_converted = false;
   bool shared_expert_gate = false;  // Qwen2-MoE: sigmoid(x W_g), W_g of h x 1, scales the shared experts' output
 
   // Hybrid layers (empty: every layer attention + feed-forward). Nemotron-H's

@@ -60,6 +60,9 @@ struct TrainingSpec {
   int64_t lora_rank = 0;
   LoraTargets lora_targets;
   double lora_dropout = 0;  // > 0: each adapted matrix saves its own dropped copy of the input and a mask
+  // PEFT's MoE target conversion applies (the hf profile): on a model with experts_peft_converted,
+  // gate/up/down adapt the routed experts' stacked weights and no nn.Linear (lora_placement)
+  bool peft_moe_conversion = false;
   // bytes per adapter parameter: 2 (bf16) or 4 (PEFT's default autocast_adapter_dtype: fp32 adapters
   // on a bf16 base, each adapter casting its input to fp32); 0: the framework's default
   int64_t lora_adapter_bytes = 0;

@@ -21,6 +21,9 @@
 //   or True (full replay): --strategy full --replay early-stop | full;
 // - peft/tuners/lora/layer.py Linear.forward: base(x) + lora_B(lora_A(dropout(x))) * scaling, the
 //   adapters in fp32 by default (autocast_adapter_dtype) and x cast to their dtype per adapter;
+// - peft/utils/transformers_weight_conversion.py and tuners/lora/layer.py ParamWrapper: on the MoE
+//   families transformers converts as Qwen2-MoE, gate/up/down adapt the routed experts' stacked
+//   weights, folded per forward into a full copy W + B A (baddbmm) that the experts' GEMM saves;
 // - torch/optim/adam.py _multi_tensor_adam (AdamW foreach): moments in the
 //   parameter dtype, one temporary of all trained parameters (the sqrt of the
 //   second moment) during the step;
@@ -51,6 +54,7 @@ TrainingSpec hf_training(TrainingSpec t) {
   // the sdpa kernel's output is laid out [b, s, heads, d]: the transpose back is contiguous, so Wo
   // saves the tensor the kernel saved (no copy)
   if (t.lora_adapter_bytes == 0) t.lora_adapter_bytes = 4;  // peft: autocast_adapter_dtype=True
+  t.peft_moe_conversion = true;  // gate/up/down on some MoE families' stacked experts (lora_placement)
   t.swiglu_fused = false;
   t.glu_linear_copy = false;
   t.moe_probs_scale_outputs = true;
