@@ -140,5 +140,20 @@ TEST(HfFamiliesClassic, MixtralExpertDefaultsAndNullKeyValueHeads) {
   EXPECT_EQ(parse_hf_config(base + "}", "a.json").num_key_value_heads, 8);  // absent: MixtralConfig's 8
 }
 
+// Phi's and Persimmon's qk_layernorm are nn.LayerNorm(head_dim): a weight and a bias each, two per
+// layer. Phi-2's shape with qk_layernorm: transformers 5.17 counts 2,779,694,080 (reports/hf/
+// param-counts-realcfg8-h200.jsonl); PersimmonConfig turns them on by default.
+TEST(HfFamiliesClassic, QkLayerNormsCarryBiases) {
+  const ModelSpec phi = parse_hf_config(R"({"model_type": "phi", "vocab_size": 51200, "hidden_size": 2560,
+      "intermediate_size": 10240, "num_hidden_layers": 32, "num_attention_heads": 32, "qk_layernorm": true})",
+                                        "phi.json");
+  EXPECT_DOUBLE_EQ(model_params(phi, 32), 2779694080.0);
+  const std::string persimmon = R"({"model_type": "persimmon", "vocab_size": 100, "hidden_size": 64,
+      "intermediate_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4)";
+  const ModelSpec with = parse_hf_config(persimmon + "}", "p.json");
+  const ModelSpec without = parse_hf_config(persimmon + R"(, "qk_layernorm": false})", "p.json");
+  EXPECT_DOUBLE_EQ(model_params(with, 2) - model_params(without, 2), 2 * 2 * 2 * 16.0);  // head_dim 16
+}
+
 }  // namespace
 }  // namespace remat

@@ -363,6 +363,8 @@ def run_case(c, versions, write, meta, trace_dir=None, steps=3, diagnostic=True)
     is_moe = model_type in MOE_TYPES or bool(getattr(cfg, "enable_moe_block", False))
     if mode != "lora":
         targets = []
+    elif c.get("lora_targets"):  # the case names its own (all seven on an MoE, say)
+        targets = list(c["lora_targets"])
     elif is_moe:
         targets = LORA_ATTN  # MoE: attention projections only
     elif model_type == "phi3":

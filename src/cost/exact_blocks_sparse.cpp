@@ -179,7 +179,9 @@ Block moe_shared_block(const RankShape& r, const ModelSpec& m) {
   // the normed hidden state the router reads; the experts keep their own copies of its output
   if (m.moe_latent_size > 0)
     b.ops.push_back(parts::linear(b, r, "latent_down", rows, h, double(m.moe_latent_size), "x_norm", {}));
-  if (m.n_shared_experts > 0) {
+  // Qwen2-MoE's block builds its gated shared expert at any width, zero included (whose adapters
+  // still cast and save their input)
+  if (m.n_shared_experts > 0 || m.shared_expert_gate) {
     const double f = double(m.shared_mlp_width()) / double(r.tp);
     if (r.tp > 1) b.ops.push_back(parts::input_gather(r, h));
     if (m.mlp_kind == MlpKind::gated) {

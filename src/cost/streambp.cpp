@@ -237,9 +237,9 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
   }
   // MLP adapters sit on nn.Linear projections: a dense layer's MLP, or an MoE layer's shared experts
   // (one MLP n_shared x the expert width wide: DeepSeek's shared_experts, Qwen2-MoE's shared_expert,
-  // Gemma 4's dense MLP); routed experts are not nn.Linear
+  // built even zero wide, Gemma 4's dense MLP); routed experts are not nn.Linear
   const bool moe = m.layer_is_moe(layer);
-  if (m.has_ffn(layer) && (!moe || m.n_shared_experts > 0)) {
+  if (m.has_ffn(layer) && (!moe || m.n_shared_experts > 0 || m.shared_expert_gate)) {
     const double f = moe ? double(m.shared_mlp_width()) : double(m.mlp_width(layer));
     p += (l.gate ? r * (h + f / tpd) : 0) + (l.up ? r * (h + f / tpd) : 0) + (l.down ? r * (f / tpd + h) : 0);
   }

@@ -187,7 +187,10 @@ void refuse_no_experts(HfJsonReader& r, const char* key, const ModelSpec& m, con
 
 // Qwen2-MoE / Qwen3-MoE: layer i is MoE when (i + 1) % decoder_sparse_step == 0
 // and i is not in mlp_only_layers (transformers' Qwen2MoeDecoderLayer).
-void read_qwen_experts(HfJsonReader& r, ModelSpec& m) {
+// `gated_shared`: the MoE block builds its shared expert and that expert's gate whatever the width,
+// a zero-wide expert included (Qwen2MoeSparseMoeBlock, Qwen3-Next's and Qwen3.5-MoE's); Qwen3-MoE's
+// block has neither.
+void read_qwen_experts(HfJsonReader& r, ModelSpec& m, bool gated_shared) {
   r.integer("num_experts", m.n_routed_experts, true);
   r.integer("moe_intermediate_size", m.moe_intermediate_size, true);
   m.moe_layer_rule = MoeLayerRule::every_step;
@@ -199,11 +202,10 @@ void read_qwen_experts(HfJsonReader& r, ModelSpec& m) {
   refuse_layers_outside(r, "mlp_only_layers", m.dense_mlp_layers, m.num_hidden_layers);
   int64_t shared = 0;
   r.integer("shared_expert_intermediate_size", shared, false);
-  if (shared > 0 && m.moe_intermediate_size > 0) {
+  if (shared > 0 && m.moe_intermediate_size > 0)
     shared_mlp_as_experts(r, "shared_expert_intermediate_size", shared, m.moe_intermediate_size,
                           "moe_intermediate_size", m);
-    m.shared_expert_gate = true;  // Qwen2MoeSparseMoeBlock's shared_expert_gate (Qwen3-Next's too)
-  }
+  m.shared_expert_gate = gated_shared || shared > 0;  // shared_expert_gate, h x 1
 }
 
 // Llama 4: routed experts of intermediate_size plus one shared expert of the
@@ -378,7 +380,9 @@ void read_experts(HfJsonReader& r, ModelSpec& m, const HfFamily& family, const s
       if (m.n_routed_experts > 0) m.moe_intermediate_size = m.intermediate_size;
       break;
     case HfExperts::qwen:
-      read_qwen_experts(r, m);
+      read_qwen_experts(r, m, family.model_type == std::string("qwen2_moe") ||
+                                  family.model_type == std::string("qwen3_next") ||
+                                  family.model_type == std::string("qwen3_5_moe_text"));
       refuse_no_experts(r, "num_experts", m, type);
       read_mlp_layer_types(r, m);  // Mellum's
       break;

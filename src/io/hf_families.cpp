@@ -170,7 +170,7 @@ void phi_layer(HfJsonReader& r, ModelSpec& m) {
   set_rotary_fraction(r, m, "partial_rotary_factor", 0.5);
   bool qk = false;
   r.boolean("qk_layernorm", qk);
-  if (qk) m.qk_norm = QkNorm::shared;
+  if (qk) m.qk_norm = QkNorm::shared, m.qk_norm_bias = true;  // nn.LayerNorm(head_dim)
   read_probability(r, "resid_pdrop", m.residual_dropout);  // PhiDecoderLayer's resid_dropout on both branches
 }
 
@@ -421,9 +421,9 @@ void persimmon_layer(HfJsonReader& r, ModelSpec& m) {
   read_activation(r, m, "hidden_act");
   m.qkv_bias = m.o_bias = m.mlp_bias = true;
   set_rotary_fraction(r, m, "partial_rotary_factor", 0.5);
-  bool qk = false;
+  bool qk = true;  // PersimmonConfig's default
   r.boolean("qk_layernorm", qk);
-  if (qk) m.qk_norm = QkNorm::shared;
+  if (qk) m.qk_norm = QkNorm::shared, m.qk_norm_bias = true;  // nn.LayerNorm(head_dim)
 }
 
 // OPT: ffn_dim; learned positions offset by 2; enable_bias on every linear; relu.
@@ -545,6 +545,7 @@ constexpr HfDefaults kPhiDefaults{51200, 2048, 8192, 24, 32};
 constexpr HfDefaults kGptNeoDefaults{50257, 2048, 0, 24, 16};
 constexpr HfDefaults kOptDefaults{50272, 768, 3072, 12, 12};
 constexpr HfDefaults kBloomDefaults{250880, 64, 0, 2, 8};
+constexpr HfDefaults kPersimmonDefaults{262144, 4096, 16384, 36, 64, 0, 0, 1e-5};  // PersimmonConfig
 constexpr HfDefaults kPhiMsftDefaults{50304, 1024, 0, 20, 16};  // the remote PhiConfig's (n_inner None: 4 n_embd)
 
 // BambaConfig, GraniteMoeHybridConfig and Mamba2Config (no attention, no MLP: their dimensions
@@ -663,7 +664,7 @@ const std::array kFamilies = {
     HfFamily{"exaone", false, kDense, false, exaone_spell, nullptr},
     HfFamily{"xverse", false, kDense, false, nullptr, llama_layer},
     HfFamily{"qwen", false, kDense, false, qwen1_spell, qwen1_layer},
-    HfFamily{"persimmon", false, kDense, false, nullptr, persimmon_layer},
+    HfFamily{"persimmon", false, kDense, false, nullptr, persimmon_layer, kPersimmonDefaults},
     HfFamily{"codegen", false, kDense, false, gpt2_spell, gptj_layer},
     HfFamily{"gpt_neo", true, kDense, false, gpt_neo_spell, gpt_neo_layer, kGptNeoDefaults},
     HfFamily{"opt", true, kDense, false, opt_spell, opt_layer, kOptDefaults},

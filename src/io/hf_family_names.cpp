@@ -284,6 +284,9 @@ constexpr FlatWrapper kFlatWrappers[] = {
     {"step3p7", "step3p5", "Step3p7Config"},
     // LLaVA 1.5's own release (liuhaotian/llava-v1.5-*: LlavaLlamaForCausalLM, model_type llava)
     {"llava", "llama", "LlavaConfig"},
+    // Gemma 3 1B's keys under the wrapper's model_type with Gemma3ForCausalLM (executorch's MediaTek
+    // copy): that class's own config, Gemma3TextConfig, reads them when it loads the file
+    {"gemma3", "gemma3_text", "Gemma3Config"},
 };
 
 const FlatWrapper* find_flat_wrapper(const std::string& wrapper_type) {

@@ -13,6 +13,9 @@ namespace remat {
 // ChatGLM (remote code: chatglm2/3, glm-4-9b): num_layers, ffn_hidden_size,
 // padded_vocab_size, kv_channels, multi_query_group_num.
 void chatglm_spell(HfJsonReader& r, ModelSpec& m) {
+  refuse_if_true(r, "position_encoding_2d",
+                 "ChatGLM-6B's first release (GLM's two-dimensional rotary positions, a GELU MLP of "
+                 "inner_hidden_size, scaled residuals); remat builds ChatGLM2/3's and GLM-4's layers");
   r.integer("num_layers", m.num_hidden_layers, false);
   r.integer("ffn_hidden_size", m.intermediate_size, false);
   r.integer("padded_vocab_size", m.vocab_size, false);
