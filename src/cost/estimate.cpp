@@ -156,6 +156,31 @@ TrainingSpec costed_training(const TrainingSpec& t, Strategy s) {
   return streambp_effective_training(with_defaults(t), s);
 }
 
+namespace {
+
+// autocast's bf16 copy of each of the layer's weights (a layer that never runs, untrained, casts
+// nothing). torch caches the cast of a leaf that requires grad for the whole forward, so a trained
+// weight's copy is kept by a checkpointed layer too, until its backward frees it: kept bytes, freed
+// layer by layer under ordered backward (Nemotron 3 Super's mixed step peaks in its first layer's
+// backward, the later layers' copies gone: reports/hf/steps-latent-moe). A frozen weight (LoRA) is
+// cast anew at each use and its GEMM saves the copy: kept by a layer that keeps its tensors, made
+// again by a checkpointed layer's replay, and none before the first adapter. transformers' grouped_mm
+// experts are not autocast: they run in fp32 on their own weights (moe_routed_block).
+LayerCost with_autocast_casts(LayerCost lc, const ModelSpec& m, const TrainingSpec& t, const LayerChoice& choice,
+                              int64_t g, int64_t first_adapted) {
+  const ParamCount lp = layer_params(m, g, t.tp, t.ep);
+  const double experts = t.layouts_from_model_code && m.experts_grouped_mm() ? lp.expert : 0;
+  const double casts = 2 * (lp.total() - lp.untrained - experts);
+  if (t.lora_rank <= 0) {
+    lc.kept_bytes += casts;
+  } else if (g >= first_adapted) {
+    (choice.mode == LayerMode::keep ? lc.kept_bytes : lc.transient_bytes) += casts;
+  }
+  return lc;
+}
+
+}  // namespace
+
 LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& costed,
                            const LayerDef& layer, LayerChoice& choice, int64_t g) {
   BlockCostMemo memo;
@@ -180,10 +205,7 @@ LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const Tra
   // checkpointed layer too, for as long as the forward's autocast cache lives) until its backward
   // frees it: kept bytes, freed layer by layer under ordered backward (Nemotron 3 Super's mixed step
   // peaks in its first layer's backward, the later layers' copies gone: reports/hf/steps-latent-moe)
-  if (costed.params_fp32_autocast) {  // a layer that never runs (untrained: skipped) casts nothing
-    const ParamCount lp = layer_params(m, g, costed.tp, costed.ep);
-    lc.kept_bytes += 2 * (lp.total() - lp.untrained);
-  }
+  if (costed.params_fp32_autocast) lc = with_autocast_casts(lc, m, costed, choice, g, first_adapted);
   return lc;
 }
 

@@ -181,11 +181,14 @@ OpDef linear(Block& b, const RankShape& r, const std::string& name, double rows,
   // PEFT (tuners/lora/layer.py, Linear.forward): lora_B(lora_A(dropout(x))) * scaling; lora_B saves
   // lora_A's rank-wide output; lora_A saves its input, which is each adapter's own tensor when
   // dropout (a copy and its bool mask) or fp32 adapters (a cast to fp32) make one
-  b.tensors.push_back({name + ".lora", adapted * rows * r.lora_rank * r.lora_bytes});
+  // Under autocast (fp32 parameters) each adapter GEMM runs in bf16 on its own bf16 cast of the input
+  // (autocast caches casts of leaf weights only), and lora_A's output is bf16
+  const double gemm_bytes = r.autocast ? kBf16 : r.lora_bytes;
+  b.tensors.push_back({name + ".lora", adapted * rows * r.lora_rank * gemm_bytes});
   std::vector<std::string> lora_saves = {name + ".lora"};
-  const bool own_copy = r.lora_dropout > 0 || r.lora_bytes != kBf16;
+  const bool own_copy = r.lora_dropout > 0 || gemm_bytes != kBf16 || r.autocast;
   if (own_copy) {
-    const double per_element = (r.lora_dropout > 0 ? 1 : 0) + (r.lora_bytes != kBf16 ? r.lora_bytes : kBf16);
+    const double per_element = (r.lora_dropout > 0 ? 1 : 0) + gemm_bytes;
     b.tensors.push_back({name + ".input", adapted * rows * in * per_element, 0, 0, adapted});
     lora_saves.push_back(name + ".input");
   }

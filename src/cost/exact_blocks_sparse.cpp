@@ -204,9 +204,18 @@ Block moe_shared_block(const RankShape& r, const ModelSpec& m) {
   return b;
 }
 
+// Llama 4 as transformers runs it (ModelSpec::experts_run_all_tokens): no permutation, the routed
+// block repeats the tokens for every expert and the combine sums the experts' outputs.
+namespace {
+bool experts_all_tokens(const RankShape& r, const ModelSpec& m) {
+  return r.layouts_from_model_code && m.experts_run_all_tokens;
+}
+}  // namespace
+
 Block moe_dispatch_glue(const RankShape& r, const ModelSpec& m) {
   Block b;
   b.name = "moe.dispatch";
+  if (experts_all_tokens(r, m)) return b;
   const double h = double(m.expert_io_width()), k = double(m.num_experts_per_tok), rows = moe_rows(r);
   b.tensors.push_back({"routing_map", rows * k * kFp32});  // int32 destination per copy
   b.ops.push_back(ops::streaming("permute", (1 + k) * rows * h * kBf16, (1 + k) * rows * h * kBf16, {"routing_map"}));
@@ -237,24 +246,31 @@ OpDef expert_gemm(const RankShape& r, const char* name, double rows, double in, 
 // now needs a weight gradient, its input. Backward, that GEMM writes the folded weight's whole
 // gradient, which the baddbmm's backward reads twice (once per factor).
 void add_expert_adapter(Block& b, const RankShape& r, const std::string& gemm, double in, double out, double experts,
-                        double rank) {
-  const double weight_bytes = in * out * experts * kBf16;
+                        double rank, double element) {
+  const double weight_bytes = in * out * experts * element;  // the weight's dtype
   // working copies 0: their backward's working set is stated (adapted_experts_working_bytes)
   b.tensors.push_back({gemm + ".lora_weight", weight_bytes, 0, 0, 0, 0});
-  const double factor_bytes = r.lora_bytes != kBf16 ? rank * experts * (in + out) * kBf16 : 0;  // fp32 adapters
+  // the factors cast to the weight's dtype: copies where the adapters' differs (fp32 on a bf16 weight)
+  const double factor_bytes = r.lora_bytes != element ? rank * experts * (in + out) * element : 0;
   b.tensors.push_back({gemm + ".lora_factors", factor_bytes, 0, 0, 0, 0});
   b.ops.push_back(ops::streaming(gemm + ".lora_fold", 2 * weight_bytes, 2 * weight_bytes, {gemm + ".lora_factors"}));
 }
 
-// The routed block's backward working set with adapted experts: the down GEMM's gradients (its
-// output's, its input's and the folded weight's), then gate_up's, by when the folded down weight
-// and its gradient are freed; at least what the block's other ops hold (`others`).
-double adapted_experts_working_bytes(const RankShape& r, double rows, double h, double f, double experts,
-                                     double others) {
-  const double down_weight = r.lora_experts_down_rank > 0 ? f * h * experts * kBf16 : 0;
-  const double gate_up_weight = r.lora_experts_gate_up_rank > 0 ? 2 * f * h * experts * kBf16 : 0;
+// The routed block's backward working set beyond its saved tensors, with adapted experts. The down
+// GEMM's backward holds its output's and input's gradients and its folded weight's; gate_up's, the
+// last, runs when only what the ops up to it saved is left (its input, folded weight and factors;
+// Llama 4's repeated tokens). At least what the block's other ops hold. `rows` count bf16 elements
+// (twice the rows of an fp32 run), `element` the weights' bytes.
+double adapted_experts_working_bytes(const Block& b, const RankShape& r, double rows, double h, double f,
+                                     double experts, double element, bool input_saved) {
+  const double others = grad_working_bytes(b);
+  const double down_weight = r.lora_experts_down_rank > 0 ? f * h * experts * element : 0;
+  const double gate_up_weight = r.lora_experts_gate_up_rank > 0 ? 2 * f * h * experts * element : 0;
   const double down = rows * (h + f) * kBf16 + down_weight;
-  const double gate_up = rows * (2 * f + h) * kBf16 + gate_up_weight - down_weight;
+  double left = b.tensor_bytes("experts_gate_up.lora_weight") + b.tensor_bytes("experts_gate_up.lora_factors") +
+                b.tensor_bytes("x_repeated") + b.tensor_bytes("score_column");
+  if (input_saved) left += b.tensor_bytes("x_permuted");
+  const double gate_up = left + rows * (2 * f + h) * kBf16 + gate_up_weight - saved_bytes(b);
   return std::max({others, down, gate_up});
 }
 
@@ -264,60 +280,77 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
   Block b;
   b.name = "moe.routed";
   const double h = double(m.expert_io_width()), f = double(m.moe_intermediate_size);
-  const double rows = moe_rows(r) * double(m.num_experts_per_tok);  // K copies, balanced over ep
   const double local_experts = double(m.n_routed_experts / r.ep);
+  const bool all_tokens = experts_all_tokens(r, m);
+  // K copies, balanced over ep; or every token once per expert
+  const double rows = moe_rows(r) * (all_tokens ? local_experts : double(m.num_experts_per_tok));
+  // under autocast (fp32 parameters) transformers' grouped_mm experts run in fp32: their tensors are
+  // twice a bf16 run's (`wide` rows of bf16 bytes), their weights uncast (measured: olmoe's mixed
+  // steps in steps-unseen8-modes-h200.jsonl, reports/hf/peak-traces-h200/unseen8)
+  const double element = r.autocast && r.layouts_from_model_code && m.experts_grouped_mm() ? kFp32 : kBf16;
+  const double wide = rows * element / kBf16;
   // frozen experts (LoRA on other matrices) save no GEMM input: only the weights' gradients read them
   const std::vector<std::string> none;
   const bool gate_up_adapted = m.mlp_kind == MlpKind::gated && r.lora_experts_gate_up_rank > 0;
   const bool down_adapted = r.lora_experts_down_rank > 0;
-  b.inputs = {"x_permuted"};
+  const std::vector<std::string> gemm_input = {"x_permuted"};
+  b.inputs = gemm_input;
   b.inputs_saved = r.weights_train || gate_up_adapted;
-  b.tensors.push_back({"x_permuted", rows * h * kBf16});
+  b.tensors.push_back({"x_permuted", wide * h * kBf16});
+  if (all_tokens) {
+    // Llama4TextMoe: hidden.repeat(experts, 1) * scores: the product (x_permuted, the experts' input)
+    // saves the repeated tokens and the score column for the scores' gradient
+    b.tensors.push_back({"x_repeated", rows * h * r.stream_bytes()});  // the residual stream's dtype
+    b.tensors.push_back({"score_column", rows * kBf16});
+    b.inputs = {};
+    b.ops.push_back(ops::streaming("experts_repeat", (1 / local_experts + 1) * rows * h * kBf16, 0, {}));
+    b.ops.push_back(
+        ops::streaming("experts_scale", 3 * rows * h * kBf16, 4 * rows * h * kBf16, {"x_repeated", "score_column"}));
+  }
   if (m.mlp_kind == MlpKind::gated) {
-    std::vector<std::string> saves = r.weights_train || gate_up_adapted ? b.inputs : none;
+    std::vector<std::string> saves = r.weights_train || gate_up_adapted ? gemm_input : none;
     if (gate_up_adapted) {
-      add_expert_adapter(b, r, "experts_gate_up", h, 2 * f, local_experts, r.lora_experts_gate_up_rank);
+      add_expert_adapter(b, r, "experts_gate_up", h, 2 * f, local_experts, r.lora_experts_gate_up_rank, element);
       saves.push_back("experts_gate_up.lora_weight");
     }
     b.ops.push_back(expert_gemm(r, "experts_gate_up", rows, h, 2 * f, saves, local_experts, gate_up_adapted));
-    parts::add_swiglu(b, rows, f, "experts_", r.swiglu_fused, r.glu_linear_copy,
+    parts::add_swiglu(b, wide, f, "experts_", r.swiglu_fused, r.glu_linear_copy,
                       r.layouts_from_model_code && m.clamped_swiglu);
     if (r.layouts_from_model_code && m.clamped_glu_experts) {
       // GPT-OSS (modeling_gpt_oss.py, _apply_gate): the clamps save gate_up's strided views (gate and
       // up above), and the clamped gate, the glu and up + 1 are new tensors its products save
-      const double bytes = rows * f * kBf16;
+      const double bytes = wide * f * kBf16;
       for (const char* name : {"experts_gate_clamped", "experts_glu", "experts_up_plus_one"})
         b.tensors.push_back({name, bytes});
       b.ops.push_back(ops::streaming("experts_clamps", 6 * bytes, 10 * bytes,
                                      {"experts_gate_clamped", "experts_glu", "experts_up_plus_one"}));
     }
   } else {  // Nemotron-H's experts: up, relu^2, down
-    b.ops.push_back(expert_gemm(r, "experts_up", rows, h, f, r.weights_train ? b.inputs : none, local_experts));
-    parts::add_activation(b, rows, f, "experts_");
+    b.ops.push_back(expert_gemm(r, "experts_up", rows, h, f, r.weights_train ? gemm_input : none, local_experts));
+    parts::add_activation(b, wide, f, "experts_");
   }
   std::string down_input = "experts_act";
   if (r.glu_linear_copy) {  // Megatron-LM's unfused MLP weights the activation by the router probability
     // in fp32 and casts it back (mlp.py, per_token_scale): a new tensor, the down projection's input;
     // the multiply keeps the activation for the probabilities' gradient
-    const double bytes = rows * f * kBf16;
+    const double bytes = wide * f * kBf16;
     b.tensors.push_back({"experts_weighted", bytes});
     b.ops.push_back(ops::streaming("experts_probs_mul", 6 * bytes, 8 * bytes, {"experts_act"}));
     down_input = "experts_weighted";
   }
   std::vector<std::string> down_saves = r.weights_train || down_adapted ? std::vector{down_input} : none;
   if (down_adapted) {
-    add_expert_adapter(b, r, "experts_down", f, h, local_experts, r.lora_experts_down_rank);
+    add_expert_adapter(b, r, "experts_down", f, h, local_experts, r.lora_experts_down_rank, element);
     down_saves.push_back("experts_down.lora_weight");
   }
   b.ops.push_back(expert_gemm(r, "experts_down", rows, f, h, down_saves, local_experts, down_adapted));
-  if (gate_up_adapted || down_adapted)
-    b.ops.back().working_bytes = adapted_experts_working_bytes(r, rows, h, f, local_experts, grad_working_bytes(b));
-  if (r.moe_probs_scale_outputs) {
+  const size_t down_op = b.ops.size() - 1;
+  if (r.moe_probs_scale_outputs && !all_tokens) {
     // transformers' experts (grouped_mm and the per-expert loop alike): the outputs times their
     // routing weights, then summed into place; the multiply saves the outputs for the weights'
     // gradient
-    b.tensors.push_back({"experts_out", rows * h * kBf16});
-    b.ops.push_back(ops::streaming("experts_probs_out", 3 * rows * h * kBf16, 5 * rows * h * kBf16, {"experts_out"}));
+    b.tensors.push_back({"experts_out", wide * h * kBf16});
+    b.ops.push_back(ops::streaming("experts_probs_out", 3 * wide * h * kBf16, 5 * wide * h * kBf16, {"experts_out"}));
     if (r.layouts_from_model_code && m.experts_python_loop) {
       // the loop's weighted outputs (fp32 under fp32 routing weights), cast back to bf16 and summed
       // into place by index_add_, which saves the cast copy for its gradient
@@ -325,6 +358,9 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
       b.ops.push_back(ops::streaming("experts_index_add", 8 * rows * h, 2 * rows * h * kBf16, {"experts_summed"}));
     }
   }
+  if (gate_up_adapted || down_adapted)
+    b.ops[down_op].working_bytes = adapted_experts_working_bytes(b, r, wide, h, f, local_experts, element,
+                                                                 r.weights_train || gate_up_adapted);
   b.tag(parts::kMoeTag, {"x_permuted", "experts_gate_up", "experts_gate", "experts_up", "experts_pre_act",
                          "experts_down", "experts_out", "experts_probs_out", "experts_summed", "experts_index_add"});
   // `moe_act` discards the experts' activation output and reruns the activation
@@ -339,6 +375,14 @@ Block moe_combine_glue(const RankShape& r, const ModelSpec& m) {
   Block b;
   b.name = "moe.combine";
   const double io = double(m.expert_io_width()), k = double(m.num_experts_per_tok), rows = moe_rows(r);
+  if (experts_all_tokens(r, m)) {
+    // routed_out.reshape(experts, -1, h).sum(dim=0), added in place to the shared expert's output
+    const double experts = double(m.n_routed_experts / r.ep);
+    b.ops.push_back(ops::streaming("experts_sum", (experts + 1) * rows * io * kBf16, (experts + 1) * rows * io * kBf16, {}));
+    parts::add_output_norms(b, r, double(m.hidden_size), feedforward_output_norms(m));
+    b.ops.push_back(parts::residual_add(r, double(m.hidden_size)));
+    return b;
+  }
   if (r.ep > 1) {
     const double wire = double(r.ep - 1) / double(r.ep) * rows * k * io * kBf16;
     b.ops.push_back(ops::collective("all_to_all_combine", wire, wire, r.ep));
@@ -366,6 +410,21 @@ Block moe_combine_glue(const RankShape& r, const ModelSpec& m) {
 
 namespace {
 
+// Llama 4's Llama4TextL2Norm on q and k of its rotary layers (modeling_llama4.py): x.float() times
+// rsqrt(mean(x^2) + eps), cast back; the product saves the fp32 copy and 1/rms per head and row.
+// Its forward reads bf16 and writes fp32, reads that and writes bf16 (12 bytes per element); its
+// backward about as much again.
+void add_qk_l2_norm(Block& b, const RankShape& r, const AttentionShape& a) {
+  const double rows = r.tokens(), heads = double((a.heads + (a.shares_kv ? 0 : a.kv_heads)) / r.tp);
+  const double elems = rows * heads * double(a.head_dim);
+  b.tensors.push_back({"qk_l2_fp32", elems * kFp32});
+  b.tensors.push_back({"qk_l2_rstd", rows * heads * kFp32});
+  OpDef norm = ops::streaming("qk_l2_norm", 12 * elems, 12 * elems, {"qk_l2_fp32", "qk_l2_rstd"});
+  // before the attention kernel, as the model runs it (an early-stop replay ends at that kernel)
+  auto at = std::find_if(b.ops.begin(), b.ops.end(), [](const OpDef& op) { return op.kind == OpKind::attention; });
+  b.ops.insert(at, std::move(norm));
+}
+
 void add_mixer(LayerDef& layer, const ModelSpec& m, const RankShape& r, int64_t layer_index) {
   auto add = [&layer](Block b, bool recomputable) {
     layer.blocks.push_back(std::move(b));
@@ -377,7 +436,10 @@ void add_mixer(LayerDef& layer, const ModelSpec& m, const RankShape& r, int64_t 
         add(mla_down_block(r, m), true);
         add(mla_up_attn_block(r, m), true);
       } else {
-        add(gqa_block(r, m, m.layer_is_windowed(layer_index), m.layer_shares_kv(layer_index)), true);
+        Block attention = gqa_block(r, m, m.layer_is_windowed(layer_index), m.layer_shares_kv(layer_index));
+        if (r.layouts_from_model_code && m.qk_l2_norm && !m.layer_is_nope(layer_index))
+          add_qk_l2_norm(attention, r, m.attention_shape_of(m.layer_is_windowed(layer_index)));
+        add(std::move(attention), true);
       }
       add(attention_out_glue(r, m, m.layer_is_windowed(layer_index)), false);
       return;

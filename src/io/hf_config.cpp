@@ -216,6 +216,7 @@ void read_llama4_experts(HfJsonReader& r, ModelSpec& m) {
   m.moe_intermediate_size = m.intermediate_size;
   r.integer("intermediate_size_mlp", m.intermediate_size, true);
   m.n_shared_experts = 1;
+  m.experts_run_all_tokens = true;
   m.moe_layer_rule = MoeLayerRule::every_step;
   r.integer("interleave_moe_layer_step", m.moe_layer_freq, false);
   if (m.moe_layer_freq < 1)

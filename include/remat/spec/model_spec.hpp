@@ -164,6 +164,12 @@ struct ModelSpec {
   // each expert's weighted output, cast back from the fp32 routing weights' product, is summed into
   // place by index_add_, which saves it
   bool experts_python_loop = false;
+  // transformers' Llama4TextMoe: every expert runs on every token (hidden.repeat over the experts,
+  // scaled by the token's score, zero off its top-k), then the outputs summed over the experts
+  bool experts_run_all_tokens = false;
+  // transformers runs its experts through torch._grouped_mm (the other families'), which autocast
+  // leaves in the parameters' dtype
+  bool experts_grouped_mm() const { return !experts_run_all_tokens && !experts_python_loop; }
   // its rotary embedding concatenates the rotated and the passed parts (partial rotary, or Step 3.5's
   // code at any share): q and k come out heads-major, and so does sdpa's output
   bool rotary_concatenates = false;
