@@ -359,8 +359,8 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
     }
   }
   if (gate_up_adapted || down_adapted)
-    b.ops[down_op].working_bytes = adapted_experts_working_bytes(b, r, wide, h, f, local_experts, element,
-                                                                 r.weights_train || gate_up_adapted);
+    b.ops[down_op].working_bytes =
+        adapted_experts_working_bytes(b, r, wide, h, f, local_experts, element, r.weights_train || gate_up_adapted);
   b.tag(parts::kMoeTag, {"x_permuted", "experts_gate_up", "experts_gate", "experts_up", "experts_pre_act",
                          "experts_down", "experts_out", "experts_probs_out", "experts_summed", "experts_index_add"});
   // `moe_act` discards the experts' activation output and reruns the activation
@@ -378,7 +378,8 @@ Block moe_combine_glue(const RankShape& r, const ModelSpec& m) {
   if (experts_all_tokens(r, m)) {
     // routed_out.reshape(experts, -1, h).sum(dim=0), added in place to the shared expert's output
     const double experts = double(m.n_routed_experts / r.ep);
-    b.ops.push_back(ops::streaming("experts_sum", (experts + 1) * rows * io * kBf16, (experts + 1) * rows * io * kBf16, {}));
+    b.ops.push_back(
+        ops::streaming("experts_sum", (experts + 1) * rows * io * kBf16, (experts + 1) * rows * io * kBf16, {}));
     parts::add_output_norms(b, r, double(m.hidden_size), feedforward_output_norms(m));
     b.ops.push_back(parts::residual_add(r, double(m.hidden_size)));
     return b;

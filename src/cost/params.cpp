@@ -8,7 +8,7 @@ namespace {
 
 double qk_norm_params(const ModelSpec& m, const AttentionShape& a, double tp) {
   const double hd = double(a.head_dim) * (m.qk_norm_bias ? 2 : 1);  // weight (and bias) per norm
-  if (!m.norm_affine || m.qk_norm_weightless) return 0;  // norms without weights (NanoChat's on q and k too)
+  if (!m.norm_affine || m.qk_norm_weightless) return 0;             // norms without weights (NanoChat's on q and k too)
   switch (m.qk_norm) {
     case QkNorm::none:
       return 0;

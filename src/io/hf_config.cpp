@@ -381,9 +381,10 @@ void read_experts(HfJsonReader& r, ModelSpec& m, const HfFamily& family, const s
       if (m.n_routed_experts > 0) m.moe_intermediate_size = m.intermediate_size;
       break;
     case HfExperts::qwen:
-      read_qwen_experts(r, m, family.model_type == std::string("qwen2_moe") ||
-                                  family.model_type == std::string("qwen3_next") ||
-                                  family.model_type == std::string("qwen3_5_moe_text"));
+      read_qwen_experts(r, m,
+                        family.model_type == std::string("qwen2_moe") ||
+                            family.model_type == std::string("qwen3_next") ||
+                            family.model_type == std::string("qwen3_5_moe_text"));
       refuse_no_experts(r, "num_experts", m, type);
       read_mlp_layer_types(r, m);  // Mellum's
       break;

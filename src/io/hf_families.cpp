@@ -171,7 +171,7 @@ void phi_layer(HfJsonReader& r, ModelSpec& m) {
   bool qk = false;
   r.boolean("qk_layernorm", qk);
   if (qk) m.qk_norm = QkNorm::shared, m.qk_norm_bias = true;  // nn.LayerNorm(head_dim)
-  read_probability(r, "resid_pdrop", m.residual_dropout);  // PhiDecoderLayer's resid_dropout on both branches
+  read_probability(r, "resid_pdrop", m.residual_dropout);     // PhiDecoderLayer's resid_dropout on both branches
 }
 
 namespace {

@@ -124,9 +124,9 @@ struct ModelSpec {
   MlpKind mlp_kind = MlpKind::gated;
   std::string hidden_act = "silu";  // the MLP's activation as config.json names it
   NormKind norm_kind = NormKind::rms;
-  bool norm_bias = false;   // LayerNorm with a bias (GPT-NeoX, Falcon, StableLM)
+  bool norm_bias = false;     // LayerNorm with a bias (GPT-NeoX, Falcon, StableLM)
   bool qk_norm_bias = false;  // the q and k norms are LayerNorms with a bias too (Persimmon, Phi-1's qk_layernorm)
-  bool norm_affine = true;  // false: norms without weights (OLMo 1's non-parametric LayerNorm)
+  bool norm_affine = true;    // false: norms without weights (OLMo 1's non-parametric LayerNorm)
   LayerNormCode layer_norm_code = LayerNormCode::native;
   bool embedding_norm = false;             // a norm on the embeddings before the first layer (BLOOM)
   bool embedding_norm_weightless = false;  // that norm has no weight (Muse-Glimmer's embed_norm)
