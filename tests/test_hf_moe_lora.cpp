@@ -3,9 +3,7 @@
 // reports/hf/steps-unseen8-h200.jsonl (examples/hf/unseen8/).
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
+#include "hf_measured.hpp"
 #include "remat/cost/stage_model.hpp"
 #include "remat/io/hf_run_log.hpp"
 #include "remat/spec/framework.hpp"
@@ -111,19 +109,7 @@ TEST(HfMoeLora, RefusesWhatPeftRaisesOn) {
   EXPECT_TRUE(validate_training(t, m).empty());
 }
 
-std::vector<HfComparison> measured(const std::string& file) {
-  std::ifstream in(kData + "/../reports/hf/" + file);
-  std::stringstream text;
-  text << in.rdbuf();
-  const HardwareSpec hw = test::hardware("h200");
-  std::vector<HfComparison> out;
-  for (const HfStep& s : last_steps(parse_hf_run(text.str(), file))) {
-    ModelSpec m = test::model(kData + "/../" + s.config);
-    m.num_hidden_layers = s.num_layers;
-    out.push_back(compare_hf(s, m, hw, file));
-  }
-  return out;
-}
+std::vector<HfComparison> measured(const std::string& file) { return test::measured_hf_steps(file, "h200"); }
 
 // Ten families remat had never measured (examples/hf/unseen8/): BLOOM, GPT-2, StarCoder2, OLMoE,
 // PhiMoE, GraniteMoE, ERNIE 4.5 and its MoE, Llama 4 Scout's language model, Qwen3-Next. As first

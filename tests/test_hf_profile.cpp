@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hf_measured.hpp"
 #include "remat/cost/estimate.hpp"
 #include "remat/cost/exact_blocks.hpp"
 #include "remat/cost/layer_cost.hpp"
@@ -161,17 +162,7 @@ TEST(HfProfile, RegisteredAndRunsOnlyNoneAndFull) {
 
 std::vector<HfComparison> measured_cases(const std::string& file = "steps-h100.jsonl",
                                          const std::string& hardware = "h100-sxm") {
-  std::ifstream in(kData + "/../reports/hf/" + file);
-  std::stringstream text;
-  text << in.rdbuf();
-  const HardwareSpec hw = test::hardware(hardware);
-  std::vector<HfComparison> out;
-  for (const HfStep& s : last_steps(parse_hf_run(text.str(), file))) {
-    ModelSpec m = test::model(kData + "/../" + s.config);
-    m.num_hidden_layers = s.num_layers;
-    out.push_back(compare_hf(s, m, hw, file));
-  }
-  return out;
+  return test::measured_hf_steps(file, hardware);
 }
 
 // A step validate cannot price as the stack ran it is refused as estimate refuses it: GPT-J has no

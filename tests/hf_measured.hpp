@@ -1,0 +1,30 @@
+#pragma once
+// Measured Hugging Face training steps (reports/hf/*.jsonl), each compared with its prediction.
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "remat/io/hf_run_log.hpp"
+#include "remat/validate/hf_run.hpp"
+#include "test_helpers.hpp"
+
+namespace remat::test {
+
+// The last step of every case in reports/hf/`file`, predicted on `hardware` (a hardware/ name).
+inline std::vector<HfComparison> measured_hf_steps(const std::string& file, const std::string& hardware) {
+  const std::string root = std::string(REMAT_TEST_DATA) + "/../";
+  std::ifstream in(root + "reports/hf/" + file);
+  std::stringstream text;
+  text << in.rdbuf();
+  const HardwareSpec hw = test::hardware(hardware);
+  std::vector<HfComparison> out;
+  for (const HfStep& s : last_steps(parse_hf_run(text.str(), file))) {
+    ModelSpec m = test::model(root + s.config);
+    m.num_hidden_layers = s.num_layers;
+    out.push_back(compare_hf(s, m, hw, file));
+  }
+  return out;
+}
+
+}  // namespace remat::test
