@@ -113,26 +113,74 @@ class SplitSearch {
     return *tail_;
   }
 
-  // The fastest R that fits the stage, else the one of least peak.
+  // The fastest R that fits the stage, else the one of least peak. The first R layers recomputed
+  // are summed forward one layer per R; the kept rest comes from sums over each suffix, built once
+  // from the back (kept_suffix), so each R costs one join instead of a pass over the stage.
   StageCell least_r_cell(int64_t i, int64_t a, int64_t k) {
     const StageBase base = stage_base(m_, hw_, t_, r_, i, {a, a + k}, &params_);
     const StaticBytes& b = base.static_bytes;
     const double step_s = optimizer_step_s({b.weights, b.gradients, b.optimizer}, t_, hw_);
-    std::vector<KindRun>& runs = runs_;
-    runs.clear();
-    for (int64_t g = a; g < a + k; ++g) {
-      const int kind = m_.layer_kind(g);
-      if (runs.empty() || runs.back().kind != kind) runs.push_back({kind, 0});
-      ++runs.back().layers;
-    }
+    fill_kept_suffixes(a, k);
+    const size_t strategy = size_t(plan_.strategy);
+    LayerSums recomputed;
     StageCell lowest;
     for (int64_t r = 0; r <= (plan_.strategy == Strategy::none ? 0 : k); ++r) {
-      const StageTotals tot = stage_totals(base, sums_with_r(*space_, runs, plan_.strategy, r));
+      if (r > 0) recomputed.add(space_->strategy_cost[size_t(m_.layer_kind(a + r - 1))][strategy]);
+      const StageTotals tot = stage_totals(base, joined(recomputed, suffixes_[size_t(r)]));
       const StageCell c{tot.microbatch_s, tot.peak_bytes, step_s, tot.peak_bytes <= budget_, r};
       if (c.fits) return c;
       if (c.peak_bytes < lowest.peak_bytes) lowest = c;
     }
     return lowest;
+  }
+
+  // Layers j.. of a stage, all kept: their sums, and their ordered working set as a map of the one
+  // before them, x -> max(x + shift, ordered_alone) (LayerSums::add, composed layer by layer).
+  struct KeptSuffix {
+    LayerSums sums;
+    double shift = 0;
+    double ordered_alone = -kInf;
+    bool empty = true;
+  };
+
+  void fill_kept_suffixes(int64_t a, int64_t k) {
+    suffixes_.assign(size_t(k + 1), KeptSuffix{});
+    for (int64_t j = k - 1; j >= 0; --j) {
+      const LayerCost& c = space_->keep_cost[size_t(m_.layer_kind(a + j))];
+      const KeptSuffix& later = suffixes_[size_t(j + 1)];
+      KeptSuffix& s = suffixes_[size_t(j)];
+      s.sums.add(c);
+      s.sums.kept_bytes += later.sums.kept_bytes;
+      s.sums.transient_bytes = std::max(s.sums.transient_bytes, later.sums.transient_bytes);
+      s.sums.offload_staging_bytes = std::max(s.sums.offload_staging_bytes, later.sums.offload_staging_bytes);
+      add_additive(s.sums, later.sums);
+      s.shift = c.grads_bytes - c.kept_bytes + later.shift;
+      s.ordered_alone = std::max(c.transient_bytes + later.shift, later.ordered_alone);
+      s.empty = false;
+    }
+  }
+
+  // The times, FLOPs and offload counts of `later` added to `sums` (what LayerSums::add sums).
+  static void add_additive(LayerSums& sums, const LayerSums& later) {
+    sums.offloaded_layers += later.offloaded_layers;
+    sums.offload_bytes += later.offload_bytes;
+    sums.fwd_s += later.fwd_s, sums.bwd_s += later.bwd_s, sums.recompute_s += later.recompute_s;
+    sums.comm_s += later.comm_s, sums.fwd_comm_s += later.fwd_comm_s, sums.bwd_comm_s += later.bwd_comm_s;
+    sums.fwd_flops += later.fwd_flops, sums.bwd_flops += later.bwd_flops;
+    sums.recompute_flops += later.recompute_flops;
+  }
+
+  // `first` followed by the kept layers of `later` (kept layers replay no chunk: they close it).
+  static LayerSums joined(const LayerSums& first, const KeptSuffix& later) {
+    if (later.empty) return first;
+    LayerSums sums = first;
+    sums.kept_bytes += later.sums.kept_bytes;
+    sums.transient_bytes = std::max(sums.transient_bytes, later.sums.transient_bytes);
+    sums.ordered_transient_bytes = std::max(first.ordered_transient_bytes + later.shift, later.ordered_alone);
+    sums.open_chunk_bytes = 0;
+    sums.offload_staging_bytes = std::max(sums.offload_staging_bytes, later.sums.offload_staging_bytes);
+    add_additive(sums, later.sums);
+    return sums;
   }
 
   const SearchSpace* space_ = nullptr;
@@ -163,7 +211,7 @@ class SplitSearch {
   LayerParamTable params_{m_, t_};
   std::vector<std::optional<StageLayerWalk>> walks_;  // by (stage, first layer)
   std::optional<StageLayerWalk> tail_;                // walk_to's copy for the layers past those
-  std::vector<KindRun> runs_;                         // least_r_cell's, reused
+  std::vector<KeptSuffix> suffixes_;                  // least_r_cell's, reused
 };
 
 // The split that minimizes the stages' values folded by `combine` (max or sum) over the
