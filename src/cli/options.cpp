@@ -122,7 +122,8 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
   app.add_option("--lora-rank", o.lora_rank, "LoRA rank; 0 trains the full model")->capture_default_str();
   app.add_option("--lora-targets", o.lora_targets,
                  "matrices with adapters: any of q,k,v,o,gate,up,down (PEFT's q_proj ... down_proj too; qkv and mlp "
-                 "name three each)")
+                 "name three each); under --framework hf, gate/up/down on the MoE families PEFT converts adapt "
+                 "the routed experts")
       ->capture_default_str();
   app.add_option("--lora-dropout", o.lora_dropout, "LoRA dropout; > 0 saves a dropped copy of each adapted input")
       ->capture_default_str();
