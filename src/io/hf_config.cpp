@@ -388,15 +388,20 @@ void read_experts(HfJsonReader& r, ModelSpec& m, const HfFamily& family, const s
       refuse_no_experts(r, "num_experts", m, type);
       read_mlp_layer_types(r, m);  // Mellum's
       break;
-    case HfExperts::deepseek:
-      r.integer("n_routed_experts", m.n_routed_experts, false);
+    case HfExperts::deepseek: {
+      const HfDefaults& d = family.defaults;
+      const auto read = [&](const char* key, int64_t& field, int64_t fallback) {
+        if (!fill_expert_default(r, m, key, field, fallback, family.model_type)) r.integer(key, field, false);
+      };
+      read("n_routed_experts", m.n_routed_experts, d.experts);
       refuse_no_experts(r, "n_routed_experts", m, type);
-      r.integer("moe_intermediate_size", m.moe_intermediate_size, false);
-      r.integer("n_shared_experts", m.n_shared_experts, false);
-      r.integer("first_k_dense_replace", m.first_k_dense_replace, false);
+      read("moe_intermediate_size", m.moe_intermediate_size, d.moe_intermediate_size);
+      read("n_shared_experts", m.n_shared_experts, d.shared_experts);
+      read("first_k_dense_replace", m.first_k_dense_replace, d.first_dense_layers);
       r.integer("moe_layer_freq", m.moe_layer_freq, false);
       read_mlp_layer_types(r, m);
       break;
+    }
     case HfExperts::llama4:
       read_llama4_experts(r, m);
       refuse_no_experts(r, "num_local_experts", m, type);

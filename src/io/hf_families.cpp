@@ -545,6 +545,9 @@ constexpr HfDefaults kPhiDefaults{51200, 2048, 8192, 24, 32};
 constexpr HfDefaults kGptNeoDefaults{50257, 2048, 0, 24, 16};
 constexpr HfDefaults kOptDefaults{50272, 768, 3072, 12, 12};
 constexpr HfDefaults kBloomDefaults{250880, 64, 0, 2, 8};
+// transformers 5.17's DeepseekV3Config (DeepSeek-V3's shape): SimAI's copy spells the expert counts
+// num_routed_experts and num_shared_experts, which transformers does not read
+constexpr HfDefaults kDeepseekV3Defaults{129280, 7168, 18432, 61, 128, 128, 0, 0, 256, 8, 2048, 1, 3};
 constexpr HfDefaults kPersimmonDefaults{262144, 4096, 16384, 36, 64, 0, 0, 1e-5};  // PersimmonConfig
 constexpr HfDefaults kPhiMsftDefaults{50304, 1024, 0, 20, 16};  // the remote PhiConfig's (n_inner None: 4 n_embd)
 
@@ -650,7 +653,7 @@ const std::array kFamilies = {
     HfFamily{"qwen3_vl_moe_text", false, HfExperts::qwen, false, nullptr, qwen3_layer},
     HfFamily{"deepseek", false, HfExperts::deepseek, false},
     HfFamily{"deepseek_v2", false, HfExperts::deepseek, false, nullptr, fp32_router_layer, {}, true},
-    HfFamily{"deepseek_v3", false, HfExperts::deepseek, false, nullptr, fp32_router_layer, {}, true},
+    HfFamily{"deepseek_v3", false, HfExperts::deepseek, false, nullptr, fp32_router_layer, kDeepseekV3Defaults, true},
     HfFamily{"glm4_moe", false, HfExperts::deepseek, false, nullptr, glm4_moe_layer, {}, true},
     HfFamily{"deepseek_v32", false, HfExperts::deepseek, false, nullptr, deepseek_v32_layer, {}, true},
     HfFamily{"glm_moe_dsa", false, HfExperts::deepseek, false, nullptr, glm_moe_dsa_layer, {}, true},

@@ -41,6 +41,8 @@ struct HfDefaults {
   int64_t num_key_value_heads = 0, head_dim = 0;  // Gemma's head_dim 256 is not hidden / heads
   double rms_norm_eps = 0;                        // 0: LlamaConfig's 1e-6
   int64_t experts = 0, experts_per_token = 0;     // num_local_experts, num_experts_per_tok (Mixtral's)
+  // DeepSeek's moe_intermediate_size, n_shared_experts, first_k_dense_replace (DeepseekV3Config's)
+  int64_t moe_intermediate_size = 0, shared_experts = 0, first_dense_layers = 0;
 };
 
 // The hybrid layers a family builds (their keys are refused in every other family).
