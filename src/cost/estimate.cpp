@@ -201,10 +201,6 @@ LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const Tra
   }
   if (choice.stream_chunks > 1) lc.recompute_s += streambp_layer_weight_s(m, hw, costed, g);
   lc.grads_bytes = layer_gradient_bytes(m, costed, g);
-  // autocast's bf16 copy of each of the layer's weights, made in its forward and saved there (by a
-  // checkpointed layer too, for as long as the forward's autocast cache lives) until its backward
-  // frees it: kept bytes, freed layer by layer under ordered backward (Nemotron 3 Super's mixed step
-  // peaks in its first layer's backward, the later layers' copies gone: reports/hf/steps-latent-moe)
   if (costed.params_fp32_autocast) lc = with_autocast_casts(lc, m, costed, choice, g, first_adapted);
   return lc;
 }
