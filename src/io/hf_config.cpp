@@ -185,6 +185,11 @@ void refuse_no_experts(HfJsonReader& r, const char* key, const ModelSpec& m, con
            "must be at least 1: model_type " + type + " is a mixture-of-experts family");
 }
 
+// The Qwen MoE blocks that build a gated shared expert at any width (read_qwen_experts).
+bool builds_gated_shared_expert(const std::string& family) {
+  return family == "qwen2_moe" || family == "qwen3_next" || family == "qwen3_5_moe_text";
+}
+
 // Qwen2-MoE / Qwen3-MoE: layer i is MoE when (i + 1) % decoder_sparse_step == 0
 // and i is not in mlp_only_layers (transformers' Qwen2MoeDecoderLayer).
 // `gated_shared`: the MoE block builds its shared expert and that expert's gate whatever the width,
@@ -381,10 +386,7 @@ void read_experts(HfJsonReader& r, ModelSpec& m, const HfFamily& family, const s
       if (m.n_routed_experts > 0) m.moe_intermediate_size = m.intermediate_size;
       break;
     case HfExperts::qwen:
-      read_qwen_experts(r, m,
-                        family.model_type == std::string("qwen2_moe") ||
-                            family.model_type == std::string("qwen3_next") ||
-                            family.model_type == std::string("qwen3_5_moe_text"));
+      read_qwen_experts(r, m, builds_gated_shared_expert(family.model_type));
       refuse_no_experts(r, "num_experts", m, type);
       read_mlp_layer_types(r, m);  // Mellum's
       break;
