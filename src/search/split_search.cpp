@@ -135,12 +135,13 @@ class SplitSearch {
   }
 
   // Layers j.. of a stage, all kept: their sums, and their ordered working set as a map of the one
-  // before them, x -> max(x + shift, ordered_alone) (LayerSums::add, composed layer by layer).
+  // before them, x -> max(x + shift, ordered_alone) (LayerSums::add, composed layer by layer). No
+  // layers: the identity (ordered_alone -inf).
   struct KeptSuffix {
     LayerSums sums;
     double shift = 0;
     double ordered_alone = -kInf;
-    bool empty = true;
+    bool empty() const { return ordered_alone == -kInf; }
   };
 
   void fill_kept_suffixes(int64_t a, int64_t k) {
@@ -150,13 +151,9 @@ class SplitSearch {
       const KeptSuffix& later = suffixes_[size_t(j + 1)];
       KeptSuffix& s = suffixes_[size_t(j)];
       s.sums.add(c);
-      s.sums.kept_bytes += later.sums.kept_bytes;
-      s.sums.transient_bytes = std::max(s.sums.transient_bytes, later.sums.transient_bytes);
-      s.sums.offload_staging_bytes = std::max(s.sums.offload_staging_bytes, later.sums.offload_staging_bytes);
-      add_additive(s.sums, later.sums);
+      s.sums = joined(s.sums, later);
       s.shift = c.grads_bytes - c.kept_bytes + later.shift;
       s.ordered_alone = std::max(c.transient_bytes + later.shift, later.ordered_alone);
-      s.empty = false;
     }
   }
 
@@ -172,7 +169,7 @@ class SplitSearch {
 
   // `first` followed by the kept layers of `later` (kept layers replay no chunk: they close it).
   static LayerSums joined(const LayerSums& first, const KeptSuffix& later) {
-    if (later.empty) return first;
+    if (later.empty()) return first;
     LayerSums sums = first;
     sums.kept_bytes += later.sums.kept_bytes;
     sums.transient_bytes = std::max(sums.transient_bytes, later.sums.transient_bytes);
