@@ -31,13 +31,15 @@ ModelSpec hybrid_model(const std::string& block) {
         "num_hidden_layers": 1, "mamba_num_heads": 128, "mamba_head_dim": 64, "ssm_state_size": 128,
         "n_groups": 8, "conv_kernel": 4, "chunk_size": 128, "hybrid_override_pattern": "M"})",
                            "nemotron-h-8b-1l.json");
-  return parse_hf_config(R"({"model_type": "qwen3_next", "hidden_size": 4096, "intermediate_size": 12288,
+  ModelSpec m = parse_hf_config(R"({"model_type": "qwen3_next", "hidden_size": 4096, "intermediate_size": 12288,
       "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 151936,
       "num_hidden_layers": 4, "linear_num_key_heads": 16, "linear_num_value_heads": 32,
       "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4,
       "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 512,
       "shared_expert_intermediate_size": 512, "full_attention_interval": 4})",
                          "qwen3.5-9b-gdn.json");
+  m.norm_scale_fp32 = false;  // hybrid_ref.py puts a LlamaRMSNorm, not Qwen3-Next's, before the mixer
+  return m;
 }
 
 // The mixer block as `framework` builds it for one sequence of `seq` tokens, bf16 parameters (as

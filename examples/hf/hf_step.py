@@ -549,6 +549,7 @@ def run_case(c, versions, write, meta, trace_dir=None, steps=3, diagnostic=True)
             report = peak_report(torch.cuda.memory._snapshot(), name)
             torch.cuda.memory._record_memory_history(enabled=None)
             report.update(before_bytes=before, peak_allocated_bytes=peak)
+            os.makedirs(trace_dir, exist_ok=True)
             with open(os.path.join(trace_dir, name + ".json"), "w") as f:
                 json.dump(report, f, indent=1)
         loss_val = float(loss.detach().float().item())

@@ -48,6 +48,7 @@ RankShape with_model(RankShape r, const ModelSpec& m) {
   r.layer_norm = m.norm_kind == NormKind::layer;
   if (r.layer_norm && r.norm_fp32_upcast) r.layer_norm_code = m.layer_norm_code;
   r.norm_scale_fp32 = m.norm_scale_fp32;
+  r.norm_affine = m.norm_affine;
   if (r.lora_experts_gate_up_rank > 0 || r.lora_experts_down_rank > 0) return r;  // applied already
   const LoraPlacement lora = lora_placement(m, r.lora, r.lora_rank, r.peft_moe_conversion);
   r.lora = lora.linear;
@@ -120,7 +121,7 @@ void add_upcast_norm(Block& b, const RankShape& r, double hidden, int readers) {
   }
   b.tensors.push_back({"rstd", rows * kFp32});
   b.tensors.push_back({"x_normed", rows * hidden * normed_bytes(r)});
-  if (r.weights_train) saves.push_back("x_normed");
+  if (r.weights_train && r.norm_affine) saves.push_back("x_normed");
   b.tensors.push_back({"x_norm", rows * hidden * kBf16 * (r.autocast ? readers : 1)});
   b.ops.push_back(upcast_norm_op("rmsnorm", rows * hidden, r, saves));
 }
@@ -332,7 +333,7 @@ void add_output_norms(Block& b, const RankShape& r, double hidden, double count)
   }
   b.tensors.push_back({"out_norm_x32", elems * (r.autocast ? r.stream_bytes() : kFp32)});
   std::vector<std::string> saves = {"out_norm_x32", "out_norm_rstd"};
-  if (r.weights_train) {
+  if (r.weights_train && r.norm_affine) {
     b.tensors.push_back({"out_norm_normed", elems * normed_bytes(r)});
     saves.push_back("out_norm_normed");
   }
@@ -388,6 +389,20 @@ Block two_matrix_mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, cons
       b.tensors.push_back({.name = name, .bytes = bytes, .working_copies = 2});
       b.ops.back().saves.push_back(name);
     }
+  // transformers' XIELUActivation without its CUDA wheel (_xielu_python, activations.py): where(x > 0,
+  // alpha_p * x * x + beta * x, (expm1(min(x, eps)) - x) * alpha_n + beta * x) with bf16 parameters.
+  // Autograd saves the bool condition, alpha_p * x, expm1's output and expm1(..) - x beside x; about
+  // twelve elementwise kernels each way
+  if (r.layouts_from_model_code && act == "xielu") {
+    OpDef& op = b.ops.back();
+    op.fwd_bytes = 58 * rows * f, op.bwd_bytes = 90 * rows * f;
+    b.tensors.push_back({.name = "xielu_positive", .bytes = rows * f, .working_copies = 2});
+    op.saves.push_back("xielu_positive");
+    for (const char* name : {"xielu_alpha_x", "xielu_expm1", "xielu_negative"}) {
+      b.tensors.push_back({.name = name, .bytes = bytes, .working_copies = 2});
+      op.saves.push_back(name);
+    }
+  }
   b.ops.push_back(parts::linear(b, r, "down", rows, f, h, "act", {&LoraTargets::down}));
   b.tag(parts::kMlpTag, {"gather_input", "allreduce_dinput", "up", "pre_act", "act", act, "down"});
   return b;
@@ -422,7 +437,7 @@ void add_sub_norm(Block& b, const RankShape& r, const std::string& input, double
     return;
   }
   if (!r.autocast) b.tensors.push_back({p + "_x32", elems * kFp32}), saves[0] = p + "_x32";
-  if (r.weights_train)
+  if (r.weights_train && r.norm_affine)
     b.tensors.push_back({p + "_normed", elems * parts::normed_bytes(r)}), saves.push_back(p + "_normed");
   b.ops.push_back(parts::upcast_norm_op(p + "_norm", elems, r, saves));
 }
@@ -483,7 +498,7 @@ void add_qk_norm(Block& b, const RankShape& r, double rows, double heads, double
   b.tensors.push_back({"qk_rstd", rows * heads * kFp32});
   std::vector<std::string> saves = {"qk_raw", "qk_rstd"};
   if (r.norm_fp32_upcast) b.tensors.push_back({"qk_normed", elems * parts::normed_bytes(r)});
-  if (r.norm_fp32_upcast && r.weights_train && weighted) saves.push_back("qk_normed");
+  if (r.norm_fp32_upcast && r.weights_train && weighted && r.norm_affine) saves.push_back("qk_normed");
   if (r.norm_fp32_upcast) {
     b.ops.push_back(parts::upcast_norm_op("qk_norm", elems, r, saves));
     return;

@@ -34,9 +34,16 @@ void qwen3_layer(HfJsonReader& r, ModelSpec& m) {
 }
 
 // OLMo-2/3, OLMoE: q_norm over heads x head_dim, k_norm over kv heads x head_dim.
-void olmo2_layer(HfJsonReader& r, ModelSpec& m) {
+void olmoe_layer(HfJsonReader& r, ModelSpec& m) {
   llama_layer(r, m);
   m.qk_norm = QkNorm::per_head;
+}
+
+// OLMo-2/3 and FlexOlmo: OLMoE's, with Olmo2RMSNorm, which multiplies its weight in fp32 before the
+// cast back (modular_olmo2.py; FlexOlmoRMSNorm and Olmo3RMSNorm are Olmo2RMSNorm).
+void olmo2_layer(HfJsonReader& r, ModelSpec& m) {
+  olmoe_layer(r, m);
+  m.norm_scale_fp32 = true;
 }
 
 // Cohere / Cohere2 (Command R, R+, A): one LayerNorm without bias feeds attention
@@ -103,7 +110,9 @@ void llama4_layer(HfJsonReader& r, ModelSpec& m) {
 // gpt-oss: attention_bias (default true) on q, k, v and o; its eager attention's softmax in bf16 with a
 // sink column (self_attn.sinks, one per head); its experts' clamped GLU, with biases on gate_up_proj and
 // down_proj, and a router with a bias (modeling_gpt_oss.py: GptOssExperts, GptOssTopKRouter).
+// GptOssRMSNorm multiplies its weight in fp32 before the cast back.
 void gpt_oss_layer(HfJsonReader& r, ModelSpec& m) {
+  m.norm_scale_fp32 = true;
   m.eager_softmax_bf16 = m.eager_softmax_subtracts_max = true;
   m.clamped_glu_experts = true;
   m.attention_sinks = m.expert_bias = m.router_bias = true;
@@ -647,7 +656,7 @@ const std::array kFamilies = {
     HfFamily{"mixtral", false, HfExperts::mixtral, false, nullptr, nullptr, kMixtralDefaults},
     HfFamily{"gpt_oss", false, HfExperts::mixtral, false, nullptr, gpt_oss_layer, kEps1e5},
     HfFamily{"minimax_m2", false, HfExperts::mixtral, false, nullptr, minimax_m2_layer},
-    HfFamily{"olmoe", false, HfExperts::olmoe, false, nullptr, olmo2_layer, kEps1e5},
+    HfFamily{"olmoe", false, HfExperts::olmoe, false, nullptr, olmoe_layer, kEps1e5},
     HfFamily{"qwen2_moe", false, HfExperts::qwen, false, nullptr, qwen2_layer},
     HfFamily{"qwen3_moe", false, HfExperts::qwen, false, nullptr, qwen3_layer},
     HfFamily{"qwen3_vl_moe_text", false, HfExperts::qwen, false, nullptr, qwen3_layer},

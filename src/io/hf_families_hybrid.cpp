@@ -197,9 +197,11 @@ bool rope_nulled(HfJsonReader& r) {
 
 // Qwen3-Next / Qwen3.5: Gated DeltaNet layers where layer_types says linear_attention (else
 // every full_attention_interval-th layer is attention); attention with q/k norms, a sigmoid
-// output gate from q_proj (attn_output_gate) and a quarter of each head rotated.
+// output gate from q_proj (attn_output_gate) and a quarter of each head rotated. Its RMSNorm is
+// Gemma's: (1 + weight) applied in fp32 before the cast back (Qwen3NextRMSNorm, Qwen3_5RMSNorm).
 void qwen3_next_layer(HfJsonReader& r, ModelSpec& m) {
   qwen3_layer(r, m);
+  m.norm_scale_fp32 = true;
   m.attention_output_gate = true;
   r.boolean("attn_output_gate", m.attention_output_gate);
   set_rotary_fraction(r, m, "partial_rotary_factor", 0.25);

@@ -97,9 +97,11 @@ void shared_mlp_as_experts(HfJsonReader& r, const char* key, int64_t shared, int
 }
 
 // Helium: GraniteAttention's attention_bias on q, k and v (its o_proj has none); LLaMA's MLP.
+// HeliumRMSNorm multiplies its weight in fp32 before the cast back (modular_helium.py).
 void helium_layer(HfJsonReader& r, ModelSpec& m) {
   r.boolean("attention_bias", m.qkv_bias);
   r.boolean("mlp_bias", m.mlp_bias);
+  m.norm_scale_fp32 = true;
 }
 
 // CWM: Qwen2Attention with no bias on q, k, v or o (no attention_bias key); LLaMA's MLP and mlp_bias.
@@ -284,6 +286,7 @@ void exaone_moe_layer(HfJsonReader& r, ModelSpec& m) {
 // MoE after num_dense_layers (default 1) dense layers, num_shared_experts (default 2).
 void afmoe_layer(HfJsonReader& r, ModelSpec& m) {
   llama_layer(r, m);
+  m.norm_scale_fp32 = true;  // AfmoeRMSNorm: the weight multiplied in fp32 before the cast back
   m.qk_norm = QkNorm::shared;
   m.attention_output_gate = m.attention_gate_proj = true;
   m.extra_norms_per_layer = 2;

@@ -27,9 +27,11 @@ void gemma2_layer(HfJsonReader& r, ModelSpec& m) {
   r.number("attn_logit_softcapping", m.attention_logit_softcap);
 }
 
-// VaultGemma: Gemma 2's attention (its score cap) without the post-attention and post-MLP norms.
+// VaultGemma: Gemma 2's attention (its score cap) without the post-attention and post-MLP norms;
+// Gemma's norms.
 void vaultgemma_layer(HfJsonReader& r, ModelSpec& m) {
   llama_layer(r, m);
+  m.norm_scale_fp32 = true;
   r.number("attn_logit_softcapping", m.attention_logit_softcap);
 }
 

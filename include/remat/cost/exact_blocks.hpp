@@ -35,6 +35,7 @@ struct RankShape {
   bool layer_norm = false;
   LayerNormCode layer_norm_code = LayerNormCode::native;  // ModelSpec's, on eager stacks only
   bool norm_scale_fp32 = false;                           // ModelSpec::norm_scale_fp32 (Gemma's norms)
+  bool norm_affine = true;                                // ModelSpec::norm_affine (false: no weight, no product saved)
   bool softmax_fp32 = false;
   bool autocast = false;  // fp32 parameters and residual stream, bf16 casts for each GEMM
   // false under LoRA: a frozen matrix saves no input for its weight's gradient, and its
