@@ -1,5 +1,8 @@
 #pragma once
 // Measured Hugging Face training steps (reports/hf/*.jsonl), each compared with its prediction.
+#include <gtest/gtest.h>
+
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -25,6 +28,19 @@ inline std::vector<HfComparison> measured_hf_steps(const std::string& file, cons
     out.push_back(compare_hf(s, m, hw, file));
   }
   return out;
+}
+
+// Every case of reports/hf/`file`: the bytes before the step within `before_pct` and the step peak
+// within `peak_pct` of the prediction; `steps` cases in all.
+inline void expect_steps_within(const std::string& file, const std::string& hardware, double before_pct,
+                                double peak_pct, int steps) {
+  int checked = 0;
+  for (const HfComparison& c : measured_hf_steps(file, hardware)) {
+    EXPECT_LE(std::abs(c.before_error_pct()), before_pct) << c.measured.case_name;
+    EXPECT_LE(std::abs(c.peak_error_pct()), peak_pct) << c.measured.case_name;
+    ++checked;
+  }
+  EXPECT_EQ(checked, steps) << file;
 }
 
 }  // namespace remat::test

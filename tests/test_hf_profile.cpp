@@ -242,13 +242,7 @@ TEST(HfProfile, TwoMatrixMlpFamiliesUnseen) {
 // (allocator traces in reports/hf/peak-traces-h100/gemma4/). Every case within 0.6% since.
 // Every step of `file` within `before_pct` on the bytes before it and `peak_pct` on its peak.
 void expect_every_step_within(const std::string& file, double before_pct, double peak_pct, int steps) {
-  int checked = 0;
-  for (const HfComparison& c : measured_cases(file)) {
-    EXPECT_LE(std::abs(c.before_error_pct()), before_pct) << c.measured.case_name;
-    EXPECT_LE(std::abs(c.peak_error_pct()), peak_pct) << c.measured.case_name;
-    ++checked;
-  }
-  EXPECT_EQ(checked, steps) << file;
+  test::expect_steps_within(file, "h100-sxm", before_pct, peak_pct, steps);
 }
 
 TEST(HfProfile, Gemma4Steps) { expect_every_step_within("steps-gemma4-h100.jsonl", 0.2, 1.0, 12); }

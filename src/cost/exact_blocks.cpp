@@ -198,6 +198,13 @@ OpDef linear(Block& b, const RankShape& r, const std::string& name, double rows,
   const double in_all = adapted * in, out_all = out * adapted / double(std::max<size_t>(matrices.size(), 1));
   b.ops.push_back(ops::streaming(name + ".lora", rows * (traffic.fwd_in * in_all + traffic.fwd_out * out_all),
                                  rows * (traffic.bwd_in * in_all + traffic.bwd_out * out_all), lora_saves));
+  // its forward, by the last adapter: the base outputs of the op's matrices (saved, if at all, by
+  // later ops), and that adapter's lora_B output beside its scaled copy (`result + lora_B(..) *
+  // scaling`), in the adapters' dtype; what a replay of the layer holds there (peak-traces-h200/
+  // unseen9: the up adapter of a checkpointed LLaMA layer)
+  const double lora_out_bytes = r.autocast ? kBf16 : r.lora_bytes;
+  const double each_out = out / double(std::max<size_t>(matrices.size(), 1));
+  b.ops.back().fwd_working_bytes = rows * (kBf16 * out_all + 2 * lora_out_bytes * each_out);
   b.ops.push_back(lora_gemm_op(r, name, rows, in_all, out_all, adapted));
   return op;
 }
@@ -357,6 +364,9 @@ Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, bool clamped) {
   const double h = double(hidden), f = double(ffn) / double(r.tp), rows = r.tokens();
   parts::add_input_norm(b, r, h, true, 2);
   b.ops.push_back(parts::linear(b, r, "gate_up", rows, h, 2 * f, "x_norm", {&LoraTargets::gate, &LoraTargets::up}));
+  // LlamaMLP: act_fn(gate_proj(x)) * up_proj(x), so the activation is alive by the up adapter too
+  for (OpDef& op : b.ops)
+    if (op.name == "gate_up.lora" && r.layouts_from_model_code) op.fwd_working_bytes += rows * f * kBf16;
   parts::add_swiglu(b, rows, f, "", r.swiglu_fused, r.glu_linear_copy, clamped);
   b.ops.push_back(parts::linear(b, r, "down", rows, f, h, "act", {&LoraTargets::down}));
   // Megatron's `mlp` checkpoint: fc1 (with its tp gather) to fc2; its input, the normed hidden, stays

@@ -1,6 +1,7 @@
 #include "remat/cost/layer_cost.hpp"
 
 #include <algorithm>
+#include <string_view>
 #include <vector>
 
 #include "remat/cost/op_time.hpp"
@@ -72,6 +73,53 @@ double largest_working_set(const LayerDef& layer, const std::vector<double>& wor
   return largest;
 }
 
+// The peak of the layer's forward as a replay reruns it: op by op, what the ops saved so far, what
+// each later block holds while it runs where no op saves it (its input, the residual, and its norm's
+// output, held by the module's code), and the op's own forward working set (fwd_working_bytes). The
+// first block's input is the layer input, which the caller counts as kept.
+double replay_peak_bytes(const LayerDef& layer) {
+  double saved_so_far = 0, peak = 0;
+  for (size_t i = 0; i < layer.blocks.size(); ++i) {
+    const Block& b = layer.blocks[i];
+    std::vector<std::string_view> counted;
+    const auto is_counted = [&](std::string_view name) {
+      return std::find(counted.begin(), counted.end(), name) != counted.end();
+    };
+    const auto saved_by_an_op = [&](std::string_view name) {
+      return std::any_of(b.ops.begin(), b.ops.end(), [&](const OpDef& op) {
+        return std::find(op.saves.begin(), op.saves.end(), name) != op.saves.end();
+      });
+    };
+    double held = saved_by_an_op("x_norm") ? 0 : b.tensor_bytes("x_norm");
+    for (const std::string& input : b.inputs) {
+      if (i == 0) counted.push_back(input);  // the layer input: kept, not replayed
+      else if (!saved_by_an_op(input)) held += b.tensor_bytes(input);
+    }
+    for (const OpDef& op : b.ops) {
+      for (const std::string& name : op.saves)
+        if (!is_counted(name)) counted.push_back(name), saved_so_far += b.tensor_bytes(name);
+      peak = std::max(peak, saved_so_far + held + op.fwd_working_bytes);
+    }
+  }
+  return peak;
+}
+
+// The gradients alive when the replay starts: the layer output's, and under early stop what the
+// backward of an adapted last projection computed before it needed a saved tensor (PEFT's cast back,
+// sum and scaling save none): the base path's bf16 gradient and the adapter's, in its dtype.
+double replay_start_grad_bytes(const LayerDef& layer, bool early_stop) {
+  double bytes = layer.input_bytes;
+  if (!early_stop || layer.blocks.empty()) return bytes;
+  for (auto b = layer.blocks.rbegin(); b != layer.blocks.rend(); ++b) {
+    const auto gemm = std::find_if(b->ops.rbegin(), b->ops.rend(), [](const OpDef& op) { return op.kind == OpKind::gemm; });
+    if (gemm == b->ops.rend()) continue;
+    for (const OpDef& op : b->ops)
+      if (op.name == gemm->name + ".lora_gemm") bytes += layer.input_bytes * (1 + (op.fp32_adapter_flops > 0 ? 2 : 1));
+    break;
+  }
+  return bytes;
+}
+
 // Full recompute: keep the layer input, replay the whole layer in backward.
 // In a chunk of several layers (Megatron's uniform method) only the chunk's
 // first layer keeps its input; the chunk's replay brings back every layer's
@@ -91,6 +139,7 @@ void full_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, 
   const bool head = choice.chunk_position == 0;
   c.kept_bytes = head ? layer.input_bytes : 0;
   c.transient_bytes = all_saved - c.kept_bytes + largest_working_set(layer, grads, saved);
+  c.transient_bytes = std::max(c.transient_bytes, replay_peak_bytes(layer) + replay_start_grad_bytes(layer, early_stop));
   if (!early_stop)
     for (const auto& b : layer.blocks)
       for (const OpDef& op : b.ops) c.transient_bytes += op.reentrant_held_bytes;
