@@ -199,13 +199,20 @@ OpDef linear(Block& b, const RankShape& r, const std::string& name, double rows,
   b.ops.push_back(ops::streaming(name + ".lora", rows * (traffic.fwd_in * in_all + traffic.fwd_out * out_all),
                                  rows * (traffic.bwd_in * in_all + traffic.bwd_out * out_all), lora_saves));
   // its forward, by the last adapter: the base outputs of the op's matrices (saved, if at all, by
-  // later ops), and that adapter's lora_B output beside its scaled copy (`result + lora_B(..) *
-  // scaling`), in the adapters' dtype; what a replay of the layer holds there (peak-traces-h200/
-  // unseen9: the up adapter of a checkpointed LLaMA layer)
+  // later ops), the input, and with dropout the adapter's cast of it, which the loop keeps as `x`
+  // beside the dropped copy lora_A saves; then lora_B's output beside its scaled copy (`result +
+  // lora_B(..) * scaling`), in the adapters' dtype. What a replay of the layer holds there
+  // (peak-traces-h200/unseen9: the up and the down adapter of a checkpointed LLaMA layer)
+  const double cast_held = r.lora_dropout > 0 && gemm_bytes != kBf16 ? in * gemm_bytes : 0;
+  OpDef& adapters = b.ops.back();
+  adapters.fwd_working_bytes = rows * (kBf16 * out_all + cast_held);
+  adapters.input_held = input;
   const double lora_out_bytes = r.autocast ? kBf16 : r.lora_bytes;
   const double each_out = out / double(std::max<size_t>(matrices.size(), 1));
-  b.ops.back().fwd_working_bytes = rows * (kBf16 * out_all + 2 * lora_out_bytes * each_out);
-  b.ops.push_back(lora_gemm_op(r, name, rows, in_all, out_all, adapted));
+  OpDef gemms = lora_gemm_op(r, name, rows, in_all, out_all, adapted);
+  gemms.fwd_working_bytes = b.ops.back().fwd_working_bytes + rows * 2 * lora_out_bytes * each_out;
+  gemms.input_held = input;
+  b.ops.push_back(gemms);
   return op;
 }
 
@@ -366,7 +373,8 @@ Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, bool clamped) {
   b.ops.push_back(parts::linear(b, r, "gate_up", rows, h, 2 * f, "x_norm", {&LoraTargets::gate, &LoraTargets::up}));
   // LlamaMLP: act_fn(gate_proj(x)) * up_proj(x), so the activation is alive by the up adapter too
   for (OpDef& op : b.ops)
-    if (op.name == "gate_up.lora" && r.layouts_from_model_code) op.fwd_working_bytes += rows * f * kBf16;
+    if ((op.name == "gate_up.lora" || op.name == "gate_up.lora_gemm") && r.layouts_from_model_code)
+      op.fwd_working_bytes += rows * f * kBf16;
   parts::add_swiglu(b, rows, f, "", r.swiglu_fused, r.glu_linear_copy, clamped);
   b.ops.push_back(parts::linear(b, r, "down", rows, f, h, "act", {&LoraTargets::down}));
   // Megatron's `mlp` checkpoint: fc1 (with its tp gather) to fc2; its input, the normed hidden, stays

@@ -73,33 +73,42 @@ double largest_working_set(const LayerDef& layer, const std::vector<double>& wor
   return largest;
 }
 
-// The peak of the layer's forward as a replay reruns it: op by op, what the ops saved so far, what
-// each later block holds while it runs where no op saves it (its input, the residual, and its norm's
-// output, held by the module's code), and the op's own forward working set (fwd_working_bytes). The
-// first block's input is the layer input, which the caller counts as kept.
-double replay_peak_bytes(const LayerDef& layer) {
+// The peak of the layer's forward as a replay reruns it (under early stop PyTorch ends it as the last
+// tensor the backward reads is saved, before the op that saves it computes): op by op, what the ops saved so far, what each later
+// block holds while it runs where no op saves it (its input, the residual, and its norm's output,
+// held by the module's code), the input an op holds if not saved, and the op's own forward working
+// set (fwd_working_bytes). The first block's input is the layer input, which the caller counts.
+double replay_peak_bytes(const LayerDef& layer, bool early_stop) {
   double saved_so_far = 0, peak = 0;
-  for (size_t i = 0; i < layer.blocks.size(); ++i) {
-    const Block& b = layer.blocks[i];
-    std::vector<std::string_view> counted;
+  const Block* block = nullptr;
+  std::vector<std::string_view> counted;
+  double held = 0;
+  std::vector<std::pair<const Block*, const OpDef*>> replay = replay_ops(layer, false);
+  if (early_stop)
+    while (!replay.empty() && replay.back().second->saves.empty()) replay.pop_back();
+  for (const auto& [b, op] : replay) {
+    if (b != block) {
+      block = b;
+      counted.clear();
+      const auto saved_by_an_op = [&](std::string_view name) {
+        return std::any_of(b->ops.begin(), b->ops.end(), [&](const OpDef& o) {
+          return std::find(o.saves.begin(), o.saves.end(), name) != o.saves.end();
+        });
+      };
+      held = saved_by_an_op("x_norm") ? 0 : b->tensor_bytes("x_norm");
+      counted.push_back("x_norm");
+      for (const std::string& input : b->inputs) {
+        counted.push_back(input);
+        if (b != layer.blocks.data() && !saved_by_an_op(input)) held += b->tensor_bytes(input);
+      }
+    }
     const auto is_counted = [&](std::string_view name) {
       return std::find(counted.begin(), counted.end(), name) != counted.end();
     };
-    const auto saved_by_an_op = [&](std::string_view name) {
-      return std::any_of(b.ops.begin(), b.ops.end(), [&](const OpDef& op) {
-        return std::find(op.saves.begin(), op.saves.end(), name) != op.saves.end();
-      });
-    };
-    double held = saved_by_an_op("x_norm") ? 0 : b.tensor_bytes("x_norm");
-    for (const std::string& input : b.inputs) {
-      if (i == 0) counted.push_back(input);  // the layer input: kept, not replayed
-      else if (!saved_by_an_op(input)) held += b.tensor_bytes(input);
-    }
-    for (const OpDef& op : b.ops) {
-      for (const std::string& name : op.saves)
-        if (!is_counted(name)) counted.push_back(name), saved_so_far += b.tensor_bytes(name);
-      peak = std::max(peak, saved_so_far + held + op.fwd_working_bytes);
-    }
+    for (const std::string& name : op->saves)
+      if (!is_counted(name)) counted.push_back(name), saved_so_far += b->tensor_bytes(name);
+    const double input = op->input_held.empty() || is_counted(op->input_held) ? 0 : b->tensor_bytes(op->input_held);
+    peak = std::max(peak, saved_so_far + held + input + op->fwd_working_bytes);
   }
   return peak;
 }
@@ -139,7 +148,7 @@ void full_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, 
   const bool head = choice.chunk_position == 0;
   c.kept_bytes = head ? layer.input_bytes : 0;
   c.transient_bytes = all_saved - c.kept_bytes + largest_working_set(layer, grads, saved);
-  c.transient_bytes = std::max(c.transient_bytes, replay_peak_bytes(layer) + replay_start_grad_bytes(layer, early_stop));
+  c.transient_bytes = std::max(c.transient_bytes, replay_peak_bytes(layer, early_stop) + replay_start_grad_bytes(layer, early_stop));
   if (!early_stop)
     for (const auto& b : layer.blocks)
       for (const OpDef& op : b.ops) c.transient_bytes += op.reentrant_held_bytes;

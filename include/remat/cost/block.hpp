@@ -56,8 +56,12 @@ struct OpDef {
   // bytes it holds at once beyond the saved tensors, in forward or backward, where the code says
   // (an unfused broadcast product and its gradients); 0: not stated
   double working_bytes = 0;
-  // of those, what its forward holds (a frozen layer, which runs no backward: frozen_prefix_layer)
+  // of those, what its forward holds (a frozen layer, which runs no backward: frozen_prefix_layer;
+  // a layer's replay: replay_peak_bytes)
   double fwd_working_bytes = 0;
+  // a tensor the op reads that the module's code holds while it runs, saved or not (PEFT's adapters:
+  // the base projection's input)
+  std::string input_held;
   bool forward_only = false;  // runs under torch.no_grad: saves nothing, no backward (transformers' DSA indexer)
   // of a branch beside the block's LoRA adapters that none of them feeds (Falcon-H1's Mamba-2 mixer
   // beside the adapted attention): in the first adapted layer its input needs no gradient
