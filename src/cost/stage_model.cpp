@@ -306,6 +306,9 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
   const double largest_layer = lp.largest_layer, layer_params_total = lp.layers_total;
   const bool first = index == 0, last = index + 1 == t.pp;
   if (first) s.params.dense += input_embedding_params(m, t.tp);
+  // transformers builds a multimodal checkpoint's vision tower too; a text-only step holds its
+  // weights and never runs it (no gradient, no optimizer state)
+  if (first && t.layouts_from_model_code) s.params.dense += m.idle_params, s.params.untrained += m.idle_params;
   if (last) {
     s.params.dense += head_extra_params(m, t.tp);  // final norm, head bias
     if (!m.tie_word_embeddings || t.pp > 1) s.params.dense += embedding_params(m, t.tp);

@@ -81,6 +81,11 @@ void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& 
     m.notes.push_back("the thinker's text_config is the language model (" + type +
                       "); the audio encoder is not counted. transformers 5.17's Qwen3ASRConfig reads a top-level "
                       "text_config only and builds its default language model from this file");
+  } else if (!nest.empty() && m.idle_params > 0) {
+    m.name += " (language model: " + nest + ")";
+    m.notes.push_back("the nested config is the language model (" + type + "); the vision tower and projector (" +
+                      std::to_string(int64_t(m.idle_params)) +
+                      " parameters) are not in its count; under --framework hf their weights are held, never run");
   } else if (!nest.empty()) {
     m.name += " (language model: " + nest + ")";
     m.notes.push_back("the nested config is the language model (" + type +

@@ -117,6 +117,9 @@ struct ModelSpec {
   // DeepSeek-V3 multi-token prediction modules (num_nextn_predict_layers): each one
   // MoE layer, eh_proj (2h x h) and three norms; embedding and head shared.
   int64_t num_nextn_predict_layers = 0;
+  // Parameters a multimodal checkpoint builds beside its language model that a text-only step never
+  // runs (a vision tower and its projector): held as weights under --framework hf, not in `params`
+  double idle_params = 0;
 
   // How the layer is built (defaults: LLaMA's). Biases and norms change parameters
   // only: a bias adds to its GEMM's output in the same kernel and its gradient is the
