@@ -426,13 +426,13 @@ Block two_matrix_mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, cons
   return b;
 }
 
-namespace {
+namespace parts {
 
-// A parallel block's MLP reads the layer input the attention block saves and keeps
+// A parallel block's MLP (or MoE) reads the layer input the attention block saves and keeps
 // in every strategy; with one shared norm also its output (the norm runs once).
 void share_with_attention(Block& b, bool shared_norm) {
   std::vector<std::string> shared = {"x"};
-  if (shared_norm) shared.insert(shared.end(), parts::kInputNormTensors.begin(), parts::kInputNormTensors.end());
+  if (shared_norm) shared.insert(shared.end(), kInputNormTensors.begin(), kInputNormTensors.end());
   for (auto& t : b.tensors)
     if (std::find(shared.begin(), shared.end(), t.name) != shared.end()) t.bytes = 0;
   if (!shared_norm) return;
@@ -440,6 +440,10 @@ void share_with_attention(Block& b, bool shared_norm) {
     if (op.name == "rmsnorm" || op.name == "layernorm" || op.name == "gather_input" || op.name == "allreduce_dinput")
       op.fwd_bytes = op.bwd_bytes = 0;
 }
+
+}  // namespace parts
+
+namespace {
 
 // BitNet's sub-norms (modeling_bitnet.py): an RMSNorm over `input` (`width` per row) whose output
 // `input`_sub the next GEMM reads in its place. As the block's input norm: the fp32 copy under the
@@ -480,7 +484,7 @@ Block dense_mlp_block(const RankShape& r, const ModelSpec& m, int64_t width) {
   const bool clamped = r.layouts_from_model_code && m.clamped_swiglu;
   Block b = m.mlp_kind == MlpKind::gated ? mlp_block(r, m.hidden_size, width, clamped)
                                          : two_matrix_mlp_block(r, m.hidden_size, width, m.hidden_act);
-  if (m.parallel_attn_mlp) share_with_attention(b, m.shared_input_norm);
+  if (m.parallel_attn_mlp) parts::share_with_attention(b, m.shared_input_norm);
   if (m.sub_norms) add_mlp_sub_norm(b, r, double(width) / double(r.tp));
   return b;
 }

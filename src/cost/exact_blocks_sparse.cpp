@@ -490,7 +490,9 @@ LayerDef build_layer(const ModelSpec& model, const RankShape& rank, int64_t laye
   add_mixer(layer, m, r, layer_index);
   const bool ffn = m.has_ffn(layer_index);
   if (ffn && m.layer_is_moe(layer_index)) {
-    add(moe_shared_block(r, m), true);
+    Block shared = moe_shared_block(r, m);
+    if (m.parallel_attn_mlp) parts::share_with_attention(shared, m.shared_input_norm);  // Cohere2-MoE
+    add(std::move(shared), true);
     add(moe_dispatch_glue(r, m), false);
     add(moe_routed_block(r, m), true);
     add(moe_combine_glue(r, m), false);
@@ -501,6 +503,7 @@ LayerDef build_layer(const ModelSpec& model, const RankShape& rank, int64_t laye
   if (m.per_layer_input_width > 0) add(per_layer_input_block(r, m), false);
   layer.input_bytes = r.seq_tokens() * double(m.hidden_size) * r.stream_bytes();
   layer.ordered_backward = r.ordered_backward;
+  layer.parallel_branches = m.parallel_attn_mlp;
   if (ffn && m.layer_is_moe(layer_index)) layer.local_experts = m.n_routed_experts / std::max<int64_t>(1, r.ep);
   return layer;
 }

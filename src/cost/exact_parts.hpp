@@ -39,6 +39,9 @@ OpDef residual_add(const RankShape& r, double hidden);
 // the norm before the backward that reads it).
 // `readers`: the GEMMs that read the norm's output (each saves its own bf16 cast under autocast).
 void add_input_norm(Block& b, const RankShape& r, double hidden, bool gather = true, int readers = 1);
+// A parallel layer's MLP or MoE branch: the layer input, and with one shared norm its tensors, are
+// the attention block's (their bytes 0 here, the norm's traffic counted once).
+void share_with_attention(Block& b, bool shared_norm);
 // `count` norms on a block's output before its residual add (sandwich norms), as their framework runs them.
 void add_output_norms(Block& b, const RankShape& r, double hidden, double count);
 double normed_bytes(const RankShape& r);
