@@ -37,7 +37,7 @@ ModelSpec hybrid_model(const std::string& block) {
       "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4,
       "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 512,
       "shared_expert_intermediate_size": 512, "full_attention_interval": 4})",
-                         "qwen3.5-9b-gdn.json");
+                                "qwen3.5-9b-gdn.json");
   m.norm_scale_fp32 = false;  // hybrid_ref.py puts a LlamaRMSNorm, not Qwen3-Next's, before the mixer
   return m;
 }

@@ -73,11 +73,12 @@ double largest_working_set(const LayerDef& layer, const std::vector<double>& wor
   return largest;
 }
 
-// The peak of the layer's forward as a replay reruns it (under early stop PyTorch ends it as the last
-// tensor the backward reads is saved, before the op that saves it computes): op by op, what the ops saved so far, what each later
-// block holds while it runs where no op saves it (its input, the residual, and its norm's output,
-// held by the module's code), the input an op holds if not saved, and the op's own forward working
-// set (fwd_working_bytes). The first block's input is the layer input, which the caller counts.
+// The peak of the layer's forward as a replay reruns it, op by op: what the ops saved so far, what
+// each later block holds while it runs where no op saves it (its input, the residual, and its
+// norm's output, held by the module's code), the input an op holds if not saved, and the op's own
+// forward working set (fwd_working_bytes). Under early stop PyTorch ends the replay as the last
+// tensor the backward reads is saved, before the op that saves it computes. The first block's input
+// is the layer input, which the caller counts.
 double replay_peak_bytes(const LayerDef& layer, bool early_stop) {
   double saved_so_far = 0, peak = 0;
   const Block* block = nullptr;
@@ -115,15 +116,17 @@ double replay_peak_bytes(const LayerDef& layer, bool early_stop) {
 
 // The gradients alive when the replay starts: the layer output's, and under early stop what the
 // backward of an adapted last projection computed before it needed a saved tensor (PEFT's cast back,
-// sum and scaling save none): the base path's bf16 gradient and the adapter's, in its dtype.
+// sum and scaling save none): the scaling's gradient in the adapters' dtype, and with fp32 adapters
+// the base path's own bf16 cast of the sum's gradient (bf16 adapters share the output's).
 double replay_start_grad_bytes(const LayerDef& layer, bool early_stop) {
   double bytes = layer.input_bytes;
   if (!early_stop || layer.blocks.empty()) return bytes;
   for (auto b = layer.blocks.rbegin(); b != layer.blocks.rend(); ++b) {
-    const auto gemm = std::find_if(b->ops.rbegin(), b->ops.rend(), [](const OpDef& op) { return op.kind == OpKind::gemm; });
+    const auto gemm =
+        std::find_if(b->ops.rbegin(), b->ops.rend(), [](const OpDef& op) { return op.kind == OpKind::gemm; });
     if (gemm == b->ops.rend()) continue;
     for (const OpDef& op : b->ops)
-      if (op.name == gemm->name + ".lora_gemm") bytes += layer.input_bytes * (1 + (op.fp32_adapter_flops > 0 ? 2 : 1));
+      if (op.name == gemm->name + ".lora_gemm") bytes += layer.input_bytes * (op.fp32_adapter_flops > 0 ? 1 + 2 : 1);
     break;
   }
   return bytes;
@@ -148,7 +151,8 @@ void full_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, 
   const bool head = choice.chunk_position == 0;
   c.kept_bytes = head ? layer.input_bytes : 0;
   c.transient_bytes = all_saved - c.kept_bytes + largest_working_set(layer, grads, saved);
-  c.transient_bytes = std::max(c.transient_bytes, replay_peak_bytes(layer, early_stop) + replay_start_grad_bytes(layer, early_stop));
+  c.transient_bytes =
+      std::max(c.transient_bytes, replay_peak_bytes(layer, early_stop) + replay_start_grad_bytes(layer, early_stop));
   if (!early_stop)
     for (const auto& b : layer.blocks)
       for (const OpDef& op : b.ops) c.transient_bytes += op.reentrant_held_bytes;

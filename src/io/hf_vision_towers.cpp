@@ -26,9 +26,9 @@ double number_or(const json& j, const char* key, double fallback) {
 
 // SiglipVisionConfig's and CLIPVisionConfig's defaults where the file leaves a key out.
 TowerDims tower_dims(const json& v, double default_patch) {
-  return {number_or(v, "hidden_size", 768),  number_or(v, "intermediate_size", 3072),
+  return {number_or(v, "hidden_size", 768),      number_or(v, "intermediate_size", 3072),
           number_or(v, "num_hidden_layers", 12), number_or(v, "num_channels", 3),
-          number_or(v, "image_size", 224),   number_or(v, "patch_size", default_patch)};
+          number_or(v, "image_size", 224),       number_or(v, "patch_size", default_patch)};
 }
 
 // One encoder layer: q, k, v and out_proj with biases, fc1 and fc2 with biases, two LayerNorms.
@@ -50,7 +50,8 @@ double siglip_params(const json& v) {
   const TowerDims d = tower_dims(v, 16);
   const double h = d.hidden, f = d.intermediate;
   double p = d.channels * d.patch * d.patch * h + h + patches(d) * h + d.layers * encoder_layer(d) + 2 * h;
-  const bool head = !v.contains("vision_use_head") || !v["vision_use_head"].is_boolean() || v["vision_use_head"].get<bool>();
+  const bool head =
+      !v.contains("vision_use_head") || !v["vision_use_head"].is_boolean() || v["vision_use_head"].get<bool>();
   if (head) p += h + (3 * h * h + 3 * h) + (h * h + h) + 2 * h + (h * f + f) + (f * h + h);
   return p;
 }
@@ -86,7 +87,8 @@ double vision_tower_params(const json& top, const std::string& outer_type, int64
   if (!top.contains("vision_config") || !top["vision_config"].is_object()) return 0;
   const json& v = top["vision_config"];
   if (!plausible(tower_dims(v, 16))) return 0;
-  const std::string tower = v.contains("model_type") && v["model_type"].is_string() ? v["model_type"].get<std::string>() : "";
+  const std::string tower =
+      v.contains("model_type") && v["model_type"].is_string() ? v["model_type"].get<std::string>() : "";
   const double th = double(text_hidden);
   if (outer_type == "gemma3" && tower == "siglip_vision_model") {
     // Gemma3MultiModalProjector: mm_input_projection_weight (vision x text) and a soft-embedding RMSNorm

@@ -109,7 +109,7 @@ struct LayerDef {
   // A block's backward runs after the later blocks' backward freed what they
   // saved, so its working set sits on the earlier blocks' tensors only.
   bool ordered_backward = false;
-  int64_t local_experts = 0;  // routed experts on this rank (MoE layers)
+  int64_t local_experts = 0;       // routed experts on this rank (MoE layers)
   bool parallel_branches = false;  // the MLP or MoE reads the layer's normed input beside the attention
   int recompute_block_count() const;
 };
