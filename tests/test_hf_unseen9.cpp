@@ -31,6 +31,14 @@ double saved_layer_bytes(const ModelSpec& m, const TrainingSpec& t) {
   return layer_cost(layer, choice_for(Strategy::none, layer), false, test::hardware("h200")).kept_bytes;
 }
 
+// The layer's saved bytes as loaded less those with `change` applied to the model.
+template <class Change>
+double saved_less_changed(ModelSpec m, const TrainingSpec& t, Change change) {
+  const double as_loaded = saved_layer_bytes(m, t);
+  change(m);
+  return as_loaded - saved_layer_bytes(m, t);
+}
+
 TEST(HfUnseen9, EveryStepWithinThreePercent) {
   test::expect_steps_within("steps-unseen9-h200.jsonl", "h200", 2.5, 3.0, 79);
 }
@@ -45,40 +53,31 @@ TEST(HfUnseen9, TracedStepsWithinTwoPercent) {
 // reads is fp32: 2 bytes more per element of the two layer norms (h 4096) and the q and k norms
 // (32 heads x 128 each). 4096 tokens: 4 x 4096 x 4096 x 2 bytes a layer.
 TEST(HfUnseen9, OlmoNormsSaveAnFp32Product) {
-  ModelSpec olmo2 = test::model(kUnseen9 + "olmo2-4l.json");
+  const ModelSpec olmo2 = test::model(kUnseen9 + "olmo2-4l.json");
   ASSERT_TRUE(olmo2.norm_scale_fp32);
-  const TrainingSpec t = hf_bf16(1, 4096, 0);
-  const double fp32_product = saved_layer_bytes(olmo2, t);
-  olmo2.norm_scale_fp32 = false;
-  EXPECT_DOUBLE_EQ(fp32_product - saved_layer_bytes(olmo2, t), 4.0 * 4096 * 4096 * 2);
+  const auto bf16_product = [](ModelSpec& m) { m.norm_scale_fp32 = false; };
+  EXPECT_DOUBLE_EQ(saved_less_changed(olmo2, hf_bf16(1, 4096, 0), bf16_product), 4.0 * 4096 * 4096 * 2);
   // a frozen weight reads no product: LoRA saves the same either way
-  const TrainingSpec lora = hf_bf16(1, 4096, 16);
-  const double frozen = saved_layer_bytes(olmo2, lora);
-  olmo2.norm_scale_fp32 = true;
-  EXPECT_DOUBLE_EQ(saved_layer_bytes(olmo2, lora), frozen);
+  EXPECT_DOUBLE_EQ(saved_less_changed(olmo2, hf_bf16(1, 4096, 16), bf16_product), 0);
 }
 
 // transformers' Python xIELU saves, beside x, the bool condition (1 byte), alpha_p * x, expm1's
 // output and expm1(..) - x (2 bytes each): 7 bytes per intermediate element more than relu^2's
 // two tensors. Apertus: f 14336, 4096 tokens.
 TEST(HfUnseen9, XieluSavesFourMoreTensors) {
-  ModelSpec apertus = test::model(kUnseen9 + "apertus-4l.json");
+  const ModelSpec apertus = test::model(kUnseen9 + "apertus-4l.json");
   ASSERT_EQ(apertus.hidden_act, "xielu");
-  const TrainingSpec t = hf_bf16(1, 4096, 0);
-  const double xielu = saved_layer_bytes(apertus, t);
-  apertus.hidden_act = "relu2";
-  EXPECT_DOUBLE_EQ(xielu - saved_layer_bytes(apertus, t), 7.0 * 4096 * 14336);
+  EXPECT_DOUBLE_EQ(saved_less_changed(apertus, hf_bf16(1, 4096, 0), [](ModelSpec& m) { m.hidden_act = "relu2"; }),
+                   7.0 * 4096 * 14336);
 }
 
 // NanoChat's norms have no weight, so nothing saves a normalized copy for one: per layer the two
 // layer norms' and the q and k norms' bf16 copies (h 768, 6 heads x 128) are not saved.
 TEST(HfUnseen9, WeightlessNormsSaveNoProduct) {
-  ModelSpec nanochat = test::model(kUnseen9 + "nanochat-12l.json");
+  const ModelSpec nanochat = test::model(kUnseen9 + "nanochat-12l.json");
   ASSERT_FALSE(nanochat.norm_affine);
-  const TrainingSpec t = hf_bf16(1, 2048, 0);
-  const double weightless = saved_layer_bytes(nanochat, t);
-  nanochat.norm_affine = true;
-  EXPECT_DOUBLE_EQ(saved_layer_bytes(nanochat, t) - weightless, 4.0 * 2048 * 768 * 2);
+  EXPECT_DOUBLE_EQ(saved_less_changed(nanochat, hf_bf16(1, 2048, 0), [](ModelSpec& m) { m.norm_affine = true; }),
+                   -4.0 * 2048 * 768 * 2);
 }
 
 // A LoRA layer under non-reentrant checkpointing, replayed in backward (fp32 adapters, bf16 model):
