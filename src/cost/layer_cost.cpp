@@ -96,11 +96,14 @@ double replay_peak_bytes(const LayerDef& layer, bool early_stop) {
           return std::find(o.saves.begin(), o.saves.end(), name) != o.saves.end();
         });
       };
-      held = saved_by_an_op("x_norm") ? 0 : b->tensor_bytes("x_norm");
-      counted.push_back("x_norm");
+      // what no op saves is held, counted once; the layer input (the first block's) is the caller's
+      held = 0;
+      if (!saved_by_an_op("x_norm")) counted.push_back("x_norm"), held += b->tensor_bytes("x_norm");
       for (const std::string& input : b->inputs) {
-        counted.push_back(input);
-        if (b != layer.blocks.data() && !saved_by_an_op(input)) held += b->tensor_bytes(input);
+        if (b == layer.blocks.data())
+          counted.push_back(input);
+        else if (!saved_by_an_op(input))
+          counted.push_back(input), held += b->tensor_bytes(input);
       }
     }
     const auto is_counted = [&](std::string_view name) {
