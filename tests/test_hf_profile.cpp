@@ -636,8 +636,8 @@ std::vector<SavedPerLayer> saved_per_layer() {
     s.lora_dropout = j["lora_dropout"];
     if (j.contains("lora_param_dtype") && j["lora_param_dtype"].is_string())
       s.lora_adapter_dtype = j["lora_param_dtype"];
-    const HfSetup setup = hf_setup(s, "steps-h100.jsonl");
     const ModelSpec m = test::model(kData + "/../" + s.config);
+    const HfSetup setup = hf_setup(s, m, "steps-h100.jsonl");
     const LayerDef layer = build_layer(m, rank_shape(setup.training), 1);
     const double kept = layer_cost(layer, choice_for(Strategy::none, layer), false, hw).kept_bytes;
     out.push_back({s.case_name, kept, j["saved_bytes_per_layer"][1].get<double>()});

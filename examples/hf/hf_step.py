@@ -418,7 +418,9 @@ def run_case(c, versions, write, meta, trace_dir=None, steps=3, diagnostic=True)
         from peft import LoraConfig, get_peft_model
 
         lcfg = LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=dropout,
-                          target_modules=[PEFT_MODULES.get(model_type, {}).get(t, t) for t in targets],
+                          # PEFT's "all-linear": every nn.Linear but the output layer
+                          target_modules="all-linear" if targets == ["all-linear"] else
+                          [PEFT_MODULES.get(model_type, {}).get(t, t) for t in targets],
                           task_type="CAUSAL_LM")
         # PEFT's default (autocast_adapter_dtype=True) keeps the adapter weights in fp32 on a bf16
         # base and casts each adapter's input to fp32; "lora_adapter_dtype": "bf16" in a case
@@ -433,7 +435,8 @@ def run_case(c, versions, write, meta, trace_dir=None, steps=3, diagnostic=True)
                           and n.rsplit(".", 1)[-1] not in ("lora_A", "lora_B")})
         base["lora_modules_matched"] = matched
         base["lora_modules_count"] = sum(1 for n, m in model.named_modules()
-                                         if hasattr(m, "lora_A") and n.rsplit(".", 1)[-1] in targets)
+                                         if hasattr(m, "lora_A") and (targets == ["all-linear"] or
+                                                                      n.rsplit(".", 1)[-1] in targets))
 
     if objective in ("grpo", "dpo"):
         if mode == "lora":

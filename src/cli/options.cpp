@@ -15,6 +15,7 @@
 #include "remat/io/sha256.hpp"
 #include "remat/report/json_text.hpp"
 #include "remat/spec/framework.hpp"
+#include "remat/spec/lora_placement.hpp"
 #include "remat/spec/text.hpp"
 #include "remat/spec/validate.hpp"
 #include "version.hpp"
@@ -121,9 +122,10 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
       ->check(integer_text());
   app.add_option("--lora-rank", o.lora_rank, "LoRA rank; 0 trains the full model")->capture_default_str();
   app.add_option("--lora-targets", o.lora_targets,
-                 "matrices with adapters: any of q,k,v,o,gate,up,down (PEFT's q_proj ... down_proj too; qkv and mlp "
-                 "name three each); under --framework hf, gate/up/down on the MoE families PEFT converts adapt "
-                 "the routed experts")
+                 "matrices with adapters: any of q,k,v,o,gate,up,down,router (qkv and mlp name three each), "
+                 "all-linear (PEFT's), or the model's own module names as PEFT's target_modules match them "
+                 "(q_proj, query_key_value, c_attn, ...); "
+                 "under --framework hf, gate/up/down on the MoE families PEFT converts adapt the routed experts")
       ->capture_default_str();
   app.add_option("--lora-dropout", o.lora_dropout, "LoRA dropout; > 0 saves a dropped copy of each adapted input")
       ->capture_default_str();
@@ -220,17 +222,14 @@ std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& 
 
 namespace {
 
-// remat's shorthands qkv and mlp name three separate adapters each; the rest are PEFT's modules.
-LoraTargets parse_lora_targets(const std::string& text) {
-  LoraTargets l{false, false, false, false, false, false, false};
-  for (const std::string& item : split_list(text)) {
-    if (item == "qkv") l.q = l.k = l.v = true;
-    if (item == "mlp") l.gate = l.up = l.down = true;
-    if (item != "qkv" && item != "mlp" && !add_lora_target(l, item))
-      throw InputError({{"command line", "--lora-targets", text,
-                         "takes a comma-separated list of q, k, v, o, gate, up, down (or qkv, mlp)"}});
-  }
-  return l;
+// --lora-targets read against the model's modules (resolve_lora_targets).
+LoraTargets model_lora_targets(const std::string& text, const ModelSpec& m) {
+  const std::vector<std::string> names = split_list(text);
+  if (names.empty() || std::find(names.begin(), names.end(), "") != names.end())
+    throw InputError({{"command line", "--lora-targets", text, "takes a comma-separated list of module names"}});
+  const ResolvedLoraTargets resolved = resolve_lora_targets(m, names);
+  if (!resolved.refusal.empty()) throw InputError({{"command line", "--lora-targets", text, resolved.refusal}});
+  return resolved.targets;
 }
 
 // A flag given that another flag's value makes meaningless: refused, not ignored.
@@ -279,7 +278,6 @@ TrainingSpec training_from(const CommonOptions& o) {
     throw InputError({{"command line", "--prompt-tokens", std::to_string(o.prompt_tokens),
                        "needs --objective grpo and 0 < prompt tokens < --seq = " + std::to_string(t.seq)}});
   t.prompt_tokens = o.prompt_tokens;
-  t.lora_targets = parse_lora_targets(o.lora_targets);
   t.lora_dropout = o.lora_dropout;
   return t;
 }
@@ -359,6 +357,7 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
   }
   in.training.model_runs_no_checkpointing =
       profile && profile->runs_model_code && in.model.gradient_checkpointing_unsupported;
+  if (in.training.lora_rank > 0) in.training.lora_targets = model_lora_targets(o.lora_targets, in.model);
   if (!o.megatron_split.empty()) {
     if (!o.layers_per_stage.empty())
       throw InputError({{"command line", "--layers-per-stage", o.layers_per_stage,

@@ -587,8 +587,11 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     k = "k_expanded", v = "v_expanded";
   }
   // QK^T and PV: 2 b s^2 heads d each (PV's d the value width), half of it under the causal mask
-  const double fwd = 2 * rows * r.s * nh * (hd + vd) * (r.causal && !window_mask ? 0.5 : 1.0);
-  if (r.flash_attention) {
+  const bool math_sdpa = r.flash_attention && r.layouts_from_model_code && m.sdpa_broadcasts_kv_heads && g < nh;
+  const double fwd = 2 * rows * r.s * nh * (hd + vd) * (r.causal && !window_mask && !math_sdpa ? 0.5 : 1.0);
+  if (math_sdpa) {
+    parts::add_math_sdpa(b, r, nh, g, hd, vd, fwd);
+  } else if (r.flash_attention) {
     b.tensors.push_back({"lse", r.b * nh * r.s * kFp32});  // softmax statistics
     b.ops.push_back(ops::attention("flash_attention", fwd, r.s, hd, {"q", k, v, "o", "lse"}));
     b.attention_stats = {"lse"};
@@ -642,7 +645,7 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     b.attention_stats = {"probs"};
   }
   std::string wo_input = "o";  // what Wo reads, saved by it where it trains or carries an adapter
-  const bool masked_sdpa = r.layouts_from_model_code && m.sdpa_mask_materialized && r.flash_attention;
+  const bool masked_sdpa = r.layouts_from_model_code && m.sdpa_mask_materialized && r.flash_attention && !math_sdpa;
   if (masked_sdpa) {
     // an s x s bf16 mask handed to sdpa (Falcon): each layer's kernel saves its own
     b.tensors.push_back({"sdpa_mask", r.b * r.s * r.s * kBf16});
@@ -700,7 +703,8 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
   if (parts::saves_input(r, r.lora.o)) b.kept_outside = {wo_input};
   // Megatron's `core_attn` checkpoint: the attention core (GQA's key/value
   // repeat included); its inputs q, k, v and its output o stay
-  b.tag(parts::kCoreAttnTag, {"k_expanded", "v_expanded", "expand_kv", "lse", "probs", "flash_attention", "attention"});
+  b.tag(parts::kCoreAttnTag, {"k_expanded", "v_expanded", "expand_kv", "lse", "probs", "flash_attention", "attention",
+                              "q32", "k32", "v32", "probs32", "sdpa_math"});
   for (auto& t : b.tensors)
     if (t.name == "q" || t.name == "k" || t.name == "v") t.checkpoint_input_of = parts::kCoreAttnTag;
   return b;

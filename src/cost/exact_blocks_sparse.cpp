@@ -170,9 +170,9 @@ Block moe_shared_block(const RankShape& r, const ModelSpec& m) {
     // transformers' DeepseekV3TopkRouter: F.linear on hidden_states.type(torch.float32), which the
     // linear saves for its weight's gradient (reports/hf/peak-traces-h200/dsa)
     b.tensors.push_back({"router_x_fp32", rows * h * kFp32});
-    b.ops.push_back(parts::linear(b, r, "router", rows, h, e, "router_x_fp32", {}));
+    b.ops.push_back(parts::linear(b, r, "router", rows, h, e, "router_x_fp32", {&LoraTargets::router}));
   } else {
-    b.ops.push_back(parts::linear(b, r, "router", rows, h, e, "x_norm", {}));
+    b.ops.push_back(parts::linear(b, r, "router", rows, h, e, "x_norm", {&LoraTargets::router}));
   }
   b.ops.push_back(ops::streaming("topk", 2 * rows * e * kFp32, 2 * rows * e * kFp32, {"router_scores"}));
   // a latent MoE's projection down to the experts' width (NemotronHMoE.fc1_latent_proj): it reads

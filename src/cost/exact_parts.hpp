@@ -67,5 +67,8 @@ void add_swiglu(Block& b, double rows, double width, const std::string& p, bool 
 // A two-matrix MLP's activation on rows x width (relu^2, GELU), tensors named with prefix `p`:
 // it saves the up projection's output (pre_act) and makes the down projection's input (act).
 void add_activation(Block& b, double rows, double width, const std::string& p);
+// Attention through torch's math kernel for sdpa, in fp32 (exact_attention_math.cpp): nh query and
+// g key/value heads of hd (values vd), `fwd_flops` for QK^T and PV over the whole square.
+void add_math_sdpa(Block& b, const RankShape& r, double nh, double g, double hd, double vd, double fwd_flops);
 
 }  // namespace remat::parts

@@ -229,6 +229,7 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
          (l.v && own_v ? r * (h + v / tpd) : 0);
     if (l.o) p += r * (o / tpd + h);
     if (l.gate && m.attention_gate_proj) p += r * (h + q / tpd);
+    if (l.fused_qkv) p -= 2 * r * h;  // one adapter on q|k|v: one lora_A
   } else if (m.mixer(layer) == Mixer::gated_deltanet && m.linear_attention_own_projections) {
     const double kd = double(m.linear_num_key_heads * m.linear_key_head_dim);
     const double vd = double(m.linear_num_value_heads * m.linear_value_head_dim);
@@ -242,7 +243,9 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
   if (m.has_ffn(layer) && (!moe || m.n_shared_experts > 0 || m.shared_expert_gate)) {
     const double f = moe ? double(m.shared_mlp_width()) : double(m.mlp_width(layer));
     p += (l.gate ? r * (h + f / tpd) : 0) + (l.up ? r * (h + f / tpd) : 0) + (l.down ? r * (f / tpd + h) : 0);
+    if (l.fused_gate_up && m.mlp_kind == MlpKind::gated) p -= r * h;  // one adapter on gate|up
   }
+  if (moe && l.router) p += r * (h + double(m.n_routed_experts));  // the router's nn.Linear, not split
   if (moe && placement.on_experts()) {
     // ParamWrapper: lora_A of in x (rank x experts), lora_B of (rank x experts) x out, per stacked weight
     const double experts = double(m.n_routed_experts / t.ep), io = double(m.expert_io_width());

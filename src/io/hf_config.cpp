@@ -771,6 +771,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   if (!nested && !family->vision_tower_beside && minicpmv_type.empty()) note_flat_encoders(top, m);
   note_unread_keys(r, consulted, m);
   throw_if(problems);
+  set_linear_modules(family->model_type, m);
   if (m.num_key_value_heads == 0) m.num_key_value_heads = m.num_attention_heads;
   auto checks = validate_model(m, file);
   throw_if(checks);

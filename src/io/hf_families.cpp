@@ -295,6 +295,9 @@ void falcon_layer(HfJsonReader& r, ModelSpec& m) {
   m.parallel_attn_mlp = new_arch || parallel;
   m.shared_input_norm = new_arch ? norms == 1 : parallel;
   m.sdpa_mask_materialized = true;  // FalconAttention passes the causal mask to sdpa (measured)
+  // FalconAttention._split_heads: the old architecture's one key/value head goes to sdpa as it is
+  // (the new one broadcasts it to every query head first)
+  m.sdpa_broadcasts_kv_heads = !new_arch && multi_query && m.num_attention_heads > 1;
 }
 
 // StarCoder2: LayerNorms with bias, two-matrix MLP (c_fc, c_proj), use_bias on all.

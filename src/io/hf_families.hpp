@@ -266,6 +266,8 @@ void note_flat_encoders(HfJsonReader& top, ModelSpec& m);
 bool is_hf_text_config_wrapper(const std::string& model_type);
 // Whether PEFT converts gate/up/down LoRA targets to the routed experts' stacked weights for it.
 bool peft_converts_expert_targets(const std::string& model_type);
+// m.linear_modules as family `family` names them (hf_linear_modules.cpp); after the layer is read.
+void set_linear_modules(const std::string& family, ModelSpec& m);
 // The text model type of a wrapper whose config class builds text_config from the top-level keys
 // where text_config is absent (GLM-4.1V's first releases wrote the language model flat), else "".
 std::string flat_text_model_type(const std::string& wrapper_type);

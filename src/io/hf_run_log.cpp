@@ -60,20 +60,29 @@ HfStep step_from(const Line& l) {
     if (!t.is_string()) l.fail("lora_targets", t.dump(), "must be a module name");
     s.lora_targets.push_back(t.get<std::string>());
   }
+  // examples/hf/hf_step.py handed PEFT LFM2's own names for LLaMA's it records (its PEFT_MODULES)
+  const std::string model_type = l.j.contains("model_type") && l.j["model_type"].is_string()
+                                     ? l.j["model_type"].get<std::string>()
+                                     : std::string();
+  if (model_type == "lfm2" || model_type == "lfm2_moe")
+    for (std::string& t : s.lora_targets)
+      t = t == "o_proj" ? "self_attn.out_proj" : t == "gate_proj" ? "w1" : t == "up_proj" ? "w3" : t == "down_proj" ? "w2" : t;
   // PEFT adapts the target names the model has (BioGPT has q_proj, k_proj and v_proj, not o_proj or
-  // the MLP's): where the harness passed the names as they are (every matched module one of them;
-  // it renames them for some families, LFM2's out_proj and w1-w3), only those that matched count
+  // the MLP's) and skips the rest, which remat would refuse: a name is kept where a matched module
+  // carries it (the end of its path), gate_proj, up_proj and down_proj where PEFT converted them onto
+  // the experts (its ParamWrapper, "experts"), and all-linear
   if (l.j.contains("lora_modules_matched") && l.j["lora_modules_matched"].is_array()) {
     std::vector<std::string> matched;
     for (const json& t : l.j["lora_modules_matched"])
       if (t.is_string()) matched.push_back(t.get<std::string>());
-    const auto targeted = [&](const std::string& t) {
-      return std::find(s.lora_targets.begin(), s.lora_targets.end(), t) != s.lora_targets.end();
-    };
-    if (std::all_of(matched.begin(), matched.end(), targeted))
-      std::erase_if(s.lora_targets, [&](const std::string& t) {
-        return std::find(matched.begin(), matched.end(), t) == matched.end();
+    const bool experts = std::find(matched.begin(), matched.end(), "experts") != matched.end();
+    const auto kept = [&](const std::string& t) {
+      if (t == "all-linear" || (experts && (t == "gate_proj" || t == "up_proj" || t == "down_proj"))) return true;
+      return std::any_of(matched.begin(), matched.end(), [&](const std::string& m) {
+        return t == m || (t.size() > m.size() && t.ends_with("." + m));
       });
+    };
+    std::erase_if(s.lora_targets, [&](const std::string& t) { return !kept(t); });
   }
   if (l.j.contains("lora_param_dtype") && l.j["lora_param_dtype"].is_string())
     s.lora_adapter_dtype = l.j["lora_param_dtype"].get<std::string>();

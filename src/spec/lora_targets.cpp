@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 
 #include "remat/spec/lora_placement.hpp"
@@ -5,19 +6,119 @@
 
 namespace remat {
 
-bool add_lora_target(LoraTargets& l, std::string name) {
-  if (name == "qkv_proj") return l.fused_qkv = l.q = l.k = l.v = true;
-  if (name == "gate_up_proj") return l.fused_gate_up = l.gate = l.up = true;
-  if (name.size() > 5 && name.ends_with("_proj")) name.resize(name.size() - 5);
-  bool* slot = name == "q"      ? &l.q
-               : name == "k"    ? &l.k
-               : name == "v"    ? &l.v
-               : name == "o"    ? &l.o
-               : name == "gate" ? &l.gate
-               : name == "up"   ? &l.up
-               : name == "down" ? &l.down
-                                : nullptr;
-  return slot && (*slot = true);
+namespace {
+
+bool has_matrix(const ModelSpec& m, const std::string& matrix) {
+  return std::any_of(m.linear_modules.begin(), m.linear_modules.end(),
+                     [&](const LinearModule& l) { return l.matrix == matrix; });
+}
+
+// One matrix (or fused pair/triple) adapted. Where the model computes q, k and v in one module
+// (Falcon's query_key_value), a word for any of them names that module: one adapter on it.
+void add_matrix(const ModelSpec& m, const std::string& matrix, LoraTargets& l) {
+  const bool qkv_fused = has_matrix(m, "qkv") && !has_matrix(m, matrix);
+  const bool gate_up_fused = has_matrix(m, "gate_up") && !has_matrix(m, matrix);
+  if (matrix == "qkv" || ((matrix == "q" || matrix == "k" || matrix == "v") && qkv_fused))
+    l.q = l.k = l.v = l.fused_qkv = true;
+  else if (matrix == "gate_up" || ((matrix == "gate" || matrix == "up") && gate_up_fused))
+    l.gate = l.up = l.fused_gate_up = true;
+  else if (matrix == "q")
+    l.q = true;
+  else if (matrix == "k")
+    l.k = true;
+  else if (matrix == "v")
+    l.v = true;
+  else if (matrix == "o")
+    l.o = true;
+  else if (matrix == "gate")
+    l.gate = true;
+  else if (matrix == "up")
+    l.up = true;
+  else if (matrix == "down")
+    l.down = true;
+  else if (matrix == "router")
+    l.router = true;
+}
+
+// remat's words for matrices; empty: not one of them
+std::vector<std::string> matrices_of_word(const std::string& word) {
+  if (word == "qkv") return {"q", "k", "v"};
+  if (word == "mlp") return {"gate", "up", "down"};
+  for (const char* one : {"q", "k", "v", "o", "gate", "up", "down", "router"})
+    if (word == one) return {word};
+  return {};
+}
+
+// PEFT's suffix match, both ways: the target names the module's path end (out_proj reaches
+// self_attn.out_proj) or a longer path ending in the listed name (mlp.c_proj reaches c_proj).
+bool names_module(const std::string& target, const std::string& module) {
+  const auto ends_with_part = [](const std::string& path, const std::string& tail) {
+    return path.size() > tail.size() && path.ends_with(tail) && path[path.size() - tail.size() - 1] == '.';
+  };
+  return target == module || ends_with_part(module, target) || ends_with_part(target, module);
+}
+
+// Why PEFT's all-linear is not priced on this model ("" where it is): it adapts every nn.Linear of
+// the layers, so remat must know each. On a Qwen3-MoE model (reports/hf/steps-unseen10-h200.jsonl)
+// it adapted the attention, the router and, through PEFT's conversion, the routed experts.
+std::string all_linear_gap(const ModelSpec& m) {
+  if (!m.linear_modules_complete) return "remat does not know every linear module of this model's layers";
+  for (const LinearModule& l : m.linear_modules)
+    if (l.matrix.empty()) return "it adapts " + l.name + " too, which remat prices no adapter on";
+  if (m.idle_params > 0) return "it adapts the vision tower's linear modules too, which remat does not price";
+  if (!m.is_moe()) return "";
+  bool dense_layer = false;
+  for (int64_t i = 0; i < m.num_hidden_layers && !dense_layer; ++i) dense_layer = m.has_ffn(i) && !m.layer_is_moe(i);
+  if (!m.experts_peft_converted || m.n_shared_experts > 0 || dense_layer)
+    return "on this mixture-of-experts model it adapts modules remat has not been held to (experts PEFT does not "
+           "convert, shared experts or dense layers)";
+  return "";
+}
+
+}  // namespace
+
+std::string linear_module_list(const ModelSpec& m) {
+  std::string out;
+  for (const LinearModule& l : m.linear_modules)
+    out += (out.empty() ? "" : ", ") + l.name + " (" + (l.matrix.empty() ? "no adapter priced" : l.matrix) + ")";
+  return out;
+}
+
+ResolvedLoraTargets resolve_lora_targets(const ModelSpec& m, const std::vector<std::string>& names) {
+  ResolvedLoraTargets r;
+  const auto refuse = [&](std::string why) {
+    r.targets = ResolvedLoraTargets{}.targets;
+    r.refusal = std::move(why);
+    return r;
+  };
+  for (const std::string& name : names) {
+    if (name == "all-linear") {
+      if (const std::string gap = all_linear_gap(m); !gap.empty()) return refuse("PEFT's all-linear: " + gap);
+      for (const LinearModule& l : m.linear_modules) add_matrix(m, l.matrix, r.targets);
+      continue;
+    }
+    if (const std::vector<std::string> words = matrices_of_word(name); !words.empty()) {
+      if (name == "router" && !m.is_moe()) return refuse("router: this model has no mixture-of-experts router");
+      for (const std::string& w : words) add_matrix(m, w, r.targets);
+      continue;
+    }
+    bool matched = false;
+    for (const LinearModule& l : m.linear_modules) {
+      if (!names_module(name, l.name)) continue;
+      if (l.matrix.empty()) return refuse(name + " reaches " + l.name + ", a module remat prices no adapter on");
+      add_matrix(m, l.matrix, r.targets);
+      matched = true;
+    }
+    if (matched) continue;
+    // PEFT skips a name no module has where another matches; remat refuses it, so that a name meant
+    // for another model (o_proj on OPT, whose is out_proj) is not priced as nothing
+    return refuse(name +
+                  (m.linear_modules_complete ? " names no linear module of this model: "
+                                             : " is not a module remat knows in this model: ") +
+                  linear_module_list(m));
+  }
+  if (!r.targets.any()) return refuse("names no linear module of this model: " + linear_module_list(m));
+  return r;
 }
 
 LoraPlacement lora_placement(const ModelSpec& m, const LoraTargets& targets, double rank, bool peft_moe_conversion) {

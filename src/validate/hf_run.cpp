@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "remat/spec/framework.hpp"
+#include "remat/spec/lora_placement.hpp"
 #include "remat/spec/problems.hpp"
 #include "remat/spec/validate.hpp"
 
@@ -22,11 +23,16 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   throw InputError({{file, s.case_name + "." + key, value, why}});
 }
 
-LoraTargets lora_targets(const HfStep& s, const std::string& file) {
-  LoraTargets l{false, false, false, false, false, false, false};
-  for (const std::string& name : s.lora_targets)
-    if (!add_lora_target(l, name)) refuse(file, s, "lora_targets", name, "is not one of q_proj ... down_proj");
-  return l;
+// The names the harness handed PEFT, read as estimate reads --lora-targets; a skipped name (one
+// the model lacks) was left out by PEFT too.
+LoraTargets lora_targets(const HfStep& s, const ModelSpec& m, const std::string& file) {
+  const ResolvedLoraTargets resolved = resolve_lora_targets(m, s.lora_targets);
+  if (!resolved.refusal.empty()) {
+    std::string names;
+    for (const std::string& name : s.lora_targets) names += (names.empty() ? "" : ",") + name;
+    refuse(file, s, "lora_targets", names, resolved.refusal);
+  }
+  return resolved.targets;
 }
 
 Objective objective(const HfStep& s, const std::string& file) {
@@ -38,7 +44,7 @@ Objective objective(const HfStep& s, const std::string& file) {
 
 }  // namespace
 
-HfSetup hf_setup(const HfStep& s, const std::string& file) {
+HfSetup hf_setup(const HfStep& s, const ModelSpec& model, const std::string& file) {
   TrainingSpec t;
   t.tp = t.pp = t.dp = t.ep = 1;
   t.mbs = s.mbs, t.gbs = s.mbs, t.seq = s.seq;
@@ -53,7 +59,7 @@ HfSetup hf_setup(const HfStep& s, const std::string& file) {
   // examples/hf/hf_step.py's GRPO: a prompt of a quarter of the sequence, logits for the completion
   if (t.objective == Objective::grpo) t.prompt_tokens = s.seq / 4;
   if (s.mode == "lora") {
-    t.lora_rank = s.lora_rank, t.lora_targets = lora_targets(s, file), t.lora_dropout = s.lora_dropout;
+    t.lora_rank = s.lora_rank, t.lora_targets = lora_targets(s, model, file), t.lora_dropout = s.lora_dropout;
     t.lora_adapter_bytes = s.lora_adapter_dtype == "bfloat16" ? 2 : 4;
   } else if (s.mode != "full") {
     refuse(file, s, "mode", s.mode, "must be full or lora");
@@ -70,7 +76,7 @@ HfSetup hf_setup(const HfStep& s, const std::string& file) {
 }
 
 HfComparison compare_hf(const HfStep& step, const ModelSpec& model, const HardwareSpec& hw, const std::string& file) {
-  HfComparison c{step, hf_setup(step, file), model_as_built(model, kHfFramework), {}, 0};
+  HfComparison c{step, hf_setup(step, model, file), model_as_built(model, kHfFramework), {}, 0};
   // what estimate refuses for this run is refused here too, never priced another way
   if (std::vector<Problem> problems = validate_training(c.setup.training, c.model); !problems.empty())
     refuse(file, step, problems.front().key, problems.front().value, problems.front().message);

@@ -1,5 +1,8 @@
 #pragma once
 // Where a LoRA step's adapters sit once PEFT has read the target names against the model.
+#include <string>
+#include <vector>
+
 #include "remat/spec/model_spec.hpp"
 #include "remat/spec/training_spec.hpp"
 
@@ -19,5 +22,17 @@ struct LoraPlacement {
 // so carries an adapter (dense MLPs and shared experts included). Elsewhere: `targets` on nn.Linear.
 LoraPlacement lora_placement(const ModelSpec& m, const LoraTargets& targets, double rank, bool peft_moe_conversion);
 LoraPlacement lora_placement(const ModelSpec& m, const TrainingSpec& t);
+
+// PEFT's target_modules (or remat's words for them) read against the model's linear modules.
+// remat's words: q, k, v, o, gate, up, down, router, qkv and mlp (three each), all-linear (PEFT's:
+// every nn.Linear of the layers); any other name is a module's, matched as PEFT matches it (the
+// module path ends with it). A name no module of the model has is refused.
+struct ResolvedLoraTargets {
+  LoraTargets targets{false, false, false, false, false, false, false};
+  std::string refusal;  // not empty: why these targets cannot be priced
+};
+ResolvedLoraTargets resolve_lora_targets(const ModelSpec& m, const std::vector<std::string>& names);
+// The model's modules as a message lists them: "q_proj (q), ..., kv_b_proj (no adapter priced)".
+std::string linear_module_list(const ModelSpec& m);
 
 }  // namespace remat

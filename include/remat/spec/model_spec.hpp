@@ -9,6 +9,14 @@ namespace remat {
 
 enum class AttentionKind { gqa, mla };
 
+// A layer's linear module as PEFT's target_modules matches it (the end of its path: q_proj, or
+// attn.c_proj where GPT-2's MLP has a c_proj too) and the matrix it computes: q, k, v, o, gate, up,
+// down, router, a fused qkv or gate_up, or "" where remat prices no adapter on it (DeepSeek's
+// kv_b_proj, a Mamba mixer's in_proj).
+struct LinearModule {
+  std::string name, matrix;
+};
+
 // The feed-forward of a dense layer: gated (act(gate) * up, then down: LLaMA's
 // SwiGLU, Gemma's GeGLU) or two matrices (up, act, down: GPT-2, GPT-NeoX, Falcon,
 // StarCoder2, Nemotron's relu^2).
@@ -135,8 +143,17 @@ struct ModelSpec {
   bool embedding_norm_weightless = false;  // that norm has no weight (Muse-Glimmer's embed_norm)
   bool qkv_bias = false;                   // q, k, v projections (Qwen2, StarCoder2, GPT-NeoX)
   bool fused_qkv_projection = false;       // one q|k|v projection its code slices into views (Phi-3's qkv_proj)
+  // The layer's linear modules by PEFT's names (LLaMA's unless the family names them otherwise).
+  // Complete: every nn.Linear of a layer is listed, so a target matching none names no module.
+  std::vector<LinearModule> linear_modules = {{"q_proj", "q"},       {"k_proj", "k"},  {"v_proj", "v"},
+                                              {"o_proj", "o"},       {"gate_proj", "gate"},
+                                              {"up_proj", "up"},     {"down_proj", "down"}};
+  bool linear_modules_complete = true;
   double buffer_bytes = 0;  // registered non-parameter buffers (GPTBigCode's causal-mask bias), per model copy
   bool sdpa_mask_materialized = false;  // its code hands sdpa an s x s mask, not is_causal (Falcon)
+  // its code hands sdpa one key/value head for all query heads (Falcon-7B's multi_query), which only
+  // torch's math kernel takes: it runs in fp32 and materializes the probabilities
+  bool sdpa_broadcasts_kv_heads = false;
   double residual_dropout = 0;          // dropout on each block's output before the residual add (GPT-2's resid_pdrop)
   // its own eager attention casts q and k to fp32 before QK^T, which saves the fp32 copies
   // (GPT-J, CodeGen, GPT-Neo: `_attn`)

@@ -16,18 +16,17 @@ enum class Objective { sft, grpo, dpo };          // StreamBP paper sec. 3.2.1
 // packages are absent and save far more (src/cost/exact_blocks_hybrid.cpp).
 enum class MixerKernels { fused, torch };
 
-// Matrices of each layer that carry a LoRA adapter (PEFT's target_modules).
+// Matrices of each layer that carry a LoRA adapter (PEFT's target_modules, read against the
+// model's modules by resolve_lora_targets in lora_placement.hpp).
 struct LoraTargets {
   bool q = true, k = true, v = true, o = true, gate = true, up = true, down = true;
   // the model fuses q, k, v (and gate, up) into one projection with one adapter (Phi-3's qkv_proj)
   bool fused_qkv = false, fused_gate_up = false;
+  bool router = false;  // an MoE layer's router (PEFT's all-linear adapts it)
   bool any_qkv() const { return q || k || v; }
   bool any_gate_up() const { return gate || up; }
-  bool any() const { return any_qkv() || o || any_gate_up() || down; }
+  bool any() const { return any_qkv() || o || any_gate_up() || down || router; }
 };
-// Adds one PEFT target module to `l`: q, k, v, o, gate, up, down with or without "_proj";
-// qkv_proj and gate_up_proj are fused projections with one adapter (Phi-3). False: unknown name.
-bool add_lora_target(LoraTargets& l, std::string name);
 
 struct TrainingSpec {
   int64_t tp = 1;

@@ -32,7 +32,7 @@ struct HfSetup {
 };
 // Throws InputError naming `file` and the case when the step names a setting
 // the profile does not run.
-HfSetup hf_setup(const HfStep& step, const std::string& file);
+HfSetup hf_setup(const HfStep& step, const ModelSpec& model, const std::string& file);
 
 struct HfComparison {
   HfStep measured;  // the last step of the case (AdamW's state allocated)

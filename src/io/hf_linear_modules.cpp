@@ -1,0 +1,145 @@
+// The linear modules of a layer by the names PEFT's target_modules match, for the families that
+// do not name them as LLaMA does (q_proj ... down_proj), read from each family's modeling code in
+// transformers 5.17 (the remote code where transformers has no port).
+#include <string_view>
+#include <vector>
+
+#include "hf_families.hpp"
+#include "remat/spec/model_spec.hpp"
+
+namespace remat {
+
+namespace {
+
+struct FamilyModules {
+  std::string_view families;  // space-separated model_types (remat's family names)
+  std::vector<LinearModule> modules;
+  bool complete = true;  // every nn.Linear of its layers listed
+};
+
+// Where one name covers two modules, the entry carries the parent too (GPT-2's attn.c_proj and
+// mlp.c_proj): PEFT's "c_proj" reaches both, "mlp.c_proj" one. "" marks a module remat prices no
+// adapter on; a target reaching it is refused.
+const std::vector<FamilyModules>& family_modules() {
+  static const std::vector<FamilyModules> table = {
+      // GPTNeoXAttention, FalconAttention, BloomAttention, PersimmonAttention; their MLPs
+      {"gpt_neox falcon bloom persimmon",
+       {{"query_key_value", "qkv"}, {"dense", "o"}, {"dense_h_to_4h", "up"}, {"dense_4h_to_h", "down"}}},
+      // Conv1D modules, which PEFT adapts as linears (fan_in_fan_out)
+      {"gpt2 openai-gpt gpt_bigcode",
+       {{"c_attn", "qkv"}, {"attn.c_proj", "o"}, {"c_fc", "up"}, {"mlp.c_proj", "down"}}},
+      {"gptj",
+       {{"q_proj", "q"}, {"k_proj", "k"}, {"v_proj", "v"}, {"out_proj", "o"}, {"fc_in", "up"}, {"fc_out", "down"}}},
+      {"codegen", {{"qkv_proj", "qkv"}, {"out_proj", "o"}, {"fc_in", "up"}, {"fc_out", "down"}}},
+      {"gpt_neo",
+       {{"q_proj", "q"}, {"k_proj", "k"}, {"v_proj", "v"}, {"out_proj", "o"}, {"c_fc", "up"}, {"c_proj", "down"}}},
+      {"opt biogpt xglm",
+       {{"q_proj", "q"}, {"k_proj", "k"}, {"v_proj", "v"}, {"out_proj", "o"}, {"fc1", "up"}, {"fc2", "down"}}},
+      {"phi", {{"q_proj", "q"}, {"k_proj", "k"}, {"v_proj", "v"}, {"dense", "o"}, {"fc1", "up"}, {"fc2", "down"}}},
+      {"phi-msft mixformer-sequential", {{"Wqkv", "qkv"}, {"out_proj", "o"}, {"fc1", "up"}, {"fc2", "down"}}},
+      {"starcoder2",
+       {{"q_proj", "q"}, {"k_proj", "k"}, {"v_proj", "v"}, {"o_proj", "o"}, {"c_fc", "up"}, {"c_proj", "down"}}},
+      {"mpt", {{"Wqkv", "qkv"}, {"out_proj", "o"}, {"up_proj", "up"}, {"down_proj", "down"}}},
+      // DbrxFFN's experts are parameters; its router a linear named layer
+      {"dbrx", {{"Wqkv", "qkv"}, {"out_proj", "o"}, {"router.layer", "router"}}},
+      {"ctrl", {{"Wq", "q"}, {"Wk", "k"}, {"Wv", "v"}, {"dense", "o"}, {"ffn.0", "up"}, {"ffn.2", "down"}}},
+      {"phi3", {{"qkv_proj", "qkv"}, {"o_proj", "o"}, {"gate_up_proj", "gate_up"}, {"down_proj", "down"}}},
+      // GlmMLP and Glm4MLP: one gate_up_proj
+      {"glm glm4",
+       {{"q_proj", "q"},
+        {"k_proj", "k"},
+        {"v_proj", "v"},
+        {"o_proj", "o"},
+        {"gate_up_proj", "gate_up"},
+        {"down_proj", "down"}}},
+      // ChatGLM's remote code: dense_h_to_4h is gate and up in one (split for SwiGLU)
+      {"chatglm",
+       {{"query_key_value", "qkv"}, {"dense", "o"}, {"dense_h_to_4h", "gate_up"}, {"dense_4h_to_h", "down"}}},
+      {"internlm2", {{"wqkv", "qkv"}, {"wo", "o"}, {"w1", "gate"}, {"w3", "up"}, {"w2", "down"}}},
+      {"baichuan",
+       {{"W_pack", "qkv"}, {"o_proj", "o"}, {"gate_proj", "gate"}, {"up_proj", "up"}, {"down_proj", "down"}}},
+      // Qwen 1's QWenMLP: w1(x) * silu(w2(x)), then c_proj
+      {"qwen", {{"c_attn", "qkv"}, {"attn.c_proj", "o"}, {"w2", "gate"}, {"w1", "up"}, {"mlp.c_proj", "down"}}},
+      // EXAONE 3's remote code: ExaoneGatedMLP's c_fc_0 is the gate
+      {"exaone",
+       {{"q_proj", "q"},
+        {"k_proj", "k"},
+        {"v_proj", "v"},
+        {"out_proj", "o"},
+        {"c_fc_0", "gate"},
+        {"c_fc_1", "up"},
+        {"c_proj", "down"}}},
+      // TeleChat's remote code: keys and values in one key_value projection
+      {"telechat",
+       {{"query", "q"},
+        {"key_value", ""},
+        {"dense", "o"},
+        {"gate_proj", "gate"},
+        {"up_proj", "up"},
+        {"down_proj", "down"}}},
+      // Kimi Linear: MLA layers beside KDA layers with q_proj, k_proj, v_proj, o_proj (and gates
+      // remat does not list)
+      {"kimi_linear",
+       {{"q_proj", "q"},
+        {"k_proj", "k"},
+        {"v_proj", "v"},
+        {"o_proj", "o"},
+        {"gate_proj", "gate"},
+        {"up_proj", "up"},
+        {"down_proj", "down"},
+        {"kv_a_proj_with_mqa", ""},
+        {"kv_b_proj", ""},
+        {"gate", "router"}},
+       false},
+      // Lfm2Attention's out_proj beside Lfm2ShortConv's in_proj and out_proj; Lfm2MLP's w1, w3, w2
+      {"lfm2 lfm2_moe",
+       {{"q_proj", "q"},
+        {"k_proj", "k"},
+        {"v_proj", "v"},
+        {"self_attn.out_proj", "o"},
+        {"w1", "gate"},
+        {"w3", "up"},
+        {"w2", "down"},
+        {"in_proj", ""},
+        {"conv.out_proj", ""}}},
+  };
+  return table;
+}
+
+bool lists(std::string_view families, std::string_view family) {
+  while (!families.empty()) {
+    const size_t space = families.find(' ');
+    if (families.substr(0, space) == family) return true;
+    if (space == std::string_view::npos) break;
+    families.remove_prefix(space + 1);
+  }
+  return false;
+}
+
+}  // namespace
+
+void set_linear_modules(const std::string& family, ModelSpec& m) {
+  for (const FamilyModules& f : family_modules()) {
+    if (!lists(f.families, family)) continue;
+    m.linear_modules = f.modules;
+    m.linear_modules_complete = f.complete;
+    return;
+  }
+  // DeepSeek's latent attention (and the families that build it so): q_proj only without a query
+  // latent, no k_proj or v_proj
+  if (m.attention() == AttentionKind::mla) {
+    std::erase_if(m.linear_modules,
+                  [](const LinearModule& l) { return l.matrix == "q" || l.matrix == "k" || l.matrix == "v"; });
+    if (m.q_lora_rank == 0)
+      m.linear_modules.push_back({"q_proj", "q"});
+    else
+      m.linear_modules.insert(m.linear_modules.end(), {{"q_a_proj", ""}, {"q_b_proj", ""}});
+    m.linear_modules.insert(m.linear_modules.end(), {{"kv_a_proj_with_mqa", ""}, {"kv_b_proj", ""}});
+  }
+  if (m.is_moe()) m.linear_modules.push_back({"gate", "router"});  // the router of transformers 5's MoE blocks
+  // Mamba, Gated DeltaNet, lightning and convolution mixers name their projections in ways remat does
+  // not list: a name not listed is refused there, not skipped
+  if (m.is_hybrid()) m.linear_modules_complete = false;
+}
+
+}  // namespace remat

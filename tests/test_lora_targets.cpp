@@ -1,0 +1,110 @@
+// --lora-targets (and a run record's PEFT target_modules) read against the model's own module
+// names: LLaMA's q_proj ... down_proj, Falcon's query_key_value, GPT-2's c_attn and its two c_proj,
+// PEFT's all-linear, and the names refused because remat prices no adapter on their module.
+#include <gtest/gtest.h>
+
+#include "remat/cost/streambp.hpp"
+#include "remat/spec/lora_placement.hpp"
+#include "test_helpers.hpp"
+
+namespace remat {
+namespace {
+
+const std::string kConfigs = std::string(REMAT_TEST_DATA) + "/data/hf_configs/";
+const std::string kUnseen10 = std::string(REMAT_TEST_DATA) + "/../examples/hf/unseen10/";
+
+LoraTargets resolved(const std::string& config, const std::vector<std::string>& names) {
+  const ResolvedLoraTargets r = resolve_lora_targets(test::model(config), names);
+  EXPECT_EQ(r.refusal, "") << config;
+  return r.targets;
+}
+
+std::string refusal(const std::string& config, const std::vector<std::string>& names) {
+  return resolve_lora_targets(test::model(config), names).refusal;
+}
+
+TEST(LoraTargets, LlamaNamesAndRematWords) {
+  const LoraTargets qv = resolved(kConfigs + "llama-3.2-1b-instruct.json", {"q_proj", "v_proj"});
+  EXPECT_TRUE(qv.q && qv.v);
+  EXPECT_FALSE(qv.k || qv.o || qv.gate || qv.up || qv.down || qv.fused_qkv);
+  const LoraTargets words = resolved(kConfigs + "llama-3.2-1b-instruct.json", {"qkv", "mlp"});
+  EXPECT_TRUE(words.q && words.k && words.v && words.gate && words.up && words.down);
+  EXPECT_FALSE(words.o || words.fused_qkv || words.fused_gate_up);
+  // PEFT's suffix match: a longer path ending in the module's name
+  EXPECT_TRUE(resolved(kConfigs + "llama-3.2-1b-instruct.json", {"self_attn.o_proj"}).o);
+}
+
+TEST(LoraTargets, FalconsFusedProjectionIsOneAdapter) {
+  const LoraTargets t = resolved(kUnseen10 + "falcon-7b.json", {"query_key_value", "dense_4h_to_h"});
+  EXPECT_TRUE(t.q && t.k && t.v && t.fused_qkv && t.down);
+  EXPECT_FALSE(t.o || t.up);
+  // remat's word q names the one module that computes q
+  EXPECT_TRUE(resolved(kUnseen10 + "falcon-7b.json", {"q"}).fused_qkv);
+  // LLaMA's name is no Falcon module
+  EXPECT_EQ(refusal(kUnseen10 + "falcon-7b.json", {"q_proj"}),
+            "q_proj names no linear module of this model: query_key_value (qkv), dense (o), dense_h_to_4h (up), "
+            "dense_4h_to_h (down)");
+}
+
+TEST(LoraTargets, Gpt2CProjIsTheAttentionOutputAndTheMlpDown) {
+  const LoraTargets both = resolved(kConfigs + "gpt2.json", {"c_proj"});
+  EXPECT_TRUE(both.o && both.down);
+  const LoraTargets mlp_only = resolved(kConfigs + "gpt2.json", {"mlp.c_proj"});
+  EXPECT_TRUE(mlp_only.down);
+  EXPECT_FALSE(mlp_only.o);
+}
+
+TEST(LoraTargets, AllLinear) {
+  const LoraTargets llama = resolved(kConfigs + "llama-3.2-1b-instruct.json", {"all-linear"});
+  EXPECT_TRUE(llama.q && llama.k && llama.v && llama.o && llama.gate && llama.up && llama.down);
+  EXPECT_FALSE(llama.router || llama.fused_qkv);
+  const LoraTargets phi3 = resolved(kConfigs + "phi-3-mini-4k-instruct.json", {"all-linear"});
+  EXPECT_TRUE(phi3.fused_qkv && phi3.fused_gate_up && phi3.o && phi3.down);
+  // Qwen3-MoE: the router too, and gate/up/down onto the experts through PEFT's conversion
+  const ModelSpec moe = test::model(kConfigs + "qwen3-30b-a3b.json");
+  const LoraTargets all = resolve_lora_targets(moe, {"all-linear"}).targets;
+  EXPECT_TRUE(all.router && all.q && all.o);
+  const LoraPlacement p = lora_placement(moe, all, 16, true);
+  EXPECT_EQ(p.experts_gate_up_rank, 32);
+  EXPECT_EQ(p.experts_down_rank, 16);
+  EXPECT_FALSE(p.linear.gate || p.linear.up || p.linear.down);
+}
+
+TEST(LoraTargets, RefusedWhereRematPricesNoAdapter) {
+  // V2-Lite's latent kv projections
+  EXPECT_EQ(refusal(kConfigs + "deepseek-v2-lite.json", {"q_proj", "kv_b_proj"}),
+            "kv_b_proj reaches kv_b_proj, a module remat prices no adapter on");
+  EXPECT_EQ(refusal(kConfigs + "deepseek-v2-lite.json", {"all-linear"}),
+            "PEFT's all-linear: it adapts kv_a_proj_with_mqa too, which remat prices no adapter on");
+  // LFM2's out_proj is its attention's and its short convolutions'
+  EXPECT_EQ(refusal(kConfigs + "lfm2-1.2b.json", {"out_proj"}),
+            "out_proj reaches conv.out_proj, a module remat prices no adapter on");
+  EXPECT_TRUE(resolved(kConfigs + "lfm2-1.2b.json", {"self_attn.out_proj"}).o);
+  // a hybrid's mixers name projections remat does not list
+  EXPECT_NE(refusal(kConfigs + "nemotron-3-nano-30b-a3b.json", {"in_proj"}).find("is not a module remat knows"),
+            std::string::npos);
+  // Gemma 3's SigLIP tower would take adapters too
+  EXPECT_EQ(refusal(kConfigs + "gemma-3-4b-it.json", {"all-linear"}),
+            "PEFT's all-linear: it adapts the vision tower's linear modules too, which remat does not price");
+  EXPECT_EQ(refusal(kConfigs + "llama-3.2-1b-instruct.json", {"router"}),
+            "router: this model has no mixture-of-experts router");
+}
+
+// The adapters' parameters as PEFT builds them: one lora_A (in x r) per module, so Phi-3's fused
+// qkv_proj is r (h + q + k + v), not three adapters' 3 r h + r (q + k + v).
+TEST(LoraTargets, FusedModulesHaveOneLoraA) {
+  const ModelSpec phi3 = test::model(kConfigs + "phi-3-mini-4k-instruct.json");
+  TrainingSpec t;
+  t.lora_rank = 16;
+  t.lora_targets = resolve_lora_targets(phi3, {"qkv_proj"}).targets;
+  EXPECT_DOUBLE_EQ(lora_layer_params(phi3, t, 1, 0), 16.0 * (3072 + 3 * 3072));
+  t.lora_targets = resolve_lora_targets(phi3, {"gate_up_proj"}).targets;
+  EXPECT_DOUBLE_EQ(lora_layer_params(phi3, t, 1, 0), 16.0 * (3072 + 2 * 8192));
+  // Qwen3-30B-A3B's router: h = 2048 in, 128 experts out
+  const ModelSpec moe = test::model(kConfigs + "qwen3-30b-a3b.json");
+  t.lora_targets = resolve_lora_targets(moe, {"router"}).targets;
+  EXPECT_DOUBLE_EQ(lora_layer_params(moe, t, 1, 0), 16.0 * (2048 + 128));
+}
+
+}  // namespace
+}  // namespace remat
