@@ -66,7 +66,11 @@ HfStep step_from(const Line& l) {
                                      : std::string();
   if (model_type == "lfm2" || model_type == "lfm2_moe")
     for (std::string& t : s.lora_targets)
-      t = t == "o_proj" ? "self_attn.out_proj" : t == "gate_proj" ? "w1" : t == "up_proj" ? "w3" : t == "down_proj" ? "w2" : t;
+      t = t == "o_proj"      ? "self_attn.out_proj"
+          : t == "gate_proj" ? "w1"
+          : t == "up_proj"   ? "w3"
+          : t == "down_proj" ? "w2"
+                             : t;
   // PEFT adapts the target names the model has (BioGPT has q_proj, k_proj and v_proj, not o_proj or
   // the MLP's) and skips the rest, which remat would refuse: a name is kept where a matched module
   // carries it (the end of its path), gate_proj, up_proj and down_proj where PEFT converted them onto
@@ -78,9 +82,8 @@ HfStep step_from(const Line& l) {
     const bool experts = std::find(matched.begin(), matched.end(), "experts") != matched.end();
     const auto kept = [&](const std::string& t) {
       if (t == "all-linear" || (experts && (t == "gate_proj" || t == "up_proj" || t == "down_proj"))) return true;
-      return std::any_of(matched.begin(), matched.end(), [&](const std::string& m) {
-        return t == m || (t.size() > m.size() && t.ends_with("." + m));
-      });
+      return std::any_of(matched.begin(), matched.end(),
+                         [&](const std::string& m) { return t == m || (t.size() > m.size() && t.ends_with("." + m)); });
     };
     std::erase_if(s.lora_targets, [&](const std::string& t) { return !kept(t); });
   }

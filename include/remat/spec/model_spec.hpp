@@ -145,16 +145,16 @@ struct ModelSpec {
   bool fused_qkv_projection = false;       // one q|k|v projection its code slices into views (Phi-3's qkv_proj)
   // The layer's linear modules by PEFT's names (LLaMA's unless the family names them otherwise).
   // Complete: every nn.Linear of a layer is listed, so a target matching none names no module.
-  std::vector<LinearModule> linear_modules = {{"q_proj", "q"},       {"k_proj", "k"},  {"v_proj", "v"},
-                                              {"o_proj", "o"},       {"gate_proj", "gate"},
-                                              {"up_proj", "up"},     {"down_proj", "down"}};
+  std::vector<LinearModule> linear_modules = {{"q_proj", "q"},      {"k_proj", "k"},       {"v_proj", "v"},
+                                              {"o_proj", "o"},      {"gate_proj", "gate"}, {"up_proj", "up"},
+                                              {"down_proj", "down"}};
   bool linear_modules_complete = true;
   double buffer_bytes = 0;  // registered non-parameter buffers (GPTBigCode's causal-mask bias), per model copy
   bool sdpa_mask_materialized = false;  // its code hands sdpa an s x s mask, not is_causal (Falcon)
   // its code hands sdpa one key/value head for all query heads (Falcon-7B's multi_query), which only
   // torch's math kernel takes: it runs in fp32 and materializes the probabilities
   bool sdpa_broadcasts_kv_heads = false;
-  double residual_dropout = 0;          // dropout on each block's output before the residual add (GPT-2's resid_pdrop)
+  double residual_dropout = 0;  // dropout on each block's output before the residual add (GPT-2's resid_pdrop)
   // its own eager attention casts q and k to fp32 before QK^T, which saves the fp32 copies
   // (GPT-J, CodeGen, GPT-Neo: `_attn`)
   bool eager_qk_fp32 = false;
