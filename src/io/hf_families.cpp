@@ -225,11 +225,13 @@ void gpt2_layer(HfJsonReader& r, ModelSpec& m) {
   read_probability(r, "resid_pdrop", m.residual_dropout);
   m.attention_dropout = 0.1;
   read_probability(r, "attn_pdrop", m.attention_dropout);
+  m.eager_softmax_bf16 = true;  // modeling_gpt2.py's eager_attention_forward: softmax in the scores' dtype
 }
 
 // GPTBigCode (StarCoder 1, SantaCoder): GPT-2 with one key/value head (multi_query).
 void gpt_bigcode_layer(HfJsonReader& r, ModelSpec& m) {
   gpt2_layer(r, m);
+  m.eager_softmax_bf16 = false;  // its eager_attention_forward: softmax(dtype=torch.float32)
   m.hidden_act = "gelu_pytorch_tanh";
   read_activation(r, m, "activation_function");
   bool multi_query = true;

@@ -107,7 +107,8 @@ void biogpt_layer(HfJsonReader& r, ModelSpec& m) {
   read_activation(r, m, "hidden_act");
   m.position_embeddings = 1024;
   r.integer("max_position_embeddings", m.position_embeddings, false);
-  m.position_embeddings += 2;  // BioGptLearnedPositionalEmbedding's offset
+  m.position_embeddings += 2;   // BioGptLearnedPositionalEmbedding's offset
+  m.eager_softmax_bf16 = true;  // its eager_attention_forward: softmax in the scores' dtype
   read_dropouts(r, m, "hidden_dropout_prob", 0.1, "attention_probs_dropout_prob", 0.1);
 }
 
