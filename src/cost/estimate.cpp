@@ -159,23 +159,21 @@ TrainingSpec costed_training(const TrainingSpec& t, Strategy s) {
 namespace {
 
 // autocast's bf16 copy of each of the layer's weights (a layer that never runs, untrained, casts
-// nothing). torch caches the cast of a leaf that requires grad for the whole forward, so a trained
-// weight's copy is kept by a checkpointed layer too, until its backward frees it: kept bytes, freed
-// layer by layer under ordered backward (Nemotron 3 Super's mixed step peaks in its first layer's
-// backward, the later layers' copies gone: reports/hf/steps-latent-moe). A frozen weight (LoRA) is
-// cast anew at each use and its GEMM saves the copy: kept by a layer that keeps its tensors, made
-// again by a checkpointed layer's replay, and none before the first adapter. transformers' grouped_mm
-// experts are not autocast: they run in fp32 on their own weights (moe_routed_block).
+// nothing), which its GEMMs save: kept by a layer that keeps its tensors, freed by its backward
+// (Nemotron 3 Super's mixed step peaks in its first layer's backward, the later layers' copies
+// gone: reports/hf/steps-latent-moe). A checkpointed layer drops them with its other saved tensors
+// (autocast's cache of leaf casts is cleared when the forward leaves autocast) and its replay, which
+// re-enters autocast, makes them again: working bytes (Qwen3-8B's non-reentrant mixed step at the
+// loss holds no layer's copy, peak-traces-h200/unseen10). A frozen weight (LoRA) saves a copy only
+// where its input needs a gradient: none before the first adapter. transformers' grouped_mm experts
+// are not autocast: they run in fp32 on their own weights (moe_routed_block).
 LayerCost with_autocast_casts(LayerCost lc, const ModelSpec& m, const TrainingSpec& t, const LayerChoice& choice,
                               int64_t g, int64_t first_adapted) {
   const ParamCount lp = layer_params(m, g, t.tp, t.ep);
   const double experts = t.layouts_from_model_code && m.experts_grouped_mm() ? lp.expert : 0;
   const double casts = 2 * (lp.total() - lp.untrained - experts);
-  if (t.lora_rank <= 0) {
-    lc.kept_bytes += casts;
-  } else if (g >= first_adapted) {
+  if (t.lora_rank <= 0 || g >= first_adapted)
     (choice.mode == LayerMode::keep ? lc.kept_bytes : lc.transient_bytes) += casts;
-  }
   return lc;
 }
 

@@ -172,7 +172,11 @@ double head_logits_bytes_per_element(const TrainingSpec& t) {
   if (t.per_row_logps && t.objective != Objective::sft) {
     // TRL's selective_log_softmax on bf16 logits: each row's log_softmax output saved (2); in
     // backward the rows' gradients and their stacked copy, the logits' gradient (2 + 2), by then
-    // the saved outputs freed; the reference and old-policy passes ran under no_grad
+    // the saved outputs freed; the reference and old-policy passes ran under no_grad.
+    // Under autocast log_softmax runs in fp32: each row's output is saved in fp32 (4), and the last
+    // row's fp32 cast of its logits stands beside them and the bf16 logits (2 + 4 + 4 / rows;
+    // reports/hf/steps-unseen10-followup-h200.jsonl, StarCoder2's mixed DPO step)
+    if (t.params_fp32_autocast) return 2 + 4 + 4 / double(std::max<int64_t>(t.mbs, 1));
     return 4;
   }
   if (t.loss_log_softmax_saved) {
