@@ -272,8 +272,9 @@ StaticBytes streambp_static_bytes(const ParamCount& stage, double layer_params, 
     s = {base * stage.total() + a.weights * adapter_params, a.gradients * adapter_params, a.optimizer * adapter_params};
   } else {
     s = static_bytes(stage, t);
-    // GRPO and DPO need the reference model's logits: a second bf16 copy of the weights
-    if (t.objective != Objective::sft) s.weights += 2 * stage.total();
+    // GRPO and DPO need the reference model's logits: a second copy of the weights, in their dtype
+    // (fp32 under autocast: a deep copy of the fp32 model, steps-unseen10b-h200.jsonl's Gemma 3 DPO)
+    if (t.objective != Objective::sft) s.weights += (t.params_fp32_autocast ? 4 : 2) * stage.total();
   }
   if (t.zero_stage >= 3) {
     // weights sharded over dp; one layer's weights gathered at a time (distributed StreamBP keeps
