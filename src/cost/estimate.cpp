@@ -158,6 +158,23 @@ TrainingSpec costed_training(const TrainingSpec& t, Strategy s) {
 
 namespace {
 
+// The share of a layer's GEMM FLOPs in the GEMMs after its first adapted projection (PEFT's ops
+// come first: name.lora, name.lora_gemm, then the base GEMM `name`).
+double gemm_share_after_first_adapter(const LayerDef& layer) {
+  double all = 0, after = 0;
+  std::string base;  // the first adapted projection, once found
+  bool past = false;
+  for (const Block& b : layer.blocks)
+    for (const OpDef& op : b.ops) {
+      if (base.empty() && op.name.ends_with(".lora")) base = op.name.substr(0, op.name.size() - 5);
+      if (op.kind != OpKind::gemm) continue;
+      all += op.fwd_flops;
+      if (past) after += op.fwd_flops;
+      if (!base.empty() && op.name == base) past = true;
+    }
+  return all > 0 ? after / all : 0;
+}
+
 // autocast's bf16 copy of each of the layer's weights (a layer that never runs, untrained, casts
 // nothing), which its GEMMs save: kept by a layer that keeps its tensors, freed by its backward
 // (Nemotron 3 Super's mixed step peaks in its first layer's backward, the later layers' copies
@@ -167,11 +184,15 @@ namespace {
 // loss holds no layer's copy, peak-traces-h200/unseen10). A frozen weight (LoRA) saves a copy only
 // where its input needs a gradient: none before the first adapter. transformers' grouped_mm experts
 // are not autocast: they run in fp32 on their own weights (moe_routed_block).
-LayerCost with_autocast_casts(LayerCost lc, const ModelSpec& m, const TrainingSpec& t, const LayerChoice& choice,
-                              int64_t g, int64_t first_adapted) {
+LayerCost with_autocast_casts(LayerCost lc, const ModelSpec& m, const TrainingSpec& t, const LayerDef& layer,
+                              const LayerChoice& choice, int64_t g, int64_t first_adapted) {
   const ParamCount lp = layer_params(m, g, t.tp, t.ep);
   const double experts = t.layouts_from_model_code && m.experts_grouped_mm() ? lp.expert : 0;
-  const double casts = 2 * (lp.total() - lp.untrained - experts);
+  double casts = 2 * (lp.total() - lp.untrained - experts);
+  // in the first adapted layer only the GEMMs after the first adapted one read an input that needs a
+  // gradient (StarCoder2's layer 0 under q, k, v, o, c_proj adapters saves o_proj's, c_fc's and
+  // c_proj's copies; Phi-4's under a down_proj adapter none): their share of the layer's GEMM work
+  if (t.lora_rank > 0 && g == first_adapted) casts *= gemm_share_after_first_adapter(layer);
   if (t.lora_rank <= 0 || g >= first_adapted)
     (choice.mode == LayerMode::keep ? lc.kept_bytes : lc.transient_bytes) += casts;
   return lc;
@@ -199,7 +220,7 @@ LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const Tra
   }
   if (choice.stream_chunks > 1) lc.recompute_s += streambp_layer_weight_s(m, hw, costed, g);
   lc.grads_bytes = layer_gradient_bytes(m, costed, g);
-  if (costed.params_fp32_autocast) lc = with_autocast_casts(lc, m, costed, choice, g, first_adapted);
+  if (costed.params_fp32_autocast) lc = with_autocast_casts(lc, m, costed, layer, choice, g, first_adapted);
   return lc;
 }
 
