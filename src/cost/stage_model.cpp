@@ -247,6 +247,18 @@ void drop_weight_saves_beside(LayerDef& layer, size_t from) {
       if (op.name == "experts_gate_up") std::erase(op.saves, std::string("experts_gate_up.lora_weight"));
 }
 
+// A parallel layer's feed-forward branch (its MLP or MoE and their glue) reads the normed layer
+// input beside the attention. In the first adapted layer that input needs no gradient, so a branch
+// without adapters saves nothing (Phi-1 under attention adapters: steps-unseen10b-h200.jsonl, its
+// first layer's MLP kept nothing in the allocator's trace, peak-traces-h200/unseen10).
+void freeze_unadapted_branch(LayerDef& layer, size_t from) {
+  const auto in_branch = [](const Block& b) { return b.name.starts_with("mlp") || b.name.starts_with("moe"); };
+  for (size_t i = from; i < layer.blocks.size(); ++i)
+    if (in_branch(layer.blocks[i]) && has_adapter(layer.blocks[i])) return;
+  for (size_t i = from; i < layer.blocks.size(); ++i)
+    if (in_branch(layer.blocks[i])) freeze(layer.blocks[i]);
+}
+
 }  // namespace
 
 LayerDef frozen_prefix_layer(const LayerDef& layer, bool whole_layer, const TrainingSpec& t) {
@@ -256,7 +268,7 @@ LayerDef frozen_prefix_layer(const LayerDef& layer, bool whole_layer, const Trai
     if (!whole_layer && has_adapter(b)) {
       drop_input_norm_saves(b, t);
       freeze_ops(b, [](const OpDef& op) { return op.beside_adapters; });
-      if (layer.parallel_branches) drop_weight_saves_beside(out, i + 1);
+      if (layer.parallel_branches) drop_weight_saves_beside(out, i + 1), freeze_unadapted_branch(out, i + 1);
       break;
     }
     freeze(b);
