@@ -1,6 +1,7 @@
 #include "remat/cost/stage_model.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "exact_ops.hpp"
 #include "remat/cost/op_time.hpp"
@@ -259,6 +260,12 @@ void freeze_unadapted_branch(LayerDef& layer, size_t from) {
     if (in_branch(layer.blocks[i])) freeze(layer.blocks[i]);
 }
 
+std::set<const OpDef*> ops_before(const Block& b, std::vector<OpDef>::const_iterator end) {
+  std::set<const OpDef*> out;
+  for (auto it = b.ops.begin(); it != end; ++it) out.insert(&*it);
+  return out;
+}
+
 }  // namespace
 
 LayerDef frozen_prefix_layer(const LayerDef& layer, bool whole_layer, const TrainingSpec& t) {
@@ -267,7 +274,13 @@ LayerDef frozen_prefix_layer(const LayerDef& layer, bool whole_layer, const Trai
     Block& b = out.blocks[i];
     if (!whole_layer && has_adapter(b)) {
       drop_input_norm_saves(b, t);
-      freeze_ops(b, [](const OpDef& op) { return op.beside_adapters; });
+      // the ops before its first adapter read only what derives from the frozen input (Phi-4's
+      // gate_up and SwiGLU before a down_proj adapter: peak-traces-h200/unseen10)
+      const auto first_adapter = std::find_if(b.ops.begin(), b.ops.end(), [](const OpDef& op) {
+        return op.name.ends_with(".lora") || op.name.ends_with(".lora_fold");
+      });
+      const std::set<const OpDef*> before = ops_before(b, first_adapter);
+      freeze_ops(b, [&](const OpDef& op) { return op.beside_adapters || before.count(&op); });
       if (layer.parallel_branches) drop_weight_saves_beside(out, i + 1), freeze_unadapted_branch(out, i + 1);
       break;
     }
