@@ -82,11 +82,12 @@ std::vector<Case> cases() {
           for (int64_t pp : {1, 2, 4}) out.push_back(make_case(fw, obj, prec, pp, false));
   for (Objective obj : {Objective::sft, Objective::grpo})
     for (int64_t pp : {1, 2}) out.push_back(make_case("generic", obj, Precision::mixed, pp, true));
-  for (Objective obj : {Objective::sft, Objective::dpo}) {  // LoRA: frozen bf16 base, adapters trained
-    out.push_back(make_case("generic", obj, Precision::mixed, 2, false));
-    out.back().t.lora_rank = 16;
-    out.back().label += " lora 16";
-  }
+  for (const char* fw : {"generic", "hf"})
+    for (Objective obj : {Objective::sft, Objective::dpo}) {  // LoRA: frozen base, adapters trained
+      out.push_back(make_case(fw, obj, Precision::mixed, 2, false));
+      out.back().t.lora_rank = 16;
+      out.back().label += " lora 16";
+    }
   return out;
 }
 

@@ -279,7 +279,8 @@ LayerDef frozen_prefix_layer(const LayerDef& layer, bool whole_layer, const Trai
       const auto first_adapter = std::find_if(b.ops.begin(), b.ops.end(), [](const OpDef& op) {
         return op.name.ends_with(".lora") || op.name.ends_with(".lora_fold");
       });
-      const std::set<const OpDef*> before = ops_before(b, first_adapter);
+      const std::set<const OpDef*> before =
+          t.layouts_from_model_code ? ops_before(b, first_adapter) : std::set<const OpDef*>{};
       freeze_ops(b, [&](const OpDef& op) { return op.beside_adapters || before.count(&op); });
       if (layer.parallel_branches) drop_weight_saves_beside(out, i + 1), freeze_unadapted_branch(out, i + 1);
       break;

@@ -58,8 +58,14 @@ std::vector<LayerOption> prune(std::vector<LayerOption> all) {
 
 }  // namespace
 
+int SearchSpace::kind_of(int64_t g) const {
+  const int shape = model.layer_kind(g);
+  if (g > first_adapted) return shape;
+  return g < first_adapted ? shape_kinds + shape : 2 * shape_kinds + shape;
+}
+
 LayerCost SearchSpace::cost(int kind, LayerChoice choice) const {
-  const LayerDef& layer = shapes->kinds[size_t(kind)];
+  const LayerDef& layer = shapes->kinds[size_t(kind % shape_kinds)];
   return stage_layer_cost(model, hardware, costed, layer, choice, kind_layer[kind]);
 }
 
@@ -70,7 +76,7 @@ void add_stages(SearchSpace& sp, const RankShape& r) {
   const auto ranges = stage_layer_ranges(sp.model, sp.costed);
   for (size_t i = 0; i < ranges.size(); ++i) {
     StageSpace st{stage_base(sp.model, sp.hardware, sp.costed, r, int64_t(i), ranges[i]), {}};
-    for (int64_t g = ranges[i].first; g < ranges[i].second; ++g) st.kinds.push_back(sp.model.layer_kind(g));
+    for (int64_t g = ranges[i].first; g < ranges[i].second; ++g) st.kinds.push_back(sp.kind_of(g));
     st.runs = kind_runs(st.kinds);
     sp.stages.push_back(std::move(st));
   }
@@ -89,18 +95,22 @@ SearchSpace build_search_space(const ModelSpec& m, const HardwareSpec& hw, const
   sp.microbatch_model_flops = model_flops_per_microbatch(m, sp.costed, effective_layers(m, sp.costed), *sp.shapes);
   sp.model_flops = iteration_model_flops(sp.microbatch_model_flops, sp.costed);
   const auto ranges = stage_layer_ranges(m, sp.costed);
-  const size_t kinds = size_t(m.layer_kind_count());
+  sp.shape_kinds = m.layer_kind_count();
+  sp.first_adapted = std::min(first_adapted_layer(m, sp.costed), ranges.back().second);
+  const size_t kinds = 3 * size_t(sp.shape_kinds);  // the shapes', then the frozen prefix's (kind_of)
   sp.kind_layer.assign(kinds, 0), sp.keep_cost.assign(kinds, {}), sp.options.assign(kinds, {});
   sp.strategy_cost.assign(kinds, {});
   std::vector<bool> used(kinds);
   used[0] = used[1] = true;  // attention + dense / MoE: always costed, as before hybrid kinds
   for (int64_t g = ranges.back().second; g-- > 0;) {
-    sp.kind_layer[m.layer_kind(g)] = g;
-    used[size_t(m.layer_kind(g))] = true;
+    // a shape's kind is costed at a layer past the frozen prefix where it has one
+    if (sp.kind_of(g) != m.layer_kind(g) || sp.kind_layer[size_t(m.layer_kind(g))] <= sp.first_adapted)
+      sp.kind_layer[size_t(sp.kind_of(g))] = g;
+    used[size_t(sp.kind_of(g))] = true;
   }
   for (int k = 0; k < sp.kind_count(); ++k) {
     if (!used[size_t(k)]) continue;
-    const LayerDef& layer = sp.shapes->kinds[size_t(k)];
+    const LayerDef& layer = sp.shapes->kinds[size_t(k % sp.shape_kinds)];
     sp.keep_cost[k] = sp.cost(k, choice_for(Strategy::none, layer));
     for (const StrategyInfo& s : kStrategies) sp.strategy_cost[k].push_back(sp.cost(k, choice_for(s.strategy, layer)));
     if (!opts.per_layer) continue;

@@ -125,7 +125,7 @@ class SplitSearch {
     LayerSums recomputed;
     StageCell lowest;
     for (int64_t r = 0; r <= (plan_.strategy == Strategy::none ? 0 : k); ++r) {
-      if (r > 0) recomputed.add(space_->strategy_cost[size_t(m_.layer_kind(a + r - 1))][strategy]);
+      if (r > 0) recomputed.add(space_->strategy_cost[size_t(space_->kind_of(a + r - 1))][strategy]);
       const StageTotals tot = stage_totals(base, joined(recomputed, suffixes_[size_t(r)]));
       const StageCell c{tot.microbatch_s, tot.peak_bytes, step_s, tot.peak_bytes <= budget_, r};
       if (c.fits) return c;
@@ -147,7 +147,7 @@ class SplitSearch {
   void fill_kept_suffixes(int64_t a, int64_t k) {
     suffixes_.assign(size_t(k + 1), KeptSuffix{});
     for (int64_t j = k - 1; j >= 0; --j) {
-      const LayerCost& c = space_->keep_cost[size_t(m_.layer_kind(a + j))];
+      const LayerCost& c = space_->keep_cost[size_t(space_->kind_of(a + j))];
       const KeptSuffix& later = suffixes_[size_t(j + 1)];
       KeptSuffix& s = suffixes_[size_t(j)];
       s.sums.add(c);

@@ -61,6 +61,12 @@ struct SearchSpace {
   std::vector<std::vector<LayerOption>> options;      // non-dominated choices (keep included)
   std::vector<std::vector<LayerCost>> strategy_cost;  // indexed by Strategy (kStrategies)
   int kind_count() const { return int(kind_layer.size()); }
+  // The search's kind of global layer g: its shape's (ModelSpec::layer_kind), except in a LoRA
+  // step's frozen prefix, which estimate costs apart (frozen_prefix_layer): the layers before the
+  // first adapted one, and that one, are kinds of their own beside their shape's.
+  int kind_of(int64_t g) const;
+  int64_t first_adapted = -1;  // first_adapted_layer of `costed`
+  int shape_kinds = 0;         // ModelSpec::layer_kind_count()
   // A layer of `kind` under `choice`, as estimate costs it (stage_layer_cost).
   LayerCost cost(int kind, LayerChoice choice) const;
 };
