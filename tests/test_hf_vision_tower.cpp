@@ -9,6 +9,7 @@
 
 #include "hf_measured.hpp"
 #include "remat/cost/estimate.hpp"
+#include "remat/io/spec_loader.hpp"
 #include "remat/spec/framework.hpp"
 #include "test_helpers.hpp"
 
@@ -32,6 +33,20 @@ TEST(HfVisionTower, Gemma3SiglipByHand) {
 // 4198400 + 4198400 + 4195328 + 4096; a class embedding 1024, the convolution without bias 602112,
 // 577 positions 590848, pre- and post-LayerNorms 4096; the projector 1024 x 4096 + 4096 x 4096
 // and its biases 8192.
+// vision_config is read as the language model's keys are: a wrong type is refused by its key, never
+// read as the tower's default.
+TEST(HfVisionTower, WrongTypedTowerKeyIsRefused) {
+  std::ifstream in(kRoot + "tests/data/hf_configs/gemma-3-4b-it.json");
+  nlohmann::json j = nlohmann::json::parse(in);
+  j["vision_config"]["hidden_size"] = "abc";
+  try {
+    parse_hf_config(j.dump(), "g3.json");
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("vision_config.hidden_size"), std::string::npos) << e.what();
+  }
+}
+
 TEST(HfVisionTower, LlavaClipByHand) {
   const ModelSpec m = test::model(kRoot + "tests/data/hf_configs/llava-1.5-7b-hf-ome.json");
   const double layer = 4198400.0 + 4198400 + 4195328 + 4096;

@@ -766,7 +766,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   r.number("final_logit_softcapping", m.final_logit_softcap);  // Gemma 2 and 4: tanh on the logits
   read_numerics(r, m, *family);
   note_quantized(top, r, m);
-  if (nested) m.idle_params = vision_tower_params(top.object, outer_type, m.hidden_size);
+  if (nested) m.idle_params = vision_tower_params(top, outer_type, m.hidden_size);
   note_vision_tower(m, *family, type, nest);
   if (!nested && !family->vision_tower_beside && minicpmv_type.empty()) note_flat_encoders(top, m);
   note_unread_keys(r, consulted, m);

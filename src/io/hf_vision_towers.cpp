@@ -7,8 +7,10 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "hf_families.hpp"
+#include "hf_json_reader.hpp"
 
 namespace remat {
 
@@ -20,15 +22,14 @@ struct TowerDims {
   double hidden, intermediate, layers, channels, image, patch;
 };
 
-double number_or(const json& j, const char* key, double fallback) {
-  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
-}
-
-// SiglipVisionConfig's and CLIPVisionConfig's defaults where the file leaves a key out.
-TowerDims tower_dims(const json& v, double default_patch) {
-  return {number_or(v, "hidden_size", 768),      number_or(v, "intermediate_size", 3072),
-          number_or(v, "num_hidden_layers", 12), number_or(v, "num_channels", 3),
-          number_or(v, "image_size", 224),       number_or(v, "patch_size", default_patch)};
+// vision_config's dimensions, SiglipVisionConfig's and CLIPVisionConfig's defaults where the file
+// leaves one out; a value of the wrong type is a problem named by its key.
+TowerDims tower_dims(HfJsonReader& v, int64_t default_patch) {
+  int64_t d[] = {768, 3072, 12, 3, 224, default_patch};
+  const char* keys[] = {"hidden_size",  "intermediate_size", "num_hidden_layers",
+                        "num_channels", "image_size",        "patch_size"};
+  for (size_t i = 0; i < 6; ++i) v.integer(keys[i], d[i], false);
+  return {double(d[0]), double(d[1]), double(d[2]), double(d[3]), double(d[4]), double(d[5])};
 }
 
 // One encoder layer: q, k, v and out_proj with biases, fc1 and fc2 with biases, two LayerNorms.
@@ -46,31 +47,31 @@ double patches(const TowerDims& d) {
 // SiglipVisionTransformer: a patch convolution with a bias, a position per patch, the layers, the
 // post-LayerNorm, and with vision_use_head (default true) the attention-pooling head: a probe, an
 // nn.MultiheadAttention (in- and out-projections with biases), a LayerNorm and an MLP.
-double siglip_params(const json& v) {
-  const TowerDims d = tower_dims(v, 16);
+double siglip_params(HfJsonReader& v, const TowerDims& d) {
   const double h = d.hidden, f = d.intermediate;
   double p = d.channels * d.patch * d.patch * h + h + patches(d) * h + d.layers * encoder_layer(d) + 2 * h;
-  const bool head =
-      !v.contains("vision_use_head") || !v["vision_use_head"].is_boolean() || v["vision_use_head"].get<bool>();
+  bool head = true;
+  v.boolean("vision_use_head", head);
   if (head) p += h + (3 * h * h + 3 * h) + (h * h + h) + 2 * h + (h * f + f) + (f * h + h);
   return p;
 }
 
 // CLIPVisionTransformer: a class embedding, a patch convolution without a bias, a position per patch
 // and one for the class token, the pre- and post-LayerNorms and the layers.
-double clip_params(const json& v) {
-  const TowerDims d = tower_dims(v, 32);
+double clip_params(const TowerDims& d) {
   const double h = d.hidden;
   return h + d.channels * d.patch * d.patch * h + (patches(d) + 1) * h + 2 * 2 * h + d.layers * encoder_layer(d);
 }
 
 // LLaVA's projector: linear_1 from the vision features (one hidden per layer vision_feature_layer
 // lists, default one) to the text width, linear_2 text to text, biases by multimodal_projector_bias.
-double llava_projector(const json& top, double vision_hidden, double text_hidden) {
-  const json& layer = top.contains("vision_feature_layer") ? top["vision_feature_layer"] : json();
-  const double features = layer.is_array() ? double(layer.size()) : 1;
-  const bool bias = !top.contains("multimodal_projector_bias") || !top["multimodal_projector_bias"].is_boolean() ||
-                    top["multimodal_projector_bias"].get<bool>();
+double llava_projector(HfJsonReader& top, double vision_hidden, double text_hidden) {
+  std::vector<int64_t> layers;
+  if (top.object.contains("vision_feature_layer") && top.object["vision_feature_layer"].is_array())
+    top.integer_list("vision_feature_layer", layers);
+  const double features = layers.empty() ? 1 : double(layers.size());
+  bool bias = true;
+  top.boolean("multimodal_projector_bias", bias);
   return vision_hidden * features * text_hidden + text_hidden * text_hidden + (bias ? 2 * text_hidden : 0);
 }
 
@@ -83,23 +84,18 @@ bool plausible(const TowerDims& d) {
 
 }  // namespace
 
-double vision_tower_params(const json& top, const std::string& outer_type, int64_t text_hidden) {
-  if (!top.contains("vision_config") || !top["vision_config"].is_object()) return 0;
-  const json& v = top["vision_config"];
-  if (!plausible(tower_dims(v, 16))) return 0;
-  const std::string tower =
-      v.contains("model_type") && v["model_type"].is_string() ? v["model_type"].get<std::string>() : "";
+double vision_tower_params(HfJsonReader& top, const std::string& outer_type, int64_t text_hidden) {
+  if (!top.object.contains("vision_config") || !top.object["vision_config"].is_object()) return 0;
+  HfJsonReader v{top.object["vision_config"], top.file, "vision_config.", top.problems};
+  const std::string tower = v.text("model_type");
+  const bool siglip = tower == "siglip_vision_model", clip = tower == "clip_vision_model";
+  if (!(outer_type == "gemma3" && siglip) && !(outer_type == "llava" && (siglip || clip))) return 0;
+  const TowerDims d = tower_dims(v, clip ? 32 : 16);
+  if (!plausible(d)) return 0;
   const double th = double(text_hidden);
-  if (outer_type == "gemma3" && tower == "siglip_vision_model") {
-    // Gemma3MultiModalProjector: mm_input_projection_weight (vision x text) and a soft-embedding RMSNorm
-    const double vh = number_or(v, "hidden_size", 768);
-    return siglip_params(v) + vh * th + vh;
-  }
-  if (outer_type == "llava" && (tower == "clip_vision_model" || tower == "siglip_vision_model")) {
-    const double vh = number_or(v, "hidden_size", 768);
-    return (tower == "clip_vision_model" ? clip_params(v) : siglip_params(v)) + llava_projector(top, vh, th);
-  }
-  return 0;
+  // Gemma3MultiModalProjector: mm_input_projection_weight (vision x text) and a soft-embedding RMSNorm
+  if (outer_type == "gemma3") return siglip_params(v, d) + d.hidden * th + d.hidden;
+  return (clip ? clip_params(d) : siglip_params(v, d)) + llava_projector(top, d.hidden, th);
 }
 
 }  // namespace remat
