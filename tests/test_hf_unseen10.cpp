@@ -51,30 +51,25 @@ TEST(HfUnseen10, FollowUps) {
                14);
 }
 
-// Set b, blind: BLOOM's reentrant step (-16.9%) holds one more fp32 score-sized tensor in its
-// replay than the eager attention remat builds; Gemma 3's mixed DPO had its reference copy in bf16
+// Set b, blind: BLOOM's reentrant step (-16.9%, now -1.07%) holds the probabilities its block
+// returns and their zero gradient in the replay; Gemma 3's mixed DPO had its reference copy in bf16
 // (before the step -12.4%, now -0.02%), Phi-4's first layer under a down_proj adapter saved its
 // SwiGLU (+6.5%, now +0.2%), Phi-1's parallel MLP beside attention adapters (+4.4%, now +0.8%).
-TEST(HfUnseen10, BlindSetB) {
-  expect_peaks("steps-unseen10b-h200.jsonl", 3.0, {{"bloom-176b-lora-re-s4096-b2-r8-all-linear-do0.1-eager", -16.9}},
-               42);
-}
+TEST(HfUnseen10, BlindSetB) { expect_peaks("steps-unseen10b-h200.jsonl", 3.0, {}, 42); }
 
 // PEFT's all-linear, measured: LLaMA, Phi-3 (fused qkv_proj and gate_up_proj), StarCoder2 (c_fc,
-// c_proj), GPT-2 (Conv1D c_attn, both c_proj), Falcon-7B, Phi-1, WizardCoder (GPTBigCode), Qwen3,
-// SmolLM3, and Qwen3-30B-A3B, where it adapts the router and, through PEFT's conversion, the routed
+// c_proj), GPT-2 (Conv1D c_attn, both c_proj), Falcon-7B, BLOOM, Phi-1, WizardCoder (GPTBigCode),
+// Qwen3, SmolLM3, and Qwen3-30B-A3B, where it adapts the router and, through PEFT's conversion, the routed
 // experts: within 1.54%.
 TEST(HfUnseen10, AllLinearWithinTwoPercent) {
   int checked = 0;
   for (const std::string file : {"steps-unseen10-h200.jsonl", "steps-unseen10b-h200.jsonl"})
     for (const HfComparison& c : test::measured_hf_steps(file, "h200")) {
-      if (c.measured.lora_targets != std::vector<std::string>{"all-linear"} ||
-          c.measured.case_name.starts_with("bloom"))  // BlindSetB's known miss
-        continue;
+      if (c.measured.lora_targets != std::vector<std::string>{"all-linear"}) continue;
       EXPECT_LE(std::abs(c.peak_error_pct()), 2.0) << c.measured.case_name;
       ++checked;
     }
-  EXPECT_EQ(checked, 10);
+  EXPECT_EQ(checked, 11);
 }
 
 // Falcon-7B's attention through the math kernel, by hand: b = 1, s = 2048, 71 heads of 64, one

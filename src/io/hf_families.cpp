@@ -483,6 +483,9 @@ void bloom_layer(HfJsonReader&, ModelSpec& m) {
   m.embedding_norm = true;
   m.rotary_fraction = 0;
   m.eager_attention_only = true;  // BloomForCausalLM: _supports_sdpa False (transformers 5.17)
+  // BloomBlock returns (output, attention_probs): a reentrant checkpoint holds them and their zero
+  // gradient (peak-traces-h200/unseen10/bloom-176b-...: two bf16 score-sized tensors in the replay)
+  m.layer_returns_attention_probs = true;
 }
 
 // MPT: d_model, n_heads, n_layers, expansion_ratio; ALiBi, no biases (no_bias), LayerNorms
