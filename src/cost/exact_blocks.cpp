@@ -203,7 +203,14 @@ OpDef linear(Block& b, const RankShape& r, const std::string& name, double rows,
   // beside the dropped copy lora_A saves; then lora_B's output beside its scaled copy (`result +
   // lora_B(..) * scaling`), in the adapters' dtype. What a replay of the layer holds there
   // (peak-traces-h200/unseen9: the up and the down adapter of a checkpointed LLaMA layer)
-  const double cast_held = r.lora_dropout > 0 && gemm_bytes != kBf16 ? in * gemm_bytes : 0;
+  double cast_held = r.lora_dropout > 0 && gemm_bytes != kBf16 ? in * gemm_bytes : 0;
+  if (r.autocast && r.lora_bytes == kFp32) {
+    // fp32 adapters under autocast: the loop casts a bf16 input (a GEMM's output; a norm's is fp32
+    // already) to fp32 and drops that copy out in fp32; lora_A saves its autocast cast instead
+    // (peak-traces-h200/unseen10/sc2nodrop-...: StarCoder2's c_proj adapter in a replay holds both)
+    const bool fp32_input = input.starts_with("x_norm");
+    cast_held = in * ((fp32_input ? 0 : kFp32) + (r.lora_dropout > 0 ? kFp32 : 0));
+  }
   OpDef& adapters = b.ops.back();
   adapters.fwd_working_bytes = rows * (kBf16 * out_all + cast_held);
   adapters.input_held = input;
