@@ -1,7 +1,6 @@
 #include "remat/cost/stage_model.hpp"
 
 #include <algorithm>
-#include <set>
 
 #include "exact_ops.hpp"
 #include "remat/cost/op_time.hpp"
@@ -194,8 +193,7 @@ namespace {
 
 bool has_adapter(const Block& b) {
   // a Linear's adapter, or one on the routed experts' stacked weights (add_expert_adapter)
-  return std::any_of(b.ops.begin(), b.ops.end(),
-                     [](const OpDef& op) { return op.name.ends_with(".lora") || op.name.ends_with(".lora_fold"); });
+  return std::any_of(b.ops.begin(), b.ops.end(), is_adapter_op);
 }
 
 // Ops whose inputs and weights need no gradient (those `which` picks) save nothing and run no
@@ -260,12 +258,6 @@ void freeze_unadapted_branch(LayerDef& layer, size_t from) {
     if (in_branch(layer.blocks[i])) freeze(layer.blocks[i]);
 }
 
-std::set<const OpDef*> ops_before(const Block& b, std::vector<OpDef>::const_iterator end) {
-  std::set<const OpDef*> out;
-  for (auto it = b.ops.begin(); it != end; ++it) out.insert(&*it);
-  return out;
-}
-
 }  // namespace
 
 LayerDef frozen_prefix_layer(const LayerDef& layer, bool whole_layer, const TrainingSpec& t) {
@@ -276,12 +268,9 @@ LayerDef frozen_prefix_layer(const LayerDef& layer, bool whole_layer, const Trai
       drop_input_norm_saves(b, t);
       // the ops before its first adapter read only what derives from the frozen input (Phi-4's
       // gate_up and SwiGLU before a down_proj adapter: peak-traces-h200/unseen10)
-      const auto first_adapter = std::find_if(b.ops.begin(), b.ops.end(), [](const OpDef& op) {
-        return op.name.ends_with(".lora") || op.name.ends_with(".lora_fold");
-      });
-      const std::set<const OpDef*> before =
-          t.layouts_from_model_code ? ops_before(b, first_adapter) : std::set<const OpDef*>{};
-      freeze_ops(b, [&](const OpDef& op) { return op.beside_adapters || before.count(&op); });
+      const OpDef* first_adapter = &*std::find_if(b.ops.begin(), b.ops.end(), is_adapter_op);
+      const auto before = [&](const OpDef& op) { return t.layouts_from_model_code && &op < first_adapter; };
+      freeze_ops(b, [&](const OpDef& op) { return op.beside_adapters || before(op); });
       if (layer.parallel_branches) drop_weight_saves_beside(out, i + 1), freeze_unadapted_branch(out, i + 1);
       break;
     }

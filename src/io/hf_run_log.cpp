@@ -6,6 +6,7 @@
 #include <map>
 
 #include "remat/report/json_text.hpp"
+#include "remat/spec/lora_placement.hpp"
 #include "remat/spec/problems.hpp"
 
 namespace remat {
@@ -82,8 +83,7 @@ HfStep step_from(const Line& l) {
     const bool experts = std::find(matched.begin(), matched.end(), "experts") != matched.end();
     const auto kept = [&](const std::string& t) {
       if (t == "all-linear" || (experts && (t == "gate_proj" || t == "up_proj" || t == "down_proj"))) return true;
-      return std::any_of(matched.begin(), matched.end(),
-                         [&](const std::string& m) { return t == m || (t.size() > m.size() && t.ends_with("." + m)); });
+      return std::any_of(matched.begin(), matched.end(), [&](const std::string& m) { return peft_names_module(t, m); });
     };
     std::erase_if(s.lora_targets, [&](const std::string& t) { return !kept(t); });
   }

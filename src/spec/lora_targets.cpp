@@ -13,49 +13,42 @@ bool has_matrix(const ModelSpec& m, const std::string& matrix) {
                      [&](const LinearModule& l) { return l.matrix == matrix; });
 }
 
+// remat's matrix words and the flag each sets
+struct MatrixWord {
+  const char* word;
+  bool LoraTargets::*flag;
+};
+constexpr MatrixWord kMatrixWords[] = {
+    {"q", &LoraTargets::q},       {"k", &LoraTargets::k},           {"v", &LoraTargets::v},
+    {"o", &LoraTargets::o},       {"gate", &LoraTargets::gate},     {"up", &LoraTargets::up},
+    {"down", &LoraTargets::down}, {"router", &LoraTargets::router},
+};
+
 // One matrix (or fused pair/triple) adapted. Where the model computes q, k and v in one module
 // (Falcon's query_key_value), a word for any of them names that module: one adapter on it.
 void add_matrix(const ModelSpec& m, const std::string& matrix, LoraTargets& l) {
-  const bool qkv_fused = has_matrix(m, "qkv") && !has_matrix(m, matrix);
-  const bool gate_up_fused = has_matrix(m, "gate_up") && !has_matrix(m, matrix);
-  if (matrix == "qkv" || ((matrix == "q" || matrix == "k" || matrix == "v") && qkv_fused))
+  const bool separate = has_matrix(m, matrix);
+  const bool in_qkv = matrix == "q" || matrix == "k" || matrix == "v";
+  const bool in_gate_up = matrix == "gate" || matrix == "up";
+  if (matrix == "qkv" || (in_qkv && !separate && has_matrix(m, "qkv"))) {
     l.q = l.k = l.v = l.fused_qkv = true;
-  else if (matrix == "gate_up" || ((matrix == "gate" || matrix == "up") && gate_up_fused))
+    return;
+  }
+  if (matrix == "gate_up" || (in_gate_up && !separate && has_matrix(m, "gate_up"))) {
     l.gate = l.up = l.fused_gate_up = true;
-  else if (matrix == "q")
-    l.q = true;
-  else if (matrix == "k")
-    l.k = true;
-  else if (matrix == "v")
-    l.v = true;
-  else if (matrix == "o")
-    l.o = true;
-  else if (matrix == "gate")
-    l.gate = true;
-  else if (matrix == "up")
-    l.up = true;
-  else if (matrix == "down")
-    l.down = true;
-  else if (matrix == "router")
-    l.router = true;
+    return;
+  }
+  for (const MatrixWord& w : kMatrixWords)
+    if (matrix == w.word) l.*w.flag = true;
 }
 
 // remat's words for matrices; empty: not one of them
 std::vector<std::string> matrices_of_word(const std::string& word) {
   if (word == "qkv") return {"q", "k", "v"};
   if (word == "mlp") return {"gate", "up", "down"};
-  for (const char* one : {"q", "k", "v", "o", "gate", "up", "down", "router"})
-    if (word == one) return {word};
+  for (const MatrixWord& w : kMatrixWords)
+    if (word == w.word) return {word};
   return {};
-}
-
-// PEFT's suffix match, both ways: the target names the module's path end (out_proj reaches
-// self_attn.out_proj) or a longer path ending in the listed name (mlp.c_proj reaches c_proj).
-bool names_module(const std::string& target, const std::string& module) {
-  const auto ends_with_part = [](const std::string& path, const std::string& tail) {
-    return path.size() > tail.size() && path.ends_with(tail) && path[path.size() - tail.size() - 1] == '.';
-  };
-  return target == module || ends_with_part(module, target) || ends_with_part(target, module);
 }
 
 // Why PEFT's all-linear is not priced on this model ("" where it is): it adapts every nn.Linear of
@@ -76,6 +69,13 @@ std::string all_linear_gap(const ModelSpec& m) {
 }
 
 }  // namespace
+
+bool peft_names_module(const std::string& target, const std::string& module) {
+  const auto ends_with_part = [](const std::string& path, const std::string& tail) {
+    return path.size() > tail.size() && path.ends_with(tail) && path[path.size() - tail.size() - 1] == '.';
+  };
+  return target == module || ends_with_part(module, target) || ends_with_part(target, module);
+}
 
 std::string linear_module_list(const ModelSpec& m) {
   std::string out;
@@ -104,7 +104,7 @@ ResolvedLoraTargets resolve_lora_targets(const ModelSpec& m, const std::vector<s
     }
     bool matched = false;
     for (const LinearModule& l : m.linear_modules) {
-      if (!names_module(name, l.name)) continue;
+      if (!peft_names_module(name, l.name)) continue;
       if (l.matrix.empty()) return refuse(name + " reaches " + l.name + ", a module remat prices no adapter on");
       add_matrix(m, l.matrix, r.targets);
       matched = true;

@@ -74,6 +74,10 @@ struct OpDef {
   ModuleTags replayed_by = 0;  // Megatron modules whose selective recompute reruns this op
 };
 
+// A PEFT adapter's op: on a Linear (name.lora) or folded onto routed experts' stacked weights
+// (name.lora_fold, add_expert_adapter).
+inline bool is_adapter_op(const OpDef& op) { return op.name.ends_with(".lora") || op.name.ends_with(".lora_fold"); }
+
 struct Block {
   std::string name;                          // "mlp", "gqa", "moe.routed", ...
   std::vector<std::string> inputs;           // tensors a recompute strategy keeps

@@ -32,6 +32,10 @@ struct ResolvedLoraTargets {
   std::string refusal;  // not empty: why these targets cannot be priced
 };
 ResolvedLoraTargets resolve_lora_targets(const ModelSpec& m, const std::vector<std::string>& names);
+// PEFT's suffix match of a target_modules entry, both ways: the target names the module path's
+// end (out_proj reaches self_attn.out_proj) or a longer path ending in the module (mlp.c_proj
+// reaches c_proj).
+bool peft_names_module(const std::string& target, const std::string& module);
 // The model's modules as a message lists them: "q_proj (q), ..., kv_b_proj (no adapter priced)".
 std::string linear_module_list(const ModelSpec& m);
 
