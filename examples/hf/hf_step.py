@@ -67,6 +67,18 @@ def log(msg):
 # ----------------------------------------------------------------------------------------
 # model construction
 # ----------------------------------------------------------------------------------------
+def cut_layers(d, layers):
+    """num_hidden_layers set to `layers`; the per-layer lists and patterns keep their first layers."""
+    n_file = d.get("num_hidden_layers")
+    d["num_hidden_layers"] = layers
+    if "n_layer" in d:  # GPT-2, GPT-J, Falcon's RefinedWeb configs name it so
+        d["n_layer"] = layers
+    # per-layer lists (gpt-oss, OLMo 3, EXAONE 4: sliding or full attention; Nemotron-H's pattern)
+    for key in ("layer_types", "layers_block_type", "hybrid_override_pattern"):
+        if isinstance(d.get(key), (list, str)) and len(d[key]) == n_file:
+            d[key] = d[key][:layers]
+
+
 def load_config(path, layers):
     """Load a config.json the way loading a real checkpoint does (AutoConfig.from_pretrained
     on a local folder), with num_hidden_layers overridden when `layers` is given."""
@@ -76,14 +88,13 @@ def load_config(path, layers):
 
     with open(os.path.join(REPO, path)) as f:
         d = json.load(f)
-    n_file = d.get("num_hidden_layers")
+    # a multimodal config nests its language model's keys (Gemma 3, Qwen-VL, Mistral 3): cut them there
+    nested = [d[k] for k in ("text_config", "llm_config") if isinstance(d.get(k), dict)]
+    counted = [p for p in nested + [d] if "num_hidden_layers" in p] or (nested[:1] or [d])
+    n_file = counted[0].get("num_hidden_layers")
     if layers:
-        d["num_hidden_layers"] = int(layers)
-        if "n_layer" in d:  # GPT-2, GPT-J, Falcon's RefinedWeb configs name it so
-            d["n_layer"] = int(layers)
-        # per-layer lists (gpt-oss, OLMo 3, EXAONE 4: sliding or full attention) keep their first layers
-        if isinstance(d.get("layer_types"), list) and len(d["layer_types"]) == n_file:
-            d["layer_types"] = d["layer_types"][:int(layers)]
+        for part in counted:
+            cut_layers(part, int(layers))
     d["use_cache"] = False
     mt = d["model_type"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -417,10 +428,11 @@ def run_case(c, versions, write, meta, trace_dir=None, steps=3, diagnostic=True)
     if mode == "lora":
         from peft import LoraConfig, get_peft_model
 
-        lcfg = LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=dropout,
-                          # PEFT's "all-linear": every nn.Linear but the output layer
-                          target_modules="all-linear" if targets == ["all-linear"] else
-                          [PEFT_MODULES.get(model_type, {}).get(t, t) for t in targets],
+        # PEFT's "all-linear": every nn.Linear but the output layer
+        target_modules = ("all-linear" if targets == ["all-linear"] else
+                          [PEFT_MODULES.get(model_type, {}).get(t, t) for t in targets])
+        base["lora_target_modules"] = [target_modules] if isinstance(target_modules, str) else target_modules
+        lcfg = LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=dropout, target_modules=target_modules,
                           task_type="CAUSAL_LM")
         # PEFT's default (autocast_adapter_dtype=True) keeps the adapter weights in fp32 on a bf16
         # base and casts each adapter's input to fp32; "lora_adapter_dtype": "bf16" in a case

@@ -55,17 +55,20 @@ HfStep step_from(const Line& l) {
   s.num_layers = l.integer("num_hidden_layers"), s.seq = l.integer("seq"), s.mbs = l.integer("mbs");
   s.lora_rank = l.integer("lora_rank"), s.grpo_group = l.integer("grpo_group", true), s.step = l.integer("step");
   s.lora_dropout = l.real("lora_dropout");
-  const json& targets = l.at("lora_targets");
-  if (!targets.is_array()) l.fail("lora_targets", targets.dump(), "must be a list of module names");
+  // the names handed to PEFT where the log records them (hf_step.py from 2026-11-30 on); before, the
+  // names in the case, which the harness renamed on LFM2 (its PEFT_MODULES)
+  const bool handed = l.j.contains("lora_target_modules");
+  const char* targets_key = handed ? "lora_target_modules" : "lora_targets";
+  const json& targets = l.at(targets_key);
+  if (!targets.is_array()) l.fail(targets_key, targets.dump(), "must be a list of module names");
   for (const json& t : targets) {
-    if (!t.is_string()) l.fail("lora_targets", t.dump(), "must be a module name");
+    if (!t.is_string()) l.fail(targets_key, t.dump(), "must be a module name");
     s.lora_targets.push_back(t.get<std::string>());
   }
-  // examples/hf/hf_step.py handed PEFT LFM2's own names for LLaMA's it records (its PEFT_MODULES)
   const std::string model_type = l.j.contains("model_type") && l.j["model_type"].is_string()
                                      ? l.j["model_type"].get<std::string>()
                                      : std::string();
-  if (model_type == "lfm2" || model_type == "lfm2_moe")
+  if (!handed && (model_type == "lfm2" || model_type == "lfm2_moe"))
     for (std::string& t : s.lora_targets)
       t = t == "o_proj"      ? "self_attn.out_proj"
           : t == "gate_proj" ? "w1"
