@@ -297,6 +297,9 @@ void falcon_layer(HfJsonReader& r, ModelSpec& m) {
   m.parallel_attn_mlp = new_arch || parallel;
   m.shared_input_norm = new_arch ? norms == 1 : parallel;
   m.sdpa_mask_materialized = true;  // FalconAttention passes the causal mask to sdpa (measured)
+  // FalconAttention's eager path without alibi: softmax(scores + mask, dtype=hidden_states.dtype)
+  // and FalconDecoderLayer returns those probabilities
+  m.eager_softmax_bf16 = m.layer_returns_attention_probs = !alibi;
   // FalconAttention._split_heads: the old architecture's one key/value head goes to sdpa as it is
   // (the new one broadcasts it to every query head first)
   m.sdpa_broadcasts_kv_heads = !new_arch && multi_query && m.num_attention_heads > 1;

@@ -55,6 +55,14 @@ HfStep step_from(const Line& l) {
   s.num_layers = l.integer("num_hidden_layers"), s.seq = l.integer("seq"), s.mbs = l.integer("mbs");
   s.lora_rank = l.integer("lora_rank"), s.grpo_group = l.integer("grpo_group", true), s.step = l.integer("step");
   s.lora_dropout = l.real("lora_dropout");
+  // examples/hf/hf_step.py's GRPO batch is one prompt's group of completions, whatever the case's mbs:
+  // the prompts per step are the sequences it ran over the group
+  if (s.objective == "grpo" && s.grpo_group > 0 && l.j.contains("batch_sequences")) {
+    const int64_t sequences = l.integer("batch_sequences");
+    if (sequences % s.grpo_group != 0)
+      l.fail("batch_sequences", std::to_string(sequences), "must be a multiple of grpo_group");
+    s.mbs = sequences / s.grpo_group;
+  }
   // the names handed to PEFT where the log records them (hf_step.py from 2026-11-30 on); before, the
   // names in the case, which the harness renamed on LFM2 (its PEFT_MODULES)
   const bool handed = l.j.contains("lora_target_modules");
