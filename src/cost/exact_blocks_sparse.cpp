@@ -274,6 +274,18 @@ double adapted_experts_working_bytes(const Block& b, const RankShape& r, double 
   return std::max({others, down, gate_up});
 }
 
+// grouped_mm_experts_forward (transformers/integrations/moe.py) under a DeepSeek-V3 router, whose
+// top-k weights stay fp32: the outputs times the weights is an fp32 product, permuted back by an
+// indexed copy, both alive until the sum over the top-k; backward holds the index's scattered
+// gradient, the gradient's product with the weights and its cast to the outputs' dtype, and the
+// product with the outputs for the weights' gradient (GLM-4.5 and DeepSeek-V3 at 49k and 24k
+// tokens: three fp32 and one bf16 routed-rows x hidden tensors, peak-traces-h200/unseen11)
+void weigh_in_fp32(OpDef& op, double rows, double h, double element) {
+  const double fp32_rows = rows * h * kFp32;
+  op.fwd_working_bytes = 2 * fp32_rows;
+  op.working_bytes = 3 * fp32_rows + (element < kFp32 ? rows * h * element : 0);
+}
+
 }  // namespace
 
 Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
@@ -351,6 +363,8 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
     // gradient
     b.tensors.push_back({"experts_out", wide * h * kBf16});
     b.ops.push_back(ops::streaming("experts_probs_out", 3 * wide * h * kBf16, 5 * wide * h * kBf16, {"experts_out"}));
+    if (r.layouts_from_model_code && m.router_fp32_input && m.experts_grouped_mm())
+      weigh_in_fp32(b.ops.back(), rows, h, element);
     if (r.layouts_from_model_code && m.experts_python_loop) {
       // the loop's weighted outputs (fp32 under fp32 routing weights), cast back to bf16 and summed
       // into place by index_add_, which saves the cast copy for its gradient

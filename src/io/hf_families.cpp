@@ -363,6 +363,7 @@ void glm4_moe_layer(HfJsonReader& r, ModelSpec& m) {
   set_rotary_fraction(r, m, "partial_rotary_factor", 0.5);
   r.boolean("use_qk_norm", qk);
   if (qk) m.qk_norm = QkNorm::shared;
+  m.router_fp32_input = true;  // Glm4MoeTopkRouter is DeepseekV3TopkRouter's forward
 }
 
 // Orion (remote code): LLaMA's layer with nn.LayerNorm (with bias) norms.
