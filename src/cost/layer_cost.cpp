@@ -154,6 +154,9 @@ void full_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, 
   const bool head = choice.chunk_position == 0;
   c.kept_bytes = head ? layer.input_bytes : 0;
   c.transient_bytes = all_saved - c.kept_bytes + largest_working_set(layer, grads, saved);
+  // the output's gradient beside the backward, and a reentrant replay's output (codellama-34b's
+  // LoRA steps at 12k-49k tokens: peak-traces-h200/unseen11)
+  if (layer.output_grad_held) c.transient_bytes += layer.input_bytes * (early_stop ? 1 : 2);
   c.transient_bytes =
       std::max(c.transient_bytes, replay_peak_bytes(layer, early_stop) + replay_start_grad_bytes(layer, early_stop));
   if (!early_stop)

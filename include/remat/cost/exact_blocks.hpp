@@ -111,6 +111,11 @@ struct LayerDef {
   bool ordered_backward = false;
   int64_t local_experts = 0;       // routed experts on this rank (MoE layers)
   bool parallel_branches = false;  // the MLP or MoE reads the layer's normed input beside the attention
+  // PyTorch's autograd (--framework hf): the gradient of the layer's output stays alive through the
+  // layer's backward (the residual's skip path holds it in the engine's input buffer until the
+  // branch's gradient joins it), and a reentrant checkpoint holds its replay's output while that
+  // backward runs (CheckpointFunction.backward)
+  bool output_grad_held = false;
   int recompute_block_count() const;
 };
 
