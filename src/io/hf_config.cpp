@@ -16,6 +16,7 @@
 
 #include "hf_families.hpp"
 #include "hf_json_reader.hpp"
+#include "hf_vision_towers.hpp"
 #include "json_document.hpp"
 #include "remat/io/spec_loader.hpp"
 #include "remat/spec/validate.hpp"
@@ -766,7 +767,11 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   r.number("final_logit_softcapping", m.final_logit_softcap);  // Gemma 2 and 4: tanh on the logits
   read_numerics(r, m, *family);
   note_quantized(top, r, m);
-  if (nested) m.idle_params = vision_tower_params(top, outer_type, m.hidden_size);
+  // a nested language model's wrapper, or a flat one with its tower beside the keys (Qwen2.5-VL)
+  if (nested || family->vision_tower_beside) {
+    m.idle_params = vision_tower_params(top, outer_type, m.hidden_size);
+    drop_tower_unbuilt_by_causal_lm(outer_type, m);
+  }
   note_vision_tower(m, *family, type, nest);
   if (!nested && !family->vision_tower_beside && minicpmv_type.empty()) note_flat_encoders(top, m);
   note_unread_keys(r, consulted, m);

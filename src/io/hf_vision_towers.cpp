@@ -1,7 +1,9 @@
 // The vision tower and projector a multimodal checkpoint builds beside its language model, for the
-// towers remat counts: SigLIP (transformers' SiglipVisionModel, under Gemma 3) and CLIP
-// (CLIPVisionModel, under LLaVA), with their wrappers' projectors. A text-only training step never
-// runs them; under --framework hf their weights are held all the same (ModelSpec::idle_params).
+// towers remat counts: SigLIP (transformers' SiglipVisionModel, under Gemma 3 and LLaVA), CLIP
+// (CLIPVisionModel, under LLaVA), Pixtral (under Mistral 3), SigLIP2 (under LFM2-VL), with their
+// wrappers' projectors, and the Qwen vision family (hf_vision_towers_qwen.cpp). A text-only
+// training step never runs them; under --framework hf their weights are held all the same
+// (ModelSpec::idle_params).
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -11,6 +13,7 @@
 
 #include "hf_families.hpp"
 #include "hf_json_reader.hpp"
+#include "hf_vision_towers.hpp"
 
 namespace remat {
 
@@ -47,9 +50,11 @@ double patches(const TowerDims& d) {
 // SiglipVisionTransformer: a patch convolution with a bias, a position per patch, the layers, the
 // post-LayerNorm, and with vision_use_head (default true) the attention-pooling head: a probe, an
 // nn.MultiheadAttention (in- and out-projections with biases), a LayerNorm and an MLP.
-double siglip_params(HfJsonReader& v, const TowerDims& d) {
+// SigLIP2 (Siglip2VisionTransformer) has the same shapes with a Linear patch embedding (the same
+// weights as the convolution's) and num_patches positions.
+double siglip_params(HfJsonReader& v, const TowerDims& d, double positions) {
   const double h = d.hidden, f = d.intermediate;
-  double p = d.channels * d.patch * d.patch * h + h + patches(d) * h + d.layers * encoder_layer(d) + 2 * h;
+  double p = d.channels * d.patch * d.patch * h + h + positions * h + d.layers * encoder_layer(d) + 2 * h;
   bool head = true;
   v.boolean("vision_use_head", head);
   if (head) p += h + (3 * h * h + 3 * h) + (h * h + h) + 2 * h + (h * f + f) + (f * h + h);
@@ -77,25 +82,82 @@ double llava_projector(HfJsonReader& top, double vision_hidden, double text_hidd
 
 // A dimension out of any tower's range leaves the tower uncounted (the note says so), never negative.
 bool plausible(const TowerDims& d) {
-  for (double x : {d.hidden, d.intermediate, d.layers, d.channels, d.image, d.patch})
-    if (!std::isfinite(x) || x < 1 || x > 1e6) return false;
-  return true;
+  return plausible_tower_dims({d.hidden, d.intermediate, d.layers, d.channels, d.image, d.patch});
+}
+
+// PixtralVisionModel under Mistral3ForConditionalGeneration: patch_conv without a bias, ln_pre, and
+// per layer attention_norm and ffn_norm (RMSNorms), q, k, v, o and a gated MLP, none with biases;
+// Mistral3MultiModalProjector: an RMSNorm on the vision width, patch_merger's merging_layer
+// (hidden * spatial_merge_size^2 -> hidden, no bias), linear_1 (hidden per vision feature layer ->
+// text) and linear_2 (text -> text), biases by multimodal_projector_bias (default false).
+double pixtral_params(HfJsonReader& top, HfJsonReader& v, double text_hidden) {
+  int64_t h = 1024, f = 4096, layers = 24, heads = 16, channels = 3, patch = 16, merge = 2;
+  const char* keys[] = {"hidden_size",         "intermediate_size", "num_hidden_layers",
+                        "num_attention_heads", "num_channels",      "patch_size"};
+  int64_t* values[] = {&h, &f, &layers, &heads, &channels, &patch};
+  for (size_t i = 0; i < 6; ++i) v.integer(keys[i], *values[i], false);
+  top.integer("spatial_merge_size", merge, false);
+  std::vector<int64_t> feature_layers;
+  if (top.object.contains("vision_feature_layer") && top.object["vision_feature_layer"].is_array())
+    top.integer_list("vision_feature_layer", feature_layers);
+  bool bias = false;
+  top.boolean("multimodal_projector_bias", bias);
+  if (!plausible_tower_dims(
+          {double(h), double(f), double(layers), double(heads), double(channels), double(patch), double(merge)}) ||
+      h % heads != 0)
+    return 0;
+  const double H = double(h), F = double(f), T = text_hidden;
+  const double features = feature_layers.empty() ? 1 : double(feature_layers.size());
+  const double tower =
+      double(channels) * double(patch) * double(patch) * H + H + double(layers) * (2 * H + 4 * H * H + 3 * H * F);
+  const double projector = H + H * double(merge) * double(merge) * H + H * features * T + T * T + (bias ? 2 * T : 0);
+  return tower + projector;
+}
+
+// Siglip2VisionModel under Lfm2VlForConditionalGeneration, and Lfm2VlMultiModalProjector: a
+// LayerNorm on hidden * downsample_factor^2 where projector_use_layernorm (default true), linear_1
+// to projector_hidden_size (default 2560), linear_2 to the text width, biases by projector_bias
+// (default true).
+double lfm2_vl_params(HfJsonReader& top, HfJsonReader& v, double text_hidden) {
+  TowerDims d = tower_dims(v, 16);
+  int64_t positions = 256, factor = 2, projector_hidden = 2560;
+  v.integer("num_patches", positions, false);
+  top.integer("downsample_factor", factor, false);
+  top.integer("projector_hidden_size", projector_hidden, false);
+  bool layer_norm = true, bias = true;
+  top.boolean("projector_use_layernorm", layer_norm);
+  top.boolean("projector_bias", bias);
+  if (!plausible(d) || !plausible_tower_dims({double(positions), double(factor), double(projector_hidden)})) return 0;
+  const double in = d.hidden * double(factor) * double(factor), P = double(projector_hidden), T = text_hidden;
+  return siglip_params(v, d, double(positions)) + (layer_norm ? 2 * in : 0) + in * P + P * T + (bias ? P + T : 0);
 }
 
 }  // namespace
 
+bool plausible_tower_dims(std::initializer_list<double> dims) {
+  for (double x : dims)
+    if (!std::isfinite(x) || x < 1 || x > 1e6 || x != std::floor(x)) return false;
+  return true;
+}
+
 double vision_tower_params(HfJsonReader& top, const std::string& outer_type, int64_t text_hidden) {
   if (!top.object.contains("vision_config") || !top.object["vision_config"].is_object()) return 0;
   HfJsonReader v{top.object["vision_config"], top.file, "vision_config.", top.problems};
+  if (is_qwen_vision_wrapper(outer_type)) return qwen_vision_params(v, outer_type);
   const std::string tower = v.text("model_type");
+  // a vision_config without model_type is built as the wrapper's default tower
+  if (outer_type == "mistral3" && (tower == "pixtral" || tower.empty()))
+    return pixtral_params(top, v, double(text_hidden));
+  if (outer_type == "lfm2_vl" && (tower == "siglip2_vision_model" || tower.empty()))
+    return lfm2_vl_params(top, v, double(text_hidden));
   const bool siglip = tower == "siglip_vision_model", clip = tower == "clip_vision_model";
   if (!(outer_type == "gemma3" && siglip) && !(outer_type == "llava" && (siglip || clip))) return 0;
   const TowerDims d = tower_dims(v, clip ? 32 : 16);
   if (!plausible(d)) return 0;
   const double th = double(text_hidden);
   // Gemma3MultiModalProjector: mm_input_projection_weight (vision x text) and a soft-embedding RMSNorm
-  if (outer_type == "gemma3") return siglip_params(v, d) + d.hidden * th + d.hidden;
-  return (clip ? clip_params(d) : siglip_params(v, d)) + llava_projector(top, d.hidden, th);
+  if (outer_type == "gemma3") return siglip_params(v, d, patches(d)) + d.hidden * th + d.hidden;
+  return (clip ? clip_params(d) : siglip_params(v, d, patches(d))) + llava_projector(top, d.hidden, th);
 }
 
 }  // namespace remat

@@ -90,6 +90,10 @@ void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& 
     m.name += " (language model: " + nest + ")";
     m.notes.push_back("the nested config is the language model (" + type +
                       "); the vision tower and projector are not counted");
+  } else if (family.vision_tower_beside && m.idle_params > 0) {
+    m.notes.push_back("the language model's keys are read (" + type + "); the vision tower and merger (" +
+                      std::to_string(int64_t(m.idle_params)) +
+                      " parameters) are not in its count; under --framework hf their weights are held, never run");
   } else if (family.vision_tower_beside) {
     m.notes.push_back("the language model's keys are read (" + type +
                       "); the vision tower (vision_config) is not counted");

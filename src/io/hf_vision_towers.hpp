@@ -1,0 +1,30 @@
+// The vision towers beside a multimodal config's language model that remat counts, by family
+// (hf_vision_towers.cpp: SigLIP, CLIP, Pixtral, SigLIP2; hf_vision_towers_qwen.cpp: the Qwen vision
+// family). Each reads vision_config with its transformers class's defaults where the file leaves a
+// key out; a key of the wrong type is a problem named by its key; 0 where a dimension is out of any
+// tower's range (the tower is then not counted).
+#pragma once
+#include <initializer_list>
+#include <string>
+
+#include "hf_json_reader.hpp"
+#include "remat/spec/model_spec.hpp"
+
+namespace remat {
+
+// Every dimension a whole number in [1, 1e6]: else the tower is left uncounted, never miscounted.
+bool plausible_tower_dims(std::initializer_list<double> dims);
+
+// Whether outer_type is one of the Qwen vision family's wrappers (qwen2_vl, qwen2_5_vl, exaone4_5,
+// qwen3_vl, qwen3_vl_moe, qwen3_5, qwen3_5_moe).
+bool is_qwen_vision_wrapper(const std::string& outer_type);
+// Their tower (model.visual): patch embedding, blocks, merger and Qwen3-VL's deepstack mergers.
+double qwen_vision_params(HfJsonReader& v, const std::string& outer_type);
+
+// transformers 5.17's AutoModelForCausalLM, which --framework hf stands for, builds Qwen3.5's text-only
+// class (Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM: "VLM compatibility") from a qwen3_5 or
+// qwen3_5_moe config: no tower is held. Its count (AutoModelForImageTextToText's) goes to a note and
+// idle_params to 0; the other wrappers' causal-LM class is the whole model.
+void drop_tower_unbuilt_by_causal_lm(const std::string& outer_type, ModelSpec& m);
+
+}  // namespace remat
