@@ -256,11 +256,10 @@ const nlohmann::json& nested_object(const nlohmann::json& root, const std::strin
 std::string minicpmv_text_model_type(const nlohmann::json& root, const std::string& type, const std::string& file);
 // Notes naming what is not counted: a nested config's or a flat family's vision tower ...
 void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, const std::string& nest);
-// The vision tower and projector of a multimodal config transformers builds (SigLIP under Gemma 3,
-// CLIP or SigLIP under LLaVA): their parameters; 0 for other towers (hf_vision_towers.cpp).
 struct HfJsonReader;
 // Parameters of the vision tower and projector beside a multimodal config's language model, for the
-// towers remat counts (hf_vision_towers.cpp); 0 for the others.
+// towers remat counts exactly (SigLIP under Gemma 3, CLIP or SigLIP under LLaVA, Pixtral under
+// Mistral 3, SigLIP2 under LFM2-VL, the Qwen vision family: hf_vision_towers*.cpp); 0 for the others.
 double vision_tower_params(HfJsonReader& top, const std::string& outer_type, int64_t text_hidden);
 // ... and a flat config's encoders beside its language model (marked read).
 void note_flat_encoders(HfJsonReader& top, ModelSpec& m);
