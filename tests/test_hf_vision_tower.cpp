@@ -146,6 +146,18 @@ TEST(HfVisionTower, QwenPixtralSiglip2RealConfigsAreExact) {
   EXPECT_EQ(checked, 12);
 }
 
+// Gemma 4 31B-it's tower and embed_vision, every dimension in its file: 575,741,232 parameters, as
+// transformers built them (vision-towers-shapes-h200.json). Gemma 4 E2B builds an audio tower too,
+// which remat does not count: neither is counted there, and the note says so.
+TEST(HfVisionTower, Gemma4VisionTowerWhereNoAudioTower) {
+  const std::string dir = kRoot + "tests/data/hf_configs/";
+  const ModelSpec m = model_as_built(test::model(dir + "gemma-4-31b-it.json"), kHfFramework);
+  EXPECT_DOUBLE_EQ(m.idle_params, 575741232);
+  EXPECT_DOUBLE_EQ(counted_tower(m), tower_of(shape_row("../../../tests/data/hf_configs/gemma-4-31b-it.json")));
+  const ModelSpec e2b = model_as_built(test::model(dir + "gemma-4-e2b-it.json"), kHfFramework);
+  EXPECT_EQ(e2b.idle_params, 0);
+}
+
 // transformers' default configs (file "default:TYPE"): a vision_config that names no key is built
 // with the vision config class's defaults. The language model is a real file's, its width the
 // default text config's where the projector ends in it (Mistral 3: 5120, LFM2-VL: 2560); the tower

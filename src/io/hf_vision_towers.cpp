@@ -1,5 +1,5 @@
 // The vision tower and projector a multimodal checkpoint builds beside its language model, for the
-// towers remat counts: SigLIP (transformers' SiglipVisionModel, under Gemma 3 and LLaVA), CLIP
+// towers remat counts: Gemma 4's, SigLIP (transformers' SiglipVisionModel, under Gemma 3 and LLaVA), CLIP
 // (CLIPVisionModel, under LLaVA), Pixtral (under Mistral 3), SigLIP2 (under LFM2-VL), with their
 // wrappers' projectors, and the Qwen vision family (hf_vision_towers_qwen.cpp). A text-only
 // training step never runs them; under --framework hf their weights are held all the same
@@ -132,6 +132,28 @@ double lfm2_vl_params(HfJsonReader& top, HfJsonReader& v, double text_hidden) {
   return siglip_params(v, d, double(positions)) + (layer_norm ? 2 * in : 0) + in * P + P * T + (bias ? P + T : 0);
 }
 
+// Gemma4VisionModel under Gemma4ForConditionalGeneration, counted where the file gives every
+// dimension (its vision config class's defaults are not read here) and builds no audio tower:
+// patch_embedder's two position tables (2 x position_embedding_size x hidden) and input_proj (3
+// channels x patch^2 -> hidden), per layer q, k, v, o without biases, per-head q and k norms, a
+// gated MLP and four RMSNorms, and embed_vision's projection to the text width.
+double gemma4_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidden) {
+  if (top.object.contains("audio_config") && !top.object["audio_config"].is_null()) return 0;
+  const char* keys[] = {"hidden_size",         "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                        "num_key_value_heads", "head_dim",          "patch_size",        "position_embedding_size"};
+  double d[8];
+  for (size_t i = 0; i < 8; ++i) {
+    if (!v.object.contains(keys[i])) return 0;
+    int64_t value = 0;
+    v.integer(keys[i], value, true);
+    d[i] = double(value);
+  }
+  if (!plausible_tower_dims({d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]})) return 0;
+  const double H = d[0], F = d[1], layers = d[2], q = d[3] * d[5], kv = d[4] * d[5], head_dim = d[5];
+  const double layer = H * q + 2 * H * kv + q * H + 2 * head_dim + 3 * H * F + 4 * H;
+  return 2 * d[7] * H + 3 * d[6] * d[6] * H + layers * layer + text_hidden * H;
+}
+
 }  // namespace
 
 bool plausible_tower_dims(std::initializer_list<double> dims) {
@@ -150,6 +172,7 @@ double vision_tower_params(HfJsonReader& top, const std::string& outer_type, int
     return pixtral_params(top, v, double(text_hidden));
   if (outer_type == "lfm2_vl" && (tower == "siglip2_vision_model" || tower.empty()))
     return lfm2_vl_params(top, v, double(text_hidden));
+  if (outer_type == "gemma4" && tower == "gemma4_vision") return gemma4_vision_params(top, v, double(text_hidden));
   const bool siglip = tower == "siglip_vision_model", clip = tower == "clip_vision_model";
   if (!(outer_type == "gemma3" && siglip) && !(outer_type == "llava" && (siglip || clip))) return 0;
   const TowerDims d = tower_dims(v, clip ? 32 : 16);
