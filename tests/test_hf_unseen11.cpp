@@ -49,21 +49,17 @@ void expect_steps(const std::string& file, const std::map<std::string, KnownMiss
 // and DeepSeek-V3 DPO (-5.35%: fp32 routing weights), CodeLlama-34B LoRA (-8.5%: the output's
 // gradient beside the layer's backward), and the vision towers remat did not count (Qwen2.5-VL,
 // Qwen3-VL, Cosmos-Reason2, LightOnOCR, LFM2.5-VL: -4% .. -24% peak, -6% .. -62% before the step).
-// Left: Qwen3-32B's non-reentrant GRPO at 4 x 12k tokens over by 3.7%, and Muse-Glimmer, whose
-// tower is not counted (the note says so).
+// Muse-Glimmer's tower (-5.8%, before -14.9%) is counted too now. Left: Qwen3-32B's non-reentrant
+// GRPO at 4 x 12k tokens, over by 3.7%.
 TEST(HfUnseen11, BlindSet) {
-  expect_steps(
-      "steps-unseen11-h200.jsonl",
-      {{"qwen3-32b-2l-full-nr-s12288-grpo", {3.65, 0.0}}, {"muse-glimmer-30b-2l-full-re-s16384", {-5.83, -14.88}}}, 54);
+  expect_steps("steps-unseen11-h200.jsonl", {{"qwen3-32b-2l-full-nr-s12288-grpo", {3.65, 0.0}}}, 54);
 }
 
 // Variants that isolate each miss, 7 measured and 5 traced (peak-traces-h200/unseen11): GLM-4.5's
 // non-reentrant GRPO step is over by 3.8% (its trace holds no bf16 cast of the weighted gradient
 // at the peak, which the reentrant one does).
 TEST(HfUnseen11, FollowUps) {
-  expect_steps("steps-unseen11-followup-h200.jsonl",
-               {{"glm45-4l-full-nr-s12288-grpo", {3.83, 0.0}}, {"muse-glimmer-30b-2l-full-re-s16384", {-5.84, -14.88}}},
-               12);
+  expect_steps("steps-unseen11-followup-h200.jsonl", {{"glm45-4l-full-nr-s12288-grpo", {3.83, 0.0}}}, 12);
 }
 
 HfStep one_step(const std::string& line) { return parse_hf_run(line + "\n", "log.jsonl").front(); }

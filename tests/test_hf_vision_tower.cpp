@@ -158,6 +158,19 @@ TEST(HfVisionTower, Gemma4VisionTowerWhereNoAudioTower) {
   EXPECT_EQ(e2b.idle_params, 0);
 }
 
+// Muse-Glimmer-30B's tower, adapter and projection: 1,921,845,760 parameters (its lm_head untied,
+// outside the tower), as transformers built them. A position table whose two sizings disagree is not
+// counted.
+TEST(HfVisionTower, MuseGlimmerTowerWhereItsPositionsAgree) {
+  const std::string file = kRoot + "tests/data/hf_configs/muse-glimmer-30b.json";
+  const ModelSpec m = model_as_built(test::model(file), kHfFramework);
+  EXPECT_DOUBLE_EQ(m.idle_params, 1921845760);
+  EXPECT_DOUBLE_EQ(counted_tower(m), tower_of(shape_row("../../../tests/data/hf_configs/muse-glimmer-30b.json")));
+  nlohmann::json j = nlohmann::json::parse(test::read_text(file));
+  j["vision_config"]["pos_emb_width"] = 16;
+  EXPECT_EQ(parse_hf_config(j.dump(), "muse.json").idle_params, 0);
+}
+
 // transformers' default configs (file "default:TYPE"): a vision_config that names no key is built
 // with the vision config class's defaults. The language model is a real file's, its width the
 // default text config's where the projector ends in it (Mistral 3: 5120, LFM2-VL: 2560); the tower

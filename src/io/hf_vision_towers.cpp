@@ -1,9 +1,8 @@
 // The vision tower and projector a multimodal checkpoint builds beside its language model, for the
-// towers remat counts: Gemma 4's, SigLIP (transformers' SiglipVisionModel, under Gemma 3 and LLaVA), CLIP
-// (CLIPVisionModel, under LLaVA), Pixtral (under Mistral 3), SigLIP2 (under LFM2-VL), with their
-// wrappers' projectors, and the Qwen vision family (hf_vision_towers_qwen.cpp). A text-only
-// training step never runs them; under --framework hf their weights are held all the same
-// (ModelSpec::idle_params).
+// towers remat counts: Gemma 4's, Muse-Glimmer's, SigLIP (transformers' SiglipVisionModel, under Gemma 3 and LLaVA),
+// CLIP (CLIPVisionModel, under LLaVA), Pixtral (under Mistral 3), SigLIP2 (under LFM2-VL), with their wrappers'
+// projectors, and the Qwen vision family (hf_vision_towers_qwen.cpp). A text-only training step never runs them; under
+// --framework hf their weights are held all the same (ModelSpec::idle_params).
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -154,6 +153,33 @@ double gemma4_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidd
   return 2 * d[7] * H + 3 * d[6] * d[6] * H + layers * layer + text_hidden * H;
 }
 
+// MuseGlimmer's vision tower, vision_adapter and vision_projection, counted where the file gives
+// every dimension and its position table's rows agree both ways it could be sized
+// (max_position_embeddings = pos_emb_height x pos_emb_width): a patch embedding of 3 channels x
+// patch_temporal x patch^2 -> hidden without a bias, the position table, ln_pre and ln_post, per
+// layer two LayerNorms, q, k, v and proj and fc1, fc2, all with biases; the adapter hidden *
+// merge_size^2 -> projector_hidden_size -> projector_hidden_size and the projection to the text
+// width, without biases (muse-glimmer-30b.json: 1,921,845,760, vision-towers-shapes-h200.json).
+double muse_glimmer_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidden) {
+  const char* keys[] = {"hidden_size", "intermediate_size",       "num_hidden_layers", "patch_size",   "patch_temporal",
+                        "merge_size",  "max_position_embeddings", "pos_emb_height",    "pos_emb_width"};
+  double d[9];
+  for (size_t i = 0; i < 9; ++i) {
+    if (!v.object.contains(keys[i])) return 0;
+    int64_t value = 0;
+    v.integer(keys[i], value, true);
+    d[i] = double(value);
+  }
+  if (!top.object.contains("projector_hidden_size")) return 0;
+  int64_t projector = 0;
+  top.integer("projector_hidden_size", projector, true);
+  const double P = double(projector);
+  if (!plausible_tower_dims({d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], P}) || d[6] != d[7] * d[8]) return 0;
+  const double H = d[0], F = d[1], layers = d[2], merged = H * d[5] * d[5];
+  const double layer = 4 * H + 4 * (H * H + H) + (H * F + F) + (F * H + H);
+  return 3 * d[4] * d[3] * d[3] * H + d[6] * H + 2 * 2 * H + layers * layer + merged * P + P * P + text_hidden * P;
+}
+
 }  // namespace
 
 bool plausible_tower_dims(std::initializer_list<double> dims) {
@@ -173,6 +199,8 @@ double vision_tower_params(HfJsonReader& top, const std::string& outer_type, int
   if (outer_type == "lfm2_vl" && (tower == "siglip2_vision_model" || tower.empty()))
     return lfm2_vl_params(top, v, double(text_hidden));
   if (outer_type == "gemma4" && tower == "gemma4_vision") return gemma4_vision_params(top, v, double(text_hidden));
+  if (outer_type == "muse_glimmer" && tower == "muse_glimmer_vision")
+    return muse_glimmer_vision_params(top, v, double(text_hidden));
   const bool siglip = tower == "siglip_vision_model", clip = tower == "clip_vision_model";
   if (!(outer_type == "gemma3" && siglip) && !(outer_type == "llava" && (siglip || clip))) return 0;
   const TowerDims d = tower_dims(v, clip ? 32 : 16);
