@@ -539,7 +539,11 @@ void smollm3_layer(HfJsonReader& r, ModelSpec& m) {
 }
 
 // GLM-4.7-Flash: Glm4MoeLiteConfig builds its first layer dense unless mlp_layer_types says otherwise.
-void glm4_moe_lite_layer(HfJsonReader&, ModelSpec& m) { m.first_k_dense_replace = 1; }
+// Glm4MoeLiteTopkRouter is Glm4MoeTopkRouter, DeepseekV3TopkRouter's forward (fp32 input and weights)
+void glm4_moe_lite_layer(HfJsonReader&, ModelSpec& m) {
+  m.first_k_dense_replace = 1;
+  m.router_fp32_input = true;
+}
 
 constexpr HfDefaults kLlamaDefaults{32000, 4096, 11008, 32, 32};
 constexpr HfDefaults kQwen3Defaults{151936, 4096, 22016, 32, 32, 32, 128};
