@@ -539,6 +539,12 @@ void smollm3_layer(HfJsonReader& r, ModelSpec& m) {
 }
 
 // GLM-4.7-Flash: Glm4MoeLiteConfig builds its first layer dense unless mlp_layer_types says otherwise.
+// dots.llm1: Qwen3's attention, and Dots1TopkRouter is DeepseekV3TopkRouter (fp32 input and weights)
+void dots1_layer(HfJsonReader& r, ModelSpec& m) {
+  qwen3_layer(r, m);
+  m.router_fp32_input = true;
+}
+
 // Glm4MoeLiteTopkRouter is Glm4MoeTopkRouter, DeepseekV3TopkRouter's forward (fp32 input and weights)
 void glm4_moe_lite_layer(HfJsonReader&, ModelSpec& m) {
   m.first_k_dense_replace = 1;
@@ -700,7 +706,7 @@ const std::array kFamilies = {
     HfFamily{"mpt", true, kDense, false, mpt_spell, mpt_layer},
     HfFamily{"granitemoe", false, HfExperts::mixtral, false, nullptr, llama_layer},
     HfFamily{"phimoe", false, HfExperts::mixtral, false, nullptr, phimoe_layer},
-    HfFamily{"dots1", false, HfExperts::deepseek, false, nullptr, qwen3_layer},
+    HfFamily{"dots1", false, HfExperts::deepseek, false, nullptr, dots1_layer},
     HfFamily{"glm4_moe_lite", false, HfExperts::deepseek, false, nullptr, glm4_moe_lite_layer, {}, true},
     HfFamily{"ernie4_5_moe", true, HfExperts::ernie, false, nullptr, ernie_layer},
     HfFamily{"hunyuan_v1_dense", false, kDense, false, nullptr, hunyuan_layer},

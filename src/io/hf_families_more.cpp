@@ -277,6 +277,7 @@ void solar_open_layer(HfJsonReader& r, ModelSpec& m) {
 // first_k_dense_replace = 1 layers dense).
 void exaone_moe_layer(HfJsonReader& r, ModelSpec& m) {
   m.qk_norm = QkNorm::shared;
+  m.router_fp32_input = true;  // ExaoneMoeTopkRouter keeps DeepseekV3TopkRouter's forward
   integer_or_default(r, m, "num_shared_experts", m.n_shared_experts, 1);
   integer_or_default(r, m, "first_k_dense_replace", m.first_k_dense_replace, 1);
 }
