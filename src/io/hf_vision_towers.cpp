@@ -131,6 +131,25 @@ double lfm2_vl_params(HfJsonReader& top, HfJsonReader& v, double text_hidden) {
   return siglip_params(v, d, double(positions)) + (layer_norm ? 2 * in : 0) + in * P + P * T + (bias ? P + T : 0);
 }
 
+// The dimensions `keys` names, each required: empty where the file leaves one out (a tower whose
+// config class's defaults remat does not read is counted from a complete file only).
+std::vector<double> required_dims(HfJsonReader& v, std::initializer_list<const char*> keys) {
+  std::vector<double> dims;
+  for (const char* key : keys) {
+    if (!v.object.contains(key)) return {};
+    int64_t value = 0;
+    v.integer(key, value, true);
+    dims.push_back(double(value));
+  }
+  return dims;
+}
+
+bool plausible_dims(const std::vector<double>& dims) {
+  for (double x : dims)
+    if (!plausible_tower_dims({x})) return false;
+  return !dims.empty();
+}
+
 // Gemma4VisionModel under Gemma4ForConditionalGeneration, counted where the file gives every
 // dimension (its vision config class's defaults are not read here) and builds no audio tower:
 // patch_embedder's two position tables (2 x position_embedding_size x hidden) and input_proj (3
@@ -138,16 +157,10 @@ double lfm2_vl_params(HfJsonReader& top, HfJsonReader& v, double text_hidden) {
 // gated MLP and four RMSNorms, and embed_vision's projection to the text width.
 double gemma4_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidden) {
   if (top.object.contains("audio_config") && !top.object["audio_config"].is_null()) return 0;
-  const char* keys[] = {"hidden_size",         "intermediate_size", "num_hidden_layers", "num_attention_heads",
-                        "num_key_value_heads", "head_dim",          "patch_size",        "position_embedding_size"};
-  double d[8];
-  for (size_t i = 0; i < 8; ++i) {
-    if (!v.object.contains(keys[i])) return 0;
-    int64_t value = 0;
-    v.integer(keys[i], value, true);
-    d[i] = double(value);
-  }
-  if (!plausible_tower_dims({d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]})) return 0;
+  const std::vector<double> d =
+      required_dims(v, {"hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                        "num_key_value_heads", "head_dim", "patch_size", "position_embedding_size"});
+  if (!plausible_dims(d)) return 0;
   const double H = d[0], F = d[1], layers = d[2], q = d[3] * d[5], kv = d[4] * d[5], head_dim = d[5];
   const double layer = H * q + 2 * H * kv + q * H + 2 * head_dim + 3 * H * F + 4 * H;
   return 2 * d[7] * H + 3 * d[6] * d[6] * H + layers * layer + text_hidden * H;
@@ -161,20 +174,14 @@ double gemma4_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidd
 // merge_size^2 -> projector_hidden_size -> projector_hidden_size and the projection to the text
 // width, without biases (muse-glimmer-30b.json: 1,921,845,760, vision-towers-shapes-h200.json).
 double muse_glimmer_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidden) {
-  const char* keys[] = {"hidden_size", "intermediate_size",       "num_hidden_layers", "patch_size",   "patch_temporal",
-                        "merge_size",  "max_position_embeddings", "pos_emb_height",    "pos_emb_width"};
-  double d[9];
-  for (size_t i = 0; i < 9; ++i) {
-    if (!v.object.contains(keys[i])) return 0;
-    int64_t value = 0;
-    v.integer(keys[i], value, true);
-    d[i] = double(value);
-  }
+  const std::vector<double> d =
+      required_dims(v, {"hidden_size", "intermediate_size", "num_hidden_layers", "patch_size", "patch_temporal",
+                        "merge_size", "max_position_embeddings", "pos_emb_height", "pos_emb_width"});
   if (!top.object.contains("projector_hidden_size")) return 0;
   int64_t projector = 0;
   top.integer("projector_hidden_size", projector, true);
   const double P = double(projector);
-  if (!plausible_tower_dims({d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], P}) || d[6] != d[7] * d[8]) return 0;
+  if (!plausible_dims(d) || !plausible_tower_dims({P}) || d[6] != d[7] * d[8]) return 0;
   const double H = d[0], F = d[1], layers = d[2], merged = H * d[5] * d[5];
   const double layer = 4 * H + 4 * (H * H + H) + (H * F + F) + (F * H + H);
   return 3 * d[4] * d[3] * d[3] * H + d[6] * H + 2 * 2 * H + layers * layer + merged * P + P * P + text_hidden * P;
