@@ -647,9 +647,8 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     if (fp32_softmax && drops_probs) op.working_bytes -= scores;
     // the layer's returned probabilities and the zero gradient autograd makes for them (reentrant:
     // peak-traces-h200/gptj/); a bf16 softmax returns the tensor PV saved (Falcon: .../unseen11)
-    const double returned = bf16_softmax && !drops_probs ? 0 : 1;
     if (r.layouts_from_model_code && m.layer_returns_attention_probs)
-      op.reentrant_held_bytes = (1 + returned) * scores * kBf16;
+      op.reentrant_held_bytes = (bf16_softmax && !drops_probs ? 1 : 2) * scores * kBf16;
     b.ops.push_back(op);
     b.attention_stats = {"probs"};
   }
