@@ -154,13 +154,21 @@ int validate_hf_runs(const ValidateOptions& o) {
     for (HfStep& s : last_steps(parse_hf_run(text, path))) steps.emplace_back(std::move(s), path);
     inputs.push_back({"hf_run", path, sha256_hex(text)});
   }
-  const std::string hw_name = o.hardware.empty() ? hardware_for_device(steps.front().first.gpu) : o.hardware;
-  if (hw_name.empty())
-    throw InputError(
-        {{o.hf_runs.front(), "gpu", steps.front().first.gpu, "names no GPU with a hardware file: pass --hardware"}});
-  const SpecSource hw_src = read_spec_source(hw_name, "hardware");
-  const HardwareSpec hw = load_hardware(hw_src);
-  inputs.push_back({"hardware", hw_src.label, sha256_hex(hw_src.text)});
+  // each step priced on its own GPU's hardware file (logs of an H100 and an H200 in one call), unless
+  // --hardware names one for all
+  std::map<std::string, HardwareSpec> hardware_by_name;
+  std::string hardware_names;
+  const auto hardware_for = [&](const HfStep& step, const std::string& file) -> const HardwareSpec& {
+    const std::string name = o.hardware.empty() ? hardware_for_device(step.gpu) : o.hardware;
+    if (name.empty()) throw InputError({{file, "gpu", step.gpu, "names no GPU with a hardware file: pass --hardware"}});
+    if (!hardware_by_name.count(name)) {
+      const SpecSource src = read_spec_source(name, "hardware");
+      const HardwareSpec& hw = hardware_by_name.emplace(name, load_hardware(src)).first->second;
+      inputs.push_back({"hardware", src.label, sha256_hex(src.text)});
+      hardware_names += (hardware_names.empty() ? "" : ", ") + hw.name;
+    }
+    return hardware_by_name.at(name);
+  };
   std::map<std::string, ModelSpec> models;
   std::vector<HfComparison> cases;
   for (const auto& [step, file] : steps) {
@@ -168,11 +176,11 @@ int validate_hf_runs(const ValidateOptions& o) {
     if (!models.count(path)) models.emplace(path, load_model(read_spec_source(path, "models")));
     ModelSpec m = models.at(path);
     m.num_hidden_layers = step.num_layers;
-    cases.push_back(compare_hf(step, m, hw, file));
+    cases.push_back(compare_hf(step, m, hardware_for(step, file), file));
   }
   const ReportMeta meta{REMAT_VERSION, REMAT_GIT_COMMIT, "validate --hf-run", inputs};
-  emit_report(o.format, o.json_path, hf_table(cases, hw.name), hf_report(meta, cases, hw.name));
-  if (!o.svg_path.empty()) write_file_text(o.svg_path, "--svg", hf_svg(cases, hw.name));
+  emit_report(o.format, o.json_path, hf_table(cases, hardware_names), hf_report(meta, cases, hardware_names));
+  if (!o.svg_path.empty()) write_file_text(o.svg_path, "--svg", hf_svg(cases, hardware_names));
   return kExitOk;
 }
 

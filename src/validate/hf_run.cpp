@@ -76,7 +76,7 @@ HfSetup hf_setup(const HfStep& s, const ModelSpec& model, const std::string& fil
 }
 
 HfComparison compare_hf(const HfStep& step, const ModelSpec& model, const HardwareSpec& hw, const std::string& file) {
-  HfComparison c{step, hf_setup(step, model, file), model_as_built(model, kHfFramework), {}, 0};
+  HfComparison c{step, hf_setup(step, model, file), model_as_built(model, kHfFramework), {}, 0, file, hw.name};
   // what estimate refuses for this run is refused here too, never priced another way
   if (std::vector<Problem> problems = validate_training(c.setup.training, c.model); !problems.empty())
     refuse(file, step, problems.front().key, problems.front().value, problems.front().message);
@@ -107,7 +107,8 @@ std::vector<HfTimeRatio> hf_time_ratios(const std::vector<HfComparison>& cases) 
   for (size_t i = 0; i < cases.size(); ++i) {
     if (cases[i].measured.checkpointing == "none") continue;
     for (size_t j = 0; j < cases.size(); ++j) {
-      if (cases[j].measured.checkpointing != "none" || setting_key(cases[j].measured) != setting_key(cases[i].measured))
+      if (cases[j].measured.checkpointing != "none" || cases[j].source_file != cases[i].source_file ||
+          setting_key(cases[j].measured) != setting_key(cases[i].measured))
         continue;
       out.push_back(
           {i, j, time_s(cases[i]) / time_s(cases[j]), cases[i].measured.step_time_s / cases[j].measured.step_time_s});
@@ -177,6 +178,8 @@ Json case_json(const HfComparison& c) {
           {"step", m.step},
           {"training", training_json(c.setup.training)},
           {"checkpointing", m.checkpointing},
+          {"source", c.source_file},
+          {"hardware", c.hardware_name},
           {"measured",
            {{"peak_bytes", int64_t(m.peak_bytes)},
             {"before_bytes", int64_t(m.before_bytes)},

@@ -40,13 +40,16 @@ struct HfComparison {
   ModelSpec model;
   Estimate estimate;
   double predicted_before_bytes = 0;  // weights and optimizer state, gradients freed
+  std::string source_file;            // the run log it came from: a time ratio pairs steps of one log
+  std::string hardware_name;          // the hardware file it was priced on
   double peak_error_pct() const { return 100 * (estimate.peak_memory_bytes / measured.peak_bytes - 1); }
   double before_error_pct() const { return 100 * (predicted_before_bytes / measured.before_bytes - 1); }
 };
 // `model` must already hold the case's layer count.
 HfComparison compare_hf(const HfStep& step, const ModelSpec& model, const HardwareSpec& hw, const std::string& file);
 
-// A checkpointed case's time over the same case without checkpointing.
+// A checkpointed case's time over the same case without checkpointing, both from one log (one
+// machine, one session): a ratio across two lent machines measures their hosts, not checkpointing.
 struct HfTimeRatio {
   size_t checkpointed = 0, baseline = 0;  // indices into the comparisons
   double predicted = 0, measured = 0;
