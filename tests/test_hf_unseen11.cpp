@@ -49,23 +49,17 @@ void expect_steps(const std::string& file, const std::map<std::string, KnownMiss
 // and DeepSeek-V3 DPO (-5.35%: fp32 routing weights), CodeLlama-34B LoRA (-8.5%: the output's
 // gradient beside the layer's backward), and the vision towers remat did not count (Qwen2.5-VL,
 // Qwen3-VL, Cosmos-Reason2, LightOnOCR, LFM2.5-VL: -4% .. -24% peak, -6% .. -62% before the step).
-// Muse-Glimmer's tower (-5.8%, before -14.9%) is counted too now. Left: Qwen3-32B's non-reentrant
-// GRPO at 4 x 12k tokens, over by 3.7%.
-TEST(HfUnseen11, BlindSet) {
-  expect_steps("steps-unseen11-h200.jsonl", {{"qwen3-32b-2l-full-nr-s12288-grpo", {3.65, 0.0}}}, 54);
-}
+// Muse-Glimmer's tower (-5.8%, before -14.9%) is counted too now. Qwen3-32B's non-reentrant GRPO at
+// 4 x 12k tokens, the last one over (+3.65%), is within 0.1% since a layer's backward frees what a
+// node saved as the node's backward ends (test_hf_backward_order.cpp).
+TEST(HfUnseen11, BlindSet) { expect_steps("steps-unseen11-h200.jsonl", {}, 54); }
 
-// Variants that isolate each miss, 10 measured and 6 traced (peak-traces-h200/unseen11): GLM-4.5's
-// non-reentrant GRPO step is over by 3.8% (its trace holds no bf16 cast of the weighted gradient
-// at the peak, which the reentrant one does). Qwen3-32B's GRPO at 4 x 12k is over by 3.6% under either
-// checkpointing, within 0.8% without it and as SFT over the same tokens: its trace peaks in the last
-// layer's MLP backward, 1.6 GiB under remat's price of the loss's backward over the bf16 rows.
+// Variants that isolate each miss, 10 measured and 6 traced (peak-traces-h200/unseen11). GLM-4.5's
+// non-reentrant GRPO step is over by 3.8%: its trace holds three fp32 routed-rows x hidden gradients
+// at the peak and no bf16 cast of one, which the reentrant step's trace holds (that step is within
+// 0.1%). Not found why.
 TEST(HfUnseen11, FollowUps) {
-  expect_steps("steps-unseen11-followup-h200.jsonl",
-               {{"glm45-4l-full-nr-s12288-grpo", {3.83, 0.0}},
-                {"qwen3-32b-2l-full-re-s12288-grpo", {3.61, 0.0}},
-                {"qwen3-32b-2l-full-nr-s12288-grpo", {3.65, 0.0}}},
-               16);
+  expect_steps("steps-unseen11-followup-h200.jsonl", {{"glm45-4l-full-nr-s12288-grpo", {3.78, 0.0}}}, 16);
 }
 
 HfStep one_step(const std::string& line) { return parse_hf_run(line + "\n", "log.jsonl").front(); }

@@ -102,18 +102,25 @@ double module_freed_bytes(const Block& block, ModuleTags modules) {
   return total;
 }
 
+WorkingSite tensor_working_site(const Block& block) {
+  WorkingSite site{0, block.ops.size()};
+  const TensorDef* chosen = nullptr;
+  for (const auto& t : block.tensors) {
+    // a reader copy: its gradient, beside the saved copy; else `working_copies` of the tensor's size
+    const double bytes = t.reader_copies > 0 ? t.bytes / t.reader_copies : t.working_copies * t.bytes;
+    if (bytes > site.bytes) site.bytes = bytes, chosen = &t;
+  }
+  for (size_t i = 0; chosen && i < block.ops.size(); ++i) {
+    const auto& saves = block.ops[i].saves;
+    if (std::find(saves.begin(), saves.end(), chosen->name) != saves.end()) return {site.bytes, i};
+  }
+  return site;
+}
+
 double grad_working_bytes(const Block& block) {
   double stated = 0;
   for (const auto& op : block.ops) stated = std::max(stated, op.working_bytes);
-  if (stated > 0) return stated;
-  double largest = 0, one_copy = 0;
-  for (const auto& t : block.tensors) {
-    if (t.reader_copies > 0)
-      one_copy = std::max(one_copy, t.bytes / t.reader_copies);  // its gradient, beside the saved copy
-    else
-      largest = std::max(largest, t.working_copies * t.bytes);
-  }
-  return std::max(largest, one_copy);
+  return stated > 0 ? stated : tensor_working_site(block).bytes;
 }
 
 BlockCost block_cost(const Block& block, BlockMode mode, bool early_stop) {

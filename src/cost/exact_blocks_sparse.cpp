@@ -158,6 +158,41 @@ Block mla_up_attn_block(const RankShape& r, const ModelSpec& m) {
   return b;
 }
 
+namespace {
+
+// The shared experts on the normed input (moe_shared_block, or their own block).
+void add_shared_experts(Block& b, const RankShape& r, const ModelSpec& m) {
+  const double h = double(m.hidden_size), f = double(m.shared_mlp_width()) / double(r.tp);
+  if (r.tp > 1) b.ops.push_back(parts::input_gather(r, h));
+  if (m.mlp_kind == MlpKind::gated) {
+    b.ops.push_back(parts::linear(b, r, "shared_gate_up", r.tokens(), h, 2 * f, "x_norm",
+                                  {&LoraTargets::gate, &LoraTargets::up}));
+    parts::add_swiglu(b, r.tokens(), f, "shared_", r.swiglu_fused, r.glu_linear_copy,
+                      r.layouts_from_model_code && m.clamped_swiglu);
+  } else {
+    b.ops.push_back(parts::linear(b, r, "shared_up", r.tokens(), h, f, "x_norm", {&LoraTargets::up}));
+    parts::add_activation(b, r.tokens(), f, "shared_");
+  }
+  b.ops.push_back(parts::linear(b, r, "shared_down", r.tokens(), f, h, "shared_act", {&LoraTargets::down}));
+}
+
+}  // namespace
+
+bool shared_experts_own_block(const RankShape& r, const ModelSpec& m) {
+  return r.layouts_from_model_code && m.shared_experts_after_routed();
+}
+
+Block moe_shared_experts_block(const RankShape& r, const ModelSpec& m) {
+  Block b;
+  b.name = "moe.shared_experts";
+  b.inputs = {"x_norm"};
+  b.inputs_saved = false;
+  b.tensors.push_back({"x_norm", r.tokens() * double(m.hidden_size) * kBf16});  // its one reader's copy
+  add_shared_experts(b, r, m);
+  b.branch_grad_bytes = r.tokens() * double(m.hidden_size) * r.stream_bytes();
+  return b;
+}
+
 Block moe_shared_block(const RankShape& r, const ModelSpec& m) {
   Block b;
   b.name = "moe.shared";
@@ -181,20 +216,7 @@ Block moe_shared_block(const RankShape& r, const ModelSpec& m) {
     b.ops.push_back(parts::linear(b, r, "latent_down", rows, h, double(m.moe_latent_size), "x_norm", {}));
   // Qwen2-MoE's block builds its gated shared expert at any width, zero included (whose adapters
   // still cast and save their input)
-  if (m.n_shared_experts > 0 || m.shared_expert_gate) {
-    const double f = double(m.shared_mlp_width()) / double(r.tp);
-    if (r.tp > 1) b.ops.push_back(parts::input_gather(r, h));
-    if (m.mlp_kind == MlpKind::gated) {
-      b.ops.push_back(parts::linear(b, r, "shared_gate_up", r.tokens(), h, 2 * f, "x_norm",
-                                    {&LoraTargets::gate, &LoraTargets::up}));
-      parts::add_swiglu(b, r.tokens(), f, "shared_", r.swiglu_fused, r.glu_linear_copy,
-                        r.layouts_from_model_code && m.clamped_swiglu);
-    } else {
-      b.ops.push_back(parts::linear(b, r, "shared_up", r.tokens(), h, f, "x_norm", {&LoraTargets::up}));
-      parts::add_activation(b, r.tokens(), f, "shared_");
-    }
-    b.ops.push_back(parts::linear(b, r, "shared_down", r.tokens(), f, h, "shared_act", {&LoraTargets::down}));
-  }
+  if ((m.n_shared_experts > 0 || m.shared_expert_gate) && !shared_experts_own_block(r, m)) add_shared_experts(b, r, m);
   // `moe` checkpoints the whole MoE layer from the router on (its input, the normed hidden, stays)
   b.tag(parts::kMoeTag, {"router_scores", "router", "topk", "latent_down"});
   b.tag(parts::kMoeTag | parts::kSharedExpertsTag,
@@ -509,6 +531,7 @@ LayerDef build_layer(const ModelSpec& model, const RankShape& rank, int64_t laye
     add(std::move(shared), true);
     add(moe_dispatch_glue(r, m), false);
     add(moe_routed_block(r, m), true);
+    if (shared_experts_own_block(r, m)) add(moe_shared_experts_block(r, m), false);
     add(moe_combine_glue(r, m), false);
   } else if (ffn) {
     add(dense_mlp_block(r, m, m.mlp_width(layer_index)), true);
@@ -519,6 +542,7 @@ LayerDef build_layer(const ModelSpec& model, const RankShape& rank, int64_t laye
   layer.ordered_backward = r.ordered_backward;
   layer.parallel_branches = m.parallel_attn_mlp;
   layer.output_grad_held = r.layouts_from_model_code;
+  layer.saved_freed_per_node = r.layouts_from_model_code;
   if (ffn && m.layer_is_moe(layer_index)) layer.local_experts = m.n_routed_experts / std::max<int64_t>(1, r.ep);
   return layer;
 }

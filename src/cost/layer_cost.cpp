@@ -55,6 +55,60 @@ bool forward_working_set(const Block& b) {
   return largest && largest->working_bytes > 0 && largest->fwd_working_bytes >= largest->working_bytes;
 }
 
+bool listed(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+bool listed_view(const std::vector<std::string_view>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Whether the block holds `name` for a backward: as its saved input, for an op after the block, or
+// saved by one of its first `op_count` ops.
+bool block_saves(const Block& b, const std::string& name, size_t op_count) {
+  if ((b.inputs_saved && listed(b.inputs, name)) || listed(b.kept_outside, name)) return true;
+  return std::any_of(b.ops.begin(), b.ops.begin() + std::ptrdiff_t(op_count),
+                     [&](const OpDef& op) { return listed(op.saves, name); });
+}
+
+// What only the ops after `op` saved (nothing its own or an earlier op's backward reads).
+double saved_only_after(const Block& b, size_t op) {
+  double bytes = 0;
+  std::vector<std::string_view> counted;
+  for (size_t i = op + 1; i < b.ops.size(); ++i)
+    for (const std::string& name : b.ops[i].saves)
+      if (!block_saves(b, name, op + 1) && !listed_view(counted, name))
+        counted.push_back(name), bytes += b.tensor_bytes(name);
+  return bytes;
+}
+
+double weight_grads_after(const Block& b, size_t op) {
+  double bytes = 0;
+  for (size_t i = op + 1; i < b.ops.size(); ++i) bytes += b.ops[i].weight_grad_bytes;
+  return bytes;
+}
+
+// A block's backward working set beyond its saved tensors, under LayerDef::saved_freed_per_node.
+// Where the tensor rule's set belongs to an op before the block's last linear (a SwiGLU before its
+// down projection), the linear and the ops after it (the routing weights' product) ran their
+// backward first: what only they saved is freed by then, and their weight gradients exist (qwen3-32b's
+// GRPO and mixtral-8x22b's DPO at 12k). A set stated after that linear (the routing weights'
+// product's) is held beside everything saved; one stated before it stays as stated.
+double block_working_bytes(const LayerDef& layer, const Block& b, double working) {
+  if (!layer.saved_freed_per_node) return working;
+  size_t last_gemm = b.ops.size(), stated_op = b.ops.size();
+  double stated = 0;
+  for (size_t i = 0; i < b.ops.size(); ++i) {
+    if (b.ops[i].kind == OpKind::gemm) last_gemm = i;
+    if (b.ops[i].working_bytes > stated) stated = b.ops[i].working_bytes, stated_op = i;
+  }
+  const WorkingSite site = tensor_working_site(b);
+  if (last_gemm == 0 || last_gemm == b.ops.size() || site.op >= last_gemm || (stated > 0 && stated_op < last_gemm))
+    return working;
+  const double freed = saved_only_after(b, last_gemm - 1);
+  return std::max({stated, freed, site.bytes - freed + weight_grads_after(b, last_gemm - 1)});
+}
+
 // The largest of `working[i]` less, under ordered backward, what the blocks
 // after i kept (freed by their backward before block i's runs) and, where block i's
 // working set is its backward's, plus the weight gradients their backward allocated.
@@ -68,7 +122,7 @@ double largest_working_set(const LayerDef& layer, const std::vector<double>& wor
     const double grads = forward_working_set(layer.blocks[i]) ? 0 : grads_after;
     largest = std::max(largest, working[i] + grads - kept_after);
     kept_after += kept[i];
-    grads_after += weight_grad_bytes(layer.blocks[i]);
+    grads_after += weight_grad_bytes(layer.blocks[i]) + layer.blocks[i].branch_grad_bytes;
   }
   return largest;
 }
@@ -146,14 +200,19 @@ void full_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, 
   for (const auto& b : layer.blocks) {
     saved.push_back(saved_bytes(b));
     all_saved += saved.back();
-    grads.push_back(grad_working_bytes(b));
+    grads.push_back(block_working_bytes(layer, b, grad_working_bytes(b)));
   }
   const size_t mlp_start = mlp_half_start(layer);
   for (const auto& [block, op] : replay_ops(layer, early_stop))
     add_recompute(c, *op, hw, size_t(block - layer.blocks.data()) >= mlp_start);
   const bool head = choice.chunk_position == 0;
   c.kept_bytes = head ? layer.input_bytes : 0;
-  c.transient_bytes = all_saved - c.kept_bytes + largest_working_set(layer, grads, saved);
+  // the kept input is among the saved tensors only where an op of the first block saves it (not
+  // where the input norm saves its fp32 copy)
+  const bool input_in_saved = !layer.blocks.empty() && !layer.blocks.front().inputs.empty() &&
+                              block_saves(layer.blocks.front(), layer.blocks.front().inputs.front(),
+                                          layer.blocks.front().ops.size());
+  c.transient_bytes = all_saved - (input_in_saved ? c.kept_bytes : 0) + largest_working_set(layer, grads, saved);
   // the output's gradient beside the backward, and a reentrant replay's output (codellama-34b's
   // LoRA steps at 12k-49k tokens: peak-traces-h200/unseen11)
   if (layer.output_grad_held) c.transient_bytes += layer.input_bytes * (early_stop ? 1 : 2);
@@ -207,7 +266,8 @@ void per_block_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& cho
     const BlockCost& bc = memo.cost(layer.blocks[i], mode, early_stop);
     c.kept_bytes += bc.kept_bytes;
     c.offload_bytes += bc.offload_bytes;
-    transient.push_back(bc.transient_bytes);
+    transient.push_back(mode == BlockMode::keep ? block_working_bytes(layer, layer.blocks[i], bc.transient_bytes)
+                                                : bc.transient_bytes);
     kept.push_back(bc.kept_bytes);
     for (const OpDef* op : bc.recompute_ops) add_recompute(c, *op, hw, i >= mlp_start);
   }

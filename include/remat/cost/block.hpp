@@ -86,6 +86,9 @@ struct Block {
   std::vector<std::string> attention_stats;  // kept by eagle to skip the flash forward
   std::vector<TensorDef> tensors;
   std::vector<OpDef> ops;
+  // the gradient of its input its backward leaves alive until another branch's joins it, through the
+  // earlier blocks' backward (the shared experts run beside the routed ones)
+  double branch_grad_bytes = 0;
 
   double tensor_bytes(std::string_view name) const;
   // Adds `modules` to the tags of the named tensors and ops (unknown names are ignored).
@@ -118,5 +121,13 @@ double module_freed_bytes(const Block& block, ModuleTags modules);
 // (or one reader's copy, where larger); or, where its ops state
 // their working sets, the largest of those.
 double grad_working_bytes(const Block& block);
+// grad_working_bytes's rule where no op states a working set: the largest tensor's gradient copies
+// (TensorDef::working_copies, reader_copies), held in the backward of `op`, the first op that saves
+// that tensor (ops.size(): none does)
+struct WorkingSite {
+  double bytes = 0;
+  size_t op = 0;
+};
+WorkingSite tensor_working_site(const Block& block);
 
 }  // namespace remat

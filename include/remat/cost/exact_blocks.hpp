@@ -79,6 +79,11 @@ Block mla_down_block(const RankShape& r, const ModelSpec& m);
 Block mla_up_attn_block(const RankShape& r, const ModelSpec& m);
 Block moe_shared_block(const RankShape& r, const ModelSpec& m);
 Block moe_routed_block(const RankShape& r, const ModelSpec& m);
+// Under transformers' DeepSeek MoE forward (ModelSpec::shared_experts_after_routed) the shared experts
+// are their own block after the routed ones: their backward runs first and frees what they saved
+// before the routed experts' backward (GLM-4.5's GRPO at 4 x 12k, peak-traces-h200/unseen11).
+bool shared_experts_own_block(const RankShape& r, const ModelSpec& m);
+Block moe_shared_experts_block(const RankShape& r, const ModelSpec& m);
 // Hybrid models' mixers, norm to out_proj (src/cost/exact_blocks_hybrid.cpp), as r.mixer_kernels runs them.
 Block mamba2_block(const RankShape& r, const ModelSpec& m);
 // Falcon-H1's parallel hybrid: attention and a Mamba-2 mixer on one normed input (one block), and
@@ -116,6 +121,10 @@ struct LayerDef {
   // branch's gradient joins it), and a reentrant checkpoint holds its replay's output while that
   // backward runs (CheckpointFunction.backward)
   bool output_grad_held = false;
+  // PyTorch's autograd (--framework hf) frees what a node saved as soon as its backward ends: a block
+  // that ends with a linear runs that linear's backward first, so the block's inner gradients no
+  // longer sit on the input only that linear saved, and its weight gradient exists by then
+  bool saved_freed_per_node = false;
   int recompute_block_count() const;
 };
 

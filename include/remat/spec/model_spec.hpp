@@ -226,6 +226,10 @@ struct ModelSpec {
   // the MoE router casts its input to fp32 and its linear saves that copy (transformers'
   // DeepSeek routers: deepseek_v2, deepseek_v3, deepseek_v32, glm_moe_dsa)
   bool router_fp32_input = false;
+  // transformers' DeepSeek MoE forward (every family whose router is DeepSeek's, router_fp32_input):
+  // the routed experts run first, then the shared experts on the MoE's input, so autograd runs the
+  // shared experts' backward first
+  bool shared_experts_after_routed() const { return router_fp32_input && n_shared_experts > 0; }
   // PEFT (0.21, utils/transformers_weight_conversion.py) retargets gate_proj, up_proj and down_proj at
   // the routed experts' stacked gate_up_proj and down_proj parameters for the model_types transformers
   // 5.17 converts as Qwen2-MoE (conversion_mapping.py): see lora_placement
