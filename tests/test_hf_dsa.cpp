@@ -105,16 +105,28 @@ TEST(HfDsa, AttentionFlopsOverTheTopKeys) {
 
 // transformers: the indexer under no_grad saves nothing and runs no backward; its peak holds two
 // fp32 score tensors of b s x heads x s; sdpa saves the top-k mask as a bf16 s x s bias per layer,
-// and computes the whole square.
+// and computes the whole square. With two sequences torch.matmul first copies k (16 wide) to every
+// query, alive with one score tensor; under autocast the product and that copy are bf16.
 TEST(HfDsa, TransformersIndexerSavesNothing) {
   const ModelSpec m = load("deepseek_v32", kIndexer);
-  RankShape r = rank_shape(apply_framework(TrainingSpec{}, "hf"));
+  TrainingSpec bf16;
+  bf16.precision = Precision::bf16;
+  RankShape r = rank_shape(apply_framework(bf16, "hf"));
   r.s = 256, r.b = 1;
   const Block up = mla_up_attn_block(r, m);
   const OpDef& scores = op_named(up, "indexer_scores");
   EXPECT_TRUE(scores.forward_only);
   EXPECT_TRUE(scores.saves.empty());
-  EXPECT_DOUBLE_EQ(scores.working_bytes, 4 * 256 * 2 * 16 * 2.0 + 2 * 256 * 256 * 2 * 4.0);
+  const double q_copies = 4 * 256 * 2 * 16 * 2.0, pairs = 256 * 256;
+  EXPECT_DOUBLE_EQ(scores.working_bytes, q_copies + 2 * pairs * 2 * 4.0);
+  r.b = 2;
+  EXPECT_DOUBLE_EQ(op_named(mla_up_attn_block(r, m), "indexer_scores").working_bytes,
+                   2 * q_copies + 2 * pairs * 2 * 4.0 + 2 * pairs * 16 * 4.0);
+  RankShape autocast = rank_shape(apply_framework(TrainingSpec{}, "hf"));
+  autocast.s = 256, autocast.b = 1;
+  ASSERT_TRUE(autocast.autocast);
+  EXPECT_DOUBLE_EQ(op_named(mla_up_attn_block(autocast, m), "indexer_scores").working_bytes,
+                   q_copies + 2 * pairs * 2 * 2.0);
   EXPECT_DOUBLE_EQ(up.tensor_bytes("dsa_mask"), 256 * 256 * 2.0);
   EXPECT_DOUBLE_EQ(op_named(up, "flash_attention").fwd_flops, 2 * 256 * 256 * 4 * (24 + 16.0));
   const OpTime t = op_time(scores, test::hardware("h200"));

@@ -73,10 +73,13 @@ def cut_layers(d, layers):
     d["num_hidden_layers"] = layers
     if "n_layer" in d:  # GPT-2, GPT-J, Falcon's RefinedWeb configs name it so
         d["n_layer"] = layers
-    # per-layer lists (gpt-oss, OLMo 3, EXAONE 4: sliding or full attention; Nemotron-H's pattern)
-    for key in ("layer_types", "layers_block_type", "hybrid_override_pattern"):
-        if isinstance(d.get(key), (list, str)) and len(d[key]) == n_file:
-            d[key] = d[key][:layers]
+    # per-layer lists, any key (gpt-oss, OLMo 3, EXAONE 4: sliding or full attention; GLM-5's
+    # mlp_layer_types and indexer_types, which its config requires as long as the layer count) and
+    # Nemotron-H's pattern string
+    for key, value in d.items():
+        per_layer = isinstance(value, list) or (key == "hybrid_override_pattern" and isinstance(value, str))
+        if per_layer and n_file and len(value) == n_file:
+            d[key] = value[:layers]
 
 
 def load_config(path, layers):

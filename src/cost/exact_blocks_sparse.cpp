@@ -52,9 +52,13 @@ void add_indexer_fused(Block& b, const RankShape& r, const ModelSpec& m) {
 }
 
 // transformers 5.17's DeepseekV32Indexer.forward, under torch.no_grad (nothing saved, no backward):
-// wq_b, wk, weights_proj in bf16; q.float() @ k.float() gives b s x heads x s fp32 scores (torch.matmul
-// folds the broadcast k: no copy of it per query); the softmax scale and the ReLU each write a new
-// score tensor while the last is alive (measured: reports/hf/steps-dsa-h200.jsonl).
+// wq_b, wk, weights_proj in bf16; q.float() @ k.float() gives b s x heads x s fp32 scores; the softmax
+// scale and the ReLU each write a new score tensor while the last is alive (measured:
+// reports/hf/steps-dsa-h200.jsonl). With one sequence torch.matmul folds the broadcast k; with more it
+// expands k to every query first, a b s x dim x s copy alive with the scores until the product ends
+// (GLM-5.2's DPO pair at 12288 tokens asked for 144 GiB; at 2 x 4096 the trace holds that copy and
+// one score tensor: steps-unseen12-dsa-batch-h200.jsonl, peak-traces-h200/unseen12). Autocast runs
+// the product in bf16: the copy and the scores are bf16 then.
 void add_indexer_transformers(Block& b, const RankShape& r, const ModelSpec& m) {
   const double rows = r.tokens(), heads = double(m.index_n_heads), dim = double(m.index_head_dim);
   const double h = double(m.hidden_size), pairs = r.b * r.s * r.s;
@@ -68,15 +72,17 @@ void add_indexer_transformers(Block& b, const RankShape& r, const ModelSpec& m) 
   b.ops.push_back(no_grad(ops::gemm("indexer_q", rows, double(m.q_lora_rank), heads * dim, {})));
   b.ops.push_back(no_grad(ops::gemm("indexer_k_weights", rows, h, dim + heads, {})));
   // an fp32 GEMM (cuBLAS SIMT) over the whole square; its output's bytes where no fp32 rate is known
-  OpDef scores = no_grad(ops::streaming("indexer_scores", pairs * heads * kFp32, 0, {}));
+  const double score_bytes = r.autocast ? kBf16 : kFp32;
+  OpDef scores = no_grad(ops::streaming("indexer_scores", pairs * heads * score_bytes, 0, {}));
   scores.fp32_adapter_flops = 2 * pairs * heads * dim;
   scores.gemm_flops_each = scores.fp32_adapter_flops;
   const double q_copies = 4 * rows * heads * dim * kBf16;  // wq_b's output, the rotated cat and its fp32 cast
-  scores.working_bytes = q_copies + 2 * pairs * heads * kFp32;
+  const double score_tensor = pairs * heads * score_bytes, k_per_query = r.b > 1 ? pairs * dim * score_bytes : 0;
+  scores.working_bytes = q_copies + std::max(2 * score_tensor, score_tensor + k_per_query);
   scores.fwd_working_bytes = scores.working_bytes;
   b.ops.push_back(scores);
   // the scores scaled and ReLU'd (each read and written) and read by the head sum
-  b.ops.push_back(no_grad(ops::streaming("indexer_score_passes", 5 * pairs * heads * kFp32, 0, {})));
+  b.ops.push_back(no_grad(ops::streaming("indexer_score_passes", 5 * score_tensor, 0, {})));
   // the masked fp32 index scores, top-k, and the boolean masks built from the indices
   b.ops.push_back(no_grad(ops::streaming("indexer_topk", 2 * pairs * kFp32 + 4 * pairs, 0, {})));
 }
@@ -301,7 +307,9 @@ double adapted_experts_working_bytes(const Block& b, const RankShape& r, double 
 // indexed copy, both alive until the sum over the top-k; backward holds the index's scattered
 // gradient, the gradient's product with the weights and its cast to the outputs' dtype, and the
 // product with the outputs for the weights' gradient (GLM-4.5 and DeepSeek-V3 at 49k and 24k
-// tokens: three fp32 and one bf16 routed-rows x hidden tensors, peak-traces-h200/unseen11)
+// tokens: three fp32 and one bf16 routed-rows x hidden tensors, peak-traces-h200/unseen11). GLM-4.5's
+// non-reentrant step holds no bf16 one at its peak, and the product run alone holds 3.4 fp32 rows
+// without checkpointing and non-reentrant, 4.0 reentrant (weighting-probe-h200.jsonl): not explained.
 void weigh_in_fp32(OpDef& op, double rows, double h, double element) {
   const double fp32_rows = rows * h * kFp32;
   op.fwd_working_bytes = 2 * fp32_rows;

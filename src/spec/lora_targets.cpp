@@ -68,6 +68,16 @@ std::string all_linear_gap(const ModelSpec& m) {
   return "";
 }
 
+// Whether gate/up/down name a module of the layers as transformers builds them: a dense MLP, a
+// shared expert, per-expert linears, or routed experts PEFT converts (experts_peft_converted).
+bool mlp_names_reach_a_module(const ModelSpec& m) {
+  if (!m.is_moe() || m.experts_peft_converted || !m.experts_grouped_mm()) return true;
+  if (m.n_shared_experts > 0 || m.shared_expert_gate) return true;
+  for (int64_t i = 0; i < m.num_hidden_layers; ++i)
+    if (m.has_ffn(i) && !m.layer_is_moe(i)) return true;
+  return false;
+}
+
 }  // namespace
 
 bool peft_names_module(const std::string& target, const std::string& module) {
@@ -116,6 +126,15 @@ ResolvedLoraTargets resolve_lora_targets(const ModelSpec& m, const std::vector<s
                   (m.linear_modules_complete ? " names no linear module of this model: "
                                              : " is not a module remat knows in this model: ") +
                   linear_module_list(m));
+  }
+  if (r.targets.any() && !mlp_names_reach_a_module(m)) {
+    // PEFT matches what a module is named; these names reach none here, and a target list that
+    // reaches nothing at all is PEFT's NoMatchingPeftModuleError
+    r.targets.gate = r.targets.up = r.targets.down = r.targets.fused_gate_up = false;
+    if (!r.targets.any())
+      return refuse(
+          "gate/up/down reach no module of this model: its routed experts are stacked parameters PEFT does not "
+          "convert, and no dense layer or shared expert has those names");
   }
   if (!r.targets.any()) return refuse("names no linear module of this model: " + linear_module_list(m));
   return r;
