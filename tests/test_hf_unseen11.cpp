@@ -55,12 +55,10 @@ void expect_steps(const std::string& file, const std::map<std::string, KnownMiss
 TEST(HfUnseen11, BlindSet) { expect_steps("steps-unseen11-h200.jsonl", {}, 54); }
 
 // Variants that isolate each miss, 10 measured and 6 traced (peak-traces-h200/unseen11). GLM-4.5's
-// non-reentrant GRPO step is over by 3.8%: its trace holds three fp32 routed-rows x hidden gradients
-// at the peak and no bf16 cast of one, which the reentrant step's trace holds (that step is within
-// 0.1%). Not found why.
-TEST(HfUnseen11, FollowUps) {
-  expect_steps("steps-unseen11-followup-h200.jsonl", {{"glm45-4l-full-nr-s12288-grpo", {3.78, 0.0}}}, 16);
-}
+// non-reentrant GRPO step was over by 3.8%: its trace holds three fp32 routed-rows x hidden gradients
+// at the peak and no bf16 cast of one, which the reentrant step's trace holds (DeepSeek-V2-Lite's two
+// steps in steps-unseen12-followup-h200.jsonl do the same); priced so since, -0.02%.
+TEST(HfUnseen11, FollowUps) { expect_steps("steps-unseen11-followup-h200.jsonl", {}, 16); }
 
 HfStep one_step(const std::string& line) { return parse_hf_run(line + "\n", "log.jsonl").front(); }
 
@@ -129,7 +127,8 @@ TEST(HfUnseen11, Fp32RoutingWeightsWeighTheExpertsInFp32) {
       if (op.name == "experts_probs_out") {
         found = true;
         EXPECT_DOUBLE_EQ(op.fwd_working_bytes, 2 * rows * h * 4);
-        EXPECT_DOUBLE_EQ(op.working_bytes, 3 * rows * h * 4 + rows * h * 2);
+        EXPECT_DOUBLE_EQ(op.working_bytes, 3 * rows * h * 4);
+        EXPECT_DOUBLE_EQ(op.reentrant_held_bytes, rows * h * 2);  // the bf16 cast, under reentrant replay
       }
   EXPECT_TRUE(found);
 }

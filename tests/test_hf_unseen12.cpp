@@ -20,9 +20,9 @@ TEST(HfUnseen12, BlindSet) { test::expect_steps_within("steps-unseen12-h200.json
 // Written after the blind set to reach today's backward-order terms on models they were not read
 // from: DeepSeek-V2-Lite's GRPO (shared experts after the routed ones), Qwen2-MoE's layout (shared
 // expert first), Llama 3 8B full and LoRA, Qwen2.5-32B mixed and Mixtral-8x7B full, each GRPO at
-// 8k-16k tokens (7 traced: peak-traces-h200/unseen12). DeepSeek-V2-Lite's non-reentrant step is the
-// largest miss, +2.7%.
-TEST(HfUnseen12, FollowUps) { test::expect_steps_within("steps-unseen12-followup-h200.jsonl", "h200", 0.15, 2.8, 7); }
+// 8k-16k tokens (7 traced: peak-traces-h200/unseen12). DeepSeek-V2-Lite's non-reentrant step was
+// +2.7% as first compared: like GLM-4.5's, it holds no bf16 cast of the weighted gradient (-0.33% now).
+TEST(HfUnseen12, FollowUps) { test::expect_steps_within("steps-unseen12-followup-h200.jsonl", "h200", 0.15, 1.8, 7); }
 
 // GLM-5.2's DSA indexer with more than one sequence: torch.matmul copies k to every query before the
 // scores (16 GiB at 2 x 4096 tokens, traced), bf16 under autocast. As first compared: +9.7% and

@@ -304,16 +304,18 @@ double adapted_experts_working_bytes(const Block& b, const RankShape& r, double 
 
 // grouped_mm_experts_forward (transformers/integrations/moe.py) under a DeepSeek-V3 router, whose
 // top-k weights stay fp32: the outputs times the weights is an fp32 product, permuted back by an
-// indexed copy, both alive until the sum over the top-k; backward holds the index's scattered
-// gradient, the gradient's product with the weights and its cast to the outputs' dtype, and the
-// product with the outputs for the weights' gradient (GLM-4.5 and DeepSeek-V3 at 49k and 24k
-// tokens: three fp32 and one bf16 routed-rows x hidden tensors, peak-traces-h200/unseen11). GLM-4.5's
-// non-reentrant step holds no bf16 one at its peak, and the product run alone holds 3.4 fp32 rows
-// without checkpointing and non-reentrant, 4.0 reentrant (weighting-probe-h200.jsonl): not explained.
-void weigh_in_fp32(OpDef& op, double rows, double h, double element) {
-  const double fp32_rows = rows * h * kFp32;
+// indexed copy, both alive until the sum over the top-k; backward holds three fp32 routed-rows x
+// hidden tensors (the index's scattered gradient, its products with the weights and with the
+// outputs). The cast of one to the outputs' dtype is held beside them where the experts carry
+// adapters (DeepSeek-V3's and EXAONE-MoE's LoRA steps without checkpointing) or a reentrant
+// checkpoint replays the layer; a non-reentrant one's backward does not hold it (GLM-4.5's GRPO at
+// 49k tokens, DeepSeek-V2-Lite's at 32k: peak-traces-h200/unseen11, unseen12), nor does the product
+// run alone without checkpointing (3.4 fp32 rows; 4.0 reentrant: weighting-probe-h200.jsonl).
+void weigh_in_fp32(OpDef& op, double rows, double h, double element, bool experts_adapted) {
+  const double fp32_rows = rows * h * kFp32, cast = element < kFp32 ? rows * h * element : 0;
   op.fwd_working_bytes = 2 * fp32_rows;
-  op.working_bytes = 3 * fp32_rows + (element < kFp32 ? rows * h * element : 0);
+  op.working_bytes = 3 * fp32_rows + (experts_adapted ? cast : 0);
+  op.reentrant_held_bytes = experts_adapted ? 0 : cast;
 }
 
 }  // namespace
@@ -394,7 +396,7 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
     b.tensors.push_back({"experts_out", wide * h * kBf16});
     b.ops.push_back(ops::streaming("experts_probs_out", 3 * wide * h * kBf16, 5 * wide * h * kBf16, {"experts_out"}));
     if (r.layouts_from_model_code && m.router_fp32_input && m.experts_grouped_mm())
-      weigh_in_fp32(b.ops.back(), rows, h, element);
+      weigh_in_fp32(b.ops.back(), rows, h, element, gate_up_adapted || down_adapted);
     if (r.layouts_from_model_code && m.experts_python_loop) {
       // the loop's weighted outputs (fp32 under fp32 routing weights), cast back to bf16 and summed
       // into place by index_add_, which saves the cast copy for its gradient
