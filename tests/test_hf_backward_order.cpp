@@ -58,8 +58,7 @@ TEST(HfBackwardOrder, SwigluGradientsAfterTheDownProjectionFreedItsInput) {
   EXPECT_NEAR(checkpointed_transient(layer, true) - all_saved(layer), 2 * ffn_row + down_grad + output_grad, 1);
   LayerDef in_any_order = layer;
   in_any_order.saved_freed_per_node = false;
-  EXPECT_NEAR(checkpointed_transient(layer, true) - checkpointed_transient(in_any_order, true), down_grad - ffn_row,
-              1);
+  EXPECT_NEAR(checkpointed_transient(layer, true) - checkpointed_transient(in_any_order, true), down_grad - ffn_row, 1);
 }
 
 // Mixtral-8x22B with LoRA on q and v (the experts frozen), one 12288-token sequence, reentrant: the
@@ -72,8 +71,8 @@ TEST(HfBackwardOrder, RoutedSwigluAfterTheWeightsProductFreedTheOutputs) {
   t.lora_rank = 8;
   t.lora_targets = resolve_lora_targets(m, {"q_proj", "v_proj"}).targets;
   const LayerDef layer = build_layer(m, rank_shape(t), 1);
-  const auto combine = std::find_if(layer.blocks.begin(), layer.blocks.end(),
-                                    [](const Block& b) { return b.name == "moe.combine"; });
+  const auto combine =
+      std::find_if(layer.blocks.begin(), layer.blocks.end(), [](const Block& b) { return b.name == "moe.combine"; });
   ASSERT_NE(combine, layer.blocks.end());
   const double rows = 12288.0 * 2, input = 12288.0 * 6144 * 2;
   const double expected = 3 * rows * 16384 * 2 - rows * 6144 * 2 - saved_bytes(*combine) + 2 * input;
@@ -90,8 +89,8 @@ TEST(HfBackwardOrder, DeepseekSharedExpertsRunAfterTheRoutedOnes) {
   const LayerDef layer = build_layer(m, rank_shape(hf_step(1, 1024)), 3);
   std::vector<std::string> names;
   for (const Block& b : layer.blocks) names.push_back(b.name);
-  const std::vector<std::string> expected = {"gqa",         "attn.out",           "moe.shared",
-                                             "moe.dispatch", "moe.routed", "moe.shared_experts", "moe.combine"};
+  const std::vector<std::string> expected = {"gqa",        "attn.out",           "moe.shared", "moe.dispatch",
+                                             "moe.routed", "moe.shared_experts", "moe.combine"};
   EXPECT_EQ(names, expected);
   EXPECT_DOUBLE_EQ(layer.blocks[5].branch_grad_bytes, 1024.0 * 5120 * 2);
   for (const OpDef& op : layer.blocks[2].ops) EXPECT_FALSE(op.name.starts_with("shared_")) << op.name;

@@ -171,8 +171,8 @@ void add_shared_experts(Block& b, const RankShape& r, const ModelSpec& m) {
   const double h = double(m.hidden_size), f = double(m.shared_mlp_width()) / double(r.tp);
   if (r.tp > 1) b.ops.push_back(parts::input_gather(r, h));
   if (m.mlp_kind == MlpKind::gated) {
-    b.ops.push_back(parts::linear(b, r, "shared_gate_up", r.tokens(), h, 2 * f, "x_norm",
-                                  {&LoraTargets::gate, &LoraTargets::up}));
+    b.ops.push_back(
+        parts::linear(b, r, "shared_gate_up", r.tokens(), h, 2 * f, "x_norm", {&LoraTargets::gate, &LoraTargets::up}));
     parts::add_swiglu(b, r.tokens(), f, "shared_", r.swiglu_fused, r.glu_linear_copy,
                       r.layouts_from_model_code && m.clamped_swiglu);
   } else {

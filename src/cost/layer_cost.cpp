@@ -209,9 +209,9 @@ void full_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, 
   c.kept_bytes = head ? layer.input_bytes : 0;
   // the kept input is among the saved tensors only where an op of the first block saves it (not
   // where the input norm saves its fp32 copy)
-  const bool input_in_saved = !layer.blocks.empty() && !layer.blocks.front().inputs.empty() &&
-                              block_saves(layer.blocks.front(), layer.blocks.front().inputs.front(),
-                                          layer.blocks.front().ops.size());
+  const Block* first = layer.blocks.empty() ? nullptr : &layer.blocks.front();
+  const bool input_in_saved =
+      first && !first->inputs.empty() && block_saves(*first, first->inputs.front(), first->ops.size());
   c.transient_bytes = all_saved - (input_in_saved ? c.kept_bytes : 0) + largest_working_set(layer, grads, saved);
   // the output's gradient beside the backward, and a reentrant replay's output (codellama-34b's
   // LoRA steps at 12k-49k tokens: peak-traces-h200/unseen11)
