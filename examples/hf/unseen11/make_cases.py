@@ -114,12 +114,8 @@ def predicted_peak_gib(c):
     return out.stderr.strip()[-300:]
 
 
-def main():
-    rng = random.Random(11)
-    cases = []
-    for name in CONFIGS:
-        for _ in range(2):
-            cases.append(draw(rng, name))
+def fitting_cases(cases):
+    """The cases, duplicates dropped, that remat prices below 120 GiB (eager where it asks for it)."""
     seen = set()
     cases = [c for c in cases if not (c["case"] in seen or seen.add(c["case"]))]
     kept = []
@@ -133,6 +129,12 @@ def main():
             kept.append(c)
         else:
             print("dropped", c["case"], peak)
+    return kept
+
+
+def main():
+    rng = random.Random(11)
+    kept = fitting_cases([draw(rng, name) for name in CONFIGS for _ in range(2)])
     json.dump(kept, open(os.path.join(HERE, "cases.json"), "w"), indent=1)
     print(f"{len(kept)} cases written")
 
