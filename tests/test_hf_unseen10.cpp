@@ -49,9 +49,7 @@ TEST(HfUnseen10, StarCoder2DropoutProbes) { expect_peaks("steps-unseen10-probe-h
 
 TEST(HfUnseen10, FollowUps) {
   expect_peaks("steps-unseen10-followup-h200.jsonl", 3.0,
-               {{"starcoder2-7b-lora-nr-s6144-r16-qkvo_down-do0.1-mixed-dpo", 3.2},
-                {"starcoder2-7b-full-none-s4096-b3-mixed", -3.1}},
-               14);
+               {{"starcoder2-7b-lora-nr-s6144-r16-qkvo_down-do0.1-mixed-dpo", 3.2}}, 14);
 }
 
 // Set b, blind: BLOOM's reentrant step (-16.9%, now -1.07%) holds the probabilities its block
