@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "hf_measured.hpp"
+#include "remat/io/hf_run_log.hpp"
 #include "remat/spec/lora_placement.hpp"
 #include "test_helpers.hpp"
 
@@ -59,6 +60,53 @@ TEST(HfUnseen12, LoraOnUnconvertedStackedExpertsIsRefused) {
   // a converted family keeps them (Qwen3-MoE: PEFT adapts the routed experts' stacked weights)
   const ModelSpec qwen = test::model(std::string(REMAT_TEST_DATA) + "/data/hf_configs/qwen3-235b-a22b.json");
   EXPECT_TRUE(resolve_lora_targets(qwen, {"down_proj"}).targets.down);
+}
+
+// validate --hf-run prices the steps that ran out of memory too. PyTorch's message names what it held
+// and what it asked for: a training step's record is read with the GPU's memory as its peak and their
+// sum as the least it needed; a failed build or hf_step.py's diagnostic pass is no training step, and
+// a malformed flag is no out-of-memory record.
+TEST(HfUnseen12, OutOfMemoryRecordsAreRead) {
+  const std::string settings =
+      R"("config": "c.json", "mode": "full", "checkpointing": "none", "attention": "sdpa", "precision": "bf16",)"
+      R"( "objective": "sft", "gpu": "NVIDIA H200", "num_hidden_layers": 2, "seq": 2048, "mbs": 1, "lora_rank": 0,)"
+      R"( "grpo_group": null, "lora_dropout": 0, "lora_targets": [], "step": null, "gpu_total_bytes": 150109880320)";
+  const std::string text =
+      R"({"case": "a", "oom": true, "oom_phase": "step1", "error": "CUDA out of memory. Tried to allocate 48.00 GiB.)"
+      R"( GPU 0 has ... Of the allocated memory 52.61 GiB is allocated by PyTorch, and ...", )" +
+      settings + "}\n" + R"({"case": "b", "oom": true, "oom_phase": "build", )" + settings + "}\n" +
+      R"({"case": "c", "oom": "yes", "oom_phase": "step1", )" + settings + "}\n";
+  const std::vector<HfStep> oom = parse_hf_out_of_memory(text, "log.jsonl");
+  ASSERT_EQ(oom.size(), 1u);
+  EXPECT_EQ(oom[0].case_name, "a");
+  EXPECT_DOUBLE_EQ(oom[0].peak_bytes, 150109880320.0);
+  EXPECT_DOUBLE_EQ(oom[0].oom_needed_bytes, (48.0 + 52.61) * 1024 * 1024 * 1024);
+}
+
+// The three measured training steps that ran out of memory: GLM-5.2's DSA DPO pair priced above the
+// H200's memory; Qwen3-4B's LoRA step at 16k on an H100 and Falcon-H1-7B's at 2 x 4k on an H200
+// priced within 0.6% of what PyTorch held plus what it asked for (72.50 and 100.61 GiB), below the
+// GPU's memory: the caching allocator's reserved but unallocated blocks (10 and 47 GiB) could not
+// serve the request.
+TEST(HfUnseen12, MeasuredOutOfMemorySteps) {
+  const std::string root = std::string(REMAT_TEST_DATA) + "/../reports/hf/";
+  int above = 0, reserve = 0;
+  for (const char* file : {"steps-h100.jsonl", "steps-lora-replay2-h200.jsonl", "steps-unseen12-rerun-h200.jsonl"}) {
+    for (const HfStep& s : parse_hf_out_of_memory(test::read_text(root + file), file)) {
+      ModelSpec m = test::model(std::string(REMAT_TEST_DATA) + "/../" + s.config);
+      m.num_hidden_layers = s.num_layers;
+      const HfComparison c =
+          compare_hf(s, m, test::hardware(s.gpu.find("H100") != std::string::npos ? "h100-sxm" : "h200"), file);
+      if (c.estimate.peak_memory_bytes > s.peak_bytes) {
+        ++above;
+      } else {
+        EXPECT_NEAR(c.estimate.peak_memory_bytes / s.oom_needed_bytes, 1.0, 0.01) << s.case_name;
+        ++reserve;
+      }
+    }
+  }
+  EXPECT_EQ(above, 1);
+  EXPECT_EQ(reserve, 2);
 }
 
 }  // namespace

@@ -148,10 +148,11 @@ std::string config_path(const std::string& config, const std::string& run_file) 
 
 int validate_hf_runs(const ValidateOptions& o) {
   std::vector<InputDigest> inputs;
-  std::vector<std::pair<HfStep, std::string>> steps;  // with the file each came from
+  std::vector<std::pair<HfStep, std::string>> steps, out_of_memory;  // with the file each came from
   for (const auto& path : o.hf_runs) {
     const std::string text = read_file_text(path, "--hf-run");
     for (HfStep& s : last_steps(parse_hf_run(text, path))) steps.emplace_back(std::move(s), path);
+    for (HfStep& s : parse_hf_out_of_memory(text, path)) out_of_memory.emplace_back(std::move(s), path);
     inputs.push_back({"hf_run", path, sha256_hex(text)});
   }
   // each step priced on its own GPU's hardware file (logs of an H100 and an H200 in one call), unless
@@ -170,16 +171,20 @@ int validate_hf_runs(const ValidateOptions& o) {
     return hardware_by_name.at(name);
   };
   std::map<std::string, ModelSpec> models;
-  std::vector<HfComparison> cases;
-  for (const auto& [step, file] : steps) {
-    const std::string path = config_path(step.config, file);
-    if (!models.count(path)) models.emplace(path, load_model(read_spec_source(path, "models")));
-    ModelSpec m = models.at(path);
-    m.num_hidden_layers = step.num_layers;
-    cases.push_back(compare_hf(step, m, hardware_for(step, file), file));
-  }
+  const auto compare_all = [&](const std::vector<std::pair<HfStep, std::string>>& measured) {
+    std::vector<HfComparison> out;
+    for (const auto& [step, file] : measured) {
+      const std::string path = config_path(step.config, file);
+      if (!models.count(path)) models.emplace(path, load_model(read_spec_source(path, "models")));
+      ModelSpec m = models.at(path);
+      m.num_hidden_layers = step.num_layers;
+      out.push_back(compare_hf(step, m, hardware_for(step, file), file));
+    }
+    return out;
+  };
+  const std::vector<HfComparison> cases = compare_all(steps), oom = compare_all(out_of_memory);
   const ReportMeta meta{REMAT_VERSION, REMAT_GIT_COMMIT, "validate --hf-run", inputs};
-  emit_report(o.format, o.json_path, hf_table(cases, hardware_names), hf_report(meta, cases, hardware_names));
+  emit_report(o.format, o.json_path, hf_table(cases, oom, hardware_names), hf_report(meta, cases, oom, hardware_names));
   if (!o.svg_path.empty()) write_file_text(o.svg_path, "--svg", hf_svg(cases, hardware_names));
   return kExitOk;
 }

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <map>
+#include <regex>
 
 #include "remat/report/json_text.hpp"
 #include "remat/spec/lora_placement.hpp"
@@ -108,10 +110,42 @@ HfStep step_from(const Line& l) {
   return s;
 }
 
-}  // namespace
+bool out_of_memory_record(const json& j) {
+  const auto oom = j.find("oom");
+  return oom != j.end() && oom->is_boolean() && oom->get<bool>();
+}
 
-std::vector<HfStep> parse_hf_run(const std::string& text, const std::string& file) {
-  std::vector<HfStep> steps;
+// PyTorch's out-of-memory message: "Tried to allocate 48.00 GiB ... Of the allocated memory 52.61 GiB
+// is allocated by PyTorch": their sum, or 0 where the message says neither.
+double oom_needed_bytes(const std::string& message) {
+  static const std::regex request(R"(Tried to allocate ([0-9.]+) (GiB|MiB))");
+  static const std::regex allocated(R"(Of the allocated memory ([0-9.]+) (GiB|MiB) is allocated by PyTorch)");
+  const auto bytes = [&](const std::regex& pattern) {
+    std::smatch m;
+    if (!std::regex_search(message, m, pattern)) return -1.0;
+    return std::stod(m[1].str()) * (m[2].str() == "GiB" ? 1024.0 * 1024 * 1024 : 1024.0 * 1024);
+  };
+  const double asked = bytes(request), held = bytes(allocated);
+  return asked < 0 || held < 0 ? 0 : asked + held;
+}
+
+// A training step that ran out of GPU memory, as a step whose peak is the GPU's whole memory (the
+// out-of-memory record carries the case's settings; a model that failed to build, or hf_step.py's
+// diagnostic pass, is no training step).
+void add_out_of_memory(const json& j, const std::string& file, size_t number, std::vector<HfStep>& out) {
+  const auto phase = j.find("oom_phase");
+  if (!out_of_memory_record(j)) return;
+  if (phase == j.end() || !phase->is_string() || !phase->get<std::string>().starts_with("step")) return;
+  json step = j;
+  step["step"] = 1, step["peak_allocated_bytes"] = j.value("gpu_total_bytes", 0.0);
+  step["allocated_before_bytes"] = 0, step["step_time_s"] = 0;
+  out.push_back(step_from(Line{step, file, number}));
+  const auto error = j.find("error");
+  if (error != j.end() && error->is_string()) out.back().oom_needed_bytes = oom_needed_bytes(error->get<std::string>());
+}
+
+void for_each_record(const std::string& text, const std::string& file,
+                     const std::function<void(const json&, size_t)>& record) {
   size_t start = 0, number = 0;
   while (start < text.size()) {
     const size_t end = std::min(text.find('\n', start), text.size());
@@ -127,13 +161,28 @@ std::vector<HfStep> parse_hf_run(const std::string& text, const std::string& fil
     if (parsed ? !j.is_object() : failure.malformed)
       throw InputError({{file, "line " + std::to_string(number), line.substr(0, 60), "is not a JSON object"}});
     if (!parsed) throw InputError({{file, "line " + std::to_string(number) + ": " + failure.key, "", failure.message}});
-    const Line l{j, file, number};
-    if (j.value("oom", false) || j.contains("error")) continue;
-    // step 0 is hf_step.py's saved-tensor diagnostic: a forward and backward before the measured steps
-    if (l.integer("step") == 0) continue;
-    steps.push_back(step_from(l));
+    record(j, number);
   }
+}
+
+}  // namespace
+
+std::vector<HfStep> parse_hf_run(const std::string& text, const std::string& file) {
+  std::vector<HfStep> steps;
+  for_each_record(text, file, [&](const json& j, size_t number) {
+    const Line l{j, file, number};
+    if (out_of_memory_record(j) || j.contains("error")) return;
+    // step 0 is hf_step.py's saved-tensor diagnostic: a forward and backward before the measured steps
+    if (l.integer("step") == 0) return;
+    steps.push_back(step_from(l));
+  });
   if (steps.empty()) throw InputError({{file, "step", "", "holds no measured step (step >= 1)"}});
+  return steps;
+}
+
+std::vector<HfStep> parse_hf_out_of_memory(const std::string& text, const std::string& file) {
+  std::vector<HfStep> steps;
+  for_each_record(text, file, [&](const json& j, size_t number) { add_out_of_memory(j, file, number, steps); });
   return steps;
 }
 

@@ -145,7 +145,42 @@ Summary summarize(const std::vector<HfComparison>& cases, const std::vector<HfTi
 
 }  // namespace
 
-std::string hf_table(const std::vector<HfComparison>& cases, const std::string& hardware_name) {
+namespace {
+
+bool priced_above_gpu(const HfComparison& oom) { return oom.estimate.peak_memory_bytes > oom.measured.peak_bytes; }
+
+// A step that ran out of memory while its allocated bytes, by remat's price and within 3% of what
+// PyTorch held plus what it asked for, stay below the GPU's: the caching allocator's reserved but
+// unallocated blocks could not serve the request.
+bool allocator_reserve(const HfComparison& oom) {
+  const double needed = oom.measured.oom_needed_bytes;
+  return !priced_above_gpu(oom) && needed > 0 && oom.estimate.peak_memory_bytes >= 0.97 * needed;
+}
+
+std::string out_of_memory_lines(const std::vector<HfComparison>& out_of_memory) {
+  if (out_of_memory.empty()) return "";
+  std::string out =
+      "\nsteps that ran out of GPU memory (needed: allocated plus the failed request, PyTorch's message):\n";
+  out += fmt::format("{:<44} {:>9} {:>9} {:>9}\n", "case", "GPU GiB", "needed", "pred");
+  size_t above = 0, reserve = 0;
+  for (const HfComparison& c : out_of_memory) {
+    above += priced_above_gpu(c), reserve += allocator_reserve(c);
+    const char* verdict = priced_above_gpu(c)    ? "does not fit"
+                          : allocator_reserve(c) ? "fits by allocated bytes: the allocator's reserve ran out"
+                                                 : "missed";
+    out += fmt::format("{:<44} {:>9.2f} {:>9.2f} {:>9.2f}  {}\n", c.measured.case_name, c.measured.peak_bytes / kGiB,
+                       c.measured.oom_needed_bytes / kGiB, c.estimate.peak_memory_bytes / kGiB, verdict);
+  }
+  return out + fmt::format(
+                   "out of memory: {} steps, {} priced above the GPU's memory, {} within 3% of the allocated bytes "
+                   "they needed (the allocator's reserve ran out), {} missed\n",
+                   out_of_memory.size(), above, reserve, out_of_memory.size() - above - reserve);
+}
+
+}  // namespace
+
+std::string hf_table(const std::vector<HfComparison>& cases, const std::vector<HfComparison>& out_of_memory,
+                     const std::string& hardware_name) {
   std::string out =
       fmt::format("Hugging Face training steps on {} (profile hf), step peak and memory before it:\n", hardware_name);
   out += fmt::format("{:<44} {:>9} {:>9} {:>7}  {:>9} {:>9} {:>7}  {:>8} {:>8}\n", "case", "peak GiB", "pred", "err %",
@@ -164,6 +199,7 @@ std::string hf_table(const std::vector<HfComparison>& cases, const std::string& 
                          r.predicted, r.error_pct());
   }
   const Summary s = summarize(cases, ratios);
+  out += out_of_memory_lines(out_of_memory);
   out += "\n" + summary_line("step peak", s.peak, 3) + summary_line("allocated before the step", s.before, 3) +
          summary_line("time over no checkpointing", s.ratio, 10);
   return out;
@@ -214,7 +250,8 @@ std::string hf_svg(const std::vector<HfComparison>& cases, const std::string& ha
       {"full model", "LoRA"}, {peak, before, ratio});
 }
 
-Json hf_report(const ReportMeta& meta, const std::vector<HfComparison>& cases, const std::string& hardware_name) {
+Json hf_report(const ReportMeta& meta, const std::vector<HfComparison>& cases,
+               const std::vector<HfComparison>& out_of_memory, const std::string& hardware_name) {
   Json j;
   j["meta"] = meta_json(meta);
   j["framework"] = kHfFramework;
@@ -229,9 +266,23 @@ Json hf_report(const ReportMeta& meta, const std::vector<HfComparison>& cases, c
                                 {"measured", r.measured},
                                 {"predicted", r.predicted},
                                 {"error_pct", r.error_pct()}});
+  j["out_of_memory"] = Json::array();
+  size_t above = 0;
+  for (const HfComparison& c : out_of_memory) {
+    above += priced_above_gpu(c);
+    j["out_of_memory"].push_back({{"case", c.measured.case_name},
+                                  {"source", c.source_file},
+                                  {"gpu_bytes", int64_t(c.measured.peak_bytes)},
+                                  {"needed_bytes", int64_t(c.measured.oom_needed_bytes)},
+                                  {"predicted_peak_bytes", int64_t(std::llround(c.estimate.peak_memory_bytes))},
+                                  {"priced_above_gpu", priced_above_gpu(c)},
+                                  {"allocator_reserve_ran_out", allocator_reserve(c)}});
+  }
   const Summary s = summarize(cases, ratios);
-  j["summary"] = {
-      {"peak", spread_json(s.peak)}, {"before", spread_json(s.before)}, {"time_ratio", spread_json(s.ratio)}};
+  j["summary"] = {{"peak", spread_json(s.peak)},
+                  {"before", spread_json(s.before)},
+                  {"time_ratio", spread_json(s.ratio)},
+                  {"out_of_memory", {{"cases", out_of_memory.size()}, {"priced_above_gpu", above}}}};
   return j;
 }
 

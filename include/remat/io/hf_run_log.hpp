@@ -11,6 +11,9 @@ namespace remat {
 // Every step >= 1 that ran (out-of-memory records are skipped). Throws
 // InputError naming the file, the line and the key of a malformed record.
 std::vector<HfStep> parse_hf_run(const std::string& text, const std::string& file);
+// The training steps that ran out of GPU memory (oom_phase "step..."), each with the GPU's whole
+// memory as its peak_bytes.
+std::vector<HfStep> parse_hf_out_of_memory(const std::string& text, const std::string& file);
 // The last step of each case, in the order the cases first appear.
 std::vector<HfStep> last_steps(const std::vector<HfStep>& steps);
 

@@ -23,6 +23,9 @@ struct HfStep {
   std::string lora_adapter_dtype = "float32";  // PEFT's default (autocast_adapter_dtype)
   double peak_bytes = 0, before_bytes = 0, step_time_s = 0;
   bool oom = false;
+  // a step that ran out of memory: PyTorch's allocated bytes at the failure plus the request that
+  // failed, read from its message (0: not stated), the least the step's peak would have been
+  double oom_needed_bytes = 0;
 };
 
 // The training layout and plan that reproduce the step under the `hf` profile.
@@ -57,8 +60,12 @@ struct HfTimeRatio {
 };
 std::vector<HfTimeRatio> hf_time_ratios(const std::vector<HfComparison>& cases);
 
-std::string hf_table(const std::vector<HfComparison>& cases, const std::string& hardware_name);
-Json hf_report(const ReportMeta& meta, const std::vector<HfComparison>& cases, const std::string& hardware_name);
+// `out_of_memory`: steps that ran out of GPU memory (parse_hf_out_of_memory), each priced against the
+// GPU's memory (its measured.peak_bytes).
+std::string hf_table(const std::vector<HfComparison>& cases, const std::vector<HfComparison>& out_of_memory,
+                     const std::string& hardware_name);
+Json hf_report(const ReportMeta& meta, const std::vector<HfComparison>& cases,
+               const std::vector<HfComparison>& out_of_memory, const std::string& hardware_name);
 // Predicted against measured: step peak, bytes before the step, checkpointed time over none;
 // full-model and LoRA steps in two colours.
 std::string hf_svg(const std::vector<HfComparison>& cases, const std::string& hardware_name);
