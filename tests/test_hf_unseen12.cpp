@@ -8,7 +8,11 @@
 // PEFT refuses (remat now refuses it too), and GLM-5.2's DPO pair at 12288 tokens ran out of memory.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 #include "hf_measured.hpp"
+#include "remat/cost/params.hpp"
 #include "remat/io/hf_run_log.hpp"
 #include "remat/spec/lora_placement.hpp"
 #include "test_helpers.hpp"
@@ -107,6 +111,44 @@ TEST(HfUnseen12, MeasuredOutOfMemorySteps) {
   }
   EXPECT_EQ(above, 1);
   EXPECT_EQ(reserve, 2);
+}
+
+}  // namespace
+}  // namespace remat
+
+namespace remat {
+namespace {
+
+// The unseen real configs of sets 11 and 12 (examples/hf/unseen1{1,2}/realcfg/, sources.tsv beside
+// them), loaded as a user would: each file transformers 5.17 counts (param-counts-realcfg1{1,2}-
+// h200.jsonl) loads in remat with that count exactly; DeepSeek-V4 is refused with its construct
+// named. Set 12 as first loaded: 25 of 25 countable exact (laguna and an ill-formed DBRX copy
+// transformers cannot build), two Qwen3.5 fixtures refused for keys their config classes default
+// (now read as transformers' defaults: head_dim 256, the linear attention's heads and dims, the
+// shared expert's 512), DeepSeek-V4 refused.
+TEST(HfUnseen12, RealConfigsCountAsTransformersBuildsThem) {
+  const std::string root = std::string(REMAT_TEST_DATA) + "/../";
+  int exact = 0, refused = 0;
+  for (const std::string set : {"11", "12"}) {
+    std::ifstream lines(root + "reports/hf/param-counts-realcfg" + set + "-h200.jsonl");
+    std::string line;
+    while (std::getline(lines, line)) {
+      const auto row = nlohmann::json::parse(line);
+      if (!row.contains("file")) continue;  // the versions line
+      const std::string file = root + "examples/hf/unseen" + set + "/realcfg/" + row.at("file").get<std::string>();
+      if (!row.contains("params")) continue;  // transformers could not build it
+      try {
+        const ModelSpec m = test::model(file);
+        EXPECT_EQ(model_params(m, m.num_hidden_layers), row.at("params").get<double>()) << file;
+        ++exact;
+      } catch (const InputError& e) {
+        ++refused;
+        EXPECT_NE(std::string(e.what()).find("compressed sparse attention"), std::string::npos) << e.what();
+      }
+    }
+  }
+  EXPECT_EQ(exact, 29 + 27);
+  EXPECT_EQ(refused, 1);
 }
 
 }  // namespace

@@ -196,7 +196,8 @@ bool builds_gated_shared_expert(const std::string& family) {
 // `gated_shared`: the MoE block builds its shared expert and that expert's gate whatever the width,
 // a zero-wide expert included (Qwen2MoeSparseMoeBlock, Qwen3-Next's and Qwen3.5-MoE's); Qwen3-MoE's
 // block has neither.
-void read_qwen_experts(HfJsonReader& r, ModelSpec& m, bool gated_shared) {
+void read_qwen_experts(HfJsonReader& r, ModelSpec& m, const std::string& family) {
+  const bool gated_shared = builds_gated_shared_expert(family);
   r.integer("num_experts", m.n_routed_experts, true);
   r.integer("moe_intermediate_size", m.moe_intermediate_size, true);
   m.moe_layer_rule = MoeLayerRule::every_step;
@@ -207,7 +208,12 @@ void read_qwen_experts(HfJsonReader& r, ModelSpec& m, bool gated_shared) {
   std::sort(m.dense_mlp_layers.begin(), m.dense_mlp_layers.end());
   refuse_layers_outside(r, "mlp_only_layers", m.dense_mlp_layers, m.num_hidden_layers);
   int64_t shared = 0;
-  r.integer("shared_expert_intermediate_size", shared, false);
+  // Qwen3-Next's and Qwen3.5-MoE's config classes default it to 512 (a Qwen3.5-MoE config without
+  // it counts so in transformers 5.17: param-counts-realcfg12-h200.jsonl)
+  if (family == "qwen3_next" || family == "qwen3_5_moe_text")
+    integer_or_default(r, m, "shared_expert_intermediate_size", shared, 512);
+  else
+    r.integer("shared_expert_intermediate_size", shared, false);
   if (shared > 0 && m.moe_intermediate_size > 0)
     shared_mlp_as_experts(r, "shared_expert_intermediate_size", shared, m.moe_intermediate_size,
                           "moe_intermediate_size", m);
@@ -266,8 +272,10 @@ void read_ernie_experts(HfJsonReader& r, ModelSpec& m) {
 
 // DBRX: the experts under ffn_config (gated, every layer); kv heads under attn_config.
 void read_dbrx_experts(HfJsonReader& r, ModelSpec& m) {
-  for (const char* key : {"ffn_config", "attn_config"})
+  for (const char* key : {"ffn_config", "attn_config"}) {
+    r.mark_read(key);
     if (!r.object.contains(key) || !r.object[key].is_object()) return r.fail(key, "", "must be an object");
+  }
   HfJsonReader ffn{r.object["ffn_config"], r.file, r.path("ffn_config."), r.problems};
   HfJsonReader attn{r.object["attn_config"], r.file, r.path("attn_config."), r.problems};
   ffn.integer("moe_num_experts", m.n_routed_experts, true);
@@ -387,7 +395,7 @@ void read_experts(HfJsonReader& r, ModelSpec& m, const HfFamily& family, const s
       if (m.n_routed_experts > 0) m.moe_intermediate_size = m.intermediate_size;
       break;
     case HfExperts::qwen:
-      read_qwen_experts(r, m, builds_gated_shared_expert(family.model_type));
+      read_qwen_experts(r, m, family.model_type);
       refuse_no_experts(r, "num_experts", m, type);
       read_mlp_layer_types(r, m);  // Mellum's
       break;

@@ -201,15 +201,18 @@ bool rope_nulled(HfJsonReader& r) {
 // Gemma's: (1 + weight) applied in fp32 before the cast back (Qwen3NextRMSNorm, Qwen3_5RMSNorm).
 void qwen3_next_layer(HfJsonReader& r, ModelSpec& m) {
   qwen3_layer(r, m);
+  integer_or_default(r, m, "head_dim", m.head_dim, 256);  // Qwen3NextConfig's, not hidden / heads
   m.norm_scale_fp32 = true;
   m.attention_output_gate = true;
   r.boolean("attn_output_gate", m.attention_output_gate);
   set_rotary_fraction(r, m, "partial_rotary_factor", 0.25);
-  r.integer("linear_num_key_heads", m.linear_num_key_heads, true);
-  r.integer("linear_num_value_heads", m.linear_num_value_heads, true);
-  r.integer("linear_key_head_dim", m.linear_key_head_dim, true);
-  r.integer("linear_value_head_dim", m.linear_value_head_dim, true);
-  r.integer("linear_conv_kernel_dim", m.linear_conv_kernel, false);
+  // absent keys take Qwen3NextConfig's / Qwen3_5TextConfig's defaults (transformers 5.17, read on
+  // the GPU machine): 16 key and 32 value heads of 128, a 4-wide convolution
+  integer_or_default(r, m, "linear_num_key_heads", m.linear_num_key_heads, 16);
+  integer_or_default(r, m, "linear_num_value_heads", m.linear_num_value_heads, 32);
+  integer_or_default(r, m, "linear_key_head_dim", m.linear_key_head_dim, 128);
+  integer_or_default(r, m, "linear_value_head_dim", m.linear_value_head_dim, 128);
+  integer_or_default(r, m, "linear_conv_kernel_dim", m.linear_conv_kernel, 4);
   int64_t mtp = 0;
   r.integer("mtp_num_hidden_layers", mtp, false);
   if (mtp > 0)
