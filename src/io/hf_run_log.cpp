@@ -136,8 +136,10 @@ void add_out_of_memory(const json& j, const std::string& file, size_t number, st
   const auto phase = j.find("oom_phase");
   if (!out_of_memory_record(j)) return;
   if (phase == j.end() || !phase->is_string() || !phase->get<std::string>().starts_with("step")) return;
+  const Line l{j, file, number};
+  if (l.real("gpu_total_bytes") <= 0) l.fail("gpu_total_bytes", "0", "must be positive: the GPU's memory");
   json step = j;
-  step["step"] = 1, step["peak_allocated_bytes"] = j.value("gpu_total_bytes", 0.0);
+  step["step"] = 1, step["peak_allocated_bytes"] = j.at("gpu_total_bytes");
   step["allocated_before_bytes"] = 0, step["step_time_s"] = 0;
   out.push_back(step_from(Line{step, file, number}));
   const auto error = j.find("error");
