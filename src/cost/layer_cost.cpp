@@ -55,11 +55,8 @@ bool forward_working_set(const Block& b) {
   return largest && largest->working_bytes > 0 && largest->fwd_working_bytes >= largest->working_bytes;
 }
 
-bool listed(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-bool listed_view(const std::vector<std::string_view>& names, std::string_view name) {
+template <typename Name>
+bool listed(const std::vector<Name>& names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
@@ -77,7 +74,7 @@ double saved_only_after(const Block& b, size_t op) {
   std::vector<std::string_view> counted;
   for (size_t i = op + 1; i < b.ops.size(); ++i)
     for (const std::string& name : b.ops[i].saves)
-      if (!block_saves(b, name, op + 1) && !listed_view(counted, name))
+      if (!block_saves(b, name, op + 1) && !listed(counted, name))
         counted.push_back(name), bytes += b.tensor_bytes(name);
   return bytes;
 }
