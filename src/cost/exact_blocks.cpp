@@ -580,11 +580,10 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     b.ops.push_back(ops::streaming("qk_fp32", 14 * elems, 6 * elems, {}));
   }
   std::string k = "k", v = "v";
-  // transformers under sdpa, a sliding-window layer as long as its window or longer (masking_utils'
-  // _ignore_causal_mask_sdpa skips the mask only for kv_length < sliding_window): an s x s mask handed
-  // to sdpa, which each layer's memory-efficient kernel saves as a bf16 bias (as Falcon's, measured),
-  // keys and values repeated to every query head (sdpa_attention.py: use_gqa_in_sdpa is false when a
-  // mask is given), the whole square computed
+  // transformers under sdpa, a sliding-window layer of s >= its window (masking_utils skips the mask
+  // below it): an s x s mask handed to sdpa, which each layer's memory-efficient kernel saves as a bf16
+  // bias (as Falcon's, measured), keys and values repeated to every query head (use_gqa_in_sdpa is
+  // false when a mask is given), the whole square computed
   const bool window_mask = windowed && r.layouts_from_model_code && r.flash_attention && m.sliding_window_tokens > 0 &&
                            r.s >= double(m.sliding_window_tokens);
   if (r.gqa_expand_kv || (window_mask && g < nh)) {  // keys and values repeated to every query head
