@@ -29,9 +29,8 @@ CONFIGS = {
 
 
 def main():
-    unseen11.CONFIGS = CONFIGS
     rng = random.Random(12)
-    kept = unseen11.fitting_cases([unseen11.draw(rng, name) for name in CONFIGS for _ in range(2)])
+    kept = unseen11.fitting_cases([unseen11.draw(rng, name, CONFIGS[name]) for name in CONFIGS for _ in range(2)])
     json.dump(kept, open(os.path.join(HERE, "cases.json"), "w"), indent=1)
     print(f"{len(kept)} cases written")
 
