@@ -79,6 +79,30 @@ TEST(HfBackwardOrder, RoutedSwigluAfterTheWeightsProductFreedTheOutputs) {
   EXPECT_NEAR(checkpointed_transient(layer, false) - all_saved(layer), expected, 1);
 }
 
+// StarCoder2-7B under autocast (fp32 parameters, --precision mixed), LoRA with dropout on q, k, v, o and
+// c_proj, 2 x 6144 tokens, non-reentrant. The replay starts in c_proj's adapter backward: beside the
+// layer output's fp32 gradient, the residual add's bf16 cast of it and the scaling's bf16 gradient
+// (the adapters run in bf16 there; peak-traces-h200/unseen10/sc2nodrop-lora-nr-do0.1-mixed-dpo holds
+// one fp32 and two bf16 tensors of the layer's width). Priced as fp32 adapters outside autocast (an
+// fp32 gradient and a bf16 cast on top), the step was +3.3%; now -1.0%.
+TEST(HfBackwardOrder, AutocastAdaptersStartTheReplayOnBf16Gradients) {
+  const ModelSpec m = corpus_model("starcoder2-7b.json", kHfFramework);
+  TrainingSpec t;
+  t.mbs = 2, t.gbs = 2, t.seq = 6144, t.precision = Precision::mixed;
+  t = apply_framework(t, kHfFramework);
+  t.lora_rank = 16, t.lora_dropout = 0.1;
+  t.lora_targets = resolve_lora_targets(m, {"q_proj", "k_proj", "v_proj", "o_proj", "c_proj"}).targets;
+  const LayerDef layer = build_layer(m, rank_shape(t), 1);
+  const double width_bf16 = 2.0 * 6144 * 4608 * 2;
+  EXPECT_DOUBLE_EQ(layer.branch_grad_cast_bytes, width_bf16);
+  EXPECT_DOUBLE_EQ(layer.input_bytes, 2 * width_bf16);  // the fp32 stream
+  LayerDef outside_autocast = layer;
+  outside_autocast.branch_grad_cast_bytes = 0;
+  // fp32 adapters outside autocast: + 3 input widths; under it: + 2 bf16 widths (one input width)
+  EXPECT_NEAR(checkpointed_transient(outside_autocast, true) - checkpointed_transient(layer, true),
+              2 * layer.input_bytes, 1);
+}
+
 // GLM-4.5 runs DeepSeek's MoE forward: its shared expert after the routed ones, so under hf it is a
 // block of its own after them, leaving its input's gradient (a bf16 hidden row per token) alive
 // until the routed experts' joins it. Other profiles keep the shared expert in the router's block.

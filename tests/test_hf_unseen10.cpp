@@ -39,17 +39,15 @@ void expect_peaks(const std::string& file, double peak_pct, const std::map<std::
 // fp32 under autocast), +5.1% and Qwen3-8B's +3.3% (a checkpointed layer keeps no autocast weight
 // copy). StarCoder2's non-reentrant mixed DPO step with LoRA dropout was -7.4%: with the model's own
 // dropouts off its trace could be read (steps-unseen10-probe-h200.jsonl), and the replay holds each
-// fp32 adapter's fp32 cast of a bf16 input and its fp32 dropped copy; now +3.3% (+2.7% without them).
-TEST(HfUnseen10, BlindSet) {
-  expect_peaks("steps-unseen10-h200.jsonl", 3.0, {{"starcoder2-7b-lora-nr-s6144-r16-qkvo_down-do0.1-mixed-dpo", 3.3}},
-               59);
-}
+// fp32 adapter's fp32 cast of a bf16 input and its fp32 dropped copy; then +3.3%. Under autocast the
+// adapters' backward starts with two bf16 gradients of the layer's width, not an fp32 one and a cast
+// back (the replay-start term): now -1.0%.
+TEST(HfUnseen10, BlindSet) { expect_peaks("steps-unseen10-h200.jsonl", 3.0, {}, 59); }
 
 TEST(HfUnseen10, StarCoder2DropoutProbes) { expect_peaks("steps-unseen10-probe-h200.jsonl", 3.0, {}, 4); }
 
 TEST(HfUnseen10, FollowUps) {
-  expect_peaks("steps-unseen10-followup-h200.jsonl", 3.0,
-               {{"starcoder2-7b-lora-nr-s6144-r16-qkvo_down-do0.1-mixed-dpo", 3.2}}, 14);
+  expect_peaks("steps-unseen10-followup-h200.jsonl", 3.0, {}, 14);
 }
 
 // Set b, blind: BLOOM's reentrant step (-16.9%, now -1.07%) holds the probabilities its block

@@ -171,7 +171,10 @@ double replay_peak_bytes(const LayerDef& layer, bool early_stop) {
 // The gradients alive when the replay starts: the layer output's, and under early stop what the
 // backward of an adapted last projection computed before it needed a saved tensor (PEFT's cast back,
 // sum and scaling save none): the scaling's gradient in the adapters' dtype, and with fp32 adapters
-// the base path's own bf16 cast of the sum's gradient (bf16 adapters share the output's).
+// the base path's own bf16 cast of the sum's gradient (bf16 adapters share the output's). Under
+// autocast the adapters run in bf16 and no cast back is made: the branch's bf16 gradient, the
+// residual add's cast, and the scaling's, both bf16 (peak-traces-h200/unseen10/sc2nodrop-lora-nr-
+// do0.1-mixed-dpo: an fp32 and two bf16 tensors of the layer's width at the replay's peak).
 double replay_start_grad_bytes(const LayerDef& layer, bool early_stop) {
   double bytes = layer.input_bytes;
   if (!early_stop || layer.blocks.empty()) return bytes;
@@ -179,8 +182,14 @@ double replay_start_grad_bytes(const LayerDef& layer, bool early_stop) {
     const auto gemm =
         std::find_if(b->ops.rbegin(), b->ops.rend(), [](const OpDef& op) { return op.kind == OpKind::gemm; });
     if (gemm == b->ops.rend()) continue;
-    for (const OpDef& op : b->ops)
-      if (op.name == gemm->name + ".lora_gemm") bytes += layer.input_bytes * (op.fp32_adapter_flops > 0 ? 1 + 2 : 1);
+    const bool autocast = layer.branch_grad_cast_bytes > 0;
+    for (const OpDef& op : b->ops) {
+      if (op.name != gemm->name + ".lora_gemm") continue;
+      if (autocast)
+        bytes += 2 * layer.branch_grad_cast_bytes;
+      else
+        bytes += layer.input_bytes * (op.fp32_adapter_flops > 0 ? 1 + 2 : 1);
+    }
     break;
   }
   return bytes;

@@ -260,12 +260,19 @@ Json hf_report(const ReportMeta& meta, const std::vector<HfComparison>& cases,
   for (const auto& c : cases) j["cases"].push_back(case_json(c));
   const auto ratios = hf_time_ratios(cases);
   j["time_ratios"] = Json::array();
-  for (const auto& r : ratios)
-    j["time_ratios"].push_back({{"case", cases[r.checkpointed].measured.case_name},
-                                {"baseline", cases[r.baseline].measured.case_name},
+  for (const auto& r : ratios) {
+    const HfComparison &step = cases[r.checkpointed], &baseline = cases[r.baseline];
+    j["time_ratios"].push_back({{"case", step.measured.case_name},
+                                {"baseline", baseline.measured.case_name},
+                                {"source", step.source_file},
                                 {"measured", r.measured},
                                 {"predicted", r.predicted},
-                                {"error_pct", r.error_pct()}});
+                                {"error_pct", r.error_pct()},
+                                {"measured_step_time_s", step.measured.step_time_s},
+                                {"predicted_step_time_s", time_s(step)},
+                                {"measured_baseline_time_s", baseline.measured.step_time_s},
+                                {"predicted_baseline_time_s", time_s(baseline)}});
+  }
   j["out_of_memory"] = Json::array();
   size_t above = 0;
   for (const HfComparison& c : out_of_memory) {

@@ -125,6 +125,9 @@ struct LayerDef {
   // that ends with a linear runs that linear's backward first, so the block's inner gradients no
   // longer sit on the input only that linear saved, and its weight gradient exists by then
   bool saved_freed_per_node = false;
+  // Under autocast the residual stream is fp32 and a branch's output bf16: the residual add's
+  // backward casts the output's gradient to bf16 for the branch (0 where the dtypes agree)
+  double branch_grad_cast_bytes = 0;
   int recompute_block_count() const;
 };
 
