@@ -97,6 +97,45 @@ TEST(AttentionBySeq, FrameworkGridByHeadDimThenLog2Seq) {
   EXPECT_NEAR(t.bwd_s, 2.5e12 / (1e15 * 0.40), 1e-12);
 }
 
+// frameworks.hf.masked_attention: the kernel under a dense boolean mask (DeepSeek sparse attention
+// as transformers runs it), read for ops that say so; and fp32_gemm, a large fp32 GEMM's fraction
+// of the fp32 peak, for the ops bound by the fp32 units. Without them: the causal grid, and the
+// adapter GEMMs' bytes at memory_bound.
+TEST(AttentionBySeq, MaskedKernelAndFp32GemmFromTheFrameworkEntry) {
+  const std::string entry =
+      "peak_fp32_tflops: 50\nframeworks:\n  hf:\n    attention:\n"
+      "      - {head_dim: 128, seq: 4096, fwd: 0.60, bwd: 0.40}\n"
+      "    masked_attention:\n      - {head_dim: 128, seq: 4096, fwd: 0.30, bwd: 0.20}\n"
+      "    fp32_gemm: 0.5\n";
+  const HardwareSpec hf = apply_framework(parse_hardware_yaml(kHardware + entry, "tiny.yaml"), kHfFramework);
+  OpDef op;
+  op.kind = OpKind::attention;
+  op.fwd_flops = 1e12;
+  op.bwd_exec_flops = 2.5e12;
+  op.attention_seq = 4096;
+  op.attention_head_dim = 128;
+  EXPECT_NEAR(op_time(op, hf).fwd_s, 1e12 / (1e15 * 0.60), 1e-12);
+  op.dense_mask = true;
+  EXPECT_NEAR(op_time(op, hf).fwd_s, 1e12 / (1e15 * 0.30), 1e-12);
+  EXPECT_NEAR(op_time(op, hf).bwd_s, 2.5e12 / (1e15 * 0.20), 1e-12);
+  OpDef gemm;
+  gemm.kind = OpKind::memory_bound;
+  gemm.fwd_bytes = 1e9;
+  gemm.fp32_adapter_flops = 1e12;
+  gemm.fp32_compute_bound = true;
+  EXPECT_NEAR(op_time(gemm, hf).fwd_s, 1e12 / (50e12 * 0.5), 1e-12);
+  const HardwareSpec without = apply_framework(parse_hardware_yaml(kHardware, "tiny.yaml"), kHfFramework);
+  EXPECT_NEAR(op_time(op, without).fwd_s, 1e12 / (1e15 * 0.6), 1e-12);  // the file's flash scalar
+  EXPECT_NEAR(op_time(gemm, without).fwd_s, 1e9 / (2000e9 * 0.8), 1e-12);
+  // a fraction outside (0, 1] is refused, naming the key
+  try {
+    parse_hardware_yaml(kHardware + "frameworks:\n  hf:\n    fp32_gemm: 1.5\n", "tiny.yaml");
+    FAIL() << "fp32_gemm 1.5 accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("frameworks.hf.fp32_gemm"), std::string::npos) << e.what();
+  }
+}
+
 // Calibrating the committed run: a point per fit length, the held-out
 // lengths predicted at least as well as with the two scalars alone, and the
 // written YAML holds the points (inserted once, replaced on a second pass).

@@ -76,6 +76,7 @@ void add_indexer_transformers(Block& b, const RankShape& r, const ModelSpec& m) 
   OpDef scores = no_grad(ops::streaming("indexer_scores", pairs * heads * score_bytes, 0, {}));
   scores.fp32_adapter_flops = 2 * pairs * heads * dim;
   scores.gemm_flops_each = scores.fp32_adapter_flops;
+  scores.fp32_compute_bound = !r.autocast;
   const double q_copies = 4 * rows * heads * dim * kBf16;  // wq_b's output, the rotated cat and its fp32 cast
   const double score_tensor = pairs * heads * score_bytes, k_per_query = r.b > 1 ? pairs * dim * score_bytes : 0;
   scores.working_bytes = q_copies + std::max(2 * score_tensor, score_tensor + k_per_query);
@@ -142,9 +143,12 @@ Block mla_up_attn_block(const RankShape& r, const ModelSpec& m) {
   b.ops.push_back(ops::attention("flash_attention", fwd, r.s, d + rope, {"q", "k", "v", "o", "lse"}));
   b.attention_stats = {"lse"};
   if (dsa_masked) {
-    // sdpa turns the boolean mask into a bf16 bias, which its memory-efficient kernel saves per layer
+    // sdpa turns the boolean mask into a bf16 bias, which its kernel saves per layer; under a mask
+    // cuDNN's flash kernel skips no tiles and runs at about half its causal rate (reports/hf/
+    // masked-sdpa-h200.jsonl, examples/hf/probes/masked_sdpa_probe.py)
     b.tensors.push_back({"dsa_mask", r.b * r.s * r.s * kBf16});
     b.ops.back().saves.push_back("dsa_mask");
+    b.ops.back().dense_mask = true;
   } else if (dsa) {
     b.tensors.push_back({"index_topk", rows * std::min(r.s, double(m.index_topk)) * 4});  // int32 indices
     b.ops.back().saves.push_back("index_topk");

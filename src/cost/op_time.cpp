@@ -61,8 +61,9 @@ AdapterGemmPoint adapter_gemm_efficiency(const Efficiency& eff, double flops) {
   return {flops, f.fwd, f.bwd};
 }
 
-AttentionPoint attention_efficiency(const Efficiency& eff, double seq, double head_dim) {
-  const auto& grid = eff.attention_by_head_dim;
+AttentionPoint attention_efficiency(const Efficiency& eff, double seq, double head_dim, bool dense_mask) {
+  const bool masked = dense_mask && !eff.masked_attention_by_head_dim.empty();
+  const auto& grid = masked ? eff.masked_attention_by_head_dim : eff.attention_by_head_dim;
   if (grid.empty() || head_dim <= 0) return attention_efficiency(eff, seq);
   // the measured head dims around head_dim (clamped at the ends), linear between them
   double below = grid.front().head_dim, above = grid.back().head_dim;
@@ -128,10 +129,14 @@ OpTime op_time(const OpDef& op, const HardwareSpec& hw) {
         return {op.gemm_flops_each / rate + op.fwd_bytes / mem_bw,
                 2 * op.gemm_flops_each / rate + op.bwd_bytes / mem_bw};
       }
-      const AttentionPoint a = attention_efficiency(e, op.attention_seq, op.attention_head_dim);
+      const AttentionPoint a = attention_efficiency(e, op.attention_seq, op.attention_head_dim, op.dense_mask);
       return {op.fwd_flops / (hw.peak_bf16_flops * a.fwd), op.bwd_exec_flops / (hw.peak_bf16_flops * a.bwd)};
     }
     case OpKind::memory_bound: {
+      if (op.fp32_compute_bound && e.fp32_gemm > 0 && hw.peak_fp32_flops > 0) {
+        const double rate = hw.peak_fp32_flops * e.fp32_gemm;
+        return {op.fp32_adapter_flops / rate, 2 * op.fp32_adapter_flops / rate};
+      }
       if (op.fp32_adapter_flops > 0 && !e.adapter_gemm_by_flops.empty() && hw.peak_fp32_flops > 0) {
         const AdapterGemmPoint a = adapter_gemm_efficiency(e, op.gemm_flops_each);
         return {op.fp32_adapter_flops / (hw.peak_fp32_flops * a.fwd),

@@ -179,6 +179,22 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& file) {
   return m;
 }
 
+// A framework's measured attention kernel: a list of {head_dim, seq, fwd, bwd} points under `name`.
+void read_attention_grid(YamlFields& f, const std::string& name, const std::string& key, const std::string& file,
+                         std::vector<Problem>& problems, std::vector<AttentionGridPoint>& grid) {
+  YAML::Node node = f.child(name);
+  if (!node) return;
+  if (!node.IsSequence()) return f.fail(name, "", "must be a list of {head_dim, seq, fwd, bwd} points");
+  read_point_list(node, key + "." + name, "{head_dim, seq, fwd, bwd}", file, problems, [&](YamlFields& pf) {
+    AttentionGridPoint p;
+    pf.number("head_dim", p.head_dim, true);
+    pf.number("seq", p.seq, true);
+    pf.number("fwd", p.fwd, true);
+    pf.number("bwd", p.bwd, true);
+    grid.push_back(p);
+  });
+}
+
 // One `frameworks.<name>` entry: its fitted time constants (remat calibrate --megatron-log) and its
 // measured attention kernel, each optional.
 FrameworkEfficiency read_framework_fit(const YAML::Node& node, const std::string& key, const std::string& file,
@@ -205,19 +221,11 @@ FrameworkEfficiency read_framework_fit(const YAML::Node& node, const std::string
       e.adapter_gemm.push_back(p);
     });
   }
-  YAML::Node attention = f.child("attention");
-  if (attention && !attention.IsSequence()) {
-    f.fail("attention", "", "must be a list of {head_dim, seq, fwd, bwd} points");
-  } else if (attention) {
-    read_point_list(attention, key + ".attention", "{head_dim, seq, fwd, bwd}", file, problems, [&](YamlFields& pf) {
-      AttentionGridPoint p;
-      pf.number("head_dim", p.head_dim, true);
-      pf.number("seq", p.seq, true);
-      pf.number("fwd", p.fwd, true);
-      pf.number("bwd", p.bwd, true);
-      e.attention.push_back(p);
-    });
-  }
+  read_attention_grid(f, "attention", key, file, problems, e.attention);
+  read_attention_grid(f, "masked_attention", key, file, problems, e.masked_attention);
+  f.text("masked_attention_source", e.masked_attention_source, false);
+  f.number("fp32_gemm", e.fp32_gemm, false);
+  f.text("fp32_gemm_source", e.fp32_gemm_source, false);
   f.reject_unknown();
   return e;
 }

@@ -245,6 +245,8 @@ std::vector<Problem> validate_hardware(const HardwareSpec& h, const std::string&
          {std::pair{"layer_overhead_us", f.layer_overhead_s}, {"moe_layer_host_us", f.moe_layer_host_s}})
       if (!std::isfinite(v) || v < 0 || v > 1) c.fail(key + name, fmt(v * 1e6), "must be a finite number in [0, 1e6]");
     check_attention_grid(c, key + "attention", f.attention);
+    check_attention_grid(c, key + "masked_attention", f.masked_attention);
+    if (f.fp32_gemm != 0) c.fraction(key + "fp32_gemm", f.fp32_gemm);
     check_adapter_gemm(c, key + "adapter_gemm", f.adapter_gemm);
   }
   for (size_t i = 0; i < e.attention_by_seq.size(); ++i) {

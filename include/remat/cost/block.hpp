@@ -46,12 +46,18 @@ struct OpDef {
   // a framework's measured adapter GEMMs (Efficiency::adapter_gemm_by_flops; gemm_flops_each: one
   // adapter's); 0: not such an op
   double fp32_adapter_flops = 0;
+  // of those, a large fp32 GEMM (not an adapter's), bound by the fp32 units: priced at the
+  // framework's measured fp32 GEMM rate (Efficiency::fp32_gemm) where the file has one
+  bool fp32_compute_bound = false;
   int64_t link_ranks = 1;  // collectives: ranks in the group
   // attention without flash: QK^T and PV as batched GEMMs over the whole
   // s x s square (gemm_flops_each: both, forward; the mask is applied after),
   // plus fwd_bytes/bwd_bytes of score traffic (scores, mask, softmax and
   // their gradients)
   bool materialized_scores = false;
+  // flash attention under a dense s x s mask (no causal skipping): the framework's measured masked
+  // kernel (Efficiency::masked_attention_by_head_dim) where the file has one
+  bool dense_mask = false;
   std::vector<std::string> saves;  // tensors its backward reads
   // bytes it holds at once beyond the saved tensors, in forward or backward, where the code says
   // (an unfused broadcast product and its gradients); 0: not stated

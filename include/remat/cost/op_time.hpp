@@ -23,8 +23,9 @@ double gemm_efficiency(const Efficiency& eff, double flops);
 AttentionPoint attention_efficiency(const Efficiency& eff, double seq);
 // With a framework's measured kernel in effect (eff.attention_by_head_dim), its fractions at this
 // head dim and seq: log2-interpolated in seq, linear in head dim between the measured ones, clamped
-// at the ends; otherwise (or head_dim 0) the overload above.
-AttentionPoint attention_efficiency(const Efficiency& eff, double seq, double head_dim);
+// at the ends; otherwise (or head_dim 0) the overload above. Under a dense mask, the framework's
+// masked kernel where measured (eff.masked_attention_by_head_dim).
+AttentionPoint attention_efficiency(const Efficiency& eff, double seq, double head_dim, bool dense_mask = false);
 // adapter_gemm_by_flops (non-empty) at one adapter's forward FLOPs, interpolated in log(flops) and
 // clamped at its ends.
 AdapterGemmPoint adapter_gemm_efficiency(const Efficiency& eff, double flops);

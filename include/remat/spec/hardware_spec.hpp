@@ -43,6 +43,10 @@ struct Efficiency {
   std::vector<AttentionGridPoint> attention_by_head_dim;
   // in effect likewise: fp32 adapter GEMMs by FLOPs; empty: their bytes at memory_bound
   std::vector<AdapterGemmPoint> adapter_gemm_by_flops;
+  // in effect likewise: the attention kernel under a dense mask, and a large fp32 GEMM's fraction of
+  // the fp32 peak (0: not measured)
+  std::vector<AttentionGridPoint> masked_attention_by_head_dim;
+  double fp32_gemm = 0;
   double memory_bound = 0.85;
   double host_link = 0.8;
   double nvlink = 0.8;
@@ -66,6 +70,12 @@ struct FrameworkEfficiency {
   std::string attention_source;                // where the attention points were measured
   std::vector<AdapterGemmPoint> adapter_gemm;  // ascending in flops; empty: bytes at memory_bound
   std::string adapter_gemm_source;
+  // the attention kernel under a dense boolean mask (as `attention`), and a large fp32 GEMM without
+  // TF32 (cuBLAS FFMA) as a fraction of the fp32 peak; each optional
+  std::vector<AttentionGridPoint> masked_attention;
+  std::string masked_attention_source;
+  double fp32_gemm = 0;
+  std::string fp32_gemm_source;
 };
 
 struct HardwareSpec {

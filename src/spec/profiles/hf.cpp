@@ -93,10 +93,12 @@ HardwareSpec hf_hardware(HardwareSpec hw) {
   hw.efficiency.memory_bound = std::min(1.0, hw.efficiency.memory_bound * fit->memory_bound_scale);
   hw.efficiency.attention_by_head_dim = fit->attention;
   hw.efficiency.adapter_gemm_by_flops = fit->adapter_gemm;
+  hw.efficiency.masked_attention_by_head_dim = fit->masked_attention;
+  hw.efficiency.fp32_gemm = fit->fp32_gemm;
   return hw;
 }
 
-std::vector<std::string> hf_time_gaps(const HardwareSpec& hw, const ModelSpec&, const TrainingSpec& t) {
+std::vector<std::string> hf_time_gaps(const HardwareSpec& hw, const ModelSpec& model, const TrainingSpec& t) {
   std::vector<std::string> gaps;
   if (t.seq < 8192)
     gaps.push_back(
@@ -107,6 +109,10 @@ std::vector<std::string> hf_time_gaps(const HardwareSpec& hw, const ModelSpec&, 
     gaps.push_back("no torch SDPA measurement for " + hw.name +
                    " (frameworks.hf.attention; examples/hf/sdpa_bench.py): attention uses the file's flash "
                    "efficiencies, whatever the head dim");
+  if (model.sparse_attention() && (!fit || fit->masked_attention.empty()))
+    gaps.push_back("no torch SDPA measurement under a dense mask for " + hw.name +
+                   " (frameworks.hf.masked_attention; examples/hf/probes/masked_sdpa_probe.py): DeepSeek sparse "
+                   "attention's masked kernel is priced at the causal rate, about twice what it reaches on an H200");
   return gaps;
 }
 
