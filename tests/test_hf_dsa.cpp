@@ -130,7 +130,7 @@ TEST(HfDsa, TransformersIndexerSavesNothing) {
   EXPECT_DOUBLE_EQ(up.tensor_bytes("dsa_mask"), 256 * 256 * 2.0);
   EXPECT_DOUBLE_EQ(op_named(up, "flash_attention").fwd_flops, 2 * 256 * 256 * 4 * (24 + 16.0));
   EXPECT_TRUE(op_named(up, "flash_attention").dense_mask);  // priced at sdpa's masked rate
-  EXPECT_TRUE(scores.fp32_compute_bound);                    // fp32, not bf16 under autocast
+  EXPECT_TRUE(scores.fp32_compute_bound);                   // fp32, not bf16 under autocast
   EXPECT_FALSE(op_named(mla_up_attn_block(autocast, m), "indexer_scores").fp32_compute_bound);
   const OpTime t = op_time(scores, test::hardware("h200"));
   EXPECT_GT(t.fwd_s, 0);

@@ -46,9 +46,7 @@ TEST(HfUnseen10, BlindSet) { expect_peaks("steps-unseen10-h200.jsonl", 3.0, {}, 
 
 TEST(HfUnseen10, StarCoder2DropoutProbes) { expect_peaks("steps-unseen10-probe-h200.jsonl", 3.0, {}, 4); }
 
-TEST(HfUnseen10, FollowUps) {
-  expect_peaks("steps-unseen10-followup-h200.jsonl", 3.0, {}, 14);
-}
+TEST(HfUnseen10, FollowUps) { expect_peaks("steps-unseen10-followup-h200.jsonl", 3.0, {}, 14); }
 
 // Set b, blind: BLOOM's reentrant step (-16.9%, now -1.07%) holds the probabilities its block
 // returns and their zero gradient in the replay; Gemma 3's mixed DPO had its reference copy in bf16

@@ -30,9 +30,10 @@ double attention_params(const ModelSpec& m, int64_t layer_index, double tp) {
     const double k_width = a.shares_kv ? 0 : g * hd, v_width = a.shares_kv || a.values_from_keys ? 0 : g * vd;
     const double qkv_width = nh * hd + k_width + v_width;
     double qkv = h * qkv_width + (m.qkv_bias ? qkv_width : 0);
-    if (m.attention_output_gate) qkv += h * nh * hd;                         // q_proj makes the output gate too
-    if (m.attention_head_gate) qkv += h * nh;                                // g_proj: one gate per head
-    if (m.attention_sinks) qkv += nh;                                        // one sink logit per head
+    if (m.attention_output_gate) qkv += h * nh * hd;  // q_proj makes the output gate too
+    if (m.attention_head_gate) qkv += h * nh;         // g_proj: one gate per head
+    const bool sinks = m.layer_is_windowed(layer_index) ? m.windowed_layer_sinks : m.full_layer_sinks;
+    if (m.attention_sinks || sinks) qkv += nh;                               // one sink logit per head
     const double sub_norm = m.sub_norms ? norm_params(m, nh * vd) / tp : 0;  // BitNet's attn_sub_norm
     const double o = nh * vd * h / tp + (m.o_bias ? h : 0);                  // the bias after the reduction, replicated
     // q, k, v and o projections, split over tp; q/k norms; the input norm

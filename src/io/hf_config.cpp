@@ -757,7 +757,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   refuse_unbuilt_construct_keys(r, m, family->experts);
   throw_if(problems);  // a construct the family's reader refuses (Nemotron-H's MoE blocks) before its keys
   if (m.mlp_kind == MlpKind::gated)  // SwiGLU, GeGLU (Gemma's hidden_activation): for the Megatron-LM flags
-    for (const char* key : {"hidden_act", "hidden_activation"})
+    for (const char* key : {"hidden_act", "hidden_activation", "activation_function"})
       if (const std::string act = r.text(key); !act.empty()) m.hidden_act = act;
   require_dimensions(r, m);
   // A multimodal model ties its head by the outer config's flag where it has one (transformers
@@ -783,6 +783,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   note_vision_tower(m, *family, type, nest);
   if (!nested && !family->vision_tower_beside && minicpmv_type.empty()) note_flat_encoders(top, m);
   note_unread_keys(r, consulted, m);
+  refuse_bidirectional(r);
   throw_if(problems);
   set_linear_modules(family->model_type, m);
   if (m.num_key_value_heads == 0) m.num_key_value_heads = m.num_attention_heads;

@@ -228,6 +228,7 @@ void olmo_hybrid_layer(
 
 // The language model's keys no reader asked for (`consulted` holds those asked), in a note (hf_unread_keys.cpp).
 void note_unread_keys(const HfJsonReader& r, std::vector<std::string> consulted, ModelSpec& m);
+void refuse_bidirectional(const HfJsonReader& r);
 
 // nullptr when model_type is not a family remat maps.
 const HfFamily* find_hf_family(const std::string& model_type);

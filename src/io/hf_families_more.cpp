@@ -389,12 +389,15 @@ void require_same_in_windowed_layers(HfJsonReader& r, const char* key, int64_t m
 
 // MiMo-V2-Flash (transformers' modeling_mimo_v2_flash.py): q and k heads of head_dim, value heads
 // of v_head_dim (128) in every layer; its sliding-window layers have twice num_key_value_heads (the
-// Hub config's swa_num_key_value_heads) and a learned sink per head (not counted: heads numbers a
-// layer); values scaled by attention_value_scale (no parameter). DeepSeek-V3's router, its input
+// Hub config's swa_num_key_value_heads) and, where add_swa_attention_sink_bias (add_full_... for
+// the others) says so, a learned sink logit per head; values scaled by attention_value_scale (no
+// parameter). DeepSeek-V3's router, its input
 // cast to fp32, over n_routed_experts without shared experts (MiMoV2FlashMoE builds none); dense
 // layers by mlp_layer_types or the Hub's moe_layer_freq list, else the first layer alone.
 void mimo_v2_flash_layer(HfJsonReader& r, ModelSpec& m) {
   r.boolean("attention_bias", m.qkv_bias);  // o_proj has none
+  r.boolean("add_swa_attention_sink_bias", m.windowed_layer_sinks);
+  r.boolean("add_full_attention_sink_bias", m.full_layer_sinks);
   m.rotary_fraction = 0.334;
   r.number("partial_rotary_factor", m.rotary_fraction);
   const int64_t full_kv_heads = m.num_key_value_heads, full_head_dim = m.head_dim;

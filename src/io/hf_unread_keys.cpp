@@ -43,11 +43,22 @@ bool plainly_not_architecture(const std::string& key) {
       "time_step_min", "time_step_max", "time_step_floor", "time_step_limit", "rescale_prenorm_residual",
       "use_mamba_kernels", "mamba_ssm_cache_dtype", "mamba_ssm_dtype", "num_logits_to_keep", "moe_router_dtype",
       "masked_softmax_fusion", "is_quantized", "use_cash", "pad_key_length", "pre_allocate_kv_cache",
-      "validate_runner_input", "inference_runner"};
+      "validate_runner_input", "inference_runner", "_from_model_config", "max_tokenizer_truncation"};
   return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 
 }  // namespace
+
+// A decoder whose config turns its causal mask off (LocateAnything's text_config: "causal_attn":
+// false, a block-masked language model) attends over every key, which remat does not build; other
+// false values switch a construct off, these switch one on.
+void refuse_bidirectional(const HfJsonReader& r) {
+  for (const char* key : {"causal_attn", "is_causal", "use_causal_mask"})
+    if (r.object.contains(key) && r.object[key].is_boolean() && !r.object[key].get<bool>())
+      r.problems.push_back({r.file, r.prefix + key, "false",
+                            "is not a model remat can build: bidirectional attention (no causal mask); remat plans "
+                            "causal decoders"});
+}
 
 // The keys no reader asked for, in a note: where a checkpoint's remote code adds a construct under a
 // model type remat knows, its key is named rather than passed over in silence.

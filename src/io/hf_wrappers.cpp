@@ -25,7 +25,7 @@ std::string nested_key(const json& root, const std::string& type) {
   const HfFamily* family = find_hf_family(type);
   // Qwen2-VL's newer re-saves keep the language model only in text_config
   const bool flat_moved = family && family->vision_tower_beside && !root.contains("hidden_size");
-  for (const char* key : {"text_config", "llm_config", "llm_cfg"})
+  for (const char* key : {"text_config", "llm_config", "llm_cfg", "language_config"})
     if (root.contains(key) && root[key].is_object() &&
         (is_hf_text_config_wrapper(type) || flat_moved || (!family && root[key].contains("model_type"))))
       return key;

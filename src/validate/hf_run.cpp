@@ -102,6 +102,8 @@ double time_s(const HfComparison& c) { return c.estimate.iteration.time_s; }
 
 }  // namespace
 
+bool HfTimeRatio::host_paced() const { return stretch >= kHostPacedStretch; }
+
 std::vector<HfTimeRatio> hf_time_ratios(const std::vector<HfComparison>& cases) {
   std::vector<HfTimeRatio> out;
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -110,8 +112,9 @@ std::vector<HfTimeRatio> hf_time_ratios(const std::vector<HfComparison>& cases) 
       if (cases[j].measured.checkpointing != "none" || cases[j].source_file != cases[i].source_file ||
           setting_key(cases[j].measured) != setting_key(cases[i].measured))
         continue;
-      out.push_back(
-          {i, j, time_s(cases[i]) / time_s(cases[j]), cases[i].measured.step_time_s / cases[j].measured.step_time_s});
+      out.push_back({i, j, time_s(cases[i]) / time_s(cases[j]),
+                     cases[i].measured.step_time_s / cases[j].measured.step_time_s,
+                     cases[i].measured.step_time_s / time_s(cases[i])});
       break;
     }
   }
@@ -134,13 +137,28 @@ std::string summary_line(const char* what, const Spread& s, double bound_pct) {
 
 struct Summary {
   Spread peak, before, ratio;
+  size_t ratios_over_bound = 0, host_paced_over_bound = 0;
 };
+
+constexpr double kRatioBoundPct = 10;
 
 Summary summarize(const std::vector<HfComparison>& cases, const std::vector<HfTimeRatio>& ratios) {
   Summary s;
   for (const auto& c : cases) s.peak.add(c.peak_error_pct()), s.before.add(c.before_error_pct());
-  for (const auto& r : ratios) s.ratio.add(r.error_pct());
+  for (const auto& r : ratios) {
+    s.ratio.add(r.error_pct());
+    if (std::abs(r.error_pct()) <= kRatioBoundPct) continue;
+    ++s.ratios_over_bound;
+    s.host_paced_over_bound += r.host_paced();
+  }
   return s;
+}
+
+std::string ratio_misses_line(const Summary& s) {
+  if (s.ratios_over_bound == 0) return "";
+  return fmt::format(
+      "  {} over the bound, {} of them host-paced (the checkpointed step took at least {:.2f}x remat's GPU time)\n",
+      s.ratios_over_bound, s.host_paced_over_bound, kHostPacedStretch);
 }
 
 }  // namespace
@@ -201,7 +219,7 @@ std::string hf_table(const std::vector<HfComparison>& cases, const std::vector<H
   const Summary s = summarize(cases, ratios);
   out += out_of_memory_lines(out_of_memory);
   out += "\n" + summary_line("step peak", s.peak, 3) + summary_line("allocated before the step", s.before, 3) +
-         summary_line("time over no checkpointing", s.ratio, 10);
+         summary_line("time over no checkpointing", s.ratio, kRatioBoundPct) + ratio_misses_line(s);
   return out;
 }
 
@@ -268,6 +286,7 @@ Json hf_report(const ReportMeta& meta, const std::vector<HfComparison>& cases,
                                 {"measured", r.measured},
                                 {"predicted", r.predicted},
                                 {"error_pct", r.error_pct()},
+                                {"host_paced", r.host_paced()},
                                 {"measured_step_time_s", step.measured.step_time_s},
                                 {"predicted_step_time_s", time_s(step)},
                                 {"measured_baseline_time_s", baseline.measured.step_time_s},
@@ -289,6 +308,8 @@ Json hf_report(const ReportMeta& meta, const std::vector<HfComparison>& cases,
   j["summary"] = {{"peak", spread_json(s.peak)},
                   {"before", spread_json(s.before)},
                   {"time_ratio", spread_json(s.ratio)},
+                  {"time_ratios_over_bound", s.ratios_over_bound},
+                  {"host_paced_over_bound", s.host_paced_over_bound},
                   {"out_of_memory", {{"cases", out_of_memory.size()}, {"priced_above_gpu", above}}}};
   return j;
 }

@@ -175,6 +175,9 @@ struct ModelSpec {
   // parameters without activations of their own: a learned sink logit per query head in every
   // attention layer, biases on the routed experts' matrices and on the router (GPT-OSS)
   bool attention_sinks = false;
+  // the sinks in one kind of layer only (MiMo-V2-Flash: add_swa_attention_sink_bias,
+  // add_full_attention_sink_bias)
+  bool windowed_layer_sinks = false, full_layer_sinks = false;
   bool expert_bias = false;
   bool router_bias = false;
   // every SwiGLU (dense, shared, experts) clamps silu(gate) and up before their product, bounded or not

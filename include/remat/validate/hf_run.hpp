@@ -56,8 +56,13 @@ HfComparison compare_hf(const HfStep& step, const ModelSpec& model, const Hardwa
 struct HfTimeRatio {
   size_t checkpointed = 0, baseline = 0;  // indices into the comparisons
   double predicted = 0, measured = 0;
+  // the checkpointed step's measured time over remat's GPU time for it: from kHostPacedStretch on,
+  // the GPU waited on the host (Python, autograd, the checkpoint's hooks), which remat does not price
+  double stretch = 0;
   double error_pct() const { return 100 * (predicted / measured - 1); }
+  bool host_paced() const;
 };
+inline constexpr double kHostPacedStretch = 1.25;
 std::vector<HfTimeRatio> hf_time_ratios(const std::vector<HfComparison>& cases);
 
 // `out_of_memory`: steps that ran out of GPU memory (parse_hf_out_of_memory), each priced against the
