@@ -118,6 +118,30 @@ TEST(HfProfile, AdapterGemmsAtTheirMeasuredRate) {
   EXPECT_NEAR(generic.fwd_s, qkv->fwd_bytes / (3350e9 * 0.88), 1e-12);
 }
 
+// At equal FLOPs a wider adapter runs far better (frameworks.hf.adapter_gemm on the H200, ranks 8,
+// 16, 64 and 128: at 5.4e9 FLOPs 0.221 of the fp32 peak at rank 16, 0.412 at rank 64): the rate is read
+// at the op's rank, linear in log(rank) between measured ranks. Mistral-7B's rank-128 MLP adapters
+// priced at the rank-16 rate made its GRPO step 1.6x the measured time; now 1.07x.
+TEST(HfProfile, AdapterGemmRateByRank) {
+  const HardwareSpec hf = apply_framework(test::hardware("h200"), kHfFramework);
+  const Efficiency& e = hf.efficiency;
+  EXPECT_NEAR(adapter_gemm_efficiency(e, 5.369e9, 16).fwd, 0.221, 1e-9);
+  EXPECT_NEAR(adapter_gemm_efficiency(e, 5.369e9, 64).fwd, 0.412, 1e-9);
+  // rank 32, halfway from 16 to 64 in log(rank)
+  EXPECT_NEAR(adapter_gemm_efficiency(e, 5.369e9, 32).fwd, (0.221 + 0.412) / 2, 1e-9);
+  // clamped beyond the measured ranks
+  EXPECT_NEAR(adapter_gemm_efficiency(e, 4.832e9, 4).fwd, 0.123, 1e-9);
+  EXPECT_NEAR(adapter_gemm_efficiency(e, 7.731e10, 512).bwd, 0.631, 1e-9);
+  const ModelSpec m = test::model(kData + "/data/hf_configs/llama-3.2-1b-instruct.json");
+  for (const double rank : {8.0, 64.0}) {
+    TrainingSpec t = hf_training(4096, int64_t(rank));
+    const LayerDef layer = build_layer(m, with_model(rank_shape(t), m), 0);
+    for (const Block& b : layer.blocks)
+      for (const OpDef& op : b.ops)
+        if (op.name.ends_with(".lora_gemm")) EXPECT_DOUBLE_EQ(op.adapter_rank, rank) << op.name;
+  }
+}
+
 // A sliding-window layer under hf's sdpa, as long as its window or longer (masking_utils skips the
 // mask only below it): it saves an s x s bf16 mask and keys and values repeated to every query head
 // instead of its own, and computes the whole square. OLMo-3.1-32B (40 query, 8 kv heads of 128,

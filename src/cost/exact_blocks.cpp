@@ -156,14 +156,14 @@ LoraBytes lora_bytes_per_row(double e, bool dropout) {
 // The adapters' GEMMs: lora_A reads x (e per input element) and lora_B writes its output (e per
 // output element); backward, lora_B's and lora_A's input and weight gradients read and write theirs
 // (e + e on either side). With fp32 adapters these are cuBLAS's fp32 kernels, far from bandwidth:
-// their FLOPs (2 rows r (in + out) per adapter forward) go with them for a framework's measured rate.
+// their FLOPs (2 rows r (in + out) per adapter forward) and rank go with them for a measured rate.
 OpDef lora_gemm_op(const RankShape& r, const std::string& name, double rows, double in_all, double out_all,
                    double adapted) {
   const double e = r.lora_bytes;
   OpDef op = ops::streaming(name + ".lora_gemm", rows * e * (in_all + out_all), rows * 2 * e * (in_all + out_all), {});
   if (e == kFp32) {
     op.fp32_adapter_flops = 2 * rows * r.lora_rank * (in_all + out_all);
-    op.gemm_flops_each = op.fp32_adapter_flops / adapted;
+    op.gemm_flops_each = op.fp32_adapter_flops / adapted, op.adapter_rank = r.lora_rank;
   }
   return op;
 }

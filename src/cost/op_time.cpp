@@ -55,10 +55,27 @@ AttentionPoint attention_efficiency(const Efficiency& eff, double seq) {
   return {seq, f.fwd, f.bwd};
 }
 
-AdapterGemmPoint adapter_gemm_efficiency(const Efficiency& eff, double flops) {
-  const Fractions f =
-      log_interpolated(eff.adapter_gemm_by_flops, flops, [](const AdapterGemmPoint& p) { return p.flops; });
-  return {flops, f.fwd, f.bwd};
+AdapterGemmPoint adapter_gemm_efficiency(const Efficiency& eff, double flops, double rank) {
+  const auto& pts = eff.adapter_gemm_by_flops;
+  // the measured ranks around `rank` (clamped at the ends), linear in log(rank) between them
+  double below = pts.front().rank, above = pts.back().rank;
+  for (const AdapterGemmPoint& p : pts) {
+    if (p.rank <= rank) below = p.rank;
+    if (p.rank >= rank && p.rank < above) above = p.rank;
+  }
+  if (rank <= pts.front().rank) below = above = pts.front().rank;
+  if (rank >= pts.back().rank) below = above = pts.back().rank;
+  const auto at_rank = [&](double r) {
+    const auto first = std::find_if(pts.begin(), pts.end(), [&](const auto& p) { return p.rank == r; });
+    const auto last = std::find_if(first, pts.end(), [&](const auto& p) { return p.rank != r; });
+    return log_interpolated(std::span<const AdapterGemmPoint>(first, last), flops,
+                            [](const AdapterGemmPoint& p) { return p.flops; });
+  };
+  const Fractions a = at_rank(below);
+  if (above == below) return {flops, a.fwd, a.bwd, rank};
+  const Fractions b = at_rank(above);
+  const double w = std::log(rank / below) / std::log(above / below);
+  return {flops, a.fwd + w * (b.fwd - a.fwd), a.bwd + w * (b.bwd - a.bwd), rank};
 }
 
 AttentionPoint attention_efficiency(const Efficiency& eff, double seq, double head_dim, bool dense_mask) {
@@ -138,7 +155,8 @@ OpTime op_time(const OpDef& op, const HardwareSpec& hw) {
         return {op.fp32_adapter_flops / rate, 2 * op.fp32_adapter_flops / rate};
       }
       if (op.fp32_adapter_flops > 0 && !e.adapter_gemm_by_flops.empty() && hw.peak_fp32_flops > 0) {
-        const AdapterGemmPoint a = adapter_gemm_efficiency(e, op.gemm_flops_each);
+        const AdapterGemmPoint a =
+            adapter_gemm_efficiency(e, op.gemm_flops_each, op.adapter_rank > 0 ? op.adapter_rank : 16);
         return {op.fp32_adapter_flops / (hw.peak_fp32_flops * a.fwd),
                 2 * op.fp32_adapter_flops / (hw.peak_fp32_flops * a.bwd)};
       }

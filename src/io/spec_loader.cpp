@@ -211,10 +211,11 @@ FrameworkEfficiency read_framework_fit(const YAML::Node& node, const std::string
   f.text("adapter_gemm_source", e.adapter_gemm_source, false);
   YAML::Node adapter = f.child("adapter_gemm");
   if (adapter && !adapter.IsSequence()) {
-    f.fail("adapter_gemm", "", "must be a list of {flops, fwd, bwd} points");
+    f.fail("adapter_gemm", "", "must be a list of {rank, flops, fwd, bwd} points");
   } else if (adapter) {
-    read_point_list(adapter, key + ".adapter_gemm", "{flops, fwd, bwd}", file, problems, [&](YamlFields& pf) {
+    read_point_list(adapter, key + ".adapter_gemm", "{rank, flops, fwd, bwd}", file, problems, [&](YamlFields& pf) {
       AdapterGemmPoint p;
+      pf.number("rank", p.rank, false);
       pf.number("flops", p.flops, true);
       pf.number("fwd", p.fwd, true);
       pf.number("bwd", p.bwd, true);

@@ -191,17 +191,21 @@ void check_attention_grid(Checker& c, const std::string& key, const std::vector<
   }
 }
 
-// A framework's measured fp32 adapter GEMMs: fractions of the fp32 peak, ascending in FLOPs.
+// A framework's measured fp32 adapter GEMMs: fractions of the fp32 peak, ascending in rank and,
+// within one rank, in FLOPs.
 void check_adapter_gemm(Checker& c, const std::string& key, const std::vector<AdapterGemmPoint>& points) {
-  constexpr double kMaxFlops = 1e18;
+  constexpr double kMaxFlops = 1e18, kMaxRank = 65536;
   for (size_t i = 0; i < points.size(); ++i) {
     const AdapterGemmPoint& p = points[i];
     const std::string item = key + "[" + std::to_string(i) + "]";
+    c.positive(item + ".rank", p.rank, 1, kMaxRank);
     c.positive(item + ".flops", p.flops, 1, kMaxFlops);
     c.fraction(item + ".fwd", p.fwd);
     c.fraction(item + ".bwd", p.bwd);
-    if (i > 0 && !(p.flops > points[i - 1].flops))
-      c.fail(item + ".flops", fmt(p.flops), "must be larger than the previous point's");
+    if (i == 0) continue;
+    const AdapterGemmPoint& q = points[i - 1];
+    if (p.rank < q.rank || (p.rank == q.rank && !(p.flops > q.flops)))
+      c.fail(item, fmt(p.rank) + "/" + fmt(p.flops), "must follow the previous point in rank, then FLOPs");
   }
 }
 

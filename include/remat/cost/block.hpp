@@ -46,6 +46,7 @@ struct OpDef {
   // a framework's measured adapter GEMMs (Efficiency::adapter_gemm_by_flops; gemm_flops_each: one
   // adapter's); 0: not such an op
   double fp32_adapter_flops = 0;
+  double adapter_rank = 0;  // of those, the adapters' rank
   // of those, a large fp32 GEMM (not an adapter's), bound by the fp32 units: priced at the
   // framework's measured fp32 GEMM rate (Efficiency::fp32_gemm) where the file has one
   bool fp32_compute_bound = false;

@@ -26,9 +26,9 @@ AttentionPoint attention_efficiency(const Efficiency& eff, double seq);
 // at the ends; otherwise (or head_dim 0) the overload above. Under a dense mask, the framework's
 // masked kernel where measured (eff.masked_attention_by_head_dim).
 AttentionPoint attention_efficiency(const Efficiency& eff, double seq, double head_dim, bool dense_mask = false);
-// adapter_gemm_by_flops (non-empty) at one adapter's forward FLOPs, interpolated in log(flops) and
-// clamped at its ends.
-AdapterGemmPoint adapter_gemm_efficiency(const Efficiency& eff, double flops);
+// adapter_gemm_by_flops (non-empty) at one adapter's forward FLOPs and rank: interpolated in log(flops)
+// within a measured rank, in log(rank) between the measured ranks, clamped at the ends.
+AdapterGemmPoint adapter_gemm_efficiency(const Efficiency& eff, double flops, double rank = 16);
 // Achieved bytes/s per direction for a collective over `ranks` GPUs.
 double link_bytes_per_s(const HardwareSpec& hw, int64_t ranks);
 double host_copy_bytes_per_s(const HardwareSpec& hw);

@@ -26,11 +26,13 @@ struct AttentionGridPoint {
 };
 
 // PEFT's fp32 LoRA GEMMs (x A^T, h B^T and their gradients: rank-wide, cuBLAS's fp32 SIMT kernels)
-// at one adapter's forward FLOPs (both GEMMs): their achieved fraction of the fp32 peak, forward and
-// backward (frameworks.<name>.adapter_gemm, measured: examples/hf/lora_gemm_bench.py).
+// at one adapter's forward FLOPs (both GEMMs) and rank: their achieved fraction of the fp32 peak,
+// forward and backward (frameworks.<name>.adapter_gemm, measured: examples/hf/lora_gemm_bench.py).
+// At equal FLOPs a wider rank runs far better (more work per byte of the wide operand).
 struct AdapterGemmPoint {
   double flops = 0;
   double fwd = 0, bwd = 0;
+  double rank = 16;  // a point without one: rank 16, the first measured
 };
 
 struct Efficiency {
@@ -68,7 +70,7 @@ struct FrameworkEfficiency {
   // the file's flash efficiencies
   std::vector<AttentionGridPoint> attention;
   std::string attention_source;                // where the attention points were measured
-  std::vector<AdapterGemmPoint> adapter_gemm;  // ascending in flops; empty: bytes at memory_bound
+  std::vector<AdapterGemmPoint> adapter_gemm;  // ascending in rank, then flops; empty: bytes at memory_bound
   std::string adapter_gemm_source;
   // the attention kernel under a dense boolean mask (as `attention`), and a large fp32 GEMM without
   // TF32 (cuBLAS FFMA) as a fraction of the fp32 peak; each optional
