@@ -66,8 +66,8 @@ def max_positions(cfg):
     return 32768
 
 
-def draw(rng, name, layer_choices):
-    path = f"tests/data/hf_configs/{name}.json"
+def draw(rng, name, layer_choices, path=None):
+    path = path or f"tests/data/hf_configs/{name}.json"
     cfg = json.load(open(os.path.join(ROOT, path)))
     layers = rng.choice(layer_choices)
     mode = rng.choice(["full", "lora", "lora"])
