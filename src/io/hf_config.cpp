@@ -775,8 +775,9 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   r.number("final_logit_softcapping", m.final_logit_softcap);  // Gemma 2 and 4: tanh on the logits
   read_numerics(r, m, *family);
   note_quantized(top, r, m);
-  // a nested language model's wrapper, or a flat one with its tower beside the keys (Qwen2.5-VL)
-  if (nested || family->vision_tower_beside) {
+  // a nested language model's wrapper, a flat one with its tower beside the keys (Qwen2.5-VL), or
+  // LLaVA's original flat file, from which LlavaConfig builds its default tower
+  if (nested || family->vision_tower_beside || (outer_type == "llava" && !flat_text_type.empty())) {
     m.idle_params = vision_tower_params(top, outer_type, m.hidden_size);
     drop_tower_unbuilt_by_causal_lm(outer_type, m);
   }

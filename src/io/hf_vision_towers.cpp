@@ -196,6 +196,11 @@ bool plausible_tower_dims(std::initializer_list<double> dims) {
 }
 
 double vision_tower_params(HfJsonReader& top, const std::string& outer_type, int64_t text_hidden) {
+  // LLaVA's original files (no vision_config): LlavaConfig's default tower, CLIP ViT-L/14 at 336
+  // (hidden 1024, MLP 4096, 24 layers), and the projector (transformers 5.17 builds 324,487,168 for it
+  // beside LLaMA-7B: steps-unseen13-h200.jsonl)
+  if (outer_type == "llava" && !top.object.contains("vision_config"))
+    return clip_params({1024, 4096, 24, 3, 336, 14}) + llava_projector(top, 1024, double(text_hidden));
   if (!top.object.contains("vision_config") || !top.object["vision_config"].is_object()) return 0;
   HfJsonReader v{top.object["vision_config"], top.file, "vision_config.", top.problems};
   if (is_qwen_vision_wrapper(outer_type)) return qwen_vision_params(v, outer_type);

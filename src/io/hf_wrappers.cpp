@@ -70,7 +70,11 @@ void note_flat_encoders(HfJsonReader& top, ModelSpec& m) {
       keys += (keys.empty() ? "" : ", ") + std::string(key);
       top.mark_read(key);
     }
-  if (!keys.empty())
+  if (!keys.empty() && m.idle_params > 0)
+    m.notes.push_back("the language model's keys at the top are read; in place of the encoders they name (" + keys +
+                      ") transformers builds its default vision tower and projector, whose weights are held (" +
+                      std::to_string(int64_t(m.idle_params)) + " parameters)");
+  else if (!keys.empty())
     m.notes.push_back("the language model's keys at the top are read; the encoders and projectors beside it (" + keys +
                       ") are not counted");
 }
