@@ -175,24 +175,33 @@ bool allocator_reserve(const HfComparison& oom) {
   return !priced_above_gpu(oom) && needed > 0 && oom.estimate.peak_memory_bytes >= 0.97 * needed;
 }
 
+struct OomTally {
+  size_t above = 0, reserve = 0;  // priced above the GPU's memory; the allocator's reserve ran out
+};
+
+OomTally tally(const std::vector<HfComparison>& out_of_memory) {
+  OomTally t;
+  for (const HfComparison& c : out_of_memory) t.above += priced_above_gpu(c), t.reserve += allocator_reserve(c);
+  return t;
+}
+
 std::string out_of_memory_lines(const std::vector<HfComparison>& out_of_memory) {
   if (out_of_memory.empty()) return "";
   std::string out =
       "\nsteps that ran out of GPU memory (needed: allocated plus the failed request, PyTorch's message):\n";
   out += fmt::format("{:<44} {:>9} {:>9} {:>9}\n", "case", "GPU GiB", "needed", "pred");
-  size_t above = 0, reserve = 0;
   for (const HfComparison& c : out_of_memory) {
-    above += priced_above_gpu(c), reserve += allocator_reserve(c);
     const char* verdict = priced_above_gpu(c)    ? "does not fit"
                           : allocator_reserve(c) ? "fits by allocated bytes: the allocator's reserve ran out"
                                                  : "missed";
     out += fmt::format("{:<44} {:>9.2f} {:>9.2f} {:>9.2f}  {}\n", c.measured.case_name, c.measured.peak_bytes / kGiB,
                        c.measured.oom_needed_bytes / kGiB, c.estimate.peak_memory_bytes / kGiB, verdict);
   }
+  const OomTally t = tally(out_of_memory);
   return out + fmt::format(
                    "out of memory: {} steps, {} priced above the GPU's memory, {} within 3% of the allocated bytes "
                    "they needed (the allocator's reserve ran out), {} missed\n",
-                   out_of_memory.size(), above, reserve, out_of_memory.size() - above - reserve);
+                   out_of_memory.size(), t.above, t.reserve, out_of_memory.size() - t.above - t.reserve);
 }
 
 }  // namespace
@@ -293,9 +302,7 @@ Json hf_report(const ReportMeta& meta, const std::vector<HfComparison>& cases,
                                 {"predicted_baseline_time_s", time_s(baseline)}});
   }
   j["out_of_memory"] = Json::array();
-  size_t above = 0;
   for (const HfComparison& c : out_of_memory) {
-    above += priced_above_gpu(c);
     j["out_of_memory"].push_back({{"case", c.measured.case_name},
                                   {"source", c.source_file},
                                   {"gpu_bytes", int64_t(c.measured.peak_bytes)},
@@ -310,7 +317,10 @@ Json hf_report(const ReportMeta& meta, const std::vector<HfComparison>& cases,
                   {"time_ratio", spread_json(s.ratio)},
                   {"time_ratios_over_bound", s.ratios_over_bound},
                   {"host_paced_over_bound", s.host_paced_over_bound},
-                  {"out_of_memory", {{"cases", out_of_memory.size()}, {"priced_above_gpu", above}}}};
+                  {"out_of_memory",
+                   {{"cases", out_of_memory.size()},
+                    {"priced_above_gpu", tally(out_of_memory).above},
+                    {"allocator_reserve_ran_out", tally(out_of_memory).reserve}}}};
   return j;
 }
 
