@@ -39,11 +39,30 @@ Fractions log_interpolated(const Points& pts, double x, Key key) {
   return {a.fwd + w * (b.fwd - a.fwd), a.bwd + w * (b.bwd - a.bwd)};
 }
 
-// The grid's points at `head_dim` (one of its head dims): a run, the grid being ascending in head dim.
-std::span<const AttentionGridPoint> points_at_head_dim(const std::vector<AttentionGridPoint>& grid, double head_dim) {
-  const auto first = std::find_if(grid.begin(), grid.end(), [&](const auto& p) { return p.head_dim == head_dim; });
-  const auto last = std::find_if(first, grid.end(), [&](const auto& p) { return p.head_dim != head_dim; });
-  return {first, last};
+// Points ascending in outer(p), then inner(p): their fractions at (outer_x, inner_x), interpolated
+// in log(inner) within one measured outer value, and between the measured outer values around outer_x
+// (linear, or in log where log_outer), clamped at the ends.
+template <typename Point, typename Outer, typename Inner>
+Fractions grid_interpolated(const std::vector<Point>& pts, double outer_x, double inner_x, Outer outer, Inner inner,
+                            bool log_outer) {
+  double below = outer(pts.front()), above = outer(pts.back());
+  for (const Point& p : pts) {
+    if (outer(p) <= outer_x) below = outer(p);
+    if (outer(p) >= outer_x && outer(p) < above) above = outer(p);
+  }
+  if (outer_x <= outer(pts.front())) below = above = outer(pts.front());
+  if (outer_x >= outer(pts.back())) below = above = outer(pts.back());
+  const auto at = [&](double value) {
+    const auto first = std::find_if(pts.begin(), pts.end(), [&](const Point& p) { return outer(p) == value; });
+    const auto last = std::find_if(first, pts.end(), [&](const Point& p) { return outer(p) != value; });
+    return log_interpolated(std::span<const Point>(first, last), inner_x, inner);
+  };
+  const Fractions a = at(below);
+  if (above == below) return a;
+  const Fractions b = at(above);
+  const double w =
+      log_outer ? std::log(outer_x / below) / std::log(above / below) : (outer_x - below) / (above - below);
+  return {a.fwd + w * (b.fwd - a.fwd), a.bwd + w * (b.bwd - a.bwd)};
 }
 
 }  // namespace
@@ -56,46 +75,20 @@ AttentionPoint attention_efficiency(const Efficiency& eff, double seq) {
 }
 
 AdapterGemmPoint adapter_gemm_efficiency(const Efficiency& eff, double flops, double rank) {
-  const auto& pts = eff.adapter_gemm_by_flops;
-  // the measured ranks around `rank` (clamped at the ends), linear in log(rank) between them
-  double below = pts.front().rank, above = pts.back().rank;
-  for (const AdapterGemmPoint& p : pts) {
-    if (p.rank <= rank) below = p.rank;
-    if (p.rank >= rank && p.rank < above) above = p.rank;
-  }
-  if (rank <= pts.front().rank) below = above = pts.front().rank;
-  if (rank >= pts.back().rank) below = above = pts.back().rank;
-  const auto at_rank = [&](double r) {
-    const auto first = std::find_if(pts.begin(), pts.end(), [&](const auto& p) { return p.rank == r; });
-    const auto last = std::find_if(first, pts.end(), [&](const auto& p) { return p.rank != r; });
-    return log_interpolated(std::span<const AdapterGemmPoint>(first, last), flops,
-                            [](const AdapterGemmPoint& p) { return p.flops; });
-  };
-  const Fractions a = at_rank(below);
-  if (above == below) return {flops, a.fwd, a.bwd, rank};
-  const Fractions b = at_rank(above);
-  const double w = std::log(rank / below) / std::log(above / below);
-  return {flops, a.fwd + w * (b.fwd - a.fwd), a.bwd + w * (b.bwd - a.bwd), rank};
+  const Fractions f = grid_interpolated(
+      eff.adapter_gemm_by_flops, rank, flops, [](const AdapterGemmPoint& p) { return p.rank; },
+      [](const AdapterGemmPoint& p) { return p.flops; }, true);
+  return {flops, f.fwd, f.bwd, rank};
 }
 
 AttentionPoint attention_efficiency(const Efficiency& eff, double seq, double head_dim, bool dense_mask) {
   const bool masked = dense_mask && !eff.masked_attention_by_head_dim.empty();
   const auto& grid = masked ? eff.masked_attention_by_head_dim : eff.attention_by_head_dim;
   if (grid.empty() || head_dim <= 0) return attention_efficiency(eff, seq);
-  // the measured head dims around head_dim (clamped at the ends), linear between them
-  double below = grid.front().head_dim, above = grid.back().head_dim;
-  for (const AttentionGridPoint& p : grid) {
-    if (p.head_dim <= head_dim) below = p.head_dim;
-    if (p.head_dim >= head_dim && p.head_dim < above) above = p.head_dim;
-  }
-  if (head_dim <= grid.front().head_dim) below = above = grid.front().head_dim;
-  if (head_dim >= grid.back().head_dim) below = above = grid.back().head_dim;
-  const auto by_seq = [](const AttentionGridPoint& p) { return p.seq; };
-  const Fractions a = log_interpolated(points_at_head_dim(grid, below), seq, by_seq);
-  if (above == below) return {seq, a.fwd, a.bwd};
-  const Fractions b = log_interpolated(points_at_head_dim(grid, above), seq, by_seq);
-  const double w = (head_dim - below) / (above - below);
-  return {seq, a.fwd + w * (b.fwd - a.fwd), a.bwd + w * (b.bwd - a.bwd)};
+  const Fractions f = grid_interpolated(
+      grid, head_dim, seq, [](const AttentionGridPoint& p) { return p.head_dim; },
+      [](const AttentionGridPoint& p) { return p.seq; }, false);
+  return {seq, f.fwd, f.bwd};
 }
 
 double link_bytes_per_s(const HardwareSpec& hw, int64_t ranks) {

@@ -12,25 +12,15 @@ Usage: python3 masked_sdpa_probe.py --out OUT.jsonl
 """
 import argparse
 import json
-import statistics
+import os
+import sys
 
 import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
-
-def median_ms(fn, reps):
-    for _ in range(2):
-        fn()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from sdpa_bench import median_ms  # noqa: E402
 
 
 def kernels(fn):
