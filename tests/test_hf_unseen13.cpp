@@ -99,17 +99,17 @@ TEST(HfUnseen13, LlavaOriginalFileHoldsTheDefaultTower) {
 // Blind steps on these configs (make_cases.py, seed 13: 15 steps drawn and committed before they ran,
 // steps-unseen13-h200.jsonl). As first compared: peak mean 1.06%, max 5.31%. LLaVA's two steps were
 // -0.95% and -1.45% (its default tower, above; now within 0.3%). Kimi-K2.6 (-3.7%) and MiniCPM-V 4.6
-// (-5.3%, before the step -56%) hold vision towers remat does not count yet (MoonViT and MiniCPM-V
-// 4.6's SigLIP with its merger): the known gaps; every other step within 1.1%.
+// (-5.3%, before the step -56%) held vision towers remat did not count (MoonViT and MiniCPM-V 4.6's
+// SigLIP with its merger: test_hf_vision_towers_more.cpp): now -2.1% both, before the step within
+// 2.5%. Every other step within 1.1%.
 TEST(HfUnseen13, BlindSteps) {
   int checked = 0;
   for (const HfComparison& c : test::measured_hf_steps("steps-unseen13-h200.jsonl", "h200")) {
     ++checked;
     const std::string& name = c.measured.case_name;
-    if (name.starts_with("kimi-k2.6")) {
-      EXPECT_NEAR(c.peak_error_pct(), -3.73, 0.5) << name;
-    } else if (name.starts_with("minicpm-v-4.6")) {
-      EXPECT_NEAR(c.peak_error_pct(), -5.31, 0.5) << name;
+    if (name.starts_with("kimi-k2.6") || name.starts_with("minicpm-v-4.6")) {
+      EXPECT_LE(std::abs(c.peak_error_pct()), 2.2) << name;
+      EXPECT_LE(std::abs(c.before_error_pct()), 2.5) << name;
     } else {
       EXPECT_LE(std::abs(c.peak_error_pct()), 1.2) << name;
       EXPECT_LE(std::abs(c.before_error_pct()), 1.0) << name;

@@ -1,7 +1,8 @@
 // The vision tower and projector a multimodal checkpoint builds beside its language model, for the
 // towers remat counts: Gemma 4's, Muse-Glimmer's, SigLIP (transformers' SiglipVisionModel, under Gemma 3 and LLaVA),
 // CLIP (CLIPVisionModel, under LLaVA), Pixtral (under Mistral 3), SigLIP2 (under LFM2-VL), with their wrappers'
-// projectors, and the Qwen vision family (hf_vision_towers_qwen.cpp). A text-only training step never runs them; under
+// projectors, the Qwen vision family (hf_vision_towers_qwen.cpp), Kimi-K2.5's and MiniCPM-V 4.6's
+// (hf_vision_towers_kimi_minicpm.cpp). A text-only training step never runs them; under
 // --framework hf their weights are held all the same (ModelSpec::idle_params).
 #include <nlohmann/json.hpp>
 
@@ -204,6 +205,9 @@ double vision_tower_params(HfJsonReader& top, const std::string& outer_type, int
   if (!top.object.contains("vision_config") || !top.object["vision_config"].is_object()) return 0;
   HfJsonReader v{top.object["vision_config"], top.file, "vision_config.", top.problems};
   if (is_qwen_vision_wrapper(outer_type)) return qwen_vision_params(v, outer_type);
+  // both wrappers build their tower's config class from vision_config whatever its model_type
+  if (outer_type == "kimi_k25") return kimi_k25_vision_params(top, v, double(text_hidden));
+  if (outer_type == "minicpmv4_6") return minicpmv4_6_vision_params(top, v, double(text_hidden));
   const std::string tower = v.text("model_type");
   // a vision_config without model_type is built as the wrapper's default tower
   if (outer_type == "mistral3" && (tower == "pixtral" || tower.empty()))

@@ -1,8 +1,9 @@
 // The vision towers beside a multimodal config's language model that remat counts, by family
 // (hf_vision_towers.cpp: SigLIP, CLIP, Pixtral, SigLIP2; hf_vision_towers_qwen.cpp: the Qwen vision
-// family). Each reads vision_config with its transformers class's defaults where the file leaves a
-// key out; a key of the wrong type is a problem named by its key; 0 where a dimension is out of any
-// tower's range (the tower is then not counted).
+// family; hf_vision_towers_kimi_minicpm.cpp: Kimi-K2.5's MoonViT, MiniCPM-V 4.6's). Each reads
+// vision_config with its transformers class's defaults where the file leaves a key out; a key of
+// the wrong type is a problem named by its key; 0 where a dimension is out of any tower's range
+// (the tower is then not counted).
 #pragma once
 #include <initializer_list>
 #include <string>
@@ -20,6 +21,12 @@ bool plausible_tower_dims(std::initializer_list<double> dims);
 bool is_qwen_vision_wrapper(const std::string& outer_type);
 // Their tower (model.visual): patch embedding, blocks, merger and Qwen3-VL's deepstack mergers.
 double qwen_vision_params(HfJsonReader& v, const std::string& outer_type);
+
+// Kimi-K2.5/K2.6's tower and projector (outer model_type kimi_k25), and MiniCPM-V 4.6's tower and
+// merger (minicpmv4_6): `v` is vision_config, `top` the wrapper's config, text_hidden the language
+// model's width.
+double kimi_k25_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidden);
+double minicpmv4_6_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidden);
 
 // transformers 5.17's AutoModelForCausalLM, which --framework hf stands for, builds Qwen3.5's text-only
 // class (Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM: "VLM compatibility") from a qwen3_5 or
