@@ -607,50 +607,7 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
       b.ops.back().saves.push_back("window_mask");
     }
   } else {
-    b.tensors.push_back({"probs", r.b * nh * r.s * r.s * kBf16});  // materialized softmax
-    std::vector<std::string> saves = {"q", k, v, "probs"};
-    // Transformers' eager path: softmax(dtype=float32), saved, then cast to bf16 for PV; GPT-OSS's and
-    // MiMo-V2-Flash's softmax in bf16, after the row max, whose backward keeps its int64 indices
-    const bool bf16_softmax = r.layouts_from_model_code && m.eager_softmax_bf16;
-    const bool fp32_softmax = r.softmax_fp32 && !bf16_softmax;
-    const bool drops_probs = r.layouts_from_model_code && m.attention_dropout > 0;  // dropout in training
-    if (fp32_softmax) b.tensors.push_back({"probs32", r.b * nh * r.s * r.s * kFp32}), saves.push_back("probs32");
-    if (bf16_softmax && m.eager_softmax_subtracts_max)
-      b.tensors.push_back({"row_max_index", r.b * nh * r.s * 8}), saves.push_back("row_max_index");
-    // Gemma 2's score cap (scores / c, tanh, * c): the tanh saves its bf16 output for its gradient
-    if (r.layouts_from_model_code && m.attention_logit_softcap > 0)
-      b.tensors.push_back({"scores_tanh", r.b * nh * r.s * r.s * kBf16}), saves.push_back("scores_tanh");
-    // dropout on the probabilities in training: its bool mask and the dropped copy, which PV saves in
-    // place of the bf16 probabilities (those an fp32 softmax casts; a bf16 softmax saves its own)
-    if (drops_probs) {
-      const double square = r.b * nh * r.s * r.s;
-      b.tensors.push_back({"probs_dropout_mask", square});
-      saves.push_back("probs_dropout_mask");
-      if (!fp32_softmax) b.tensors.push_back({"probs_dropped", square * kBf16}), saves.push_back("probs_dropped");
-    }
-    OpDef op = ops::attention("attention", fwd, r.s, hd, saves);
-    // bytes per score: forward writes QK^T, masks it in place, reads it into the
-    // softmax, PV reads the probabilities (2 + 4 + 4 + 2); backward writes and
-    // reads the probabilities' gradient, the softmax gradient, autograd's clone
-    // for the in-place mask and the masked copy, and QK^T's backward reads it
-    // twice (2 + 2 + 6 + 4 + 4 + 4)
-    const double scores = r.b * nh * r.s * r.s;
-    op.materialized_scores = true;
-    op.gemm_flops_each = 2 * rows * r.s * nh * (hd + vd);
-    op.fwd_bytes = 12 * scores;
-    op.bwd_bytes = 22 * scores;
-    // the softmax's backward holds three fp32 score-sized gradient buffers beside the saved fp32
-    // probabilities; PV's backward has freed the bf16 ones by then (torch's allocator history of an
-    // eager step, reports/hf/peak-traces-h100)
-    if (fp32_softmax) op.working_bytes = 3 * scores * kFp32 - scores * kBf16;
-    // dropout on the probabilities: its backward, run before the softmax's, has freed its bool mask
-    if (fp32_softmax && drops_probs) op.working_bytes -= scores;
-    // the layer's returned probabilities and the zero gradient autograd makes for them (reentrant:
-    // peak-traces-h200/gptj/); a bf16 softmax returns the tensor PV saved (Falcon: .../unseen11)
-    if (r.layouts_from_model_code && m.layer_returns_attention_probs)
-      op.reentrant_held_bytes = (bf16_softmax && !drops_probs ? 1 : 2) * scores * kBf16;
-    b.ops.push_back(op);
-    b.attention_stats = {"probs"};
+    parts::add_eager_attention(b, r, m, nh, hd, vd, fwd, k, v);
   }
   std::string wo_input = "o";  // what Wo reads, saved by it where it trains or carries an adapter
   const bool masked_sdpa = r.layouts_from_model_code && m.sdpa_mask_materialized && r.flash_attention && !math_sdpa;

@@ -139,9 +139,16 @@ Block mla_up_attn_block(const RankShape& r, const ModelSpec& m) {
   if (dsa) (dsa_masked ? add_indexer_transformers : add_indexer_fused)(b, r, m);
   const double keys = dsa_masked ? r.s : keys_per_query(r, m);
   const double fwd = 2 * rows * keys * nh * (d + rope) + 2 * rows * keys * nh * dv;
-  b.tensors.push_back({"lse", r.b * nh * r.s * kFp32});
-  b.ops.push_back(ops::attention("flash_attention", fwd, r.s, d + rope, {"q", "k", "v", "o", "lse"}));
-  b.attention_stats = {"lse"};
+  // transformers' eager path (--attention eager) materializes the scores as a dense layer's does;
+  // Megatron's MLA runs are priced with the flash kernel, as measured (reports/megatron)
+  const bool eager = !r.flash_attention && !dsa && model_code;
+  if (eager) {
+    parts::add_eager_attention(b, r, m, nh, d + rope, dv, fwd, "k", "v");
+  } else {
+    b.tensors.push_back({"lse", r.b * nh * r.s * kFp32});
+    b.ops.push_back(ops::attention("flash_attention", fwd, r.s, d + rope, {"q", "k", "v", "o", "lse"}));
+    b.attention_stats = {"lse"};
+  }
   if (dsa_masked) {
     // sdpa turns the boolean mask into a bf16 bias, which its kernel saves per layer; under a mask
     // cuDNN's flash kernel skips no tiles and runs at about half its causal rate (reports/hf/
@@ -164,7 +171,7 @@ Block mla_up_attn_block(const RankShape& r, const ModelSpec& m) {
   if (model_code && !parts::saves_input(r, r.lora.o)) b.kept_outside.clear();
   // Megatron's `mla_up_proj` discards q, k, v (up projections and rope) and reruns them
   b.tag(parts::kMlaUpProjTag, {"q_up", "kv_up", "rope_concat", "q", "k", "v"});
-  b.tag(parts::kCoreAttnTag, {"lse", "flash_attention"});
+  b.tag(parts::kCoreAttnTag, {"lse", "flash_attention", "probs", "probs32", "attention"});
   return b;
 }
 

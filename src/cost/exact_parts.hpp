@@ -70,5 +70,9 @@ void add_activation(Block& b, double rows, double width, const std::string& p);
 // Attention through torch's math kernel for sdpa, in fp32 (exact_attention_math.cpp): nh query and
 // g key/value heads of hd (values vd), `fwd_flops` for QK^T and PV over the whole square.
 void add_math_sdpa(Block& b, const RankShape& r, double nh, double g, double hd, double vd, double fwd_flops);
+// Attention as transformers' eager path runs it (exact_attention_math.cpp): nh heads of hd (values
+// vd), keys and values named k and v, `fwd` its forward FLOPs under the causal mask.
+void add_eager_attention(Block& b, const RankShape& r, const ModelSpec& m, double nh, double hd, double vd, double fwd,
+                         const std::string& k, const std::string& v);
 
 }  // namespace remat::parts
