@@ -6,8 +6,10 @@
 // EXAONE 4.5's third step raised a SystemError inside torch (its second is compared). As first
 // compared: Kimi-K2.5's eager step -48.07%: remat priced DeepSeek's MLA as sdpa's kernel whatever
 // --attention said. Under eager (hf) it now materializes the scores as a dense layer's eager attention
-// does (add_eager_attention): +0.18%. Phi-tiny-MoE's LoRA step without checkpointing stays -3.92%
-// (0.19 GiB, not found); every other step within 1.3%.
+// does (add_eager_attention): +0.18%. Phi-tiny-MoE's LoRA step without checkpointing was -3.92%: its
+// router multiplies its input in place by a uniform noise in training (input_jitter_noise), and the
+// product saves the noise, a hidden-wide tensor per layer (the trace's modeling_phimoe.py entries):
+// now -1.39% (an earlier Phi-tiny-MoE step -1.91% -> -0.70%). Every step within 1.4%.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -25,10 +27,7 @@ TEST(HfUnseen14, BlindSteps) {
   for (const HfComparison& c : test::measured_hf_steps("steps-unseen14-h200.jsonl", "h200")) {
     ++checked;
     const std::string& name = c.measured.case_name;
-    if (name == "phi-tiny-moe-instruct-4l-lora-none-s4096-r16-attn")
-      EXPECT_NEAR(c.peak_error_pct(), -3.92, 0.3) << name;
-    else
-      EXPECT_LE(std::abs(c.peak_error_pct()), 1.3) << name;
+    EXPECT_LE(std::abs(c.peak_error_pct()), 1.4) << name;
     EXPECT_LE(std::abs(c.before_error_pct()), 0.1) << name;
   }
   EXPECT_EQ(checked, 17);
@@ -54,6 +53,22 @@ TEST(HfUnseen14, MlaUnderEagerMaterializesTheScores) {
   const Block sdpa = mla_up_attn_block(r, m);
   EXPECT_DOUBLE_EQ(sdpa.tensor_bytes("probs"), 0);
   EXPECT_GT(sdpa.tensor_bytes("lse"), 0);
+}
+
+// PhiMoE's router input jitter (input_jitter_noise > 0, as Phi-tiny-MoE's config sets 0.01): one saved
+// noise tensor of the hidden width per token in each MoE layer, none where the config has no jitter.
+TEST(HfUnseen14, PhimoeRouterJitterSavesItsNoise) {
+  const std::string file = std::string(REMAT_TEST_DATA) + "/data/hf_configs/phi-tiny-moe-instruct.json";
+  const ModelSpec m = model_as_built(test::model(file), kHfFramework);
+  ASSERT_TRUE(m.router_input_jitter);
+  TrainingSpec t;
+  t.mbs = 1, t.gbs = 1, t.seq = 4096, t.precision = Precision::bf16;
+  t = apply_framework(t, kHfFramework);
+  const RankShape r = with_model(rank_shape(t), m);
+  EXPECT_DOUBLE_EQ(moe_shared_block(r, m).tensor_bytes("router_jitter"), 4096.0 * 4096 * 2);
+  ModelSpec quiet = m;
+  quiet.router_input_jitter = false;
+  EXPECT_DOUBLE_EQ(moe_shared_block(r, quiet).tensor_bytes("router_jitter"), 0);
 }
 
 }  // namespace

@@ -217,6 +217,13 @@ Block moe_shared_block(const RankShape& r, const ModelSpec& m) {
   const double rows = moe_rows(r);
   parts::add_input_norm(b, r, h, /*gather=*/false);
   b.tensors.push_back({"router_scores", rows * e * kFp32});
+  if (r.layouts_from_model_code && m.router_input_jitter) {
+    // PhimoeTopKRouter: hidden_states *= uniform noise (training), the noise saved for the gradient
+    // (peak-traces-h200/unseen14/phi-tiny-moe-...: 32 MiB a layer at 4096 x 4096)
+    const double bytes = rows * h * r.stream_bytes();
+    b.tensors.push_back({"router_jitter", bytes});
+    b.ops.push_back(ops::streaming("router_jitter", 3 * bytes, 2 * bytes, {"router_jitter"}));
+  }
   // a frozen router (LoRA) saves no input: only its weight's gradient reads it
   if (r.layouts_from_model_code && m.router_fp32_input) {
     // transformers' DeepseekV3TopkRouter: F.linear on hidden_states.type(torch.float32), which the

@@ -317,8 +317,7 @@ void starcoder2_layer(HfJsonReader& r, ModelSpec& m) {
   read_probability(r, "residual_dropout", m.residual_dropout);  // after o_proj and c_proj (default 0)
 }
 
-// Nemotron (Nemotron-4, Minitron): LayerNorm1P (with bias), relu^2 two-matrix MLP,
-// partial_rotary_factor 0.5.
+// Nemotron (Nemotron-4, Minitron): LayerNorm1P (with bias), relu^2 two-matrix MLP, partial_rotary_factor 0.5.
 void nemotron_layer(HfJsonReader& r, ModelSpec& m) {
   llama_layer(r, m);
   layer_norm_with_bias(m);
@@ -340,8 +339,7 @@ void stablelm_layer(HfJsonReader& r, ModelSpec& m) {
   m.parallel_attn_mlp = m.shared_input_norm = parallel;
 }
 
-// GLM (GLM-4-9B in transformers): q, k, v biases (attention_bias, default true),
-// half of each head rotated.
+// GLM (GLM-4-9B in transformers): q, k, v biases (attention_bias, default true), half of each head rotated.
 void glm_layer(HfJsonReader& r, ModelSpec& m) {
   bool bias = true;
   r.boolean("attention_bias", bias);
@@ -427,6 +425,8 @@ void exaone_spell(HfJsonReader& r, ModelSpec& m) { r.integer("num_layers", m.num
 // PhiMoE (Phi-3.5-MoE): LayerNorms with bias, attention_bias on q, k, v, o, lm_head_bias.
 void phimoe_layer(HfJsonReader& r, ModelSpec& m) {
   llama_layer(r, m);
+  double jitter = 0;  // PhimoeConfig's default
+  r.number("input_jitter_noise", jitter), m.router_input_jitter = jitter > 0;
   layer_norm_with_bias(m);
   r.boolean("lm_head_bias", m.lm_head_bias);
 }

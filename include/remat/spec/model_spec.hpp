@@ -229,6 +229,9 @@ struct ModelSpec {
   // the MoE router casts its input to fp32 and its linear saves that copy (transformers'
   // DeepSeek routers: deepseek_v2, deepseek_v3, deepseek_v32, glm_moe_dsa)
   bool router_fp32_input = false;
+  // PhiMoE's router (PhimoeTopKRouter, input_jitter_noise > 0): in training it multiplies its input in
+  // place by a uniform noise tensor, which the product saves
+  bool router_input_jitter = false;
   // transformers' DeepSeek MoE forward (every family whose router is DeepSeek's, router_fp32_input):
   // the routed experts run first, then the shared experts on the MoE's input, so autograd runs the
   // shared experts' backward first
