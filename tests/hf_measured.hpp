@@ -9,10 +9,20 @@
 #include <vector>
 
 #include "remat/io/hf_run_log.hpp"
+#include "remat/spec/framework.hpp"
 #include "remat/validate/hf_run.hpp"
 #include "test_helpers.hpp"
 
 namespace remat::test {
+
+// One sequence of `seq` tokens, bf16, under the hf profile (LoRA of `lora_rank` where not 0), no ZeRO.
+inline TrainingSpec hf_training(int64_t seq, int64_t lora_rank) {
+  TrainingSpec t;
+  t.mbs = 1, t.gbs = 1, t.seq = seq, t.precision = Precision::bf16, t.lora_rank = lora_rank;
+  t = apply_framework(t, kHfFramework);
+  t.zero_stage = 0;
+  return t;
+}
 
 // The last step of every case in reports/hf/`file`, predicted on `hardware` (a hardware/ name).
 inline std::vector<HfComparison> measured_hf_steps(const std::string& file, const std::string& hardware) {

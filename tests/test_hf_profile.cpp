@@ -28,13 +28,7 @@ namespace {
 
 const std::string kData = REMAT_TEST_DATA;
 
-TrainingSpec hf_training(int64_t seq, int64_t lora_rank) {
-  TrainingSpec t;
-  t.mbs = 1, t.gbs = 1, t.seq = seq, t.precision = Precision::bf16, t.lora_rank = lora_rank;
-  t = apply_framework(t, kHfFramework);
-  t.zero_stage = 0;
-  return t;
-}
+using test::hf_training;
 
 double layer_kept_bytes(const ModelSpec& m, const TrainingSpec& t) {
   const LayerDef layer = build_layer(m, rank_shape(t), 0);

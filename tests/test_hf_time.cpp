@@ -18,18 +18,7 @@ namespace {
 
 const std::string kData = REMAT_TEST_DATA;
 
-TrainingSpec hf_training(int64_t seq, int64_t lora_rank) {
-  TrainingSpec t;
-  t.mbs = 1, t.gbs = 1, t.seq = seq, t.precision = Precision::bf16, t.lora_rank = lora_rank;
-  t = apply_framework(t, kHfFramework);
-  t.zero_stage = 0;
-  return t;
-}
-
-std::vector<HfComparison> measured_cases(const std::string& file = "steps-h100.jsonl",
-                                         const std::string& hardware = "h100-sxm") {
-  return test::measured_hf_steps(file, hardware);
-}
+using test::hf_training;
 
 // At equal FLOPs a wider adapter runs far better (frameworks.hf.adapter_gemm on the H200, ranks 8,
 // 16, 64 and 128: at 5.4e9 FLOPs 0.221 of the fp32 peak at rank 16, 0.412 at rank 64): the rate is read
@@ -63,8 +52,8 @@ TEST(HfTime, AdapterGemmRateByRank) {
 // (DeepSeek-V3.2 at 8k: the attention backward 30 ms a layer against 68 ms in the step's profile,
 // profile-dsa-h200.jsonl); now within 1.6%. DeepSeek-V3's (dense MLA, no mask) stay -3.4% .. -3.9%.
 TEST(HfTime, SparseAttentionTimeRatios) {
-  const std::vector<HfComparison> cases = measured_cases("steps-dsa-h200.jsonl", "h200");
-  const std::vector<HfComparison> long_steps = measured_cases("steps-dsa-s8192-h200.jsonl", "h200");
+  const std::vector<HfComparison> cases = test::measured_hf_steps("steps-dsa-h200.jsonl", "h200");
+  const std::vector<HfComparison> long_steps = test::measured_hf_steps("steps-dsa-s8192-h200.jsonl", "h200");
   int checked = 0;
   for (const auto& set : {cases, long_steps})
     for (const HfTimeRatio& r : hf_time_ratios(set)) {
@@ -79,7 +68,7 @@ TEST(HfTime, SparseAttentionTimeRatios) {
 // took at least 1.25x remat's GPU time for it. On the first lent H100, 9 ratios miss 10%; 8 of them
 // ran 1.32x to 2.71x remat's GPU time; Qwen3-MoE LoRA at 4k (-14.1%) ran 1.24x.
 TEST(HfTime, RatioMissesNamedHostPaced) {
-  const std::vector<HfComparison> cases = measured_cases();
+  const std::vector<HfComparison> cases = test::measured_hf_steps("steps-h100.jsonl", "h100-sxm");
   int over = 0, host_paced = 0;
   for (const HfTimeRatio& r : hf_time_ratios(cases)) {
     EXPECT_NEAR(r.stretch, cases[r.checkpointed].measured.step_time_s / cases[r.checkpointed].estimate.iteration.time_s,

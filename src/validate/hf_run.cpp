@@ -312,15 +312,15 @@ Json hf_report(const ReportMeta& meta, const std::vector<HfComparison>& cases,
                                   {"allocator_reserve_ran_out", allocator_reserve(c)}});
   }
   const Summary s = summarize(cases, ratios);
-  j["summary"] = {{"peak", spread_json(s.peak)},
-                  {"before", spread_json(s.before)},
-                  {"time_ratio", spread_json(s.ratio)},
-                  {"time_ratios_over_bound", s.ratios_over_bound},
-                  {"host_paced_over_bound", s.host_paced_over_bound},
-                  {"out_of_memory",
-                   {{"cases", out_of_memory.size()},
-                    {"priced_above_gpu", tally(out_of_memory).above},
-                    {"allocator_reserve_ran_out", tally(out_of_memory).reserve}}}};
+  const OomTally oom = tally(out_of_memory);
+  j["summary"] = {
+      {"peak", spread_json(s.peak)},
+      {"before", spread_json(s.before)},
+      {"time_ratio", spread_json(s.ratio)},
+      {"time_ratios_over_bound", s.ratios_over_bound},
+      {"host_paced_over_bound", s.host_paced_over_bound},
+      {"out_of_memory",
+       {{"cases", out_of_memory.size()}, {"priced_above_gpu", oom.above}, {"allocator_reserve_ran_out", oom.reserve}}}};
   return j;
 }
 

@@ -132,11 +132,16 @@ def fitting_cases(cases):
     return kept
 
 
-def main():
-    rng = random.Random(11)
-    kept = fitting_cases([draw(rng, name, CONFIGS[name]) for name in CONFIGS for _ in range(2)])
-    json.dump(kept, open(os.path.join(HERE, "cases.json"), "w"), indent=1)
+def write_cases(seed, configs, out_dir, path_of=lambda name: None):
+    """Each config drawn twice (random.Random(seed)), the fitting cases written to out_dir/cases.json."""
+    rng = random.Random(seed)
+    kept = fitting_cases([draw(rng, name, configs[name], path_of(name)) for name in configs for _ in range(2)])
+    json.dump(kept, open(os.path.join(out_dir, "cases.json"), "w"), indent=1)
     print(f"{len(kept)} cases written")
+
+
+def main():
+    write_cases(11, CONFIGS, HERE)
 
 
 if __name__ == "__main__":

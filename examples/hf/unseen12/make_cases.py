@@ -8,14 +8,12 @@ in random modes with unseen11's draw (seed 12). Cases remat predicts above 120 G
 The committed cases.json is the draw as measured: rerun now, it drops the two cases remat has since
 learned to refuse (PEFT's no-match on Mixtral's experts) or to price above the GPU (GLM-5.2's DPO pair).
 """
-import json
 import os
-import random
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "unseen11"))
-import make_cases as unseen11  # noqa: E402  (draw, fitting_cases)
+import make_cases as unseen11  # noqa: E402  (write_cases)
 
 # config file: the layer counts it may be cut to
 CONFIGS = {
@@ -29,10 +27,7 @@ CONFIGS = {
 
 
 def main():
-    rng = random.Random(12)
-    kept = unseen11.fitting_cases([unseen11.draw(rng, name, CONFIGS[name]) for name in CONFIGS for _ in range(2)])
-    json.dump(kept, open(os.path.join(HERE, "cases.json"), "w"), indent=1)
-    print(f"{len(kept)} cases written")
+    unseen11.write_cases(12, CONFIGS, HERE)
 
 
 if __name__ == "__main__":

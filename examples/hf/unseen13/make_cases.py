@@ -7,14 +7,12 @@ dropped.
 
     python3 examples/hf/unseen13/make_cases.py   # writes examples/hf/unseen13/cases.json
 """
-import json
 import os
-import random
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "unseen11"))
-import make_cases as unseen11  # noqa: E402  (draw, fitting_cases)
+import make_cases as unseen11  # noqa: E402  (write_cases)
 
 # config file: the layer counts it may be cut to
 CONFIGS = {
@@ -26,12 +24,7 @@ CONFIGS = {
 
 
 def main():
-    rng = random.Random(13)
-    drawn = [unseen11.draw(rng, name, CONFIGS[name], f"examples/hf/unseen13/realcfg/{name}.json")
-             for name in CONFIGS for _ in range(2)]
-    kept = unseen11.fitting_cases(drawn)
-    json.dump(kept, open(os.path.join(HERE, "cases.json"), "w"), indent=1)
-    print(f"{len(kept)} cases written")
+    unseen11.write_cases(13, CONFIGS, HERE, lambda name: f"examples/hf/unseen13/realcfg/{name}.json")
 
 
 if __name__ == "__main__":

@@ -7,14 +7,12 @@ layers, each drawn twice in random modes with unseen11's draw (seed 14). Cases r
 
     python3 examples/hf/unseen14/make_cases.py   # writes examples/hf/unseen14/cases.json
 """
-import json
 import os
-import random
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "unseen11"))
-import make_cases as unseen11  # noqa: E402  (draw, fitting_cases)
+import make_cases as unseen11  # noqa: E402  (write_cases)
 
 # config file: the layer counts it may be cut to
 CONFIGS = {
@@ -26,10 +24,7 @@ CONFIGS = {
 
 
 def main():
-    rng = random.Random(14)
-    kept = unseen11.fitting_cases([unseen11.draw(rng, name, CONFIGS[name]) for name in CONFIGS for _ in range(2)])
-    json.dump(kept, open(os.path.join(HERE, "cases.json"), "w"), indent=1)
-    print(f"{len(kept)} cases written")
+    unseen11.write_cases(14, CONFIGS, HERE)
 
 
 if __name__ == "__main__":
