@@ -109,6 +109,41 @@ TEST(HfMoeLora, RefusesWhatPeftRaisesOn) {
   EXPECT_TRUE(validate_training(t, m).empty());
 }
 
+// Blind set 14 (steps-unseen14-h200.jsonl): on DeepSeek-V3.2-Exp cut to its 3 dense layers, PEFT moved
+// gate/up/down to experts no layer has and raised NoMatchingPeftModuleError; on Gemma 4 31B with its
+// vision tower, gate_proj also names the tower's Gemma4ClippableLinear and PEFT raised ValueError.
+TEST(HfMoeLora, RefusesTargetsPeftFindsNothingOrCannotAdapt) {
+  const ModelSpec dsa = test::model(kData + "/data/hf_configs/deepseek-v3.2-exp.json");
+  TrainingSpec t = hf_lora(32);
+  t.lora_targets = {false, false, false, false, true, true, true};
+  t.num_layers_override = 3;  // first_k_dense_replace: all dense
+  auto problems = validate_training(t, dsa);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].key, "--lora-targets");
+  EXPECT_NE(problems[0].message.find("NoMatchingPeftModuleError"), std::string::npos);
+  t.num_layers_override = 4;  // one MoE layer: the experts carry them
+  EXPECT_TRUE(validate_training(t, dsa).empty());
+  t.num_layers_override = 3;
+  t.lora_targets = {true, false, false, false, true, true, true};  // q keeps an adapter
+  EXPECT_TRUE(validate_training(t, dsa).empty());
+
+  const ModelSpec gemma4 = test::model(kData + "/data/hf_configs/gemma-4-31b-it.json");
+  t = hf_lora(8);
+  t.lora_targets = {false, false, false, false, true, true, true};
+  problems = validate_training(t, gemma4);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].value, "gate_proj,up_proj,down_proj");
+  EXPECT_NE(problems[0].message.find("Gemma4ClippableLinear"), std::string::npos);
+  // the text-only model (gemma4_text, no tower) takes them
+  const ModelSpec text = test::model(kData + "/../examples/hf/gemma4/gemma-4-e2b-text.json");
+  EXPECT_TRUE(text.tower_modules_peft_refuses.empty());
+  EXPECT_TRUE(validate_training(t, text).empty());
+  // E2B's audio tower names q, k and v only; with its vision tower, all seven
+  const ModelSpec e2b = test::model(kData + "/data/hf_configs/gemma-4-e2b-it.json");
+  EXPECT_EQ(e2b.tower_modules_peft_refuses.size(), 7u);
+  EXPECT_NE(e2b.tower_peft_refuses.find("vision and audio"), std::string::npos);
+}
+
 std::vector<HfComparison> measured(const std::string& file) { return test::measured_hf_steps(file, "h200"); }
 
 // Ten families remat had never measured (examples/hf/unseen8/): BLOOM, GPT-2, StarCoder2, OLMoE,

@@ -780,6 +780,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   if (nested || family->vision_tower_beside || (outer_type == "llava" && !flat_text_type.empty())) {
     m.idle_params = vision_tower_params(top, outer_type, m.hidden_size);
     drop_tower_unbuilt_by_causal_lm(outer_type, m);
+    note_peft_refused_tower_modules(top, outer_type, m);
   }
   note_vision_tower(m, *family, type, nest);
   if (!nested && !family->vision_tower_beside && minicpmv_type.empty()) note_flat_encoders(top, m);

@@ -227,4 +227,19 @@ double vision_tower_params(HfJsonReader& top, const std::string& outer_type, int
   return (clip ? clip_params(d) : siglip_params(v, d, patches(d))) + llava_projector(top, d.hidden, th);
 }
 
+void note_peft_refused_tower_modules(HfJsonReader& top, const std::string& outer_type, ModelSpec& m) {
+  if (outer_type != "gemma4") return;
+  const auto present = [&](const char* key) { return top.object.contains(key) && top.object[key].is_object(); };
+  const bool vision = present("vision_config"), audio = present("audio_config");
+  if (!vision && !audio) return;
+  m.tower_modules_peft_refuses = {"q_proj", "k_proj", "v_proj"};
+  if (vision)
+    m.tower_modules_peft_refuses.insert(m.tower_modules_peft_refuses.end(),
+                                        {"o_proj", "gate_proj", "up_proj", "down_proj"});
+  m.tower_peft_refuses = std::string(vision && audio ? "Gemma 4's vision and audio towers"
+                                     : vision        ? "Gemma 4's vision tower"
+                                                     : "Gemma 4's audio tower") +
+                         " (Gemma4ClippableLinear)";
+}
+
 }  // namespace remat

@@ -34,4 +34,9 @@ double minicpmv4_6_vision_params(HfJsonReader& top, HfJsonReader& v, double text
 // idle_params to 0; the other wrappers' causal-LM class is the whole model.
 void drop_tower_unbuilt_by_causal_lm(const std::string& outer_type, ModelSpec& m);
 
+// Gemma 4's vision and audio towers build their projections as Gemma4ClippableLinear, a module PEFT
+// 0.21 refuses to adapt; they share the language model's names (the vision tower's q/k/v/o_proj and
+// gate/up/down_proj, the audio tower's q/k/v_proj), so a target with one of those names raises.
+void note_peft_refused_tower_modules(HfJsonReader& top, const std::string& outer_type, ModelSpec& m);
+
 }  // namespace remat

@@ -94,6 +94,12 @@ void check_streambp(Flags& f, const TrainingSpec& t) {
     f.fail("--lora-dropout", std::to_string(t.lora_dropout), "must be in [0, 1)");
 }
 
+bool has_moe_layer(const ModelSpec& m, int64_t layers) {
+  for (int64_t i = 0; i < layers; ++i)
+    if (m.layer_is_moe(i)) return true;
+  return false;
+}
+
 // What PEFT 0.21 raises on for a model whose MoE targets it converts (lora_placement).
 void check_peft_moe_targets(Flags& f, const TrainingSpec& t, const ModelSpec& m) {
   if (t.lora_rank <= 0 || !t.peft_moe_conversion || !m.experts_peft_converted) return;
@@ -101,10 +107,34 @@ void check_peft_moe_targets(Flags& f, const TrainingSpec& t, const ModelSpec& m)
   if (l.gate != l.up && !l.fused_gate_up)
     f.fail("--lora-targets", l.gate ? "gate without up" : "up without gate",
            "PEFT fuses gate_proj and up_proj into this model's experts' gate_up_proj: target both or neither");
-  if (t.lora_dropout > 0 && lora_placement(m, t).on_experts())
+  const LoraPlacement placement = lora_placement(m, t);
+  if (placement.on_experts() && !placement.linear.any() && !has_moe_layer(m, effective_layers(m, t)))
+    f.fail("--lora-targets", "gate/up/down",
+           "PEFT moves these to the routed experts' stacked weights, and the " +
+               std::to_string(effective_layers(m, t)) +
+               " layers have no experts: it finds no module to adapt (NoMatchingPeftModuleError)");
+  if (t.lora_dropout > 0 && placement.on_experts())
     f.fail("--lora-dropout", std::to_string(t.lora_dropout),
            "PEFT's adapters on the experts' stacked weights (ParamWrapper), where gate, up or down point on this "
            "model, refuse dropout: 0 or leave gate, up and down out of --lora-targets");
+}
+
+// PEFT raises on a target whose name also reaches a tower module of a class it cannot adapt.
+void check_peft_tower_targets(Flags& f, const TrainingSpec& t, const ModelSpec& m) {
+  if (t.lora_rank <= 0 || !t.peft_moe_conversion || m.tower_modules_peft_refuses.empty()) return;
+  const LoraTargets& on = t.lora_targets;
+  std::string clashing;
+  for (const LinearModule& l : m.linear_modules) {
+    const bool targeted = (l.matrix == "q" && on.q) || (l.matrix == "k" && on.k) || (l.matrix == "v" && on.v) ||
+                          (l.matrix == "o" && on.o) || (l.matrix == "gate" && on.gate) ||
+                          (l.matrix == "up" && on.up) || (l.matrix == "down" && on.down);
+    const auto& refused = m.tower_modules_peft_refuses;
+    if (targeted && std::find(refused.begin(), refused.end(), l.name) != refused.end())
+      clashing += (clashing.empty() ? "" : ",") + l.name;
+  }
+  if (!clashing.empty())
+    f.fail("--lora-targets", clashing,
+           "PEFT also matches these names in " + m.tower_peft_refuses + ", a class it cannot adapt (ValueError)");
 }
 
 }  // namespace
@@ -175,6 +205,7 @@ std::vector<Problem> validate_training(const TrainingSpec& t, const ModelSpec& m
   if (const FrameworkProfile* profile = find_framework(t.framework); profile && profile->cannot_run)
     if (const std::string why = profile->cannot_run(m); !why.empty()) f.fail("--framework", t.framework, why);
   check_peft_moe_targets(f, t, m);
+  check_peft_tower_targets(f, t, m);
   if (t.gbs > 0 && t.gbs % (t.mbs * t.dp) != 0)
     f.fail("--gbs", str(t.gbs), "must be a multiple of mbs * dp = " + str(t.mbs * t.dp));
   if (!t.layers_per_stage.empty()) check_layers_per_stage(f, t.layers_per_stage, t.pp, layers);

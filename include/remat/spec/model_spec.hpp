@@ -128,6 +128,10 @@ struct ModelSpec {
   // Parameters a multimodal checkpoint builds beside its language model that a text-only step never
   // runs (a vision tower and its projector): held as weights under --framework hf, not in `params`
   double idle_params = 0;
+  // Module names the tower shares with the language model's projections, in a class PEFT cannot
+  // adapt (Gemma 4's Gemma4ClippableLinear): a LoRA target naming one raises in PEFT
+  std::vector<std::string> tower_modules_peft_refuses;
+  std::string tower_peft_refuses;  // the tower and its class, as a message names them
 
   // How the layer is built (defaults: LLaMA's). Biases and norms change parameters
   // only: a bias adds to its GEMM's output in the same kernel and its gradient is the
