@@ -110,7 +110,9 @@ def load_config(path, layers):
 
 def build_model(cfg, dtype, attn):
     """The causal LM of cfg; a multimodal wrapper with no causal-LM class (Step 3.7) as its
-    image-text model, trained on text alone (its vision tower takes no gradient)."""
+    image-text model, trained on text alone (its vision tower takes no gradient); an audio wrapper
+    with neither (Voxtral) as the class its `architectures` names."""
+    import transformers
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
     with torch.device("cuda"):
@@ -119,7 +121,13 @@ def build_model(cfg, dtype, attn):
         except TypeError:
             model = AutoModelForCausalLM.from_config(cfg, torch_dtype=dtype, attn_implementation=attn)
         except ValueError:
-            model = AutoModelForImageTextToText.from_config(cfg, dtype=dtype, attn_implementation=attn)
+            try:
+                model = AutoModelForImageTextToText.from_config(cfg, dtype=dtype, attn_implementation=attn)
+            except ValueError:
+                named = getattr(transformers, (getattr(cfg, "architectures", None) or ["?"])[0], None)
+                if named is None:
+                    raise
+                model = named._from_config(cfg, dtype=dtype, attn_implementation=attn)
     model.config.use_cache = False
     model.train()
     return model

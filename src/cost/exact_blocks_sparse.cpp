@@ -569,8 +569,7 @@ LayerDef build_layer(const ModelSpec& model, const RankShape& rank, int64_t laye
   layer.input_bytes = r.seq_tokens() * double(m.hidden_size) * r.stream_bytes();
   layer.ordered_backward = r.ordered_backward;
   layer.parallel_branches = m.parallel_attn_mlp;
-  layer.output_grad_held = r.layouts_from_model_code;
-  layer.saved_freed_per_node = r.layouts_from_model_code;
+  layer.pytorch_autograd = r.layouts_from_model_code;
   if (r.autocast) layer.branch_grad_cast_bytes = r.seq_tokens() * double(m.hidden_size) * kBf16;
   if (ffn && m.layer_is_moe(layer_index)) layer.local_experts = m.n_routed_experts / std::max<int64_t>(1, r.ep);
   return layer;

@@ -85,14 +85,14 @@ double weight_grads_after(const Block& b, size_t op) {
   return bytes;
 }
 
-// A block's backward working set beyond its saved tensors, under LayerDef::saved_freed_per_node.
+// A block's backward working set beyond its saved tensors, under LayerDef::pytorch_autograd.
 // Where the tensor rule's set belongs to an op before the block's last linear (a SwiGLU before its
 // down projection), the linear and the ops after it (the routing weights' product) ran their
 // backward first: what only they saved is freed by then, and their weight gradients exist (qwen3-32b's
 // GRPO and mixtral-8x22b's DPO at 12k). A set stated after that linear (the routing weights'
 // product's) is held beside everything saved; one stated before it stays as stated.
 double block_working_bytes(const LayerDef& layer, const Block& b, double working) {
-  if (!layer.saved_freed_per_node) return working;
+  if (!layer.pytorch_autograd) return working;
   size_t last_gemm = b.ops.size(), stated_op = b.ops.size();
   double stated = 0;
   for (size_t i = 0; i < b.ops.size(); ++i) {
@@ -221,7 +221,7 @@ void full_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, 
   c.transient_bytes = all_saved - (input_in_saved ? c.kept_bytes : 0) + largest_working_set(layer, grads, saved);
   // the output's gradient beside the backward, and a reentrant replay's output (codellama-34b's
   // LoRA steps at 12k-49k tokens: peak-traces-h200/unseen11)
-  if (layer.output_grad_held) c.transient_bytes += layer.input_bytes * (early_stop ? 1 : 2);
+  if (layer.pytorch_autograd) c.transient_bytes += layer.input_bytes * (early_stop ? 1 : 2);
   c.transient_bytes =
       std::max(c.transient_bytes, replay_peak_bytes(layer, early_stop) + replay_start_grad_bytes(layer, early_stop));
   if (!early_stop)

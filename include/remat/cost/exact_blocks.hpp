@@ -116,15 +116,15 @@ struct LayerDef {
   bool ordered_backward = false;
   int64_t local_experts = 0;       // routed experts on this rank (MoE layers)
   bool parallel_branches = false;  // the MLP or MoE reads the layer's normed input beside the attention
-  // PyTorch's autograd (--framework hf): the gradient of the layer's output stays alive through the
-  // layer's backward (the residual's skip path holds it in the engine's input buffer until the
-  // branch's gradient joins it), and a reentrant checkpoint holds its replay's output while that
-  // backward runs (CheckpointFunction.backward)
-  bool output_grad_held = false;
-  // PyTorch's autograd (--framework hf) frees what a node saved as soon as its backward ends: a block
-  // that ends with a linear runs that linear's backward first, so the block's inner gradients no
-  // longer sit on the input only that linear saved, and its weight gradient exists by then
-  bool saved_freed_per_node = false;
+  // PyTorch's autograd engine runs the backward (--framework hf). Two consequences:
+  // - the gradient of the layer's output stays alive through the layer's backward (the residual's
+  //   skip path holds it in the engine's input buffer until the branch's gradient joins it), and a
+  //   reentrant checkpoint holds its replay's output while that backward runs
+  //   (CheckpointFunction.backward);
+  // - what a node saved is freed as soon as its backward ends: a block that ends with a linear runs
+  //   that linear's backward first, so the block's inner gradients no longer sit on the input only
+  //   that linear saved, and its weight gradient exists by then.
+  bool pytorch_autograd = false;
   // Under autocast the residual stream is fp32 and a branch's output bf16: the residual add's
   // backward casts the output's gradient to bf16 for the branch (0 where the dtypes agree)
   double branch_grad_cast_bytes = 0;
