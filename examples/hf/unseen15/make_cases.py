@@ -8,6 +8,7 @@ refuses are dropped.
 
     python3 examples/hf/unseen15/make_cases.py   # writes examples/hf/unseen15/cases.json
 """
+import json
 import os
 import sys
 
@@ -42,8 +43,22 @@ def path_of(name):
     return None
 
 
+def cap_learned_positions(path):
+    """GPT-2's learned positions stop at n_positions (unseen11's draw reads max_position_embeddings
+    only): a longer sequence is a device-side assert. Capped after the draw, which stays seed 15's."""
+    cases = json.load(open(path))
+    for c in cases:
+        cfg = json.load(open(os.path.join(HERE, "..", "..", "..", c["config"])))
+        limit = cfg.get("n_positions") if cfg.get("model_type") in ("gpt2", "gpt_bigcode") else None
+        if limit and c["seq"] > limit:
+            c["case"] = c["case"].replace(f"-s{c['seq']}", f"-s{limit}")
+            c["seq"] = limit
+    json.dump(cases, open(path, "w"), indent=1)
+
+
 def main():
     unseen11.write_cases(15, CONFIGS, HERE, path_of)
+    cap_learned_positions(os.path.join(HERE, "cases.json"))
 
 
 if __name__ == "__main__":
