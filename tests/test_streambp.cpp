@@ -130,18 +130,26 @@ TEST(StreamBp, ObjectiveLogitsByHand) {
   const double v = 151936, tokens = 100;
   TrainingSpec t = one_gpu(100);
   t.objective = Objective::grpo, t.grpo_group = 8;
-  EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(t), 18);
+  EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(t, false), 18);
   EXPECT_EQ(sequences_per_example(t), 8);
-  EXPECT_DOUBLE_EQ(head_logits_bytes(t, 8 * tokens * v), 18 * 8 * 100 * v);
+  EXPECT_DOUBLE_EQ(head_logits_bytes(t, 8 * tokens * v, false), 18 * 8 * 100 * v);
   t.lm_head_chunks = 4;
-  EXPECT_DOUBLE_EQ(head_logits_bytes(t, 8 * tokens * v), 18 * 8 * 100 * v / 4);
+  EXPECT_DOUBLE_EQ(head_logits_bytes(t, 8 * tokens * v, false), 18 * 8 * 100 * v / 4);
   t.lm_head_chunks = 1, t.lora_rank = 32;
-  EXPECT_DOUBLE_EQ(head_logits_bytes(t, 8 * tokens * v), 14 * 8 * 100 * v);
+  EXPECT_DOUBLE_EQ(head_logits_bytes(t, 8 * tokens * v, false), 14 * 8 * 100 * v);
   t.objective = Objective::dpo, t.lora_rank = 0;
   EXPECT_EQ(sequences_per_example(t), 2);
-  EXPECT_DOUBLE_EQ(head_logits_bytes(t, 2 * tokens * v), 14 * 2 * 100 * v);
+  EXPECT_DOUBLE_EQ(head_logits_bytes(t, 2 * tokens * v, false), 14 * 2 * 100 * v);
   t.lora_rank = 32;
-  EXPECT_DOUBLE_EQ(head_logits_bytes(t, 2 * tokens * v), 10 * 2 * 100 * v);
+  EXPECT_DOUBLE_EQ(head_logits_bytes(t, 2 * tokens * v, false), 10 * 2 * 100 * v);
+  // TRL's per-row log-probabilities on logits the model's forward made fp32 (Llama 3.2 Vision,
+  // Nemotron-H): the fp32 logits (4) and, at the last row's logsumexp backward, the rows done and
+  // that row's three temporaries, 4 (rows + 2) / rows: 12 for DPO's two rows, 10 for four
+  t.per_row_logps = true, t.mbs = 2;
+  EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(t, true), 12);
+  t.mbs = 4;
+  EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(t, true), 10);
+  t.per_row_logps = false, t.mbs = one_gpu(100).mbs;
   // Through the estimate: the DPO head sees 2 T tokens, the layers 2 sequences
   TrainingSpec sft = one_gpu(100), dpo = one_gpu(100);
   dpo.objective = Objective::dpo;

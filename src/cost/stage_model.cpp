@@ -72,7 +72,7 @@ void add_head(StageBase& s, const ModelSpec& m, const RankShape& r, const Traini
   // policy logits, fp32 copy and gradient (+ old-policy and reference logits for GRPO/DPO),
   // one of lm_head_chunks chunks at a time under StreamBP, and the normed input's gradient
   // (src/cost/streambp.cpp)
-  s.head_transient_bytes = head_peak_bytes(head, t, logits);
+  s.head_transient_bytes = head_peak_bytes(head, t, logits, m.logits_fp32_in_forward && r.layouts_from_model_code);
   add_logit_softcap(s, m, t, hw, logits);
   // Falcon-H1's lm_head_multiplier as transformers applies it (FalconH1ForCausalLM.forward:
   // lm_head(h) * m): one more pass over the bf16 logits each way (2+2 bytes a logit); the unscaled
@@ -348,6 +348,12 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
   add_framework_bytes(s, m, r, t);
   if (first) s.stage_output_bytes += per_layer_inputs_bytes(m, r);
   s.static_bytes = held_bytes(s.params, largest_layer, s.adapter_params, t);
+  // PEFT's adapters on the tower's modules the target names reach: held in the adapters' dtype, never
+  // trained (no gradient, no optimizer state); Voxtral's q/k/v_proj, GLM-4.1V's down_proj
+  // (steps-unseen15-h200.jsonl)
+  if (first && t.layouts_from_model_code && t.lora_rank > 0)
+    s.static_bytes.weights += (t.lora_adapter_bytes == 4 ? 4 : bytes_per_param(t, 1).weights) * double(t.lora_rank) *
+                              t.lora_targets.tower_adapter_width;
   if (grads_absent_before_backward(t)) {
     s.grads_absent_bytes = s.static_bytes.gradients;
     if (last)  // the output matrix (the tied embedding's gradient too) and the final norm

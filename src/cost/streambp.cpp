@@ -168,7 +168,17 @@ TrainingSpec streambp_effective_training(const TrainingSpec& t, Strategy s) {
   return e;
 }
 
-double head_logits_bytes_per_element(const TrainingSpec& t) {
+double head_logits_bytes_per_element(const TrainingSpec& t, bool fp32_forward_logits) {
+  const double rows = double(std::max<int64_t>(t.mbs, 1));
+  if (t.per_row_logps && t.objective != Objective::sft && fp32_forward_logits) {
+    // TRL's selective_log_softmax on fp32 logits: gather, and per row a logsumexp that saves its
+    // row (a view: the fp32 logits, 4, stay alive through their backward). Each row's backward,
+    // grad * (row - lse).exp(), holds the difference, its exp and the product (3 rows) beside the
+    // rows already done: at the last, 4 + 4 (rows + 2) / rows; later the rows' stack (4 + 4) is less.
+    // Llama 3.2 Vision's mixed DPO step (steps-unseen15-h200.jsonl: four fp32 rows of 6.3 GB beside
+    // the 12.6 GB logits)
+    return 4 + 4 * (rows + 2) / rows;
+  }
   if (t.per_row_logps && t.objective != Objective::sft) {
     // TRL's selective_log_softmax on bf16 logits: each row's log_softmax output saved (2); in
     // backward the rows' gradients and their stacked copy, the logits' gradient (2 + 2), by then
@@ -176,7 +186,7 @@ double head_logits_bytes_per_element(const TrainingSpec& t) {
     // Under autocast log_softmax runs in fp32: each row's output is saved in fp32 (4), and the last
     // row's fp32 cast of its logits stands beside them and the bf16 logits (2 + 4 + 4 / rows;
     // reports/hf/steps-unseen10-followup-h200.jsonl, StarCoder2's mixed DPO step)
-    if (t.params_fp32_autocast) return 2 + 4 + 4 / double(std::max<int64_t>(t.mbs, 1));
+    if (t.params_fp32_autocast) return 2 + 4 + 4 / rows;
     return 4;
   }
   if (t.loss_log_softmax_saved) {
@@ -196,14 +206,14 @@ double head_logits_bytes_per_element(const TrainingSpec& t) {
   return policy + fp32_copy + grad + old_policy + reference;
 }
 
-double head_logits_bytes(const TrainingSpec& t, double logits_elements) {
+double head_logits_bytes(const TrainingSpec& t, double logits_elements, bool fp32_forward_logits) {
   // eq. 3 (SFT), eq. 6 (GRPO), eq. 9 (DPO): only one chunk's logits and gradient are alive
   const double c = double(std::max<int64_t>(t.lm_head_chunks, 1));
-  return head_logits_bytes_per_element(t) * logits_elements / c;
+  return head_logits_bytes_per_element(t, fp32_forward_logits) * logits_elements / c;
 }
 
-double head_peak_bytes(const Block& head, const TrainingSpec& t, double logits_elements) {
-  return saved_bytes(head) + head_logits_bytes(t, logits_elements) + head.tensor_bytes("x_norm");
+double head_peak_bytes(const Block& head, const TrainingSpec& t, double logits_elements, bool fp32_forward_logits) {
+  return saved_bytes(head) + head_logits_bytes(t, logits_elements, fp32_forward_logits) + head.tensor_bytes("x_norm");
 }
 
 double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, int64_t layer) {

@@ -17,6 +17,14 @@ struct LinearModule {
   std::string name, matrix;
 };
 
+// A linear module of the tower beside a multimodal language model (ModelSpec::idle_params): its path
+// within the tower's repeated unit, as PEFT's target_modules reach it by its end (self_attn.q_proj,
+// merger.down_proj), its widths and how many the tower holds.
+struct TowerLinear {
+  std::string path;
+  double in = 0, out = 0, count = 0;
+};
+
 // The feed-forward of a dense layer: gated (act(gate) * up, then down: LLaMA's
 // SwiGLU, Gemma's GeGLU) or two matrices (up, act, down: GPT-2, GPT-NeoX, Falcon,
 // StarCoder2, Nemotron's relu^2).
@@ -132,6 +140,9 @@ struct ModelSpec {
   // adapt (Gemma 4's Gemma4ClippableLinear): a LoRA target naming one raises in PEFT
   std::vector<std::string> tower_modules_peft_refuses;
   std::string tower_peft_refuses;  // the tower and its class, as a message names them
+  // The tower's linear modules where remat knows them (GLM-4.1V's, Voxtral's): a LoRA target name
+  // reaching one puts an adapter on it too, held and never trained (LoraTargets::tower_adapter_width)
+  std::vector<TowerLinear> tower_linear_modules;
 
   // How the layer is built (defaults: LLaMA's). Biases and norms change parameters
   // only: a bias adds to its GEMM's output in the same kernel and its gradient is the
@@ -262,6 +273,9 @@ struct ModelSpec {
   // Falcon-H1's muP multipliers as transformers applies them: the Mamba-2 mixer reads its own scaled
   // copy of the normed input (ssm_in_multiplier) and the logits are scaled after the head (one more pass)
   bool mamba_input_scaled_copy = false, logits_multiplied = false;
+  // The causal LM's forward returns fp32 logits (lm_head(h).float(): transformers 5.17's MllamaForCausalLM
+  // and NemotronHForCausalLM); the loss's own upcast is then a no-op
+  bool logits_fp32_in_forward = false;
   // Gated DeltaNet: key heads x key dim for q and k, value heads x value dim for v, z and the output.
   int64_t linear_num_key_heads = 0, linear_num_value_heads = 0, linear_key_head_dim = 0, linear_value_head_dim = 0;
   int64_t linear_conv_kernel = 4;
