@@ -776,13 +776,16 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   read_numerics(r, m, *family);
   note_quantized(top, r, m);
   // a nested language model's wrapper, a flat one with its tower beside the keys (Qwen2.5-VL), or
-  // LLaVA's original flat file, from which LlavaConfig builds its default tower
-  if (nested || family->vision_tower_beside || (outer_type == "llava" && !flat_text_type.empty())) {
-    m.idle_params = vision_tower_params(top, outer_type, m.hidden_size);
+  // a wrapper's flat file whose config class builds its tower all the same: LLaVA's original (LlavaConfig's
+  // default tower), GLM-4.1V's (Glm4vConfig's, from vision_config)
+  const bool flat_tower =
+      !flat_text_type.empty() && (outer_type == "llava" || outer_type == "glm4v" || outer_type == "glm4v_moe");
+  if (nested || family->vision_tower_beside || flat_tower) {
+    m.idle_params = vision_tower_params(top, outer_type, m.hidden_size, m.tower_linear_modules);
     drop_tower_unbuilt_by_causal_lm(outer_type, m);
     note_peft_refused_tower_modules(top, outer_type, m);
   }
-  note_vision_tower(m, *family, type, nest);
+  note_vision_tower(m, *family, type, nest, root);
   if (!nested && !family->vision_tower_beside && minicpmv_type.empty()) note_flat_encoders(top, m);
   note_unread_keys(r, consulted, m);
   refuse_bidirectional(r);

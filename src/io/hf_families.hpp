@@ -14,6 +14,7 @@ namespace remat {
 
 struct HfJsonReader;
 struct ModelSpec;
+struct TowerLinear;
 
 // How a family spells its experts (none: a dense model; any expert key is refused).
 enum class HfExperts {
@@ -255,13 +256,18 @@ const nlohmann::json& nested_object(const nlohmann::json& root, const std::strin
 // MiniCPM-V's language model type for its config's version ("" for another model_type; an unknown
 // version refused).
 std::string minicpmv_text_model_type(const nlohmann::json& root, const std::string& type, const std::string& file);
-// Notes naming what is not counted: a nested config's or a flat family's vision tower ...
-void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, const std::string& nest);
+// Notes naming what is not counted: a nested config's or a flat family's vision tower (a nested
+// config's audio tower where `root`, the file, gives audio_config) ...
+void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, const std::string& nest,
+                       const nlohmann::json& root);
 struct HfJsonReader;
 // Parameters of the vision tower and projector beside a multimodal config's language model, for the
 // towers remat counts exactly (SigLIP under Gemma 3, CLIP or SigLIP under LLaVA, Pixtral under
-// Mistral 3, SigLIP2 under LFM2-VL, the Qwen vision family: hf_vision_towers*.cpp); 0 for the others.
-double vision_tower_params(HfJsonReader& top, const std::string& outer_type, int64_t text_hidden);
+// Mistral 3, SigLIP2 under LFM2-VL, the Qwen vision family: hf_vision_towers*.cpp; GLM-4.1V/4.5V's,
+// and Voxtral's audio tower from audio_config: hf_towers_glm4v_voxtral.cpp); 0 for the others.
+// `linears`: the tower's linear modules where remat knows them (ModelSpec::tower_linear_modules).
+double vision_tower_params(HfJsonReader& top, const std::string& outer_type, int64_t text_hidden,
+                           std::vector<TowerLinear>& linears);
 // ... and a flat config's encoders beside its language model (marked read).
 void note_flat_encoders(HfJsonReader& top, ModelSpec& m);
 

@@ -2,7 +2,8 @@
 // towers remat counts: Gemma 4's, Muse-Glimmer's, SigLIP (transformers' SiglipVisionModel, under Gemma 3 and LLaVA),
 // CLIP (CLIPVisionModel, under LLaVA), Pixtral (under Mistral 3), SigLIP2 (under LFM2-VL), with their wrappers'
 // projectors, the Qwen vision family (hf_vision_towers_qwen.cpp), Kimi-K2.5's and MiniCPM-V 4.6's
-// (hf_vision_towers_kimi_minicpm.cpp). A text-only training step never runs them; under
+// (hf_vision_towers_kimi_minicpm.cpp), GLM-4.1V/4.5V's and Voxtral's audio tower
+// (hf_towers_glm4v_voxtral.cpp). A text-only training step never runs them; under
 // --framework hf their weights are held all the same (ModelSpec::idle_params).
 #include <nlohmann/json.hpp>
 
@@ -196,12 +197,24 @@ bool plausible_tower_dims(std::initializer_list<double> dims) {
   return true;
 }
 
-double vision_tower_params(HfJsonReader& top, const std::string& outer_type, int64_t text_hidden) {
+double vision_tower_params(HfJsonReader& top, const std::string& outer_type, int64_t text_hidden,
+                           std::vector<TowerLinear>& linears) {
   // LLaVA's original files (no vision_config): LlavaConfig's default tower, CLIP ViT-L/14 at 336
   // (hidden 1024, MLP 4096, 24 layers), and the projector (transformers 5.17 builds 324,487,168 for it
   // beside LLaMA-7B: steps-unseen13-h200.jsonl)
   if (outer_type == "llava" && !top.object.contains("vision_config"))
     return clip_params({1024, 4096, 24, 3, 336, 14}) + llava_projector(top, 1024, double(text_hidden));
+  // GLM-4.1V/4.5V's and Voxtral's config classes build their encoder config's defaults where the
+  // file has none
+  if (outer_type == "glm4v" || outer_type == "glm4v_moe" || outer_type == "voxtral") {
+    const char* key = outer_type == "voxtral" ? "audio_config" : "vision_config";
+    static const json kNone = json::object();
+    const bool given = top.object.contains(key) && !top.object[key].is_null();
+    if (given && !top.object[key].is_object()) return 0;
+    HfJsonReader e{given ? top.object[key] : kNone, top.file, std::string(key) + ".", top.problems};
+    return outer_type == "voxtral" ? voxtral_audio_params(e, double(text_hidden), linears)
+                                   : glm4v_vision_params(e, linears);
+  }
   if (!top.object.contains("vision_config") || !top.object["vision_config"].is_object()) return 0;
   HfJsonReader v{top.object["vision_config"], top.file, "vision_config.", top.problems};
   if (is_qwen_vision_wrapper(outer_type)) return qwen_vision_params(v, outer_type);

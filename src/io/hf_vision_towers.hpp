@@ -1,12 +1,14 @@
 // The vision towers beside a multimodal config's language model that remat counts, by family
 // (hf_vision_towers.cpp: SigLIP, CLIP, Pixtral, SigLIP2; hf_vision_towers_qwen.cpp: the Qwen vision
-// family; hf_vision_towers_kimi_minicpm.cpp: Kimi-K2.5's MoonViT, MiniCPM-V 4.6's). Each reads
-// vision_config with its transformers class's defaults where the file leaves a key out; a key of
+// family; hf_vision_towers_kimi_minicpm.cpp: Kimi-K2.5's MoonViT, MiniCPM-V 4.6's;
+// hf_towers_glm4v_voxtral.cpp: GLM-4.1V/4.5V's, and Voxtral's audio tower). Each reads vision_config
+// (audio_config) with its transformers class's defaults where the file leaves a key out; a key of
 // the wrong type is a problem named by its key; 0 where a dimension is out of any tower's range
 // (the tower is then not counted).
 #pragma once
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "hf_json_reader.hpp"
 #include "remat/spec/model_spec.hpp"
@@ -27,6 +29,13 @@ double qwen_vision_params(HfJsonReader& v, const std::string& outer_type);
 // model's width.
 double kimi_k25_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidden);
 double minicpmv4_6_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidden);
+
+// GLM-4.1V's and GLM-4.5V's tower with its merger (outer model_type glm4v, glm4v_moe; `v` is
+// vision_config), and Voxtral's audio tower and projector (voxtral; `a` is audio_config, text_hidden
+// the language model's width): hf_towers_glm4v_voxtral.cpp. Where counted, each tower's linear
+// modules are added to `linears` (the adapters PEFT puts on them: ModelSpec::tower_linear_modules).
+double glm4v_vision_params(HfJsonReader& v, std::vector<TowerLinear>& linears);
+double voxtral_audio_params(HfJsonReader& a, double text_hidden, std::vector<TowerLinear>& linears);
 
 // transformers 5.17's AutoModelForCausalLM, which --framework hf stands for, builds Qwen3.5's text-only
 // class (Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM: "VLM compatibility") from a qwen3_5 or

@@ -61,7 +61,9 @@ std::string minicpmv_text_model_type(const json& root, const std::string& type, 
 }
 
 // A flat config's encoders beside its language model (GLM-4V's and Qwen-VL's remote code keep the
-// vision tower's config next to the language model's keys), named in a note and not read.
+// vision tower's config next to the language model's keys), named in a note and not read; where
+// transformers builds a tower all the same (GLM-4.1V's from vision_config, LLaVA's original file its
+// default), the note gives the parameters held.
 void note_flat_encoders(HfJsonReader& top, ModelSpec& m) {
   std::string keys;
   for (const char* key : {"vision_config", "visual", "vision_tower_cfg", "mm_vision_tower", "vision_tower",
@@ -70,16 +72,38 @@ void note_flat_encoders(HfJsonReader& top, ModelSpec& m) {
       keys += (keys.empty() ? "" : ", ") + std::string(key);
       top.mark_read(key);
     }
-  if (!keys.empty() && m.idle_params > 0)
-    m.notes.push_back("the language model's keys at the top are read; in place of the encoders they name (" + keys +
-                      ") transformers builds its default vision tower and projector, whose weights are held (" +
-                      std::to_string(int64_t(m.idle_params)) + " parameters)");
+  const std::string held = std::to_string(int64_t(m.idle_params));
+  const bool from_vision_config = top.object.contains("vision_config") && top.object["vision_config"].is_object();
+  if (m.idle_params > 0 && from_vision_config)
+    m.notes.push_back(
+        "the language model's keys at the top are read; the vision tower and projector transformers "
+        "builds from vision_config (" +
+        held + " parameters) are not in its count; under --framework hf their weights are held, never run");
+  else if (m.idle_params > 0)
+    m.notes.push_back("the language model's keys at the top are read; " +
+                      (keys.empty() ? std::string() : "in place of the encoders they name (" + keys + ") ") +
+                      "transformers builds its default vision tower and projector, whose weights are held (" + held +
+                      " parameters)");
   else if (!keys.empty())
     m.notes.push_back("the language model's keys at the top are read; the encoders and projectors beside it (" + keys +
                       ") are not counted");
 }
 
-void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, const std::string& nest) {
+namespace {
+
+// What a wrapper builds beside its language model, by the encoder configs its file gives: an audio
+// tower and projector where it gives audio_config alone (Voxtral), both towers where it gives both
+// (Gemma 3n, Gemma 4 E2B: neither counted), else a vision tower and projector.
+std::string encoders(const json& root) {
+  const auto given = [&](const char* key) { return root.contains(key) && root[key].is_object(); };
+  if (given("audio_config") && given("vision_config")) return "the vision and audio towers and projectors";
+  return given("audio_config") ? "the audio tower and projector" : "the vision tower and projector";
+}
+
+}  // namespace
+
+void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, const std::string& nest,
+                       const json& root) {
   if (nest == "thinker_config.text_config") {
     m.name += " (language model: " + nest + ")";
     m.notes.push_back("the thinker's text_config is the language model (" + type +
@@ -87,13 +111,12 @@ void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& 
                       "text_config only and builds its default language model from this file");
   } else if (!nest.empty() && m.idle_params > 0) {
     m.name += " (language model: " + nest + ")";
-    m.notes.push_back("the nested config is the language model (" + type + "); the vision tower and projector (" +
+    m.notes.push_back("the nested config is the language model (" + type + "); " + encoders(root) + " (" +
                       std::to_string(int64_t(m.idle_params)) +
                       " parameters) are not in its count; under --framework hf their weights are held, never run");
   } else if (!nest.empty()) {
     m.name += " (language model: " + nest + ")";
-    m.notes.push_back("the nested config is the language model (" + type +
-                      "); the vision tower and projector are not counted");
+    m.notes.push_back("the nested config is the language model (" + type + "); " + encoders(root) + " are not counted");
   } else if (family.vision_tower_beside && m.idle_params > 0) {
     m.notes.push_back("the language model's keys are read (" + type + "); the vision tower and merger (" +
                       std::to_string(int64_t(m.idle_params)) +

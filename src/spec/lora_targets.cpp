@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "remat/spec/lora_placement.hpp"
 #include "remat/spec/training_spec.hpp"
@@ -66,6 +67,28 @@ std::string all_linear_gap(const ModelSpec& m) {
     return "on this mixture-of-experts model it adapts modules remat has not been held to (experts PEFT does not "
            "convert, shared experts or dense layers)";
   return "";
+}
+
+// PEFT adapts a tower's module whose path ends in a target name (self_attn.q_proj by q_proj or
+// self_attn.q_proj); a target naming a longer path (one layer's, the language model's) reaches none.
+// remat's words (q, mlp) stand for the language model's module names they pick (q_proj), as the
+// target_modules a PEFT user writes for them.
+double tower_adapter_width(const ModelSpec& m, const std::vector<std::string>& targets) {
+  std::vector<std::string> names;
+  for (const std::string& target : targets) {
+    const std::vector<std::string> words = matrices_of_word(target);
+    if (words.empty()) names.push_back(target);
+    for (const LinearModule& l : m.linear_modules)
+      if (std::find(words.begin(), words.end(), l.matrix) != words.end()) names.push_back(l.name);
+  }
+  double width = 0;
+  for (const TowerLinear& l : m.tower_linear_modules) {
+    const auto reaches = [&](const std::string& name) {
+      return name == l.path || (l.path.ends_with(name) && l.path[l.path.size() - name.size() - 1] == '.');
+    };
+    if (std::any_of(names.begin(), names.end(), reaches)) width += l.count * (l.in + l.out);
+  }
+  return width;
 }
 
 // Whether gate/up/down name a module of the layers as transformers builds them: a dense MLP, a
@@ -137,6 +160,7 @@ ResolvedLoraTargets resolve_lora_targets(const ModelSpec& m, const std::vector<s
           "convert, and no dense layer or shared expert has those names");
   }
   if (!r.targets.any()) return refuse("names no linear module of this model: " + linear_module_list(m));
+  r.targets.tower_adapter_width = tower_adapter_width(m, names);
   return r;
 }
 

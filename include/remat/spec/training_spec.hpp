@@ -23,6 +23,9 @@ struct LoraTargets {
   // the model fuses q, k, v (and gate, up) into one projection with one adapter (Phi-3's qkv_proj)
   bool fused_qkv = false, fused_gate_up = false;
   bool router = false;  // an MoE layer's router (PEFT's all-linear adapts it)
+  // sum of in + out over the tower's linear modules the target names reach (ModelSpec::
+  // tower_linear_modules): PEFT adapts them too, and a text-only step never trains them
+  double tower_adapter_width = 0;
   bool any_qkv() const { return q || k || v; }
   bool any_gate_up() const { return gate || up; }
   bool any() const { return any_qkv() || o || any_gate_up() || down || router; }
