@@ -142,9 +142,11 @@ TEST(HfUnseen9, ParallelMoeFirstLayerKeepsNoFoldedWeight) {
   };
   LayerDef sequential = layer;
   sequential.parallel_branches = false;
-  // in the first adapted layer only: 8 experts' folded gate_up (2 x 22528 x 8192) in bf16
+  // in the first adapted layer only: 8 experts' folded gate_up (2 x 22528 x 8192) in bf16, and what
+  // the router before the experts' adapters saves (its fp32 probabilities over 8 experts and top-2
+  // weights for 4096 tokens): its input and weight need no gradient there
   EXPECT_DOUBLE_EQ(kept(frozen_prefix_layer(sequential, false, t)) - kept(frozen_prefix_layer(layer, false, t)),
-                   8.0 * 2 * 22528 * 8192 * 2);
+                   8.0 * 2 * 22528 * 8192 * 2 + 4096.0 * 8 * 4 + 4096.0 * 2 * 4);
   EXPECT_DOUBLE_EQ(kept(frozen_prefix_layer(sequential, true, t)), kept(frozen_prefix_layer(layer, true, t)));
 }
 

@@ -147,6 +147,22 @@ void add_p2p(StageBase& s, const ModelSpec& m, const RankShape& r, const Trainin
 // What the framework profile adds (TrainingSpec, src/spec/framework.cpp):
 // the persistent QK^T buffer of the unfused attention, library workspaces,
 // and the stage output the pipeline holds per in-flight microbatch.
+// transformers' eager attention adds a 4-D float mask (masking_utils.eager_mask: b x 1 x s x s in the
+// embeddings' dtype, fp32 under autocast) that the model builds once per forward, one per kind of
+// layer (full and sliding-window), and hands to every layer; a checkpointed layer's arguments keep it
+// to its backward (Gemma 3's reentrant mixed GRPO step at 2 x 8k: two fp32 masks of 1 GiB,
+// peak-traces-h200/unseen15)
+double eager_masks_bytes(const ModelSpec& m, const RankShape& r, const TrainingSpec& t) {
+  if (!t.layouts_from_model_code || t.flash_attention) return 0;
+  bool windowed = false, full = false;
+  for (int64_t i = 0; i < m.num_hidden_layers; ++i) {
+    if (!m.layer_has_attention(i)) continue;
+    (m.layer_is_windowed(i) ? windowed : full) = true;
+  }
+  const double masks = double(windowed) + double(full);
+  return masks * r.b * r.s * r.s * (t.params_fp32_autocast ? 4 : 2);
+}
+
 void add_framework_bytes(StageBase& s, const ModelSpec& m, const RankShape& r, const TrainingSpec& t) {
   s.runtime_bytes = t.runtime_bytes;
   if (t.layouts_from_model_code) s.runtime_bytes += m.buffer_bytes;  // the model's own buffers
@@ -156,6 +172,7 @@ void add_framework_bytes(StageBase& s, const ModelSpec& m, const RankShape& r, c
     s.runtime_bytes += r.b * heads * r.s * r.s * 2;
   }
   if (t.keeps_stage_outputs && s.index + 1 < t.pp) s.stage_output_bytes = r.seq_tokens() * double(m.hidden_size) * 2;
+  s.checkpoint_args_bytes = eager_masks_bytes(m, r, t);
 }
 
 }  // namespace
@@ -247,15 +264,26 @@ void drop_weight_saves_beside(LayerDef& layer, size_t from) {
 }
 
 // A parallel layer's feed-forward branch (its MLP or MoE and their glue) reads the normed layer
-// input beside the attention. In the first adapted layer that input needs no gradient, so a branch
-// without adapters saves nothing (Phi-1 under attention adapters: steps-unseen10b-h200.jsonl, its
-// first layer's MLP kept nothing in the allocator's trace, peak-traces-h200/unseen10).
-void freeze_unadapted_branch(LayerDef& layer, size_t from) {
+// input beside the attention. In the first adapted layer that input needs no gradient, so the
+// branch saves nothing up to its first adapter: a branch without adapters nothing at all (Phi-1
+// under attention adapters: steps-unseen10b-h200.jsonl, its first layer's MLP kept nothing in the
+// allocator's trace, peak-traces-h200/unseen10), one with an adapter on down_proj not the up
+// projection's output its activation saves (Pythia-12B's first layer: peak-traces-h200/unseen15).
+void freeze_branch_before_adapters(LayerDef& layer, size_t from, const TrainingSpec& t) {
   const auto in_branch = [](const Block& b) { return b.name.starts_with("mlp") || b.name.starts_with("moe"); };
-  for (size_t i = from; i < layer.blocks.size(); ++i)
-    if (in_branch(layer.blocks[i]) && has_adapter(layer.blocks[i])) return;
-  for (size_t i = from; i < layer.blocks.size(); ++i)
-    if (in_branch(layer.blocks[i])) freeze(layer.blocks[i]);
+  for (size_t i = from; i < layer.blocks.size(); ++i) {
+    Block& b = layer.blocks[i];
+    if (!in_branch(b)) continue;
+    if (!has_adapter(b)) {
+      freeze(b);
+      continue;
+    }
+    if (!t.layouts_from_model_code) return;
+    drop_input_norm_saves(b, t);
+    const OpDef* first_adapter = &*std::find_if(b.ops.begin(), b.ops.end(), is_adapter_op);
+    freeze_ops(b, [&](const OpDef& op) { return op.beside_adapters || &op < first_adapter; });
+    return;
+  }
 }
 
 }  // namespace
@@ -271,7 +299,7 @@ LayerDef frozen_prefix_layer(const LayerDef& layer, bool whole_layer, const Trai
       const OpDef* first_adapter = &*std::find_if(b.ops.begin(), b.ops.end(), is_adapter_op);
       const auto before = [&](const OpDef& op) { return t.layouts_from_model_code && &op < first_adapter; };
       freeze_ops(b, [&](const OpDef& op) { return op.beside_adapters || before(op); });
-      if (layer.parallel_branches) drop_weight_saves_beside(out, i + 1), freeze_unadapted_branch(out, i + 1);
+      if (layer.parallel_branches) drop_weight_saves_beside(out, i + 1), freeze_branch_before_adapters(out, i + 1, t);
       break;
     }
     freeze(b);
@@ -437,7 +465,9 @@ void LayerSums::add(const LayerCost& c, int64_t copies) {
 
 StageTotals stage_totals(const StageBase& base, const LayerSums& layers) {
   StageTotals t;
-  t.activations_bytes = double(base.in_flight) * (layers.kept_bytes + base.stage_output_bytes) + base.mtp_saved_bytes;
+  const double checkpoint_args = layers.recompute_flops > 0 ? base.checkpoint_args_bytes : 0;
+  t.activations_bytes =
+      double(base.in_flight) * (layers.kept_bytes + base.stage_output_bytes + checkpoint_args) + base.mtp_saved_bytes;
   // Offload copies hide under compute only with a second buffer: while one
   // layer's backward runs, the next offloaded layer's activations come back
   // (in forward, one layer's copy out runs while the next fills its own), and

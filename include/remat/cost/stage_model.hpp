@@ -44,6 +44,9 @@ struct StageBase {
   // per in-flight microbatch: the stage output, when the pipeline keeps it; on the first stage also
   // Gemma 4's per-layer inputs (per_layer_inputs_bytes)
   double stage_output_bytes = 0;
+  // per in-flight microbatch, where a layer of the stage is checkpointed: what the checkpoints'
+  // arguments keep alive until their backward (transformers' eager attention masks)
+  double checkpoint_args_bytes = 0;
   double optimizer_step_bytes = 0;  // the optimizer step's temporary, on top of the static bytes
   // the end of the backward, on top of the static bytes: the tied embedding's backward (first and
   // last stage at once) beside the LM head's gradient (TrainingSpec::tied_grads_summed_out_of_place)
