@@ -126,8 +126,8 @@ void check_peft_tower_targets(Flags& f, const TrainingSpec& t, const ModelSpec& 
   std::string clashing;
   for (const LinearModule& l : m.linear_modules) {
     const bool targeted = (l.matrix == "q" && on.q) || (l.matrix == "k" && on.k) || (l.matrix == "v" && on.v) ||
-                          (l.matrix == "o" && on.o) || (l.matrix == "gate" && on.gate) ||
-                          (l.matrix == "up" && on.up) || (l.matrix == "down" && on.down);
+                          (l.matrix == "o" && on.o) || (l.matrix == "gate" && on.gate) || (l.matrix == "up" && on.up) ||
+                          (l.matrix == "down" && on.down);
     const auto& refused = m.tower_modules_peft_refuses;
     if (targeted && std::find(refused.begin(), refused.end(), l.name) != refused.end())
       clashing += (clashing.empty() ? "" : ",") + l.name;
