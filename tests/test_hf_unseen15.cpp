@@ -14,10 +14,14 @@
 //   reads an input that needs no gradient, so nothing before the down_proj adapter is saved: +1.38%.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "hf_measured.hpp"
+#include "remat/cost/params.hpp"
 #include "remat/cost/stage_model.hpp"
+#include "remat/io/spec_loader.hpp"
 #include "remat/spec/framework.hpp"
 #include "test_helpers.hpp"
 
@@ -56,6 +60,75 @@ TEST(HfUnseen15, EagerMasksStayWithTheCheckpoints) {
   EXPECT_DOUBLE_EQ(masks(gemma3, Precision::bf16, true), 2 * square * 2);
   EXPECT_DOUBLE_EQ(masks(gemma3, Precision::bf16, false), 0);
   EXPECT_DOUBLE_EQ(masks("tests/data/hf_configs/llama-3.2-1b-instruct.json", Precision::bf16, true), square * 2);
+}
+
+bool has_note(const ModelSpec& m, const std::string& text) {
+  for (const std::string& n : m.notes)
+    if (n.find(text) != std::string::npos) return true;
+  return false;
+}
+
+// MPT's ALiBi is built for max_seq_len positions (the blind MPT step at 6144 tokens failed in
+// transformers: "The size of tensor a (6144) must match the size of tensor b (2048)"), GPT-2's
+// learned table has n_positions rows: a longer --seq is refused, naming the key.
+TEST(HfUnseen15, SequencesBeyondTheModelsPositionsAreRefused) {
+  const auto problems = [&](const std::string& file, int64_t seq) {
+    TrainingSpec t = test::hf_training(seq, 0);
+    return validate_training(t, model_as_built(test::model(kRoot + file), kHfFramework));
+  };
+  const std::string mpt = "examples/hf/unseen11/realcfg/mpt-7b-xai-checkpoint.json";
+  EXPECT_TRUE(problems(mpt, 2048).empty());
+  auto p = problems(mpt, 6144);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].key, "--seq");
+  EXPECT_NE(p[0].message.find("max_seq_len = 2048"), std::string::npos);
+  p = problems("examples/hf/unseen11/realcfg/kogpt2-base-v2-kochatgpt.json", 2048);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_NE(p[0].message.find("n_positions = 1024"), std::string::npos);
+  EXPECT_TRUE(problems("examples/hf/unseen11/realcfg/gpt-j-6b-django.json", 16384).empty());  // rotary
+}
+
+// Real-config set 15 (examples/hf/unseen15/realcfg/, 30 files a helper collected): of the 21 files
+// transformers 5.17 builds without remote code (param-counts-realcfg15-h200.jsonl), 19 load to the
+// parameter as first loaded; GIT and gte-Qwen2 are refused for their bidirectional attention.
+TEST(HfUnseen15, RealConfigsCountAsTransformersBuildsThem) {
+  std::ifstream lines(kRoot + "reports/hf/param-counts-realcfg15-h200.jsonl");
+  int exact = 0, refused = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const auto row = nlohmann::json::parse(line);
+    if (!row.contains("file") || !row.contains("params")) continue;  // versions; not built
+    const std::string file = kRoot + "examples/hf/unseen15/realcfg/" + row.at("file").get<std::string>();
+    try {
+      const ModelSpec m = test::model(file);
+      EXPECT_EQ(model_params(m, m.num_hidden_layers), row.at("params").get<double>()) << file;
+      ++exact;
+    } catch (const InputError& e) {
+      ++refused;
+      EXPECT_NE(std::string(e.what()).find("bidirectional"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(exact, 19);
+  EXPECT_EQ(refused, 2);
+}
+
+// What real-config set 15 showed remat passing over in silence, now said or refused.
+TEST(HfUnseen15, RealConfigSetFollowUps) {
+  const std::string dir = kRoot + "examples/hf/unseen15/realcfg/";
+  // architectures naming a headless model (an embedding model) or a reward model
+  EXPECT_TRUE(has_note(test::model(dir + "e5-mistral-7b-ome.json"), "architectures names MistralModel"));
+  EXPECT_TRUE(has_note(test::model(dir + "internlm2-7b-reward-ome.json"), "InternLM2ForRewardModel"));
+  EXPECT_FALSE(has_note(test::model(dir + "qwen3-embedding-8b-ome.json"), "architectures names"));
+  // olmOCR-2 repeats its language model in text_config: the copies agree, no note; where they differ
+  // the note names the key (transformers 5 reads text_config)
+  nlohmann::json olmocr = nlohmann::json::parse(test::read_text(dir + "olmocr-2-7b-1025-tt-metal.json"));
+  EXPECT_FALSE(has_note(parse_hf_config(olmocr.dump(), "olmocr.json"), "text_config"));
+  olmocr["text_config"]["hidden_size"] = 1024;
+  EXPECT_TRUE(has_note(parse_hf_config(olmocr.dump(), "olmocr.json"), "other values (hidden_size)"));
+  // MPT's attn_config: q/k LayerNorm and the q/k/v clamp are refused by name
+  nlohmann::json mpt = nlohmann::json::parse(test::read_text(dir + "mpt-7b-ipex.json"));
+  EXPECT_NO_THROW(parse_hf_config(mpt.dump(), "mpt.json"));
+  mpt["attn_config"]["qk_ln"] = true;
+  EXPECT_THROW(parse_hf_config(mpt.dump(), "mpt.json"), InputError);
 }
 
 }  // namespace

@@ -253,6 +253,9 @@ std::string current_layer_type(const std::string& kind);
 // model itself; nested_object finds it by that dotted path.
 std::string nested_key(const nlohmann::json& root, const std::string& type);
 const nlohmann::json& nested_object(const nlohmann::json& root, const std::string& path);
+// A note where `architectures` names a class whose head is not the causal LM's (a bare model for
+// embeddings, a sequence classifier or reward model): remat costs the causal LM all the same.
+void note_head_of_architecture(const std::vector<std::string>& archs, ModelSpec& m);
 // MiniCPM-V's language model type for its config's version ("" for another model_type; an unknown
 // version refused).
 std::string minicpmv_text_model_type(const nlohmann::json& root, const std::string& type, const std::string& file);

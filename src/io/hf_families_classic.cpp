@@ -90,6 +90,7 @@ void openai_gpt_layer(HfJsonReader& r, ModelSpec& m) {
   m.eager_attention_only = m.eager_softmax_bf16 = m.gradient_checkpointing_unsupported = true;
   m.position_embeddings = 512;
   r.integer("n_positions", m.position_embeddings, false);
+  m.max_sequence_tokens = m.position_embeddings, m.max_sequence_key = "n_positions";
   m.post_layer_norm = true;
   read_dropouts(r, m, "resid_pdrop", 0.1, "attn_pdrop", 0.1);
   m.notes.push_back(
@@ -107,6 +108,7 @@ void biogpt_layer(HfJsonReader& r, ModelSpec& m) {
   read_activation(r, m, "hidden_act");
   m.position_embeddings = 1024;
   r.integer("max_position_embeddings", m.position_embeddings, false);
+  m.max_sequence_tokens = m.position_embeddings, m.max_sequence_key = "max_position_embeddings";
   m.position_embeddings += 2;   // BioGptLearnedPositionalEmbedding's offset
   m.eager_softmax_bf16 = true;  // its eager_attention_forward: softmax in the scores' dtype
   read_dropouts(r, m, "hidden_dropout_prob", 0.1, "attention_probs_dropout_prob", 0.1);
@@ -151,6 +153,7 @@ void gpt_neo_layer(HfJsonReader& r, ModelSpec& m) {
   m.eager_attention_only = true;  // GPTNeoPreTrainedModel has no sdpa path
   m.position_embeddings = 2048;
   r.integer("max_position_embeddings", m.position_embeddings, false);
+  m.max_sequence_tokens = m.position_embeddings, m.max_sequence_key = "max_position_embeddings";
   m.rotary_fraction = 0;
 }
 

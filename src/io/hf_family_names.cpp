@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "hf_families.hpp"
+#include "remat/spec/model_spec.hpp"
 
 namespace remat {
 
@@ -364,6 +365,21 @@ bool peft_converts_expert_targets(const std::string& model_type) {
   for (const char* type : kConverted)
     if (model_type == type) return true;
   return false;
+}
+
+void note_head_of_architecture(const std::vector<std::string>& archs, ModelSpec& m) {
+  if (archs.empty()) return;
+  const std::string& a = archs.front();
+  const auto ends = [&](const char* tail) { return a.ends_with(tail); };
+  std::string head;
+  if (ends("ForSequenceClassification") || ends("ForRewardModel") || ends("ForTokenClassification"))
+    head = "a classifier or reward model (a score head of a few outputs)";
+  else if (ends("Model") && !hf_family_of_architecture(a.substr(0, a.size() - 5) + "ForCausalLM").empty())
+    head = "the bare model (hidden states, as embedding models use it; no head)";  // MistralModel
+  if (head.empty()) return;
+  m.notes.push_back("architectures names " + a + ", " + head +
+                    ": remat costs the causal LM transformers' AutoModelForCausalLM builds from this config, with "
+                    "its LM head (vocabulary x hidden) and the loss over its logits");
 }
 
 }  // namespace remat

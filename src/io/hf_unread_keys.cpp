@@ -43,8 +43,26 @@ bool plainly_not_architecture(const std::string& key) {
       "time_step_min", "time_step_max", "time_step_floor", "time_step_limit", "rescale_prenorm_residual",
       "use_mamba_kernels", "mamba_ssm_cache_dtype", "mamba_ssm_dtype", "num_logits_to_keep", "moe_router_dtype",
       "masked_softmax_fusion", "is_quantized", "use_cash", "pad_key_length", "pre_allocate_kv_cache",
-      "validate_runner_input", "inference_runner", "_from_model_config", "max_tokenizer_truncation"};
+      "validate_runner_input", "inference_runner", "_from_model_config", "max_tokenizer_truncation",
+      "cache_implementation", "boi_token_id", "eoi_token_id", "moe_shared_expert_overlap", "for_llm_compressor"};
   return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+// A flat config's text_config that repeats the language model's keys remat read at the top (olmOCR-2,
+// a Qwen2.5-VL re-save in transformers 4.5x's layout): "" where the copies agree, else the keys that
+// differ. transformers 5 builds the language model from text_config.
+std::string text_config_copy_differs(const HfJsonReader& r, const std::vector<std::string>& consulted) {
+  const nlohmann::json& copy = r.object["text_config"];
+  std::string differ;
+  for (size_t i = 0; i < consulted.size(); ++i) {
+    const std::string& key = consulted[i];
+    if (i > 0 && key == consulted[i - 1]) continue;  // sorted: each key once
+    // a null on either side is the key left unset (olmOCR-2's text_config.sliding_window)
+    const bool both_set =
+        copy.contains(key) && r.object.contains(key) && !copy[key].is_null() && !r.object[key].is_null();
+    if (key != "model_type" && both_set && copy[key] != r.object[key]) differ += (differ.empty() ? "" : ", ") + key;
+  }
+  return differ;
 }
 
 }  // namespace
@@ -71,6 +89,13 @@ void note_unread_keys(const HfJsonReader& r, std::vector<std::string> consulted,
                      (value.is_number() && value.get<double>() == 0) || (value.is_string() && value.empty()) ||
                      ((value.is_array() || value.is_object()) && value.empty());
     if (off || plainly_not_architecture(key) || std::binary_search(consulted.begin(), consulted.end(), key)) continue;
+    if (key == "text_config" && r.prefix.empty() && value.is_object()) {
+      if (const std::string differ = text_config_copy_differs(r, consulted); !differ.empty())
+        m.notes.push_back("text_config repeats the language model's keys with other values (" + differ +
+                          "): remat read the top-level ones; transformers 5 builds the language model from "
+                          "text_config");
+      continue;
+    }
     unread += (unread.empty() ? "" : ", ") + key;
   }
   if (!unread.empty())

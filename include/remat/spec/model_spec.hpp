@@ -226,6 +226,10 @@ struct ModelSpec {
   QkNorm qk_norm = QkNorm::none;
   bool qk_norm_weightless = false;    // the q and k norms have no weight (Muse-Glimmer's qk_norm)
   int64_t position_embeddings = 0;    // learned absolute positions (GPT-2's wpe rows); 0: rotary or none
+  // the longest sequence the model can index (a learned position table less its offset, MPT's ALiBi
+  // built for max_seq_len) and the config key that sets it; 0: no bound
+  int64_t max_sequence_tokens = 0;
+  std::string max_sequence_key;
   bool sinusoidal_positions = false;  // fixed sinusoids added to the embeddings, no parameters (XGLM, CTRL)
   bool post_layer_norm = false;       // LayerNorms after each residual add, none at the end (OpenAI GPT)
 
