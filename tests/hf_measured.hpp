@@ -32,7 +32,7 @@ inline std::vector<HfComparison> measured_hf_steps(const std::string& file, cons
   text << in.rdbuf();
   const HardwareSpec hw = test::hardware(hardware);
   std::vector<HfComparison> out;
-  for (const HfStep& s : last_steps(parse_hf_run(text.str(), file))) {
+  for (const HfStep& s : completed_last_steps(text.str(), file)) {
     ModelSpec m = test::model(root + s.config);
     m.num_hidden_layers = s.num_layers;
     out.push_back(compare_hf(s, m, hw, file));

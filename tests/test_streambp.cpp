@@ -144,11 +144,14 @@ TEST(StreamBp, ObjectiveLogitsByHand) {
   EXPECT_DOUBLE_EQ(head_logits_bytes(t, 2 * tokens * v, false), 10 * 2 * 100 * v);
   // TRL's per-row log-probabilities on logits the model's forward made fp32 (Llama 3.2 Vision,
   // Nemotron-H): the fp32 logits (4) and, at the last row's logsumexp backward, the rows done and
-  // that row's three temporaries, 4 (rows + 2) / rows: 12 for DPO's two rows, 10 for four
+  // that row's three temporaries, 4 (rows + 2) / rows, or the rows' gradients and their stack (8):
+  // 12 for DPO's two rows and for four, 16 for one
   t.per_row_logps = true, t.mbs = 2;
   EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(t, true), 12);
   t.mbs = 4;
-  EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(t, true), 10);
+  EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(t, true), 12);
+  t.mbs = 1;
+  EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(t, true), 16);
   t.per_row_logps = false, t.mbs = one_gpu(100).mbs;
   // Through the estimate: the DPO head sees 2 T tokens, the layers 2 sequences
   TrainingSpec sft = one_gpu(100), dpo = one_gpu(100);

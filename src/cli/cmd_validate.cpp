@@ -151,7 +151,7 @@ int validate_hf_runs(const ValidateOptions& o) {
   std::vector<std::pair<HfStep, std::string>> steps, out_of_memory;  // with the file each came from
   for (const auto& path : o.hf_runs) {
     const std::string text = read_file_text(path, "--hf-run");
-    for (HfStep& s : last_steps(parse_hf_run(text, path))) steps.emplace_back(std::move(s), path);
+    for (HfStep& s : completed_last_steps(text, path)) steps.emplace_back(std::move(s), path);
     for (HfStep& s : parse_hf_out_of_memory(text, path)) out_of_memory.emplace_back(std::move(s), path);
     inputs.push_back({"hf_run", path, sha256_hex(text)});
   }

@@ -174,10 +174,11 @@ double head_logits_bytes_per_element(const TrainingSpec& t, bool fp32_forward_lo
     // TRL's selective_log_softmax on fp32 logits: gather, and per row a logsumexp that saves its
     // row (a view: the fp32 logits, 4, stay alive through their backward). Each row's backward,
     // grad * (row - lse).exp(), holds the difference, its exp and the product (3 rows) beside the
-    // rows already done: at the last, 4 + 4 (rows + 2) / rows; later the rows' stack (4 + 4) is less.
-    // Llama 3.2 Vision's mixed DPO step (steps-unseen15-h200.jsonl: four fp32 rows of 6.3 GB beside
-    // the 12.6 GB logits)
-    return 4 + 4 * (rows + 2) / rows;
+    // rows already done: at the last, 4 + 4 (rows + 2) / rows; then the rows' gradients and their
+    // stack (4 + 4) beside the logits, which the caller still holds. Llama 3.2 Vision's mixed DPO
+    // step, 2 rows (steps-unseen15-h200.jsonl: four fp32 rows of 6.3 GB beside the 12.6 GB logits),
+    // and its 90B's GRPO step, 4 rows (steps-unseen16-h200.jsonl: the logits, their stack and 4 rows)
+    return 4 + std::max(4 * (rows + 2) / rows, 8.0);
   }
   if (t.per_row_logps && t.objective != Objective::sft) {
     // TRL's selective_log_softmax on bf16 logits: each row's log_softmax output saved (2); in

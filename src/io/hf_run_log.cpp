@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <regex>
+#include <set>
 
 #include "remat/report/json_text.hpp"
 #include "remat/spec/lora_placement.hpp"
@@ -198,6 +199,15 @@ std::vector<HfStep> last_steps(const std::vector<HfStep>& steps) {
     else if (s.step >= out[it->second].step)
       out[it->second] = s;
   }
+  return out;
+}
+
+std::vector<HfStep> completed_last_steps(const std::string& text, const std::string& file) {
+  std::set<std::string> out_of_memory;
+  for (const HfStep& s : parse_hf_out_of_memory(text, file)) out_of_memory.insert(s.case_name);
+  std::vector<HfStep> out;
+  for (HfStep& s : last_steps(parse_hf_run(text, file)))
+    if (!out_of_memory.contains(s.case_name)) out.push_back(std::move(s));
   return out;
 }
 

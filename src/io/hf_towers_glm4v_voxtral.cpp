@@ -124,29 +124,54 @@ double glm4v_vision_params(HfJsonReader& v, std::vector<TowerLinear>& linears) {
 //   projector        linear_1 F -> T (F, four frames of D stacked) and linear_2 T -> T, without biases
 // Its linear modules, which LoRA targets reach by name: the layers' self_attn.q/k/v_proj and
 // self_attn.out_proj, fc1 and fc2, the projector's linear_1 and linear_2.
-double voxtral_audio_params(HfJsonReader& a, double text_hidden, std::vector<TowerLinear>& linears) {
+namespace {
+
+// Whisper's encoder as Voxtral and Qwen2-Audio build it (`encoder_type`: audio_config's model_type,
+// none for the wrapper's default); 0 where the dims are not a tower it builds.
+double whisper_encoder_params(HfJsonReader& a, const char* encoder_type, VoxtralDims& d,
+                              std::vector<TowerLinear>& linears) {
   const std::string type = a.text("model_type");
-  if (!type.empty() && type != "voxtral_encoder") return 0;
-  VoxtralDims d;
-  // VoxtralAttention refuses a width its heads do not divide
+  if (!type.empty() && type != encoder_type) return 0;
+  // the attention refuses a width its heads do not divide
   if (!voxtral_dims(a, d) ||
       !plausible_tower_dims({double(d.hidden), double(d.ffn), double(d.layers), double(d.heads), double(d.mel_bins),
                              double(d.positions)}) ||
       d.hidden % d.heads != 0)
     return 0;
-  const double D = double(d.hidden), F = double(d.ffn), T = text_hidden;
+  const double D = double(d.hidden), F = double(d.ffn), layers = double(d.layers);
   const double convs = (double(d.mel_bins) * D * 3 + D) + (D * D * 3 + D);
   const double layer = (4 * D * D + 3 * D) + (D * F + F) + (F * D + D) + 2 * 2 * D;
-  const double layers = double(d.layers);
   linears.insert(linears.end(), {{"self_attn.q_proj", D, D, layers},
                                  {"self_attn.k_proj", D, D, layers},
                                  {"self_attn.v_proj", D, D, layers},
                                  {"self_attn.out_proj", D, D, layers},
                                  {"fc1", D, F, layers},
-                                 {"fc2", F, D, layers},
-                                 {"multi_modal_projector.linear_1", F, T, 1},
-                                 {"multi_modal_projector.linear_2", T, T, 1}});
-  return convs + double(d.positions) * D + double(d.layers) * layer + 2 * D + F * T + T * T;
+                                 {"fc2", F, D, layers}});
+  return convs + double(d.positions) * D + layers * layer + 2 * D;
+}
+
+}  // namespace
+
+double voxtral_audio_params(HfJsonReader& a, double text_hidden, std::vector<TowerLinear>& linears) {
+  VoxtralDims d;
+  const double encoder = whisper_encoder_params(a, "voxtral_encoder", d, linears);
+  if (encoder == 0) return 0;
+  const double F = double(d.ffn), T = text_hidden;
+  linears.insert(linears.end(),
+                 {{"multi_modal_projector.linear_1", F, T, 1}, {"multi_modal_projector.linear_2", T, T, 1}});
+  return encoder + F * T + T * T;
+}
+
+// Qwen2AudioEncoder (Whisper's encoder; its avg_pooler holds nothing) and Qwen2AudioMultiModalProjector,
+// one linear d_model -> the language model's width with a bias (models/qwen2_audio/, transformers 5.17;
+// Qwen2-Audio-7B-Instruct's step in steps-unseen16-h200.jsonl).
+double qwen2_audio_params(HfJsonReader& a, double text_hidden, std::vector<TowerLinear>& linears) {
+  VoxtralDims d;
+  const double encoder = whisper_encoder_params(a, "qwen2_audio_encoder", d, linears);
+  if (encoder == 0) return 0;
+  const double D = double(d.hidden), T = text_hidden;
+  linears.push_back({"multi_modal_projector.linear", D, T, 1});
+  return encoder + D * T + T;
 }
 
 }  // namespace remat

@@ -206,12 +206,14 @@ double vision_tower_params(HfJsonReader& top, const std::string& outer_type, int
     return clip_params({1024, 4096, 24, 3, 336, 14}) + llava_projector(top, 1024, double(text_hidden));
   // GLM-4.1V/4.5V's and Voxtral's config classes build their encoder config's defaults where the
   // file has none
-  if (outer_type == "glm4v" || outer_type == "glm4v_moe" || outer_type == "voxtral") {
-    const char* key = outer_type == "voxtral" ? "audio_config" : "vision_config";
+  const bool audio = outer_type == "voxtral" || outer_type == "qwen2_audio";
+  if (outer_type == "glm4v" || outer_type == "glm4v_moe" || audio) {
+    const char* key = audio ? "audio_config" : "vision_config";
     static const json kNone = json::object();
     const bool given = top.object.contains(key) && !top.object[key].is_null();
     if (given && !top.object[key].is_object()) return 0;
     HfJsonReader e{given ? top.object[key] : kNone, top.file, std::string(key) + ".", top.problems};
+    if (outer_type == "qwen2_audio") return qwen2_audio_params(e, double(text_hidden), linears);
     return outer_type == "voxtral" ? voxtral_audio_params(e, double(text_hidden), linears)
                                    : glm4v_vision_params(e, linears);
   }

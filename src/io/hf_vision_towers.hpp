@@ -36,6 +36,8 @@ double minicpmv4_6_vision_params(HfJsonReader& top, HfJsonReader& v, double text
 // modules are added to `linears` (the adapters PEFT puts on them: ModelSpec::tower_linear_modules).
 double glm4v_vision_params(HfJsonReader& v, std::vector<TowerLinear>& linears);
 double voxtral_audio_params(HfJsonReader& a, double text_hidden, std::vector<TowerLinear>& linears);
+// Qwen2-Audio's encoder and projector (qwen2_audio; `a` is audio_config): hf_towers_glm4v_voxtral.cpp.
+double qwen2_audio_params(HfJsonReader& a, double text_hidden, std::vector<TowerLinear>& linears);
 
 // transformers 5.17's AutoModelForCausalLM, which --framework hf stands for, builds Qwen3.5's text-only
 // class (Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM: "VLM compatibility") from a qwen3_5 or

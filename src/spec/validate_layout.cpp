@@ -94,10 +94,43 @@ void check_streambp(Flags& f, const TrainingSpec& t) {
     f.fail("--lora-dropout", std::to_string(t.lora_dropout), "must be in [0, 1)");
 }
 
-bool has_moe_layer(const ModelSpec& m, int64_t layers) {
-  for (int64_t i = 0; i < layers; ++i)
-    if (m.layer_is_moe(i)) return true;
-  return false;
+// Whether layer g holds a module the placement adapts, as lora_layer_params prices them: q/k/v/o in
+// an attention layer (or Gated DeltaNet's own projections), gate/up/down on a dense MLP or shared
+// expert, the router and the converted experts in an MoE layer.
+bool layer_adapted(const ModelSpec& m, const LoraPlacement& p, int64_t g) {
+  const LoraTargets& l = p.linear;
+  const bool attention =
+      m.layer_has_attention(g) || (m.mixer(g) == Mixer::gated_deltanet && m.linear_attention_own_projections);
+  if (attention && (l.any_qkv() || l.o)) return true;
+  const bool moe = m.layer_is_moe(g);
+  if (m.has_ffn(g) && (!moe || m.n_shared_experts > 0 || m.shared_expert_gate) && (l.any_gate_up() || l.down))
+    return true;
+  return moe && (l.router || p.on_experts());
+}
+
+// PEFT raises NoMatchingPeftModuleError where the targets reach no module of the layers built: a
+// model cut to layers without attention (Nemotron-H's first four) under q/v, or to dense layers
+// where PEFT moved gate/up/down to the routed experts (DeepSeek-V3.2's first three).
+void check_targets_reach_a_layer(Flags& f, const TrainingSpec& t, const ModelSpec& m) {
+  if (t.lora_rank <= 0 || !t.peft_moe_conversion || m.linear_modules.empty()) return;
+  const LoraPlacement placement = lora_placement(m, t);
+  const int64_t layers = effective_layers(m, t);
+  for (int64_t g = 0; g < layers; ++g)
+    if (layer_adapted(m, placement, g)) return;
+  const LoraTargets& l = t.lora_targets;
+  std::string named;
+  for (const auto& [on, word] : {std::pair{l.q, "q"},
+                                 {l.k, "k"},
+                                 {l.v, "v"},
+                                 {l.o, "o"},
+                                 {l.gate, "gate"},
+                                 {l.up, "up"},
+                                 {l.down, "down"},
+                                 {l.router, "router"}})
+    if (on) named += (named.empty() ? "" : ",") + std::string(word);
+  f.fail("--lora-targets", named,
+         "reach no module of the " + std::to_string(layers) +
+             " layers built: PEFT finds nothing to adapt (NoMatchingPeftModuleError)");
 }
 
 // What PEFT 0.21 raises on for a model whose MoE targets it converts (lora_placement).
@@ -108,11 +141,6 @@ void check_peft_moe_targets(Flags& f, const TrainingSpec& t, const ModelSpec& m)
     f.fail("--lora-targets", l.gate ? "gate without up" : "up without gate",
            "PEFT fuses gate_proj and up_proj into this model's experts' gate_up_proj: target both or neither");
   const LoraPlacement placement = lora_placement(m, t);
-  if (placement.on_experts() && !placement.linear.any() && !has_moe_layer(m, effective_layers(m, t)))
-    f.fail("--lora-targets", "gate/up/down",
-           "PEFT moves these to the routed experts' stacked weights, and the " +
-               std::to_string(effective_layers(m, t)) +
-               " layers have no experts: it finds no module to adapt (NoMatchingPeftModuleError)");
   if (t.lora_dropout > 0 && placement.on_experts())
     f.fail("--lora-dropout", std::to_string(t.lora_dropout),
            "PEFT's adapters on the experts' stacked weights (ParamWrapper), where gate, up or down point on this "
@@ -210,6 +238,7 @@ std::vector<Problem> validate_training(const TrainingSpec& t, const ModelSpec& m
     if (const std::string why = profile->cannot_run(m); !why.empty()) f.fail("--framework", t.framework, why);
   check_peft_moe_targets(f, t, m);
   check_peft_tower_targets(f, t, m);
+  check_targets_reach_a_layer(f, t, m);
   if (t.gbs > 0 && t.gbs % (t.mbs * t.dp) != 0)
     f.fail("--gbs", str(t.gbs), "must be a multiple of mbs * dp = " + str(t.mbs * t.dp));
   if (!t.layers_per_stage.empty()) check_layers_per_stage(f, t.layers_per_stage, t.pp, layers);

@@ -16,5 +16,8 @@ std::vector<HfStep> parse_hf_run(const std::string& text, const std::string& fil
 std::vector<HfStep> parse_hf_out_of_memory(const std::string& text, const std::string& file);
 // The last step of each case, in the order the cases first appear.
 std::vector<HfStep> last_steps(const std::vector<HfStep>& steps);
+// The last step of each case of a log that ran to its end: a case whose step ran out of memory is
+// left to parse_hf_out_of_memory (the steps before it held no optimizer state yet, or less).
+std::vector<HfStep> completed_last_steps(const std::string& text, const std::string& file);
 
 }  // namespace remat
