@@ -4,10 +4,13 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "remat/cost/params.hpp"
 #include "remat/io/hf_run_log.hpp"
 #include "remat/spec/framework.hpp"
 #include "remat/validate/hf_run.hpp"
@@ -51,6 +54,30 @@ inline void expect_steps_within(const std::string& file, const std::string& hard
     ++checked;
   }
   EXPECT_EQ(checked, steps) << file;
+}
+
+// Each file of examples/hf/unseen<set>/realcfg/ that transformers built (param-counts-realcfg<set>-
+// h200.jsonl), loaded: its count expected equal to transformers', or its refusal's message handed to
+// `refused`. Returns {exact, refused}.
+inline std::pair<int, int> tally_real_configs(const std::string& set,
+                                              const std::function<void(const std::string&)>& refused) {
+  const std::string root = std::string(REMAT_TEST_DATA) + "/../";
+  std::ifstream lines(root + "reports/hf/param-counts-realcfg" + set + "-h200.jsonl");
+  std::pair<int, int> tally{0, 0};
+  for (std::string line; std::getline(lines, line);) {
+    const auto row = nlohmann::json::parse(line);
+    if (!row.contains("file") || !row.contains("params")) continue;  // the versions line; not built
+    const std::string file = root + "examples/hf/unseen" + set + "/realcfg/" + row.at("file").get<std::string>();
+    try {
+      const ModelSpec m = test::model(file);
+      EXPECT_EQ(model_params(m, m.num_hidden_layers), row.at("params").get<double>()) << file;
+      ++tally.first;
+    } catch (const InputError& e) {
+      ++tally.second;
+      refused(e.what());
+    }
+  }
+  return tally;
 }
 
 }  // namespace remat::test

@@ -127,25 +127,12 @@ namespace {
 // (now read as transformers' defaults: head_dim 256, the linear attention's heads and dims, the
 // shared expert's 512), DeepSeek-V4 refused.
 TEST(HfUnseen12, RealConfigsCountAsTransformersBuildsThem) {
-  const std::string root = std::string(REMAT_TEST_DATA) + "/../";
   int exact = 0, refused = 0;
   for (const std::string set : {"11", "12"}) {
-    std::ifstream lines(root + "reports/hf/param-counts-realcfg" + set + "-h200.jsonl");
-    std::string line;
-    while (std::getline(lines, line)) {
-      const auto row = nlohmann::json::parse(line);
-      if (!row.contains("file")) continue;  // the versions line
-      const std::string file = root + "examples/hf/unseen" + set + "/realcfg/" + row.at("file").get<std::string>();
-      if (!row.contains("params")) continue;  // transformers could not build it
-      try {
-        const ModelSpec m = test::model(file);
-        EXPECT_EQ(model_params(m, m.num_hidden_layers), row.at("params").get<double>()) << file;
-        ++exact;
-      } catch (const InputError& e) {
-        ++refused;
-        EXPECT_NE(std::string(e.what()).find("compressed sparse attention"), std::string::npos) << e.what();
-      }
-    }
+    const auto [set_exact, set_refused] = test::tally_real_configs(set, [](const std::string& why) {
+      EXPECT_NE(why.find("compressed sparse attention"), std::string::npos) << why;
+    });
+    exact += set_exact, refused += set_refused;
   }
   EXPECT_EQ(exact, 29 + 27);
   EXPECT_EQ(refused, 1);

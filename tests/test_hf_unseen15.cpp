@@ -92,21 +92,8 @@ TEST(HfUnseen15, SequencesBeyondTheModelsPositionsAreRefused) {
 // transformers 5.17 builds without remote code (param-counts-realcfg15-h200.jsonl), 19 load to the
 // parameter as first loaded; GIT and gte-Qwen2 are refused for their bidirectional attention.
 TEST(HfUnseen15, RealConfigsCountAsTransformersBuildsThem) {
-  std::ifstream lines(kRoot + "reports/hf/param-counts-realcfg15-h200.jsonl");
-  int exact = 0, refused = 0;
-  for (std::string line; std::getline(lines, line);) {
-    const auto row = nlohmann::json::parse(line);
-    if (!row.contains("file") || !row.contains("params")) continue;  // versions; not built
-    const std::string file = kRoot + "examples/hf/unseen15/realcfg/" + row.at("file").get<std::string>();
-    try {
-      const ModelSpec m = test::model(file);
-      EXPECT_EQ(model_params(m, m.num_hidden_layers), row.at("params").get<double>()) << file;
-      ++exact;
-    } catch (const InputError& e) {
-      ++refused;
-      EXPECT_NE(std::string(e.what()).find("bidirectional"), std::string::npos) << e.what();
-    }
-  }
+  const auto [exact, refused] = test::tally_real_configs(
+      "15", [](const std::string& why) { EXPECT_NE(why.find("bidirectional"), std::string::npos) << why; });
   EXPECT_EQ(exact, 19);
   EXPECT_EQ(refused, 2);
 }

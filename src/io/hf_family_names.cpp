@@ -109,6 +109,10 @@ const std::pair<const char*, const char*> kRefused[] = {
     {"umt5", kEncoder},
     {"bart", kEncoder},
     {"whisper", kEncoder},
+    // its language model sits under decoder_config beside acoustic and semantic tokenizers
+    {"vibevoice",
+     "a speech generation model (VibeVoice: a diffusion head over acoustic latents beside its "
+     "language model); remat plans causal decoder LLMs"},
     {"zamba2",
      "Mamba-2 layers plus shared attention+MLP blocks reused at several depths, each use with its own LoRA "
      "(Zamba2); remat gives every layer its own weights"},
