@@ -494,52 +494,6 @@ void bloom_layer(HfJsonReader&, ModelSpec& m) {
   m.layer_returns_attention_probs = true;
 }
 
-namespace {
-
-// MPT's attn_config as MptAttention reads it (transformers 5.17): ALiBi, clip_qkv (a clamp of the
-// fused q/k/v output, which remat does not price) and softmax_scale; qk_ln and learned positions
-// are MosaicML's remote code only. Refused where they differ from what remat builds.
-void read_mpt_attn_config(HfJsonReader& r) {
-  if (!r.object.contains("attn_config") || !r.object["attn_config"].is_object()) return;
-  r.mark_read("attn_config");
-  const nlohmann::json& a = r.object["attn_config"];
-  const auto set = [&](const char* key) { return a.contains(key) && !a[key].is_null() && a[key] != false; };
-  if (a.contains("alibi") && a["alibi"] == false)
-    r.fail("attn_config.alibi", "false", "is not a model remat can build: MPT without ALiBi (learned positions)");
-  if (set("qk_ln"))
-    r.fail("attn_config.qk_ln", a["qk_ln"].dump(), "is not a model remat can build: MPT's q/k LayerNorm");
-  if (set("clip_qkv"))
-    r.fail("attn_config.clip_qkv", a["clip_qkv"].dump(), "is not a model remat can build: MPT's clamp of q, k and v");
-}
-
-}  // namespace
-
-// MPT: d_model, n_heads, n_layers, expansion_ratio; ALiBi, no biases (no_bias), LayerNorms
-// without bias, a GELU two-matrix MLP.
-void mpt_spell(HfJsonReader& r, ModelSpec& m) {
-  r.integer("d_model", m.hidden_size, false);
-  r.integer("n_heads", m.num_attention_heads, false);
-  r.integer("n_layers", m.num_hidden_layers, false);
-}
-
-void mpt_layer(HfJsonReader& r, ModelSpec& m) {
-  int64_t ratio = 4;
-  r.integer("expansion_ratio", ratio, false);
-  if (m.intermediate_size == 0) m.intermediate_size = ratio * m.hidden_size;
-  m.norm_kind = NormKind::layer;
-  bool no_bias = true;
-  r.boolean("no_bias", no_bias);
-  m.norm_bias = m.qkv_bias = m.o_bias = m.mlp_bias = !no_bias;
-  two_matrix_mlp(m, "gelu");
-  m.rotary_fraction = 0;
-  m.eager_attention_only = true;  // MptForCausalLM: _supports_sdpa False (transformers 5.17)
-  // MptModel builds its ALiBi bias for max_seq_len positions (MptConfig's default 2048): a longer
-  // sequence does not broadcast against it (steps-unseen15-h200.jsonl, at 6144 tokens)
-  m.max_sequence_tokens = 2048, m.max_sequence_key = "max_seq_len";
-  r.integer("max_seq_len", m.max_sequence_tokens, false);
-  read_mpt_attn_config(r);
-}
-
 // DBRX: d_model, n_heads, n_layers; LayerNorms without bias, no linear biases.
 void dbrx_spell(HfJsonReader& r, ModelSpec& m) {
   r.integer("d_model", m.hidden_size, false);

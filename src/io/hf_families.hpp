@@ -195,6 +195,8 @@ void ctrl_layer(HfJsonReader& r, ModelSpec& m);
 void openai_gpt_spell(HfJsonReader& r, ModelSpec& m);
 void openai_gpt_layer(HfJsonReader& r, ModelSpec& m);
 void biogpt_layer(HfJsonReader& r, ModelSpec& m);
+void mpt_spell(HfJsonReader& r, ModelSpec& m);
+void mpt_layer(HfJsonReader& r, ModelSpec& m);
 void gpt_neo_spell(HfJsonReader& r, ModelSpec& m);
 void gpt_neo_layer(HfJsonReader& r, ModelSpec& m);
 std::vector<bool> mimo_v2_flash_windowed_layers(HfJsonReader& r, int64_t layers);

@@ -224,8 +224,8 @@ struct ModelSpec {
   int64_t extra_norms_per_layer = 0;  // sandwich norms after attention and MLP (GLM-4, Gemma 2/3)
   double rotary_fraction = 1.0;       // share of each head's dimensions rotated (partial rotary)
   QkNorm qk_norm = QkNorm::none;
-  bool qk_norm_weightless = false;    // the q and k norms have no weight (Muse-Glimmer's qk_norm)
-  int64_t position_embeddings = 0;    // learned absolute positions (GPT-2's wpe rows); 0: rotary or none
+  bool qk_norm_weightless = false;  // the q and k norms have no weight (Muse-Glimmer's qk_norm)
+  int64_t position_embeddings = 0;  // learned absolute positions (GPT-2's wpe rows); 0: rotary or none
   // the longest sequence the model can index (a learned position table less its offset, MPT's ALiBi
   // built for max_seq_len) and the config key that sets it; 0: no bound
   int64_t max_sequence_tokens = 0;
