@@ -144,9 +144,6 @@ void add_p2p(StageBase& s, const ModelSpec& m, const RankShape& r, const Trainin
   if (s.index > 0) s.fixed_bwd_s += send_s, s.fixed_comm_s += send_s;
 }
 
-// What the framework profile adds (TrainingSpec, src/spec/framework.cpp):
-// the persistent QK^T buffer of the unfused attention, library workspaces,
-// and the stage output the pipeline holds per in-flight microbatch.
 // transformers' eager attention adds a 4-D float mask (masking_utils.eager_mask: b x 1 x s x s in the
 // embeddings' dtype, fp32 under autocast) that the model builds once per forward, one per kind of
 // layer (full and sliding-window), and hands to every layer; a checkpointed layer's arguments keep it
@@ -163,6 +160,10 @@ double eager_masks_bytes(const ModelSpec& m, const RankShape& r, const TrainingS
   return masks * r.b * r.s * r.s * (t.params_fp32_autocast ? 4 : 2);
 }
 
+// What the framework profile adds (TrainingSpec, src/spec/framework.cpp):
+// the persistent QK^T buffer of the unfused attention, library workspaces,
+// and the stage output the pipeline holds per in-flight microbatch, and eager attention's masks
+// checkpoints keep.
 void add_framework_bytes(StageBase& s, const ModelSpec& m, const RankShape& r, const TrainingSpec& t) {
   s.runtime_bytes = t.runtime_bytes;
   if (t.layouts_from_model_code) s.runtime_bytes += m.buffer_bytes;  // the model's own buffers

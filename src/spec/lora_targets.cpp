@@ -110,6 +110,19 @@ bool peft_names_module(const std::string& target, const std::string& module) {
   return target == module || ends_with_part(module, target) || ends_with_part(target, module);
 }
 
+bool targets_matrix(const LoraTargets& targets, const std::string& matrix) {
+  for (const MatrixWord& w : kMatrixWords)
+    if (matrix == w.word) return targets.*w.flag;
+  return false;
+}
+
+std::string target_words(const LoraTargets& targets) {
+  std::string out;
+  for (const MatrixWord& w : kMatrixWords)
+    if (targets.*w.flag) out += (out.empty() ? "" : ",") + std::string(w.word);
+  return out;
+}
+
 std::string linear_module_list(const ModelSpec& m) {
   std::string out;
   for (const LinearModule& l : m.linear_modules)

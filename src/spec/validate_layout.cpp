@@ -117,18 +117,7 @@ void check_targets_reach_a_layer(Flags& f, const TrainingSpec& t, const ModelSpe
   const int64_t layers = effective_layers(m, t);
   for (int64_t g = 0; g < layers; ++g)
     if (layer_adapted(m, placement, g)) return;
-  const LoraTargets& l = t.lora_targets;
-  std::string named;
-  for (const auto& [on, word] : {std::pair{l.q, "q"},
-                                 {l.k, "k"},
-                                 {l.v, "v"},
-                                 {l.o, "o"},
-                                 {l.gate, "gate"},
-                                 {l.up, "up"},
-                                 {l.down, "down"},
-                                 {l.router, "router"}})
-    if (on) named += (named.empty() ? "" : ",") + std::string(word);
-  f.fail("--lora-targets", named,
+  f.fail("--lora-targets", target_words(t.lora_targets),
          "reach no module of the " + std::to_string(layers) +
              " layers built: PEFT finds nothing to adapt (NoMatchingPeftModuleError)");
 }
@@ -140,8 +129,7 @@ void check_peft_moe_targets(Flags& f, const TrainingSpec& t, const ModelSpec& m)
   if (l.gate != l.up && !l.fused_gate_up)
     f.fail("--lora-targets", l.gate ? "gate without up" : "up without gate",
            "PEFT fuses gate_proj and up_proj into this model's experts' gate_up_proj: target both or neither");
-  const LoraPlacement placement = lora_placement(m, t);
-  if (t.lora_dropout > 0 && placement.on_experts())
+  if (t.lora_dropout > 0 && lora_placement(m, t).on_experts())
     f.fail("--lora-dropout", std::to_string(t.lora_dropout),
            "PEFT's adapters on the experts' stacked weights (ParamWrapper), where gate, up or down point on this "
            "model, refuse dropout: 0 or leave gate, up and down out of --lora-targets");
@@ -150,14 +138,10 @@ void check_peft_moe_targets(Flags& f, const TrainingSpec& t, const ModelSpec& m)
 // PEFT raises on a target whose name also reaches a tower module of a class it cannot adapt.
 void check_peft_tower_targets(Flags& f, const TrainingSpec& t, const ModelSpec& m) {
   if (t.lora_rank <= 0 || !t.peft_moe_conversion || m.tower_modules_peft_refuses.empty()) return;
-  const LoraTargets& on = t.lora_targets;
   std::string clashing;
   for (const LinearModule& l : m.linear_modules) {
-    const bool targeted = (l.matrix == "q" && on.q) || (l.matrix == "k" && on.k) || (l.matrix == "v" && on.v) ||
-                          (l.matrix == "o" && on.o) || (l.matrix == "gate" && on.gate) || (l.matrix == "up" && on.up) ||
-                          (l.matrix == "down" && on.down);
     const auto& refused = m.tower_modules_peft_refuses;
-    if (targeted && std::find(refused.begin(), refused.end(), l.name) != refused.end())
+    if (targets_matrix(t.lora_targets, l.matrix) && std::find(refused.begin(), refused.end(), l.name) != refused.end())
       clashing += (clashing.empty() ? "" : ",") + l.name;
   }
   if (!clashing.empty())

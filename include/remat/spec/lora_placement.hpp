@@ -36,6 +36,10 @@ ResolvedLoraTargets resolve_lora_targets(const ModelSpec& m, const std::vector<s
 // end (out_proj reaches self_attn.out_proj) or a longer path ending in the module (mlp.c_proj
 // reaches c_proj).
 bool peft_names_module(const std::string& target, const std::string& module);
+// Whether `targets` adapt remat's matrix word (q, k, v, o, gate, up, down, router), and the words
+// they adapt, comma-separated, as a message names them.
+bool targets_matrix(const LoraTargets& targets, const std::string& matrix);
+std::string target_words(const LoraTargets& targets);
 // The model's modules as a message lists them: "q_proj (q), ..., kv_b_proj (no adapter priced)".
 std::string linear_module_list(const ModelSpec& m);
 
