@@ -254,6 +254,10 @@ void gptj_layer(HfJsonReader& r, ModelSpec& m) {
   m.eager_qk_fp32 = true;
   m.eager_attention_only = true;  // GPTJForCausalLM and CodeGenForCausalLM: _supports_sdpa False (5.17)
   set_rotary_dim(r, m);
+  // GPTJAttention and CodeGenAttention gather sin/cos from a table of n_positions rows (default 2048):
+  // a longer sequence indexes past it (a device-side assert, blind set 17's GPT-J at 8192)
+  m.max_sequence_tokens = 2048, m.max_sequence_key = "n_positions";
+  r.integer("n_positions", m.max_sequence_tokens, false);
 }
 
 // GPT-J's own block also returns the attention probabilities (CodeGen's layer, read as GPT-J's,

@@ -211,7 +211,7 @@ std::vector<Problem> validate_training(const TrainingSpec& t, const ModelSpec& m
   if (m.max_sequence_tokens > 0 && t.seq > m.max_sequence_tokens)
     f.fail("--seq", str(t.seq),
            "exceeds the model's " + m.max_sequence_key + " = " + str(m.max_sequence_tokens) +
-               ": it has no positions beyond (a learned position table, or MPT's ALiBi built for it)");
+               ": the model's position table (learned, sinusoidal or ALiBi) has no rows beyond it");
   if (m.is_moe()) {
     f.divides("--ep", t.ep, "n_routed_experts", m.n_routed_experts);
     if ((t.dp * t.tp) % t.ep != 0) f.fail("--ep", str(t.ep), "must divide dp * tp = " + str(t.dp * t.tp));
