@@ -70,7 +70,7 @@ bool has_note(const ModelSpec& m, const std::string& text) {
 
 // MPT's ALiBi is built for max_seq_len positions (the blind MPT step at 6144 tokens failed in
 // transformers: "The size of tensor a (6144) must match the size of tensor b (2048)"), GPT-2's
-// learned table has n_positions rows: a longer --seq is refused, naming the key.
+// learned table and GPT-J's rotary table have n_positions rows: a longer --seq is refused, naming the key.
 TEST(HfUnseen15, SequencesBeyondTheModelsPositionsAreRefused) {
   const auto problems = [&](const std::string& file, int64_t seq) {
     TrainingSpec t = test::hf_training(seq, 0);
@@ -85,7 +85,13 @@ TEST(HfUnseen15, SequencesBeyondTheModelsPositionsAreRefused) {
   p = problems("examples/hf/unseen11/realcfg/kogpt2-base-v2-kochatgpt.json", 2048);
   ASSERT_EQ(p.size(), 1u);
   EXPECT_NE(p[0].message.find("n_positions = 1024"), std::string::npos);
-  EXPECT_TRUE(problems("examples/hf/unseen11/realcfg/gpt-j-6b-django.json", 16384).empty());  // rotary
+  // GPT-J gathers its rotary sin/cos from a table of n_positions rows: blind set 17's first GPT-J
+  // step at 8192 tokens was a device-side assert (scatter gather index out of bounds)
+  const std::string gptj = "examples/hf/unseen11/realcfg/gpt-j-6b-django.json";
+  EXPECT_TRUE(problems(gptj, 2048).empty());
+  p = problems(gptj, 16384);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_NE(p[0].message.find("n_positions = 2048"), std::string::npos);
 }
 
 // Real-config set 15 (examples/hf/unseen15/realcfg/, 30 files a helper collected): of the 21 files

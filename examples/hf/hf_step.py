@@ -87,6 +87,7 @@ def load_config(path, layers):
     on a local folder), with num_hidden_layers overridden when `layers` is given."""
     import tempfile
 
+    import transformers
     from transformers import AutoConfig
 
     with open(os.path.join(REPO, path)) as f:
@@ -104,6 +105,12 @@ def load_config(path, layers):
         with open(os.path.join(tmp, "config.json"), "w") as f:
             json.dump(d, f)
         cfg = AutoConfig.from_pretrained(tmp, local_files_only=True)
+        # a flat file whose `architectures` class takes another config class (Gemma3ForCausalLM:
+        # Gemma3TextConfig, where AutoConfig gives Gemma3Config and its default text_config) is
+        # read as that class's from_pretrained reads it: its keys at the top
+        own = getattr(getattr(transformers, (d.get("architectures") or ["?"])[0], None), "config_class", None)
+        if own is not None and not nested and not isinstance(cfg, own):
+            cfg = own.from_pretrained(tmp, local_files_only=True)
     cfg.use_cache = False
     return cfg, mt, n_file
 
@@ -357,7 +364,7 @@ def peak_report(snapshot, case):
             groups[where] = (n + 1, b + size)
             sizes.setdefault(where, []).append(size)
         rows = sorted(groups.items(), key=lambda kv: -kv[1][1])
-        return [{"where": w, "blocks": n, "bytes": b, "largest": sorted(sizes[w], reverse=True)[:6]}
+        return [{"where": w, "blocks": n, "bytes": b, "largest": sorted(sizes[w], reverse=True)[:24]}
                 for w, (n, b) in rows[:40]]
 
     report = {"case": case, "step_peak_bytes_over_start": peak, "alive_at_peak": grouped(peak_set)}

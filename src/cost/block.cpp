@@ -117,9 +117,10 @@ WorkingSite tensor_working_site(const Block& block) {
   return site;
 }
 
-double grad_working_bytes(const Block& block) {
+double grad_working_bytes(const Block& block, bool early_stop) {
   double stated = 0;
-  for (const auto& op : block.ops) stated = std::max(stated, op.working_bytes);
+  for (const auto& op : block.ops)
+    stated = std::max(stated, op.working_bytes - (early_stop ? op.early_stop_released_bytes : 0));
   return stated > 0 ? stated : tensor_working_site(block).bytes;
 }
 

@@ -159,12 +159,19 @@ TrainingSpec costed_training(const TrainingSpec& t, Strategy s) {
 namespace {
 
 // The share of a layer's GEMM FLOPs in the GEMMs after its first adapted projection (PEFT's ops
-// come first: name.lora, name.lora_gemm, then the base GEMM `name`).
+// come first: name.lora, name.lora_gemm, then the base GEMM `name`). A parallel layer's MLP or MoE
+// branch reads the frozen normed input beside the attention, so its GEMMs count only after the
+// branch's own first adapted projection (Merlyn's GPT-NeoX layer 0 under qkv, dense and down adapters
+// saves dense's copy alone: peak-traces-h200/unseen17).
 double gemm_share_after_first_adapter(const LayerDef& layer) {
   double all = 0, after = 0;
   std::string base;  // the first adapted projection, once found
   bool past = false;
-  for (const Block& b : layer.blocks)
+  bool in_branch = false;
+  for (const Block& b : layer.blocks) {
+    const bool branch = layer.parallel_branches && (b.name.starts_with("mlp") || b.name.starts_with("moe"));
+    if (branch && !in_branch) base.clear(), past = false;
+    in_branch = branch;
     for (const OpDef& op : b.ops) {
       if (base.empty() && op.name.ends_with(".lora")) base = op.name.substr(0, op.name.size() - 5);
       if (op.kind != OpKind::gemm) continue;
@@ -172,6 +179,7 @@ double gemm_share_after_first_adapter(const LayerDef& layer) {
       if (past) after += op.fwd_flops;
       if (!base.empty() && op.name == base) past = true;
     }
+  }
   return all > 0 ? after / all : 0;
 }
 

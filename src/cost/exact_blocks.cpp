@@ -409,11 +409,21 @@ Block two_matrix_mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, cons
   // 0.5 * x * (1 + tanh(...)): autograd saves tanh's output, 1 + tanh and 0.5 * x beside x
   // (the allocator's history of Phi-1 on an H100: four blocks of the intermediate's size per
   // layer at that line, the output included). Fused kernels elsewhere save x alone.
-  if (r.layouts_from_model_code && act == "gelu_new")
+  // Under autocast torch.pow runs in fp32: it saves its fp32 cast of x (the bf16 x is freed), and
+  // tanh's output and 1 + tanh are fp32; 0.5 * x stays bf16 (GPT-J's mixed LoRA step: three fp32 and
+  // one bf16 intermediate-wide blocks a layer at that line, peak-traces-h200/unseen17)
+  if (r.layouts_from_model_code && act == "gelu_new") {
+    const double fp32 = r.autocast ? bytes * kFp32 / kBf16 : bytes;
+    if (r.autocast) {
+      b.tensors.push_back({.name = "pre_act32", .bytes = fp32, .working_copies = 2});
+      b.ops.back().saves = {"pre_act32"};
+    }
     for (const char* name : {"gelu_tanh", "gelu_one_plus_tanh", "gelu_half_x"}) {
-      b.tensors.push_back({.name = name, .bytes = bytes, .working_copies = 2});
+      b.tensors.push_back(
+          {.name = name, .bytes = name == std::string("gelu_half_x") ? bytes : fp32, .working_copies = 2});
       b.ops.back().saves.push_back(name);
     }
+  }
   // transformers' XIELUActivation without its CUDA wheel (_xielu_python, activations.py): where(x > 0,
   // alpha_p * x * x + beta * x, (expm1(min(x, eps)) - x) * alpha_n + beta * x) with bf16 parameters.
   // Autograd saves the bool condition, alpha_p * x, expm1's output and expm1(..) - x beside x; about

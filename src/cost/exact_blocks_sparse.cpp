@@ -305,11 +305,13 @@ void add_expert_adapter(Block& b, const RankShape& r, const std::string& gemm, d
 // The routed block's backward working set beyond its saved tensors, with adapted experts. The down
 // GEMM's backward holds its output's and input's gradients and its folded weight's; gate_up's, the
 // last, runs when only what the ops up to it saved is left (its input, folded weight and factors;
-// Llama 4's repeated tokens). At least what the block's other ops hold. `rows` count bf16 elements
-// (twice the rows of an fp32 run), `element` the weights' bytes.
-double adapted_experts_working_bytes(const Block& b, const RankShape& r, double rows, double h, double f,
-                                     double experts, double element, bool input_saved) {
-  const double others = grad_working_bytes(b);
+// Llama 4's repeated tokens). At least what the ops before it hold (the ops after it, the routing
+// weights' product, state their own). `rows` count bf16 elements (twice the rows of an fp32 run),
+// `element` the weights' bytes.
+double adapted_experts_working_bytes(const Block& b, size_t down_op, const RankShape& r, double rows, double h,
+                                     double f, double experts, double element, bool input_saved) {
+  double others = 0;
+  for (size_t i = 0; i < down_op; ++i) others = std::max(others, b.ops[i].working_bytes);
   const double down_weight = r.lora_experts_down_rank > 0 ? f * h * experts * element : 0;
   const double gate_up_weight = r.lora_experts_gate_up_rank > 0 ? 2 * f * h * experts * element : 0;
   const double down = rows * (h + f) * kBf16 + down_weight;
@@ -327,13 +329,15 @@ double adapted_experts_working_bytes(const Block& b, const RankShape& r, double 
 // outputs). The cast of one to the outputs' dtype is held beside them where the experts carry
 // adapters (DeepSeek-V3's and EXAONE-MoE's LoRA steps without checkpointing) or a reentrant
 // checkpoint replays the layer; a non-reentrant one's backward does not hold it (GLM-4.5's GRPO at
-// 49k tokens, DeepSeek-V2-Lite's at 32k: peak-traces-h200/unseen11, unseen12), nor does the product
+// 49k tokens, DeepSeek-V2-Lite's at 32k: peak-traces-h200/unseen11, unseen12; with adapted experts,
+// DeepSeek-V3's bf16 LoRA step at 16k: peak-traces-h200/unseen17), nor does the product
 // run alone without checkpointing (3.4 fp32 rows; 4.0 reentrant: weighting-probe-h200.jsonl).
 void weigh_in_fp32(OpDef& op, double rows, double h, double element, bool experts_adapted) {
   const double fp32_rows = rows * h * kFp32, cast = element < kFp32 ? rows * h * element : 0;
   op.fwd_working_bytes = 2 * fp32_rows;
   op.working_bytes = 3 * fp32_rows + (experts_adapted ? cast : 0);
   op.reentrant_held_bytes = experts_adapted ? 0 : cast;
+  op.early_stop_released_bytes = experts_adapted ? cast : 0;
 }
 
 }  // namespace
@@ -423,8 +427,8 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
     }
   }
   if (gate_up_adapted || down_adapted)
-    b.ops[down_op].working_bytes =
-        adapted_experts_working_bytes(b, r, wide, h, f, local_experts, element, r.weights_train || gate_up_adapted);
+    b.ops[down_op].working_bytes = adapted_experts_working_bytes(b, down_op, r, wide, h, f, local_experts, element,
+                                                                 r.weights_train || gate_up_adapted);
   b.tag(parts::kMoeTag, {"x_permuted", "experts_gate_up", "experts_gate", "experts_up", "experts_pre_act",
                          "experts_down", "experts_out", "experts_probs_out", "experts_summed", "experts_index_add"});
   // `moe_act` discards the experts' activation output and reruns the activation

@@ -246,8 +246,19 @@ void freeze(Block& b) {
   b.inputs_saved = false;
 }
 
-// The input norm of the first adapted block saves nothing for a gradient nobody asks for.
+// The input norm of the first adapted block saves nothing for a gradient nobody asks for: an
+// upcasting RMSNorm's fp32 input, or a native LayerNorm's input and statistics (Merlyn's GPT-NeoX
+// layer 0 keeps neither its input nor its norms' in peak-traces-h200/unseen17).
 void drop_input_norm_saves(Block& b, const TrainingSpec& t) {
+  const bool layer_norm =
+      std::any_of(b.ops.begin(), b.ops.end(), [](const OpDef& op) { return op.name == "layernorm"; });
+  if (layer_norm) {
+    b.inputs_saved = false;
+    for (TensorDef& tensor : b.tensors)
+      if (tensor.name == "x" || tensor.name == "x32" || tensor.name == "mean" || tensor.name == "rstd")
+        tensor.bytes = 0;
+    return;
+  }
   if (!t.norm_fp32_upcast) return;
   const std::string input = t.params_fp32_autocast ? "x" : "x32";
   for (TensorDef& tensor : b.tensors)

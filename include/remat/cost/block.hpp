@@ -78,6 +78,8 @@ struct OpDef {
   double weight_grad_bytes = 0;
   // held through the layer's backward when a reentrant checkpoint replays it (RecomputeReplay::full)
   double reentrant_held_bytes = 0;
+  // of working_bytes, what the backward of a non-reentrant (early-stop) replay does not hold
+  double early_stop_released_bytes = 0;
   ModuleTags replayed_by = 0;  // Megatron modules whose selective recompute reruns this op
 };
 
@@ -127,7 +129,7 @@ double module_freed_bytes(const Block& block, ModuleTags modules);
 // output gradient and input gradients, bounded by three of its largest tensor
 // (or one reader's copy, where larger); or, where its ops state
 // their working sets, the largest of those.
-double grad_working_bytes(const Block& block);
+double grad_working_bytes(const Block& block, bool early_stop = false);
 // grad_working_bytes's rule where no op states a working set: the largest tensor's gradient copies
 // (TensorDef::working_copies, reader_copies), held in the backward of `op`, the first op that saves
 // that tensor (ops.size(): none does)
