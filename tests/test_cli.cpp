@@ -247,6 +247,26 @@ TEST(FirstUse, DefaultLayoutFitsTheModel) {
   EXPECT_EQ(typed.out, "error: command line: --tp: must divide num_key_value_heads = 10 (got 8)\n");
 }
 
+// GPT-2's position table has n_positions = 1024 rows: an untyped --seq is that, with a note; a typed
+// longer one is refused, and --maximize seq searches no further than the table.
+TEST(FirstUse, DefaultSequenceFitsAPositionTable) {
+  const std::string gpt2 = std::string(REMAT_TEST_DATA) + "/data/hf_configs/gpt2.json";
+  const Result untyped = run({"estimate", "--model", gpt2, "--framework", "hf", "--format", "json"}, false);
+  EXPECT_EQ(untyped.exit_code, 0) << untyped.out;
+  EXPECT_NE(untyped.out.find("note: --seq not given: 1024, the model's n_positions, as remat's default 4096 exceeds "
+                             "its position table; give --seq to choose\n"),
+            std::string::npos)
+      << untyped.out;
+  const Result report = run({"estimate", "--model", gpt2, "--framework", "hf", "--format", "json"}, true);
+  EXPECT_EQ(nlohmann::json::parse(report.out).at("training").at("seq"), 1024);
+  const Result typed = run({"estimate", "--model", gpt2, "--framework", "hf", "--seq", "2048"});
+  EXPECT_EQ(typed.exit_code, 2) << typed.out;
+  const Result longest =
+      run({"plan", "--model", gpt2, "--framework", "hf", "--maximize", "seq", "--format", "json"}, true);
+  ASSERT_EQ(longest.exit_code, 0) << longest.out;
+  for (const auto& row : nlohmann::json::parse(longest.out).at("results")) EXPECT_EQ(row.at("value"), 1024) << row;
+}
+
 }  // namespace
 
 namespace {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <future>
+#include <iostream>
 #include <memory>
 #include <utility>
 
@@ -65,7 +66,9 @@ MaxRow maximize_one(const Inputs& in, const PlanOptions& o, Strategy s, int64_t 
   };
   MaxRow row;
   row.strategy = s, row.layer_partition = layer_tokens;
-  row.value = largest_fitting(seq ? kMaxSeq : kMaxMbs, fits);
+  // a model with a position table (GPT-2's, GPT-J's, MPT's) takes no sequence beyond it
+  const int64_t table = in.model.max_sequence_tokens;
+  row.value = largest_fitting(seq ? (table > 0 ? std::min(kMaxSeq, table) : kMaxSeq) : kMaxMbs, fits);
   const TrainingSpec t = at_value(in.training, seq, std::max<int64_t>(row.value, 1), layer_tokens, o.head_partition);
   row.d = t.streambp_chunks, row.c = t.lm_head_chunks;
   row.est = estimate(in.model, in.hardware, t, plan, budget);
@@ -92,6 +95,9 @@ int run_maximize(const Inputs& in, const PlanOptions& o) {
         {{"command line", "--lm-head-partition-tokens", std::to_string(o.head_partition), "must be at least 1"}});
   const double budget = memory_budget_bytes(o.budget_given, o.budget_GiB, in.hardware);
   print_notes(in);
+  if (o.maximize == "seq" && in.model.max_sequence_tokens > 0)
+    std::cerr << "note: --maximize seq: at most the model's " << in.model.max_sequence_key << " = "
+              << in.model.max_sequence_tokens << ", the rows of its position table\n";
   // only what the framework profile runs (hf: no StreamBP)
   const std::vector<Strategy> runs =
       profile_strategies(in.training, {Strategy::none, Strategy::full, Strategy::streambp}, false, "--maximize");

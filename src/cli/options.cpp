@@ -308,6 +308,13 @@ void fit_untyped_layout(const CommonOptions& o, const ModelSpec& m, TrainingSpec
     notes.push_back(flag + " not given: " + std::to_string(t.*size) + ", as remat's default " +
                     std::to_string(remat_default) + " fails \"" + why + "\"; give " + flag + " to choose");
   }
+  // a model with a position table (GPT-2, GPT-J, MPT) takes no default sequence beyond it
+  if (!o.layout_given.count("--seq") && m.max_sequence_tokens > 0 && t.seq > m.max_sequence_tokens) {
+    notes.push_back("--seq not given: " + std::to_string(m.max_sequence_tokens) + ", the model's " +
+                    m.max_sequence_key + ", as remat's default " + std::to_string(t.seq) +
+                    " exceeds its position table; give --seq to choose");
+    t.seq = m.max_sequence_tokens;
+  }
 }
 
 // A stack that runs the model's own attention code runs a model without an sdpa path eager, as
