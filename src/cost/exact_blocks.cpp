@@ -390,6 +390,42 @@ Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, bool clamped) {
   return b;
 }
 
+namespace {
+
+// transformers' activations written as Python formulas (activations.py) save their intermediates
+// beside x, where fused kernels elsewhere save x alone (`bytes`: one bf16 intermediate-wide tensor):
+// - NewGELUActivation ("gelu_new") and AccurateGELUActivation ("gelu_accurate"), 0.5 x (1 + tanh(..
+//   pow(x, 3)..)): tanh's output, 1 + tanh and 0.5 x (Phi-1 on an H100: four blocks of the
+//   intermediate's size a layer at that line, the output included). Under autocast torch.pow runs in
+//   fp32: it saves its fp32 cast of x (the bf16 x is freed), and tanh's output and 1 + tanh are fp32
+//   (GPT-J's mixed LoRA step: three fp32 and one bf16 blocks a layer, peak-traces-h200/unseen17);
+// - FastGELUActivation ("gelu_fast"), 0.5 x (1 + tanh(x 0.798 (1 + 0.0447 x x))): six products and
+//   sums, no autocast op (GPT-NeoX's one-layer LoRA step: six blocks at that line, unseen18);
+// - QuickGELUActivation ("quick_gelu"), x sigmoid(1.702 x): sigmoid's output.
+void add_formula_activation_saves(Block& b, const RankShape& r, const std::string& act, double bytes) {
+  std::vector<std::pair<std::string, double>> saved;
+  if (act == "gelu_new" || act == "gelu_accurate") {
+    const double fp32 = r.autocast ? bytes * kFp32 / kBf16 : bytes;
+    if (r.autocast) {
+      b.tensors.push_back({.name = "pre_act32", .bytes = fp32, .working_copies = 2});
+      b.ops.back().saves = {"pre_act32"};
+    }
+    saved = {{"gelu_tanh", fp32}, {"gelu_one_plus_tanh", fp32}, {"gelu_half_x", bytes}};
+  } else if (act == "gelu_fast") {
+    for (const char* name :
+         {"gelu_x_scaled", "gelu_cubic_coef", "gelu_inner", "gelu_tanh", "gelu_one_plus_tanh", "gelu_half_x"})
+      saved.emplace_back(name, bytes);
+  } else if (act == "quick_gelu") {
+    saved = {{"gelu_sigmoid", bytes}};
+  }
+  for (const auto& [name, size] : saved) {
+    b.tensors.push_back({.name = name, .bytes = size, .working_copies = 2});
+    b.ops.back().saves.push_back(name);
+  }
+}
+
+}  // namespace
+
 Block two_matrix_mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, const std::string& act) {
   Block b;
   b.name = "mlp";
@@ -405,25 +441,7 @@ Block two_matrix_mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, cons
   if (!saves_output) b.tensors.push_back({.name = "pre_act", .bytes = bytes, .working_copies = 2});
   b.tensors.push_back({.name = "act", .bytes = bytes, .working_copies = 2});
   b.ops.push_back(ops::streaming(act, 2 * bytes, 3 * bytes, {saves_output ? "act" : "pre_act"}));
-  // transformers' NewGELUActivation ("gelu_new", activations.py) is a Python formula,
-  // 0.5 * x * (1 + tanh(...)): autograd saves tanh's output, 1 + tanh and 0.5 * x beside x
-  // (the allocator's history of Phi-1 on an H100: four blocks of the intermediate's size per
-  // layer at that line, the output included). Fused kernels elsewhere save x alone.
-  // Under autocast torch.pow runs in fp32: it saves its fp32 cast of x (the bf16 x is freed), and
-  // tanh's output and 1 + tanh are fp32; 0.5 * x stays bf16 (GPT-J's mixed LoRA step: three fp32 and
-  // one bf16 intermediate-wide blocks a layer at that line, peak-traces-h200/unseen17)
-  if (r.layouts_from_model_code && act == "gelu_new") {
-    const double fp32 = r.autocast ? bytes * kFp32 / kBf16 : bytes;
-    if (r.autocast) {
-      b.tensors.push_back({.name = "pre_act32", .bytes = fp32, .working_copies = 2});
-      b.ops.back().saves = {"pre_act32"};
-    }
-    for (const char* name : {"gelu_tanh", "gelu_one_plus_tanh", "gelu_half_x"}) {
-      b.tensors.push_back(
-          {.name = name, .bytes = name == std::string("gelu_half_x") ? bytes : fp32, .working_copies = 2});
-      b.ops.back().saves.push_back(name);
-    }
-  }
+  if (r.layouts_from_model_code) add_formula_activation_saves(b, r, act, bytes);
   // transformers' XIELUActivation without its CUDA wheel (_xielu_python, activations.py): where(x > 0,
   // alpha_p * x * x + beta * x, (expm1(min(x, eps)) - x) * alpha_n + beta * x) with bf16 parameters.
   // Autograd saves the bool condition, alpha_p * x, expm1's output and expm1(..) - x beside x; about

@@ -258,12 +258,9 @@ void gptj_layer(HfJsonReader& r, ModelSpec& m) {
   // a longer sequence indexes past it (a device-side assert, blind set 17's GPT-J at 8192)
   m.max_sequence_tokens = 2048, m.max_sequence_key = "n_positions";
   r.integer("n_positions", m.max_sequence_tokens, false);
-}
-
-// GPT-J's own block also returns the attention probabilities (CodeGen's layer, read as GPT-J's,
-// is not known to)
-void gptj_block_layer(HfJsonReader& r, ModelSpec& m) {
-  gptj_layer(r, m);
+  // both blocks also return the attention probabilities, which a reentrant replay holds with their
+  // zero gradient (CodeGen's one-layer reentrant GRPO step: a bf16 score-sized block beside the
+  // probabilities PV saved, peak-traces-h200/unseen18)
   m.layer_returns_attention_probs = true;
 }
 
@@ -654,7 +651,7 @@ const std::array kFamilies = {
     HfFamily{"gpt_neox", false, kDense, false, nullptr, gpt_neox_layer, kGptNeoxDefaults},
     HfFamily{"gpt2", true, kDense, false, gpt2_spell, gpt2_layer, kGpt2Defaults},
     HfFamily{"gpt_bigcode", true, kDense, false, gpt2_spell, gpt_bigcode_layer, kGpt2Defaults},
-    HfFamily{"gptj", false, kDense, false, gpt2_spell, gptj_block_layer, kGptjDefaults},
+    HfFamily{"gptj", false, kDense, false, gpt2_spell, gptj_layer, kGptjDefaults},
     HfFamily{"falcon", true, kDense, false, falcon_spell, falcon_layer, kFalconDefaults},
     HfFamily{"phi", false, kDense, false, nullptr, phi_layer, kPhiDefaults},
     HfFamily{"phi-msft", false, kDense, false, phi_msft_spell, phi_msft_layer, kPhiMsftDefaults},
