@@ -105,11 +105,14 @@ def load_config(path, layers):
         with open(os.path.join(tmp, "config.json"), "w") as f:
             json.dump(d, f)
         cfg = AutoConfig.from_pretrained(tmp, local_files_only=True)
-        # a flat file whose `architectures` class takes another config class (Gemma3ForCausalLM:
-        # Gemma3TextConfig, where AutoConfig gives Gemma3Config and its default text_config) is
-        # read as that class's from_pretrained reads it: its keys at the top
+        # a flat file of a wrapper's model_type, whose AutoConfig ignores the keys at the top and
+        # builds its default text_config (Gemma 3 1B's MediaTek file: Gemma3Config), is read as its
+        # `architectures` class reads it (Gemma3ForCausalLM: Gemma3TextConfig, the keys at the top).
+        # Otherwise AutoConfig's reading stands (an EAGLE draft's mixtral file naming LlamaForCausalLM
+        # is built as Mixtral, as AutoModelForCausalLM builds it)
         own = getattr(getattr(transformers, (d.get("architectures") or ["?"])[0], None), "config_class", None)
-        if own is not None and not nested and not isinstance(cfg, own):
+        wrapper = cfg.get_text_config() is not cfg
+        if own is not None and not nested and wrapper and not isinstance(cfg, own):
             cfg = own.from_pretrained(tmp, local_files_only=True)
     cfg.use_cache = False
     return cfg, mt, n_file
