@@ -228,16 +228,17 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
   // A: in x r, B: r x out; the output side is split over tp
   const bool own_k = !a.shares_kv, own_v = own_k && !a.values_from_keys;
   double p = 0;
-  // the attention adapters sit in attention layers only (a Mamba-2, Gated DeltaNet or short
-  // convolution mixer has no q/k/v/o projections), and in OLMo Hybrid's Gated DeltaNet, which names
-  // its projections so: q and k of the key width, v and o of the value width
-  if (m.layer_has_attention(layer) && m.attention() == AttentionKind::mla) {
+  // the attention adapters sit on the layer's attention linears (layer_has_attention_linears); OLMo
+  // Hybrid's Gated DeltaNet names its projections so: q and k of the key width, v and o of the value
+  // width
+  const bool attention = layer_has_attention_linears(m, layer);
+  if (attention && m.layer_has_attention(layer) && m.attention() == AttentionKind::mla) {
     // MLA (transformers' DeepseekV2/V3 attention) names a q_proj only without a query latent, and no
     // k_proj or v_proj; o_proj reads heads x v_head_dim
     const double heads = double(m.num_attention_heads);
     if (l.q && m.q_lora_rank == 0) p += r * (h + heads * double(m.qk_head_dim()) / tpd);
     if (l.o) p += r * (heads * double(m.v_head_dim) / tpd + h);
-  } else if (m.layer_has_attention(layer)) {
+  } else if (attention && m.layer_has_attention(layer)) {
     // q_proj also makes the output gate where it is fused in (Qwen3-Next's attention_output_gate)
     const double q_out = m.attention_output_gate && !m.attention_gate_proj ? 2 * q : q;
     p += (l.q ? r * (h + q_out / tpd) : 0) + (l.k && own_k ? r * (h + k / tpd) : 0) +
@@ -245,17 +246,17 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
     if (l.o) p += r * (o / tpd + h);
     if (l.gate && m.attention_gate_proj) p += r * (h + q / tpd);
     if (l.fused_qkv) p -= 2 * r * h;  // one adapter on q|k|v: one lora_A
-  } else if (m.mixer(layer) == Mixer::gated_deltanet && m.linear_attention_own_projections) {
+  } else if (attention) {
     const double kd = double(m.linear_num_key_heads * m.linear_key_head_dim);
     const double vd = double(m.linear_num_value_heads * m.linear_value_head_dim);
     p += (l.q ? r * (h + kd / tpd) : 0) + (l.k ? r * (h + kd / tpd) : 0) + (l.v ? r * (h + vd / tpd) : 0) +
          (l.o ? r * (vd / tpd + h) : 0);
   }
-  // MLP adapters sit on nn.Linear projections: a dense layer's MLP, or an MoE layer's shared experts
-  // (one MLP n_shared x the expert width wide: DeepSeek's shared_experts, Qwen2-MoE's shared_expert,
-  // built even zero wide, Gemma 4's dense MLP); routed experts are not nn.Linear
+  // MLP adapters sit on the layer's MLP linears (layer_has_mlp_linears): a dense MLP, or an MoE layer's
+  // shared experts (one MLP n_shared x the expert width wide: DeepSeek's shared_experts, Qwen2-MoE's
+  // shared_expert, built even zero wide, Gemma 4's dense MLP)
   const bool moe = m.layer_is_moe(layer);
-  if (m.has_ffn(layer) && (!moe || m.n_shared_experts > 0 || m.shared_expert_gate)) {
+  if (layer_has_mlp_linears(m, layer)) {
     const double f = moe ? double(m.shared_mlp_width()) : double(m.mlp_width(layer));
     p += (l.gate ? r * (h + f / tpd) : 0) + (l.up ? r * (h + f / tpd) : 0) + (l.down ? r * (f / tpd + h) : 0);
     if (l.fused_gate_up && m.mlp_kind == MlpKind::gated) p -= r * h;  // one adapter on gate|up

@@ -190,6 +190,14 @@ LoraPlacement lora_placement(const ModelSpec& m, const LoraTargets& targets, dou
   return p;
 }
 
+bool layer_has_attention_linears(const ModelSpec& m, int64_t g) {
+  return m.layer_has_attention(g) || (m.mixer(g) == Mixer::gated_deltanet && m.linear_attention_own_projections);
+}
+
+bool layer_has_mlp_linears(const ModelSpec& m, int64_t g) {
+  return m.has_ffn(g) && (!m.layer_is_moe(g) || m.n_shared_experts > 0 || m.shared_expert_gate);
+}
+
 LoraPlacement lora_placement(const ModelSpec& m, const TrainingSpec& t) {
   return lora_placement(m, t.lora_targets, double(t.lora_rank), t.peft_moe_conversion);
 }

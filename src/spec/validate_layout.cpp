@@ -94,18 +94,14 @@ void check_streambp(Flags& f, const TrainingSpec& t) {
     f.fail("--lora-dropout", std::to_string(t.lora_dropout), "must be in [0, 1)");
 }
 
-// Whether layer g holds a module the placement adapts, as lora_layer_params prices them: q/k/v/o in
-// an attention layer (or Gated DeltaNet's own projections), gate/up/down on a dense MLP or shared
-// expert, the router and the converted experts in an MoE layer.
+// Whether layer g holds a module the placement adapts, where lora_layer_params prices them: q/k/v/o on
+// its attention linears, gate/up/down on its MLP linears, the router and the converted experts in an
+// MoE layer.
 bool layer_adapted(const ModelSpec& m, const LoraPlacement& p, int64_t g) {
   const LoraTargets& l = p.linear;
-  const bool attention =
-      m.layer_has_attention(g) || (m.mixer(g) == Mixer::gated_deltanet && m.linear_attention_own_projections);
-  if (attention && (l.any_qkv() || l.o)) return true;
-  const bool moe = m.layer_is_moe(g);
-  if (m.has_ffn(g) && (!moe || m.n_shared_experts > 0 || m.shared_expert_gate) && (l.any_gate_up() || l.down))
-    return true;
-  return moe && (l.router || p.on_experts());
+  if (layer_has_attention_linears(m, g) && (l.any_qkv() || l.o)) return true;
+  if (layer_has_mlp_linears(m, g) && (l.any_gate_up() || l.down)) return true;
+  return m.layer_is_moe(g) && (l.router || p.on_experts());
 }
 
 // PEFT raises NoMatchingPeftModuleError where the targets reach no module of the layers built: a

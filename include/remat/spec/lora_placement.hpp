@@ -23,6 +23,13 @@ struct LoraPlacement {
 LoraPlacement lora_placement(const ModelSpec& m, const LoraTargets& targets, double rank, bool peft_moe_conversion);
 LoraPlacement lora_placement(const ModelSpec& m, const TrainingSpec& t);
 
+// Where layer g has the nn.Linear projections a target word reaches: q/k/v/o in an attention layer or
+// in a Gated DeltaNet that names its own (OLMo Hybrid's); gate/up/down on a dense MLP or an MoE
+// layer's shared experts (routed experts are stacked parameters: LoraPlacement::on_experts). A
+// Mamba-2, Gated DeltaNet or short-convolution mixer has no q/k/v/o.
+bool layer_has_attention_linears(const ModelSpec& m, int64_t g);
+bool layer_has_mlp_linears(const ModelSpec& m, int64_t g);
+
 // PEFT's target_modules (or remat's words for them) read against the model's linear modules.
 // remat's words: q, k, v, o, gate, up, down, router, qkv and mlp (three each), all-linear (PEFT's:
 // every nn.Linear of the layers); any other name is a module's, matched as PEFT matches it (the
