@@ -71,11 +71,15 @@ TEST(LoraTargets, AllLinear) {
 }
 
 TEST(LoraTargets, RefusedWhereRematPricesNoAdapter) {
-  // V2-Lite's latent kv projections
-  EXPECT_EQ(refusal(kConfigs + "deepseek-v2-lite.json", {"q_proj", "kv_b_proj"}),
-            "kv_b_proj reaches kv_b_proj, a module remat prices no adapter on");
+  // V2-Lite's latent kv projections carry adapters; all-linear would adapt its shared experts and
+  // dense first layer beside the converted experts, which no step has held remat to
+  const LoraTargets latent =
+      resolved(kConfigs + "deepseek-v2-lite.json", {"q_proj", "kv_a_proj_with_mqa", "kv_b_proj"});
+  EXPECT_TRUE(latent.q && latent.kv_a && latent.kv_b);
+  EXPECT_FALSE(latent.q_a || latent.q_b || latent.o);
   EXPECT_EQ(refusal(kConfigs + "deepseek-v2-lite.json", {"all-linear"}),
-            "PEFT's all-linear: it adapts kv_a_proj_with_mqa too, which remat prices no adapter on");
+            "PEFT's all-linear: on this mixture-of-experts model it adapts modules remat has not been held to (experts "
+            "PEFT does not convert, shared experts or dense layers)");
   // LFM2's out_proj is its attention's and its short convolutions'
   EXPECT_EQ(refusal(kConfigs + "lfm2-1.2b.json", {"out_proj"}),
             "out_proj reaches conv.out_proj, a module remat prices no adapter on");
@@ -104,6 +108,22 @@ TEST(LoraTargets, FusedModulesHaveOneLoraA) {
   const ModelSpec moe = test::model(kConfigs + "qwen3-30b-a3b.json");
   t.lora_targets = resolve_lora_targets(moe, {"router"}).targets;
   EXPECT_DOUBLE_EQ(lora_layer_params(moe, t, 1, 0), 16.0 * (2048 + 128));
+}
+
+// DeepSeek-V3's latent attention under LoRA (h 7168, 128 heads, q_lora_rank 1536, kv_lora_rank 512,
+// q/k head 128 + 64 rope, v 128): q_a 7168 -> 1536, q_b 1536 -> 128 x 192, kv_a 7168 -> 512 + 64,
+// kv_b 512 -> 128 x (128 + 128), o 128 x 128 -> 7168.
+TEST(LoraTargets, LatentAttentionAdapters) {
+  const ModelSpec v3 = test::model(kConfigs + "deepseek-v3.json");
+  TrainingSpec t;
+  t.lora_rank = 8;
+  t.lora_targets =
+      resolve_lora_targets(v3, {"q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"}).targets;
+  EXPECT_EQ(target_words(t.lora_targets), "o,q_a,q_b,kv_a,kv_b");
+  const double per_layer =
+      8.0 * ((7168 + 1536) + (1536 + 128 * 192) + (7168 + 512 + 64) + (512 + 128 * 256) + (128 * 128 + 7168));
+  EXPECT_DOUBLE_EQ(per_layer, 795136.0);
+  EXPECT_DOUBLE_EQ(lora_layer_params(v3, t, 1, 0), per_layer);
 }
 
 }  // namespace

@@ -95,6 +95,17 @@ Block mla_down_block(const RankShape& r, const ModelSpec& m) {
   b.name = "mla.down";
   const double h = double(m.hidden_size), rows = r.tokens();
   parts::add_input_norm(b, r, h);
+  if (r.lora_rank > 0) {
+    // PEFT on transformers' DeepseekV3Attention: q_a_proj (q_proj without a query latent) and
+    // kv_a_proj_with_mqa, two frozen nn.Linear on the normed input, each with its own adapter
+    const bool q_latent = m.q_lora_rank > 0;
+    const double q_width = mla_down_width(m) - double(m.kv_lora_rank + m.qk_rope_head_dim);
+    b.ops.push_back(parts::linear(b, r, q_latent ? "q_a" : "q_proj", rows, h, q_width, "x_norm",
+                                  {q_latent ? &LoraTargets::q_a : &LoraTargets::q}));
+    b.ops.push_back(parts::linear(b, r, "kv_a", rows, h, double(m.kv_lora_rank + m.qk_rope_head_dim), "x_norm",
+                                  {&LoraTargets::kv_a}));
+    return b;
+  }
   // q and kv down projections (replicated over tp), fused into one GEMM
   b.ops.push_back(ops::gemm("down_proj", rows, h, mla_down_width(m), {"x_norm"}));
   return b;
@@ -126,10 +137,15 @@ Block mla_up_attn_block(const RankShape& r, const ModelSpec& m) {
     b.tensors.push_back({"q_latent_norm", rows * hq * kBf16});
     b.tensors.push_back({"rstd_q", rows * kFp32});
     b.ops.push_back(ops::rmsnorm("q_norm", rows, hq, "q_latent", "rstd_q"));
-    b.ops.push_back(ops::gemm("q_up", rows, hq, nh * (d + rope), {"q_latent_norm"}));
+    // q_b_proj and kv_b_proj under LoRA: frozen, each saving its input only for its own adapter
+    b.ops.push_back(r.lora_rank > 0
+                        ? parts::linear(b, r, "q_up", rows, hq, nh * (d + rope), "q_latent_norm", {&LoraTargets::q_b})
+                        : ops::gemm("q_up", rows, hq, nh * (d + rope), {"q_latent_norm"}));
   }
   b.ops.push_back(ops::rmsnorm("kv_norm", rows, hkv, "kv_latent", "rstd_kv"));
-  b.ops.push_back(ops::gemm("kv_up", rows, hkv, nh * (d + dv), {"kv_latent_norm"}));
+  b.ops.push_back(r.lora_rank > 0
+                      ? parts::linear(b, r, "kv_up", rows, hkv, nh * (d + dv), "kv_latent_norm", {&LoraTargets::kv_b})
+                      : ops::gemm("kv_up", rows, hkv, nh * (d + dv), {"kv_latent_norm"}));
   // rope on the decoupled parts and assembly of per-head q, k (k_rope broadcast to heads)
   const double qk_bytes = rows * nh * (d + rope) * kBf16;
   b.ops.push_back(ops::streaming("rope_concat", 4 * qk_bytes, 4 * qk_bytes, {}));

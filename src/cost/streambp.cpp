@@ -235,8 +235,13 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
   if (attention && m.layer_has_attention(layer) && m.attention() == AttentionKind::mla) {
     // MLA (transformers' DeepseekV2/V3 attention) names a q_proj only without a query latent, and no
     // k_proj or v_proj; o_proj reads heads x v_head_dim
-    const double heads = double(m.num_attention_heads);
-    if (l.q && m.q_lora_rank == 0) p += r * (h + heads * double(m.qk_head_dim()) / tpd);
+    const double heads = double(m.num_attention_heads), q_rank = double(m.q_lora_rank);
+    const double kv_rank = double(m.kv_lora_rank), qk = double(m.qk_head_dim());
+    if (l.q && m.q_lora_rank == 0) p += r * (h + heads * qk / tpd);
+    if (l.q_a && m.q_lora_rank > 0) p += r * (h + q_rank);
+    if (l.q_b && m.q_lora_rank > 0) p += r * (q_rank + heads * qk / tpd);
+    if (l.kv_a) p += r * (h + kv_rank + double(m.qk_rope_head_dim));
+    if (l.kv_b) p += r * (kv_rank + heads * double(m.qk_nope_head_dim + m.v_head_dim) / tpd);
     if (l.o) p += r * (heads * double(m.v_head_dim) / tpd + h);
   } else if (attention && m.layer_has_attention(layer)) {
     // q_proj also makes the output gate where it is fused in (Qwen3-Next's attention_output_gate)

@@ -133,8 +133,8 @@ void set_linear_modules(const std::string& family, ModelSpec& m) {
     if (m.q_lora_rank == 0)
       m.linear_modules.push_back({"q_proj", "q"});
     else
-      m.linear_modules.insert(m.linear_modules.end(), {{"q_a_proj", ""}, {"q_b_proj", ""}});
-    m.linear_modules.insert(m.linear_modules.end(), {{"kv_a_proj_with_mqa", ""}, {"kv_b_proj", ""}});
+      m.linear_modules.insert(m.linear_modules.end(), {{"q_a_proj", "q_a"}, {"q_b_proj", "q_b"}});
+    m.linear_modules.insert(m.linear_modules.end(), {{"kv_a_proj_with_mqa", "kv_a"}, {"kv_b_proj", "kv_b"}});
   }
   if (m.is_moe()) m.linear_modules.push_back({"gate", "router"});  // the router of transformers 5's MoE blocks
   // Mamba, Gated DeltaNet, lightning and convolution mixers name their projections in ways remat does

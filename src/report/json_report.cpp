@@ -1,7 +1,9 @@
 #include "remat/report/json_report.hpp"
+#include "remat/spec/lora_placement.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "remat/cost/params.hpp"
 #include "remat/spec/validate.hpp"
@@ -143,11 +145,9 @@ Json training_json(const TrainingSpec& t) {
   if (t.objective == Objective::grpo) j["grpo_group"] = t.grpo_group;
   if (t.lora_rank > 0) {
     j["lora_rank"] = t.lora_rank;
-    const auto& l = t.lora_targets;
     Json targets = Json::array();
-    for (auto [on, name] :
-         {std::pair{l.q, "q"}, {l.k, "k"}, {l.v, "v"}, {l.o, "o"}, {l.gate, "gate"}, {l.up, "up"}, {l.down, "down"}})
-      if (on) targets.push_back(name);
+    std::istringstream words(target_words(t.lora_targets));
+    for (std::string word; std::getline(words, word, ',');) targets.push_back(word);
     j["lora_targets"] = targets;
     if (t.lora_dropout > 0) j["lora_dropout"] = t.lora_dropout;
   }

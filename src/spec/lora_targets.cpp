@@ -22,7 +22,8 @@ struct MatrixWord {
 constexpr MatrixWord kMatrixWords[] = {
     {"q", &LoraTargets::q},       {"k", &LoraTargets::k},           {"v", &LoraTargets::v},
     {"o", &LoraTargets::o},       {"gate", &LoraTargets::gate},     {"up", &LoraTargets::up},
-    {"down", &LoraTargets::down}, {"router", &LoraTargets::router},
+    {"down", &LoraTargets::down}, {"router", &LoraTargets::router}, {"q_a", &LoraTargets::q_a},
+    {"q_b", &LoraTargets::q_b},   {"kv_a", &LoraTargets::kv_a},     {"kv_b", &LoraTargets::kv_b},
 };
 
 // One matrix (or fused pair/triple) adapted. Where the model computes q, k and v in one module

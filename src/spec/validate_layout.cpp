@@ -94,12 +94,12 @@ void check_streambp(Flags& f, const TrainingSpec& t) {
     f.fail("--lora-dropout", std::to_string(t.lora_dropout), "must be in [0, 1)");
 }
 
-// Whether layer g holds a module the placement adapts, where lora_layer_params prices them: q/k/v/o on
-// its attention linears, gate/up/down on its MLP linears, the router and the converted experts in an
-// MoE layer.
+// Whether layer g holds a module the placement adapts, where lora_layer_params prices them: q/k/v/o
+// and DeepSeek's latent projections on its attention linears, gate/up/down on its MLP linears, the
+// router and the converted experts in an MoE layer.
 bool layer_adapted(const ModelSpec& m, const LoraPlacement& p, int64_t g) {
   const LoraTargets& l = p.linear;
-  if (layer_has_attention_linears(m, g) && (l.any_qkv() || l.o)) return true;
+  if (layer_has_attention_linears(m, g) && (l.any_qkv() || l.o || l.any_latent())) return true;
   if (layer_has_mlp_linears(m, g) && (l.any_gate_up() || l.down)) return true;
   return m.layer_is_moe(g) && (l.router || p.on_experts());
 }
