@@ -122,7 +122,8 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
       ->check(integer_text());
   app.add_option("--lora-rank", o.lora_rank, "LoRA rank; 0 trains the full model")->capture_default_str();
   app.add_option("--lora-targets", o.lora_targets,
-                 "matrices with adapters: any of q,k,v,o,gate,up,down,router (qkv and mlp name three each), "
+                 "matrices with adapters: any of q,k,v,o,gate,up,down,router, q_a,q_b,kv_a,kv_b (DeepSeek's latent "
+                 "attention) (qkv and mlp name three each), "
                  "all-linear (PEFT's), or the model's own module names as PEFT's target_modules match them "
                  "(q_proj, query_key_value, c_attn, ...); "
                  "under --framework hf, gate/up/down on the MoE families PEFT converts adapt the routed experts")
