@@ -12,17 +12,10 @@ import importlib.util
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def load(folder):
-    """examples/hf/<folder>/make_cases.py as a module of its own name."""
-    spec = importlib.util.spec_from_file_location(folder, os.path.join(HERE, "..", folder, "make_cases.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-unseen17 = load("unseen17")  # unseen11's draw, with GPT-J's and CodeGen's position table
+# unseen18's module loads unseen17's (unseen11's draw, with GPT-J's and CodeGen's position table)
+_spec = importlib.util.spec_from_file_location("unseen18", os.path.join(HERE, "..", "unseen18", "make_cases.py"))
+unseen18 = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(unseen18)
 
 REALCFG = {
     "unseen11": ["llama-2-13b-ce-bnb4", "mistral-7b-instruct-v0.2-fp32", "mistral-7b-neuroweave", "phi-2-gptq-4bit",
@@ -53,7 +46,7 @@ def path_of(name):
 
 
 def main():
-    unseen17.unseen11.write_cases(19, CONFIGS, HERE, path_of)
+    unseen18.unseen17.unseen11.write_cases(19, CONFIGS, HERE, path_of)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,12 @@
-"""Checks that no config here equals (after JSON parsing) one in tests/data/hf_configs/,
-any examples/hf/*/realcfg/ folder, or (stricter) any other JSON config in the repository."""
+"""Checks that no config in a real-config folder equals (after JSON parsing) one in
+tests/data/hf_configs/, any other examples/hf/*/realcfg/ folder, or (stricter) any other JSON config
+in the repository.
+
+    python3 examples/hf/realcfg_tools/check_dups.py examples/hf/unseen16/realcfg
+"""
 import glob, json, os, sys
-here = os.path.dirname(os.path.abspath(__file__))
-root = os.path.abspath(os.path.join(here, '../../../..'))
+root = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '../../..'))
+here = os.path.abspath(sys.argv[1])
 def canon(p):
     return json.dumps(json.load(open(p)), sort_keys=True)
 def index(paths):

@@ -1,8 +1,12 @@
-"""Writes remat-load.tsv: remat's first load of each config here (remat estimate --framework hf on
-the H200 spec; exit 0 fits, 1 does not fit, 2 refused with the one-line error)."""
-import glob, json, os, re, subprocess, tempfile
-here = os.path.dirname(os.path.abspath(__file__))
-root = os.path.abspath(os.path.join(here, '../../../..'))
+"""Writes remat-load.tsv in a real-config folder: remat's first load of each config there (remat
+estimate --framework hf on the H200 spec; exit 0 fits, 1 does not fit, 2 refused with the one-line
+error).
+
+    python3 examples/hf/realcfg_tools/load_tsv.py examples/hf/unseen16/realcfg
+"""
+import glob, json, os, re, subprocess, sys, tempfile
+root = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '../../..'))
+here = os.path.abspath(sys.argv[1])
 remat = f'{root}/build/src/remat'
 def model_type(d):
     t = str(d.get('model_type', '?'))
