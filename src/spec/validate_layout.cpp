@@ -118,6 +118,25 @@ void check_targets_reach_a_layer(Flags& f, const TrainingSpec& t, const ModelSpe
              " layers built: PEFT finds nothing to adapt (NoMatchingPeftModuleError)");
 }
 
+// Gemma4TextAttention finds, for every layer, the last layer of its kind (sliding or full) before the
+// last num_kv_shared_layers, whose keys and values the shared ones reuse; transformers raises where
+// there is none (Gemma 4 E4B cut to 4 layers, 18 of them shared: blind set 20).
+void check_kv_sharing_sources(Flags& f, const TrainingSpec& t, const ModelSpec& m) {
+  if (m.kv_shared_layers <= 0) return;
+  const int64_t layers = effective_layers(m, t), first_shared = layers - m.kv_shared_layers;
+  bool windowed = false, full = false;
+  for (int64_t g = 0; g < first_shared; ++g) (m.layer_is_windowed(g) ? windowed : full) = true;
+  for (int64_t g = 0; g < layers; ++g)
+    if (!(m.layer_is_windowed(g) ? windowed : full)) {
+      f.fail("--num-layers", str(layers),
+             "leaves no " + std::string(m.layer_is_windowed(g) ? "sliding" : "full") +
+                 "-attention layer before the last " + str(m.kv_shared_layers) +
+                 " (num_kv_shared_layers, which reuse keys and values) for layer " + str(g) +
+                 " to share from; transformers' Gemma 4 raises on it");
+      return;
+    }
+}
+
 // What PEFT 0.21 raises on for a model whose MoE targets it converts (lora_placement).
 void check_peft_moe_targets(Flags& f, const TrainingSpec& t, const ModelSpec& m) {
   if (t.lora_rank <= 0 || !t.peft_moe_conversion || !m.experts_peft_converted) return;
@@ -219,6 +238,7 @@ std::vector<Problem> validate_training(const TrainingSpec& t, const ModelSpec& m
   check_peft_moe_targets(f, t, m);
   check_peft_tower_targets(f, t, m);
   check_targets_reach_a_layer(f, t, m);
+  check_kv_sharing_sources(f, t, m);
   if (t.gbs > 0 && t.gbs % (t.mbs * t.dp) != 0)
     f.fail("--gbs", str(t.gbs), "must be a multiple of mbs * dp = " + str(t.mbs * t.dp));
   if (!t.layers_per_stage.empty()) check_layers_per_stage(f, t.layers_per_stage, t.pp, layers);
