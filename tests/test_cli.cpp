@@ -264,7 +264,8 @@ TEST(FirstUse, DefaultSequenceFitsAPositionTable) {
   const Result longest =
       run({"plan", "--model", gpt2, "--framework", "hf", "--maximize", "seq", "--format", "json"}, true);
   ASSERT_EQ(longest.exit_code, 0) << longest.out;
-  for (const auto& row : nlohmann::json::parse(longest.out).at("results")) EXPECT_EQ(row.at("value"), 1024) << row;
+  const nlohmann::json results = nlohmann::json::parse(longest.out).at("results");
+  for (const auto& row : results) EXPECT_EQ(row.at("value"), 1024) << row;
 }
 
 }  // namespace
