@@ -11,12 +11,22 @@
 #include <string>
 
 #include "hf_measured.hpp"
+#include "remat/cost/params.hpp"
 #include "test_helpers.hpp"
 
 namespace remat {
 namespace {
 
 TEST(HfUnseen19, BlindSteps) { test::expect_steps_within("steps-unseen19-h200.jsonl", "h200", 1.0, 1.7, 43); }
+
+// The EAGLE Mixtral draft as AutoModelForCausalLM builds it and remat reads it: MixtralConfig's 8
+// experts, top 2, for the keys the file leaves out; 1,738,584,064 parameters in the harness's log.
+TEST(HfUnseen19, EagleMixtralDraftIsMixtralByDefault) {
+  const ModelSpec m = test::model(std::string(REMAT_TEST_DATA) + "/data/hf_configs/eagle-mixtral-8x7b-draft.json");
+  EXPECT_EQ(m.n_routed_experts, 8);
+  EXPECT_EQ(m.num_experts_per_tok, 2);
+  EXPECT_DOUBLE_EQ(model_params(m, 1), 1738584064.0);
+}
 
 }  // namespace
 }  // namespace remat

@@ -231,8 +231,7 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
   // the attention adapters sit on the layer's attention linears (layer_has_attention_linears); OLMo
   // Hybrid's Gated DeltaNet names its projections so: q and k of the key width, v and o of the value
   // width
-  const bool attention = layer_has_attention_linears(m, layer);
-  if (attention && m.layer_has_attention(layer) && m.attention() == AttentionKind::mla) {
+  if (m.layer_has_attention(layer) && m.attention() == AttentionKind::mla) {
     // MLA (transformers' DeepseekV2/V3 attention) names a q_proj only without a query latent, and no
     // k_proj or v_proj; o_proj reads heads x v_head_dim
     const double heads = double(m.num_attention_heads), q_rank = double(m.q_lora_rank);
@@ -243,7 +242,7 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
     if (l.kv_a) p += r * (h + kv_rank + double(m.qk_rope_head_dim));
     if (l.kv_b) p += r * (kv_rank + heads * double(m.qk_nope_head_dim + m.v_head_dim) / tpd);
     if (l.o) p += r * (heads * double(m.v_head_dim) / tpd + h);
-  } else if (attention && m.layer_has_attention(layer)) {
+  } else if (m.layer_has_attention(layer)) {
     // q_proj also makes the output gate where it is fused in (Qwen3-Next's attention_output_gate)
     const double q_out = m.attention_output_gate && !m.attention_gate_proj ? 2 * q : q;
     p += (l.q ? r * (h + q_out / tpd) : 0) + (l.k && own_k ? r * (h + k / tpd) : 0) +
@@ -251,7 +250,7 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
     if (l.o) p += r * (o / tpd + h);
     if (l.gate && m.attention_gate_proj) p += r * (h + q / tpd);
     if (l.fused_qkv) p -= 2 * r * h;  // one adapter on q|k|v: one lora_A
-  } else if (attention) {
+  } else if (layer_has_attention_linears(m, layer)) {
     const double kd = double(m.linear_num_key_heads * m.linear_key_head_dim);
     const double vd = double(m.linear_num_value_heads * m.linear_value_head_dim);
     p += (l.q ? r * (h + kd / tpd) : 0) + (l.k ? r * (h + kd / tpd) : 0) + (l.v ? r * (h + vd / tpd) : 0) +

@@ -39,6 +39,16 @@ def path_of(name):
     return f"examples/hf/unseen16/realcfg/{name}.json"
 
 
+def realcfg_path_of(realcfg):
+    """path_of for a draw over several real-config folders ({folder: [names]}); corpus names: None."""
+    def path_of_name(name):
+        for folder, names in realcfg.items():
+            if name in names:
+                return f"examples/hf/{folder}/realcfg/{name}.json"
+        return None
+    return path_of_name
+
+
 def main():
     unseen17.unseen11.write_cases(18, CONFIGS, HERE, path_of)
 

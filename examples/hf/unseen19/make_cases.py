@@ -38,15 +38,8 @@ CONFIGS = {
 }
 
 
-def path_of(name):
-    for folder, names in REALCFG.items():
-        if name in names:
-            return f"examples/hf/{folder}/realcfg/{name}.json"
-    return None
-
-
 def main():
-    unseen18.unseen17.unseen11.write_cases(19, CONFIGS, HERE, path_of)
+    unseen18.unseen17.unseen11.write_cases(19, CONFIGS, HERE, unseen18.realcfg_path_of(REALCFG))
 
 
 if __name__ == "__main__":
