@@ -50,18 +50,25 @@ TEST(HfUnseen12, DsaDpoPairAt12kDoesNotFit) {
   EXPECT_GT(c.estimate.peak_memory_bytes, 144.0 * 1024 * 1024 * 1024);
 }
 
-// PEFT raises NoMatchingPeftModuleError when no target names a module: Mixtral's experts are one
-// stacked parameter in transformers 5, which PEFT 0.21 does not convert, so gate/up/down alone are
-// refused (Dolphin-Mixtral's "mlp" draw); beside q_proj they are skipped, as PEFT skips them.
+// PEFT 0.21 converts Mixtral's pre-v5 expert names, w1, w3 and w2, onto its stacked experts (all-linear
+// adapted them: peft-all-linear-cases-h200.jsonl); gate_proj, up_proj and down_proj name no module there,
+// which PEFT raised on for Dolphin-Mixtral's "mlp" draw (NoMatchingPeftModuleError). remat refuses them
+// and names the modules Mixtral has.
 TEST(HfUnseen12, LoraOnUnconvertedStackedExpertsIsRefused) {
   const ModelSpec m = test::model(std::string(REMAT_TEST_DATA) + "/data/hf_configs/dolphin-2.5-mixtral-8x7b.json");
   const ResolvedLoraTargets mlp = resolve_lora_targets(m, {"gate_proj", "up_proj", "down_proj"});
-  EXPECT_NE(mlp.refusal.find("stacked parameters"), std::string::npos) << mlp.refusal;
-  const ResolvedLoraTargets with_q = resolve_lora_targets(m, {"q_proj", "down_proj"});
-  EXPECT_TRUE(with_q.refusal.empty()) << with_q.refusal;
-  EXPECT_TRUE(with_q.targets.q);
-  EXPECT_FALSE(with_q.targets.down);
-  // a converted family keeps them (Qwen3-MoE: PEFT adapts the routed experts' stacked weights)
+  EXPECT_NE(mlp.refusal.find("names no linear module of this model"), std::string::npos) << mlp.refusal;
+  EXPECT_NE(mlp.refusal.find("w1 (gate), w3 (up), w2 (down)"), std::string::npos) << mlp.refusal;
+  const ResolvedLoraTargets experts = resolve_lora_targets(m, {"q_proj", "w1", "w3", "w2"});
+  ASSERT_TRUE(experts.refusal.empty()) << experts.refusal;
+  TrainingSpec t = test::hf_training(1024, 16);
+  t.lora_targets = experts.targets;
+  const LoraPlacement p = lora_placement(m, t);
+  EXPECT_TRUE(p.linear.q);
+  EXPECT_FALSE(p.linear.gate || p.linear.up || p.linear.down);
+  EXPECT_EQ(p.experts_gate_up_rank, 32);
+  EXPECT_EQ(p.experts_down_rank, 16);
+  // a Qwen2-MoE-pattern family keeps LLaMA's names (Qwen3-MoE: PEFT adapts the routed experts' stacked weights)
   const ModelSpec qwen = test::model(std::string(REMAT_TEST_DATA) + "/data/hf_configs/qwen3-235b-a22b.json");
   EXPECT_TRUE(resolve_lora_targets(qwen, {"down_proj"}).targets.down);
 }

@@ -71,15 +71,17 @@ TEST(LoraTargets, AllLinear) {
 }
 
 TEST(LoraTargets, RefusedWhereRematPricesNoAdapter) {
-  // V2-Lite's latent kv projections carry adapters; all-linear would adapt its shared experts and
-  // dense first layer beside the converted experts, which no step has held remat to
+  // V2-Lite's latent kv projections carry adapters; all-linear adapts them, the router and the converted
+  // experts, and neither its shared experts nor its dense first layer (steps-all-linear-moe-h200.jsonl)
   const LoraTargets latent =
       resolved(kConfigs + "deepseek-v2-lite.json", {"q_proj", "kv_a_proj_with_mqa", "kv_b_proj"});
   EXPECT_TRUE(latent.q && latent.kv_a && latent.kv_b);
   EXPECT_FALSE(latent.q_a || latent.q_b || latent.o);
-  EXPECT_EQ(refusal(kConfigs + "deepseek-v2-lite.json", {"all-linear"}),
-            "PEFT's all-linear: on this mixture-of-experts model it adapts modules remat has not been held to (experts "
-            "PEFT does not convert, shared experts or dense layers)");
+  const LoraTargets all = resolved(kConfigs + "deepseek-v2-lite.json", {"all-linear"});
+  EXPECT_TRUE(all.q && all.kv_a && all.kv_b && all.o && all.router && all.gate && all.up && all.down);
+  // DeepSeek-V3.2's indexer (wq_b, wk, weights_proj) takes adapters under all-linear too
+  EXPECT_EQ(refusal(kConfigs + "deepseek-v3.2-exp.json", {"all-linear"}),
+            "PEFT's all-linear: it adapts wq_b too, which remat prices no adapter on");
   // LFM2's out_proj is its attention's and its short convolutions'
   EXPECT_EQ(refusal(kConfigs + "lfm2-1.2b.json", {"out_proj"}),
             "out_proj reaches conv.out_proj, a module remat prices no adapter on");

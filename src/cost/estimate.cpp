@@ -320,6 +320,7 @@ StageEstimate StageLayerWalk::finish(const StageBase& base) {
   st.first_layer = first_;
   st.last_layer = first_ + added_;
   st.in_flight_microbatches = base.in_flight;
+  st.adapter_params = base.adapter_params;
   st.host_bound_layers = host_bound_;
   if (plan_.megatron || !plan_.layer_overrides.empty()) {  // count what the per-layer choices do on this stage
     st.recompute_layers = recomputing_, st.offload_layers = offloading_;

@@ -207,6 +207,11 @@ void add_shared_experts(Block& b, const RankShape& r, const ModelSpec& m) {
     parts::add_activation(b, r.tokens(), f, "shared_");
   }
   b.ops.push_back(parts::linear(b, r, "shared_down", r.tokens(), f, h, "shared_act", {&LoraTargets::down}));
+  // Qwen2-MoE's sigmoid gate on the shared expert's output, an nn.Linear of h x 1 on the MoE's input:
+  // its output is negligible, but an adapter on it casts and saves that input as the others do
+  if (m.shared_expert_gate && r.layouts_from_model_code)
+    b.ops.push_back(
+        parts::linear(b, r, "shared_expert_gate", r.tokens(), h, 1, "x_norm", {&LoraTargets::shared_expert_gate}));
 }
 
 }  // namespace

@@ -262,10 +262,13 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
   const bool moe = m.layer_is_moe(layer);
   if (layer_has_mlp_linears(m, layer)) {
     const double f = moe ? double(m.shared_mlp_width()) : double(m.mlp_width(layer));
-    p += (l.gate ? r * (h + f / tpd) : 0) + (l.up ? r * (h + f / tpd) : 0) + (l.down ? r * (f / tpd + h) : 0);
+    const bool gated = m.mlp_kind == MlpKind::gated;  // a two-matrix MLP has no gate to adapt
+    p += (l.gate && gated ? r * (h + f / tpd) : 0) + (l.up ? r * (h + f / tpd) : 0) +
+         (l.down ? r * (f / tpd + h) : 0);
     if (l.fused_gate_up && m.mlp_kind == MlpKind::gated) p -= r * h;  // one adapter on gate|up
   }
   if (moe && l.router) p += r * (h + double(m.n_routed_experts));  // the router's nn.Linear, not split
+  if (moe && l.shared_expert_gate && m.shared_expert_gate) p += r * (h + 1);
   if (moe && placement.on_experts()) {
     // ParamWrapper: lora_A of in x (rank x experts), lora_B of (rank x experts) x out, per stacked weight
     const double experts = double(m.n_routed_experts / t.ep), io = double(m.expert_io_width());

@@ -730,10 +730,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
                       outer_type + " builds");
   const HfFamily* family = resolve_family(r, type, nested ? r.text_list("architectures") : archs, m);
   if (!minicpmv_type.empty()) top.mark_read("version");
-  if (!minicpmv_type.empty())
-    m.notes.push_back("model_type minicpmv: the language model's keys at the top are read as " + minicpmv_type +
-                      ", the model its remote code builds for the config's version; the vision tower and "
-                      "resampler are not counted");
+  if (!minicpmv_type.empty()) note_minicpmv_language_model(minicpmv_type, m);
   if (const std::string ignoring = flat_text_ignoring_class(outer_type); !ignoring.empty() && !flat_text_type.empty())
     m.notes.push_back("model_type " + outer_type +
                       " without text_config: the language model's keys at the top are read as " + flat_text_type +

@@ -261,6 +261,8 @@ void note_head_of_architecture(const std::vector<std::string>& archs, ModelSpec&
 // MiniCPM-V's language model type for its config's version ("" for another model_type; an unknown
 // version refused).
 std::string minicpmv_text_model_type(const nlohmann::json& root, const std::string& type, const std::string& file);
+// A MiniCPM-V file read as its language model (minicpmv_type): the note, and the tower left uncounted.
+void note_minicpmv_language_model(const std::string& minicpmv_type, ModelSpec& m);
 // Notes naming what is not counted: a nested config's or a flat family's vision tower (a nested
 // config's audio tower where `root`, the file, gives audio_config) ...
 void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, const std::string& nest,

@@ -362,7 +362,8 @@ bool peft_converts_expert_targets(const std::string& model_type) {
       "ernie4_5_moe", "exaone_moe",     "flex_olmo",
       "glm4_moe",     "glm4_moe_lite",  "glm4v_moe",
       "glm_moe_dsa",  "hunyuan_v1_moe", "longcat_flash",
-      "mellum",       "olmoe",          "qwen3_moe",
+      "mellum",       "minimax",        "minimax_m2",
+      "mixtral",      "olmoe",          "qwen3_moe",
       "qwen3_next",   "qwen3_omni_moe", "qwen3_omni_moe_thinker",
       "solar_open",
   };

@@ -1,6 +1,7 @@
 // The linear modules of a layer by the names PEFT's target_modules match, for the families that
 // do not name them as LLaMA does (q_proj ... down_proj), read from each family's modeling code in
 // transformers 5.17 (the remote code where transformers has no port).
+#include <algorithm>
 #include <string_view>
 #include <vector>
 
@@ -91,6 +92,34 @@ const std::vector<FamilyModules>& family_modules() {
         {"kv_b_proj", ""},
         {"gate", "router"}},
        false},
+      // GraniteMoeShared's shared MLP: input_linear is gate and up in one, output_linear the down
+      {"granitemoeshared",
+       {{"q_proj", "q"},
+        {"k_proj", "k"},
+        {"v_proj", "v"},
+        {"o_proj", "o"},
+        {"input_linear", "gate_up"},
+        {"output_linear", "down"}}},
+      // the same beside Mamba-2 mixers, whose in_proj and out_proj remat prices no adapter on
+      {"granitemoehybrid",
+       {{"q_proj", "q"},
+        {"k_proj", "k"},
+        {"v_proj", "v"},
+        {"o_proj", "o"},
+        {"input_linear", "gate_up"},
+        {"output_linear", "down"},
+        {"in_proj", ""},
+        {"out_proj", ""}}},
+      // Laguna's and Step 3.5's per-head attention gate g_proj (h x heads)
+      {"laguna step3p5",
+       {{"q_proj", "q"},
+        {"k_proj", "k"},
+        {"v_proj", "v"},
+        {"o_proj", "o"},
+        {"g_proj", ""},
+        {"gate_proj", "gate"},
+        {"up_proj", "up"},
+        {"down_proj", "down"}}},
       // Lfm2Attention's out_proj beside Lfm2ShortConv's in_proj and out_proj; Lfm2MLP's w1, w3, w2
       {"lfm2 lfm2_moe",
        {{"q_proj", "q"},
@@ -106,6 +135,37 @@ const std::vector<FamilyModules>& family_modules() {
   return table;
 }
 
+// What PEFT's all-linear reaches of an MoE router that transformers 5.17 does not convert
+// (reports/hf/peft-all-linear-*-h200.jsonl): an nn.Linear by this name, or "" where the router is a module
+// of its own that PEFT leaves alone (a router target there is PEFT's "not supported" error). Converted
+// families' routers are the "gate" PEFT retargets at gate.weight.
+struct RouterReading {
+  std::string_view families;
+  std::string_view linear;
+};
+constexpr RouterReading kRouterReadings[] = {
+    {"llama4_text phimoe jamba aria_text", "router"},
+    {"qwen2_moe qwen3_5_moe granitemoe granitemoeshared granitemoehybrid laguna step3p5 mistral4 hy_v3", ""},
+};
+
+bool lists(std::string_view families, std::string_view family);
+
+// The router's entry in linear_modules, and whether PEFT's reading of it is known.
+void set_router_module(const std::string& family, ModelSpec& m) {
+  if (m.experts_peft_converted) {
+    m.linear_modules.push_back({"gate", "router"});
+    m.router_reading_known = true;
+    return;
+  }
+  for (const RouterReading& r : kRouterReadings) {
+    if (!lists(r.families, family)) continue;
+    if (!r.linear.empty()) m.linear_modules.push_back({std::string(r.linear), "router"});
+    m.router_reading_known = true;
+    return;
+  }
+  m.linear_modules.push_back({"gate", "router"});  // transformers 5's name; what PEFT reaches unknown
+}
+
 bool lists(std::string_view families, std::string_view family) {
   while (!families.empty()) {
     const size_t space = families.find(' ');
@@ -118,13 +178,20 @@ bool lists(std::string_view families, std::string_view family) {
 
 }  // namespace
 
-void set_linear_modules(const std::string& family, ModelSpec& m) {
-  for (const FamilyModules& f : family_modules()) {
-    if (!lists(f.families, family)) continue;
-    m.linear_modules = f.modules;
-    m.linear_modules_complete = f.complete;
-    return;
-  }
+namespace {
+
+const FamilyModules* listed_modules(const std::string& family) {
+  for (const FamilyModules& f : family_modules())
+    if (lists(f.families, family)) return &f;
+  return nullptr;
+}
+
+// LLaMA's names as the family's layers change them
+void adjust_llama_names(const std::string& family, ModelSpec& m) {
+  // a two-matrix MLP under LLaMA's names (Apertus, Arcee, Jais 2, NanoChat, Nemotron) has up_proj
+  // and down_proj only: PEFT's all-linear adapted no gate there (reports/hf/peft-all-linear-*-h200.jsonl)
+  if (m.mlp_kind == MlpKind::two_matrix)
+    std::erase_if(m.linear_modules, [](const LinearModule& l) { return l.name == "gate_proj"; });
   // DeepSeek's latent attention (and the families that build it so): q_proj only without a query
   // latent, no k_proj or v_proj
   if (m.attention() == AttentionKind::mla) {
@@ -136,10 +203,36 @@ void set_linear_modules(const std::string& family, ModelSpec& m) {
       m.linear_modules.insert(m.linear_modules.end(), {{"q_a_proj", "q_a"}, {"q_b_proj", "q_b"}});
     m.linear_modules.insert(m.linear_modules.end(), {{"kv_a_proj_with_mqa", "kv_a"}, {"kv_b_proj", "kv_b"}});
   }
-  if (m.is_moe()) m.linear_modules.push_back({"gate", "router"});  // the router of transformers 5's MoE blocks
+  // Mixtral's pattern: PEFT converts the pre-v5 expert names w1, w3 and w2
+  if (m.experts_peft_converted && (family == "mixtral" || family == "minimax" || family == "minimax_m2"))
+    for (LinearModule& l : m.linear_modules)
+      if (l.matrix == "gate" || l.matrix == "up" || l.matrix == "down")
+        l.name = l.matrix == "gate" ? "w1" : l.matrix == "up" ? "w3" : "w2";
+}
+
+}  // namespace
+
+void set_linear_modules(const std::string& family, ModelSpec& m) {
+  const FamilyModules* listed = listed_modules(family);
+  if (listed) {
+    m.linear_modules = listed->modules;
+    m.linear_modules_complete = listed->complete;
+  } else {
+    adjust_llama_names(family, m);
+  }
+  // a router the family's table names (DBRX's router.layer) is an nn.Linear
+  if (std::any_of(m.linear_modules.begin(), m.linear_modules.end(),
+                  [](const LinearModule& l) { return l.matrix == "router"; }))
+    m.router_reading_known = true;
+  else if (m.is_moe())
+    set_router_module(family, m);
+  if (m.shared_expert_gate) m.linear_modules.push_back({"shared_expert_gate", "shared_expert_gate"});
+  // DSA's lightning indexer (DeepSeek-V3.2, GLM-5): nn.Linear modules remat prices no adapter on
+  if (m.index_n_heads > 0)
+    m.linear_modules.insert(m.linear_modules.end(), {{"wq_b", ""}, {"wk", ""}, {"weights_proj", ""}});
   // Mamba, Gated DeltaNet, lightning and convolution mixers name their projections in ways remat does
   // not list: a name not listed is refused there, not skipped
-  if (m.is_hybrid()) m.linear_modules_complete = false;
+  if (!listed && m.is_hybrid()) m.linear_modules_complete = false;
 }
 
 }  // namespace remat

@@ -84,9 +84,18 @@ void note_flat_encoders(HfJsonReader& top, ModelSpec& m) {
                       (keys.empty() ? std::string() : "in place of the encoders they name (" + keys + ") ") +
                       "transformers builds its default vision tower and projector, whose weights are held (" + held +
                       " parameters)");
-  else if (!keys.empty())
+  else if (!keys.empty()) {
+    m.encoders_uncounted = true;
     m.notes.push_back("the language model's keys at the top are read; the encoders and projectors beside it (" + keys +
                       ") are not counted");
+  }
+}
+
+void note_minicpmv_language_model(const std::string& minicpmv_type, ModelSpec& m) {
+  m.encoders_uncounted = true;
+  m.notes.push_back("model_type minicpmv: the language model's keys at the top are read as " + minicpmv_type +
+                    ", the model its remote code builds for the config's version; the vision tower and "
+                    "resampler are not counted");
 }
 
 namespace {
@@ -104,6 +113,7 @@ std::string encoders(const json& root) {
 
 void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, const std::string& nest,
                        const json& root) {
+  m.encoders_uncounted = m.encoders_uncounted || (!nest.empty() && m.idle_params <= 0);
   if (nest == "thinker_config.text_config") {
     m.name += " (language model: " + nest + ")";
     m.notes.push_back("the thinker's text_config is the language model (" + type +

@@ -31,7 +31,7 @@ Json stage_json(const StageEstimate& s, Strategy strategy) {
   Json per_layer = Json::array();
   for (const auto& c : s.per_layer) per_layer.push_back(layer_choice_json(c));
   const StageMemory& mem = s.memory_bytes;
-  return {
+  Json j = {
       {"index", s.index},
       // first and last layer, both included, as the tables print them ("0-15")
       {"layers", {s.first_layer, s.last_layer - 1}},
@@ -60,6 +60,8 @@ Json stage_json(const StageEstimate& s, Strategy strategy) {
       {"communication_s", s.comm_s},
       {"fits", s.fits},
   };
+  if (s.adapter_params > 0) j["lora_params"] = s.adapter_params;  // what PEFT's trainable parameters count
+  return j;
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ constexpr MatrixWord kMatrixWords[] = {
     {"o", &LoraTargets::o},       {"gate", &LoraTargets::gate},     {"up", &LoraTargets::up},
     {"down", &LoraTargets::down}, {"router", &LoraTargets::router}, {"q_a", &LoraTargets::q_a},
     {"q_b", &LoraTargets::q_b},   {"kv_a", &LoraTargets::kv_a},     {"kv_b", &LoraTargets::kv_b},
+    {"shared_expert_gate", &LoraTargets::shared_expert_gate},
 };
 
 // One matrix (or fused pair/triple) adapted. Where the model computes q, k and v in one module
@@ -54,19 +55,21 @@ std::vector<std::string> matrices_of_word(const std::string& word) {
 }
 
 // Why PEFT's all-linear is not priced on this model ("" where it is): it adapts every nn.Linear of
-// the layers, so remat must know each. On a Qwen3-MoE model (reports/hf/steps-unseen10-h200.jsonl)
-// it adapted the attention, the router and, through PEFT's conversion, the routed experts.
+// the layers, so remat must know each. PEFT 0.21 resolves it to those modules' names, then converts
+// gate_proj, up_proj, down_proj and gate where the model_type's experts are converted: on DeepSeek-V3
+// the attention, the router and the routed experts, none of the dense layers' or shared experts'
+// linears (reports/hf/peft-all-linear-h200.jsonl, one model per model_type).
 std::string all_linear_gap(const ModelSpec& m) {
   if (!m.linear_modules_complete) return "remat does not know every linear module of this model's layers";
   for (const LinearModule& l : m.linear_modules)
     if (l.matrix.empty()) return "it adapts " + l.name + " too, which remat prices no adapter on";
-  if (m.idle_params > 0) return "it adapts the vision tower's linear modules too, which remat does not price";
+  if (m.idle_params > 0 || m.encoders_uncounted)
+    return "it adapts the vision tower's linear modules too, which remat does not price";
   if (!m.is_moe()) return "";
-  bool dense_layer = false;
-  for (int64_t i = 0; i < m.num_hidden_layers && !dense_layer; ++i) dense_layer = m.has_ffn(i) && !m.layer_is_moe(i);
-  if (!m.experts_peft_converted || m.n_shared_experts > 0 || dense_layer)
-    return "on this mixture-of-experts model it adapts modules remat has not been held to (experts PEFT does not "
-           "convert, shared experts or dense layers)";
+  // transformers 5 stacks the routed experts' weights: PEFT converts them (its ParamWrapper) or leaves
+  // them alone; the router is the module whose reading differs by family
+  if (!m.router_reading_known)
+    return "remat has not been held to what it adapts of this model's mixture-of-experts router";
   return "";
 }
 

@@ -42,6 +42,7 @@ struct StageEstimate {
   int64_t host_bound_layers = 0;  // MoE layers whose forward waits on the framework's host time
   std::vector<LayerChoice> per_layer;
   int64_t in_flight_microbatches = 0;
+  double adapter_params = 0;  // LoRA's trainable parameters on the stage (PEFT's count, tp-sharded)
   StageMemory memory_bytes;
   StageFlops flops;
   StageTime time_s;

@@ -259,6 +259,12 @@ struct ModelSpec {
   // the routed experts' stacked gate_up_proj and down_proj parameters for the model_types transformers
   // 5.17 converts as Qwen2-MoE (conversion_mapping.py): see lora_placement
   bool experts_peft_converted = false;
+  // what PEFT's all-linear reaches of the MoE router is known (set_linear_modules: converted, an
+  // nn.Linear, or a module of its own PEFT leaves alone); false: all-linear is refused on it
+  bool router_reading_known = false;
+  // the file's wrapper builds encoders (a vision or audio tower, projectors) remat does not count: PEFT's
+  // all-linear would adapt their linear modules too
+  bool encoders_uncounted = false;
   bool shared_expert_gate = false;  // Qwen2-MoE: sigmoid(x W_g), W_g of h x 1, scales the shared experts' output
 
   // Hybrid layers (empty: every layer attention + feed-forward). Nemotron-H's

@@ -25,13 +25,14 @@ struct LoraTargets {
   bool router = false;  // an MoE layer's router (PEFT's all-linear adapts it)
   // DeepSeek's latent attention: q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj
   bool q_a = false, q_b = false, kv_a = false, kv_b = false;
+  bool shared_expert_gate = false;  // Qwen2-MoE's and Qwen3-Next's h x 1 gate on the shared expert
   // sum of in + out over the tower's linear modules the target names reach (ModelSpec::
   // tower_linear_modules): PEFT adapts them too, and a text-only step never trains them
   double tower_adapter_width = 0;
   bool any_qkv() const { return q || k || v; }
   bool any_gate_up() const { return gate || up; }
   bool any_latent() const { return q_a || q_b || kv_a || kv_b; }
-  bool any() const { return any_qkv() || o || any_gate_up() || down || router || any_latent(); }
+  bool any() const { return any_qkv() || o || any_gate_up() || down || router || any_latent() || shared_expert_gate; }
 };
 
 struct TrainingSpec {

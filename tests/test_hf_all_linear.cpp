@@ -1,0 +1,94 @@
+// PEFT's all-linear as PEFT 0.21 reads it on transformers 5.17, which remat had refused on every MoE
+// model with shared experts or dense layers: examples/hf/all_linear/probe.py applied it to one config
+// per model_type of the corpus (peft-all-linear-types-h200.jsonl) and to the configs of the 18 steps
+// written before they ran (examples/hf/all_linear/cases.json; peft-all-linear-cases-h200.jsonl,
+// steps-all-linear-h200.jsonl).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "hf_measured.hpp"
+#include "remat/cost/streambp.hpp"
+#include "remat/spec/lora_placement.hpp"
+#include "remat/spec/problems.hpp"
+#include "test_helpers.hpp"
+
+namespace remat {
+namespace {
+
+const std::string kRoot = std::string(REMAT_TEST_DATA) + "/../";
+
+struct Tally {
+  int exact = 0;
+  std::set<std::string> refused;
+};
+
+// Each probed model: remat's adapter parameters under all-linear at rank 16 equal to PEFT's trainable
+// parameters, or all-linear refused (its name collected).
+Tally tally_probe(const std::string& file) {
+  Tally tally;
+  std::ifstream lines(kRoot + "reports/hf/" + file);
+  for (std::string line; std::getline(lines, line);) {
+    const nlohmann::json row = nlohmann::json::parse(line);
+    if (row.contains("error")) continue;  // transformers or PEFT did not build it
+    const std::string name = row.at("name").get<std::string>();
+    // the harness cut this Gemma 4 file before transformers filled in layer_types, which puts a global
+    // layer last; remat's --num-layers keeps the first layers of the whole model's pattern
+    if (name == "gemma4_text") continue;
+    ModelSpec m = test::model(kRoot + row.at("config").get<std::string>());
+    if (row.contains("layers") && row["layers"].is_number()) m.num_hidden_layers = row["layers"].get<int64_t>();
+    const ResolvedLoraTargets resolved = resolve_lora_targets(m, {"all-linear"});
+    if (!resolved.refusal.empty()) {
+      EXPECT_EQ(resolved.refusal.find("src/"), std::string::npos) << name << ": " << resolved.refusal;
+      tally.refused.insert(name);
+      continue;
+    }
+    TrainingSpec t = test::hf_training(1024, 16);
+    t.lora_targets = resolved.targets;
+    double params = 0;
+    for (int64_t g = 0; g < m.num_hidden_layers; ++g) params += lora_layer_params(m, t, 1, g);
+    EXPECT_DOUBLE_EQ(params, row.at("trainable_params").get<double>()) << name;
+    ++tally.exact;
+  }
+  return tally;
+}
+
+// 121 model_types; transformers and PEFT built 101 (Gemma 4's cut aside). remat prices 69 of them to
+// the parameter (among them DeepSeek-V2 and V3, GLM-4.5, Mixtral, Qwen2-MoE, whose all-linear it had
+// refused, and five two-matrix MLPs under LLaMA's names, where it had counted a gate_proj they do not
+// have) and refuses the other 32, naming what it lacks.
+TEST(HfAllLinear, EveryProbedModelTypeExactOrRefused) {
+  const Tally tally = tally_probe("peft-all-linear-types-h200.jsonl");
+  EXPECT_EQ(tally.exact, 69);
+  const std::set<std::string> refused = {
+      // vision towers and projectors all-linear adapts too (Emu3's VQ-VAE has none, but remat does not
+      // count it either way)
+      "aria", "emu3", "llama4", "exaone4_5", "glm4v", "llava", "minicpmv4_6", "mistral3", "muse_glimmer", "qwen2_5_vl", "qwen2_vl",
+      "qwen3_vl", "qwen3_vl_moe", "lfm2_vl", "step3p7",
+      // mixers' projections remat prices no adapter on (Mamba, Gated DeltaNet, short convolution, KDA)
+      "bamba", "granitemoehybrid", "jamba", "kimi_linear", "lfm2", "lfm2_moe", "minimax", "olmo_hybrid", "qwen3_5",
+      "qwen3_5_moe", "qwen3_5_text", "qwen3_next",
+      // DSA's indexer, a per-head attention gate, mllama's cross-attention layers
+      "deepseek_v32", "glm_moe_dsa", "laguna", "mllama"};
+  EXPECT_EQ(tally.refused, refused);
+}
+
+// The seven MoE steps remat prices: DeepSeek-V2-Lite (4 layers: one dense, two shared experts),
+// DeepSeek-V3 (4: three dense), GLM-4.5 (4: three dense; SFT and GRPO), Qwen1.5-MoE's shape (the
+// shared expert and its gate adapted, the stacked experts and the router not); none, non-reentrant
+// and reentrant; bf16 and mixed; dropout 0.1 where no expert is adapted. Within 0.18% as first compared.
+TEST(HfAllLinear, MoeSteps) { test::expect_steps_within("steps-all-linear-moe-h200.jsonl", "h200", 0.2, 0.2, 7); }
+
+TEST(HfAllLinear, TheStepsConfigsExactOrRefused) {
+  const Tally tally = tally_probe("peft-all-linear-cases-h200.jsonl");
+  EXPECT_EQ(tally.exact, 9);
+  const std::set<std::string> refused = {"qwen3next", "qwen35", "qwen36", "lfm2",   "granite4h",
+                                         "olmoh",     "mllama", "scout",  "laguna", "kimilinear"};
+  EXPECT_EQ(tally.refused, refused);
+}
+
+}  // namespace
+}  // namespace remat
