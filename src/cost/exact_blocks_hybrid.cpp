@@ -117,8 +117,16 @@ Block gdn_projections(const RankShape& r, const ModelSpec& m, const GdnShape& g)
     b.tensors.push_back({"gate", rows * g.vd * kBf16});
     return b;
   }
-  b.ops.push_back(parts::linear(b, r, "in_proj_qkvz", rows, h, g.conv_dim + g.vd, "x_norm", {}));
-  b.ops.push_back(parts::linear(b, r, "in_proj_ba", rows, h, 2 * g.vh, "x_norm", {}));
+  if (m.gdn_split_projections) {
+    b.ops.push_back(parts::linear(b, r, "in_proj_qkv", rows, h, g.conv_dim, "x_norm", {&LoraTargets::gdn_qkv}));
+    b.ops.push_back(parts::linear(b, r, "in_proj_z", rows, h, g.vd, "x_norm", {&LoraTargets::gdn_z}));
+    b.ops.push_back(parts::linear(b, r, "in_proj_b", rows, h, g.vh, "x_norm", {&LoraTargets::gdn_b}));
+    b.ops.push_back(parts::linear(b, r, "in_proj_a", rows, h, g.vh, "x_norm", {&LoraTargets::gdn_a}));
+  } else {
+    b.ops.push_back(
+        parts::linear(b, r, "in_proj_qkvz", rows, h, g.conv_dim + g.vd, "x_norm", {&LoraTargets::gdn_qkvz}));
+    b.ops.push_back(parts::linear(b, r, "in_proj_ba", rows, h, 2 * g.vh, "x_norm", {&LoraTargets::gdn_ba}));
+  }
   b.tensors.push_back({"qkvz", rows * (g.conv_dim + g.vd) * kBf16});
   return b;
 }
@@ -127,10 +135,11 @@ Block gdn_projections(const RankShape& r, const ModelSpec& m, const GdnShape& g)
 // alive, or OLMo Hybrid's own g projection.
 const char* gate_tensor(const ModelSpec& m) { return m.linear_attention_own_projections ? "gate" : "qkvz"; }
 
-// out_proj on `input`, adapted by LoRA's o where the layer names it o_proj (OLMo Hybrid).
+// out_proj on `input`, adapted by LoRA's o where the layer names it o_proj (OLMo Hybrid), else as the
+// mixer's out_proj.
 OpDef gdn_out_proj(Block& b, const RankShape& r, const ModelSpec& m, const GdnShape& g, const std::string& input) {
   std::vector<bool LoraTargets::*> adapted;
-  if (m.linear_attention_own_projections) adapted.push_back(&LoraTargets::o);
+  adapted.push_back(m.linear_attention_own_projections ? &LoraTargets::o : &LoraTargets::mixer_out);
   return parts::linear(b, r, "out_proj", r.tokens(), g.vd, double(m.hidden_size), input, adapted);
 }
 
@@ -377,7 +386,7 @@ Block short_conv_block(const RankShape& r, const ModelSpec& m) {
   const double rows = r.tokens(), h = double(m.hidden_size), c = h / double(r.tp);  // channels on this rank
   const double taps = double(m.short_conv_kernel);
   parts::add_input_norm(b, r, h, true, 1);
-  b.ops.push_back(parts::linear(b, r, "in_proj", rows, h, 3 * c, "x_norm", {}));
+  b.ops.push_back(parts::linear(b, r, "in_proj", rows, h, 3 * c, "x_norm", {&LoraTargets::mixer_in}));
   const double conv_rows = r.mixer_kernels == MixerKernels::torch ? r.b * (r.s + taps - 1) : rows;
   b.tensors.push_back({"bcx", rows * 3 * c * kBf16});
   b.tensors.push_back({"bx", rows * c * kBf16});
@@ -390,7 +399,7 @@ Block short_conv_block(const RankShape& r, const ModelSpec& m) {
   b.ops.push_back(conv);
   b.ops.push_back(ops::streaming("c_times_conv", 3 * rows * c * kBf16, 5 * rows * c * kBf16, {"bcx", "conv_out"}));
   b.ops.push_back(ops::streaming("contiguous", 2 * rows * c * kBf16, 2 * rows * c * kBf16, {}));
-  b.ops.push_back(parts::linear(b, r, "out_proj", rows, c, h, "gated", {}));
+  b.ops.push_back(parts::linear(b, r, "out_proj", rows, c, h, "gated", {&LoraTargets::mixer_out}));
   return b;
 }
 

@@ -255,6 +255,18 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
     const double vd = double(m.linear_num_value_heads * m.linear_value_head_dim);
     p += (l.q ? r * (h + kd / tpd) : 0) + (l.k ? r * (h + kd / tpd) : 0) + (l.v ? r * (h + vd / tpd) : 0) +
          (l.o ? r * (vd / tpd + h) : 0);
+  } else if (m.mixer(layer) == Mixer::gated_deltanet) {
+    // Qwen3-Next's fused input projections or Qwen3.5's four, and out_proj (A: in x r, B: r x out)
+    const double kd = double(m.linear_num_key_heads * m.linear_key_head_dim);
+    const double vd = double(m.linear_num_value_heads * m.linear_value_head_dim);
+    const double vh = double(m.linear_num_value_heads), conv = 2 * kd + vd;
+    const auto adapter = [&](bool on, double in, double out) { return on ? r * (in + out) : 0.0; };
+    p += adapter(l.gdn_qkvz, h, (conv + vd) / tpd) + adapter(l.gdn_ba, h, 2 * vh / tpd) +
+         adapter(l.gdn_qkv, h, conv / tpd) + adapter(l.gdn_z, h, vd / tpd) + adapter(l.gdn_b, h, vh / tpd) +
+         adapter(l.gdn_a, h, vh / tpd) + adapter(l.mixer_out, vd / tpd, h);
+  } else if (m.mixer(layer) == Mixer::short_conv) {
+    // LFM2's in_proj (B, C and x) and out_proj, the channels the hidden width
+    p += (l.mixer_in ? r * (h + 3 * h / tpd) : 0) + (l.mixer_out ? r * (h / tpd + h) : 0);
   }
   // MLP adapters sit on the layer's MLP linears (layer_has_mlp_linears): a dense MLP, or an MoE layer's
   // shared experts (one MLP n_shared x the expert width wide: DeepSeek's shared_experts, Qwen2-MoE's

@@ -129,8 +129,34 @@ const std::vector<FamilyModules>& family_modules() {
         {"w1", "gate"},
         {"w3", "up"},
         {"w2", "down"},
-        {"in_proj", ""},
-        {"conv.out_proj", ""}}},
+        {"in_proj", "mixer_in"},
+        {"conv.out_proj", "mixer_out"}}},
+      // Qwen3-Next's Gated DeltaNet (in_proj_qkvz, in_proj_ba, out_proj) beside its gated attention
+      {"qwen3_next",
+       {{"q_proj", "q"},
+        {"k_proj", "k"},
+        {"v_proj", "v"},
+        {"o_proj", "o"},
+        {"in_proj_qkvz", "in_proj_qkvz"},
+        {"in_proj_ba", "in_proj_ba"},
+        {"linear_attn.out_proj", "mixer_out"},
+        {"gate_proj", "gate"},
+        {"up_proj", "up"},
+        {"down_proj", "down"}}},
+      // Qwen3.5's: in_proj_qkv, in_proj_z, in_proj_b and in_proj_a apart (ModelSpec::gdn_split_projections)
+      {"qwen3_5_text qwen3_5_moe_text",
+       {{"q_proj", "q"},
+        {"k_proj", "k"},
+        {"v_proj", "v"},
+        {"o_proj", "o"},
+        {"in_proj_qkv", "in_proj_qkv"},
+        {"in_proj_z", "in_proj_z"},
+        {"in_proj_b", "in_proj_b"},
+        {"in_proj_a", "in_proj_a"},
+        {"linear_attn.out_proj", "mixer_out"},
+        {"gate_proj", "gate"},
+        {"up_proj", "up"},
+        {"down_proj", "down"}}},
   };
   return table;
 }
@@ -145,7 +171,8 @@ struct RouterReading {
 };
 constexpr RouterReading kRouterReadings[] = {
     {"llama4_text phimoe jamba aria_text", "router"},
-    {"qwen2_moe qwen3_5_moe granitemoe granitemoeshared granitemoehybrid laguna step3p5 mistral4 hy_v3", ""},
+    {"qwen2_moe qwen3_5_moe_text granitemoe granitemoeshared granitemoehybrid laguna step3p5 mistral4 hy_v3 lfm2_moe",
+     ""},
 };
 
 bool lists(std::string_view families, std::string_view family);
@@ -217,6 +244,7 @@ void set_linear_modules(const std::string& family, ModelSpec& m) {
   if (listed) {
     m.linear_modules = listed->modules;
     m.linear_modules_complete = listed->complete;
+    m.gdn_split_projections = family == "qwen3_5_text" || family == "qwen3_5_moe_text";
   } else {
     adjust_llama_names(family, m);
   }

@@ -25,6 +25,14 @@ constexpr MatrixWord kMatrixWords[] = {
     {"down", &LoraTargets::down}, {"router", &LoraTargets::router}, {"q_a", &LoraTargets::q_a},
     {"q_b", &LoraTargets::q_b},   {"kv_a", &LoraTargets::kv_a},     {"kv_b", &LoraTargets::kv_b},
     {"shared_expert_gate", &LoraTargets::shared_expert_gate},
+    {"in_proj_qkvz", &LoraTargets::gdn_qkvz},
+    {"in_proj_ba", &LoraTargets::gdn_ba},
+    {"in_proj_qkv", &LoraTargets::gdn_qkv},
+    {"in_proj_z", &LoraTargets::gdn_z},
+    {"in_proj_b", &LoraTargets::gdn_b},
+    {"in_proj_a", &LoraTargets::gdn_a},
+    {"mixer_in", &LoraTargets::mixer_in},
+    {"mixer_out", &LoraTargets::mixer_out},
 };
 
 // One matrix (or fused pair/triple) adapted. Where the model computes q, k and v in one module

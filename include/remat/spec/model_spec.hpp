@@ -292,6 +292,9 @@ struct ModelSpec {
   // OLMo Hybrid's Gated DeltaNet: q_proj, k_proj, v_proj, g_proj, a_proj, b_proj and o_proj on their own
   // (PEFT adapts q, k, v and o there as in attention) instead of Qwen3-Next's fused in_proj_qkvz / ba
   bool linear_attention_own_projections = false;
+  // Qwen3.5's Gated DeltaNet: in_proj_qkv, in_proj_z, in_proj_b and in_proj_a, each its own nn.Linear
+  // (Qwen3-Next fuses them into in_proj_qkvz and in_proj_ba)
+  bool gdn_split_projections = false;
   // Kimi Linear's Kimi Delta Attention on the Gated DeltaNet layers: the decay per channel, not per
   // head (a low-rank forget gate f_a, f_b with a bias per channel), a low-rank output gate (g_a, g_b)
   // with a sigmoid, beta from b_proj, a norm of one head's width; no g or a projection.

@@ -26,13 +26,21 @@ struct LoraTargets {
   // DeepSeek's latent attention: q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj
   bool q_a = false, q_b = false, kv_a = false, kv_b = false;
   bool shared_expert_gate = false;  // Qwen2-MoE's and Qwen3-Next's h x 1 gate on the shared expert
+  // a Gated DeltaNet's input projections: Qwen3-Next's in_proj_qkvz and in_proj_ba, Qwen3.5's
+  // in_proj_qkv, in_proj_z, in_proj_b and in_proj_a
+  bool gdn_qkvz = false, gdn_ba = false, gdn_qkv = false, gdn_z = false, gdn_b = false, gdn_a = false;
+  // a linear mixer's own in_proj and out_proj (LFM2's short convolution, a Gated DeltaNet's out_proj)
+  bool mixer_in = false, mixer_out = false;
   // sum of in + out over the tower's linear modules the target names reach (ModelSpec::
   // tower_linear_modules): PEFT adapts them too, and a text-only step never trains them
   double tower_adapter_width = 0;
   bool any_qkv() const { return q || k || v; }
   bool any_gate_up() const { return gate || up; }
   bool any_latent() const { return q_a || q_b || kv_a || kv_b; }
-  bool any() const { return any_qkv() || o || any_gate_up() || down || router || any_latent() || shared_expert_gate; }
+  bool any_mixer() const { return gdn_qkvz || gdn_ba || gdn_qkv || gdn_z || gdn_b || gdn_a || mixer_in || mixer_out; }
+  bool any() const {
+    return any_qkv() || o || any_gate_up() || down || router || any_latent() || shared_expert_gate || any_mixer();
+  }
 };
 
 struct TrainingSpec {
