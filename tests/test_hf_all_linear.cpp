@@ -90,10 +90,17 @@ TEST(HfAllLinear, LinearMixerSteps) {
   test::expect_steps_within("steps-all-linear-mixers-h200.jsonl", "h200", 0.1, 0.3, 5);
 }
 
+// Written after remat priced all-linear, before they ran: Mixtral (w1/w3/w2 converted), Apertus and
+// Nemotron (two-matrix MLPs; DPO), Qwen3.5 reentrant at 8k, LFM2-MoE, Qwen3-Next, GraniteMoeShared's
+// fused input_linear, GLM-4.5-Air; none, non-reentrant and reentrant; bf16 and mixed: within 0.78% as
+// first compared. The ninth, PhiMoE, raised in PEFT's router adapter; remat refuses it now.
+TEST(HfAllLinear, BlindSteps) { test::expect_steps_within("steps-all-linear-blind-h200.jsonl", "h200", 0.1, 0.8, 8); }
+
 TEST(HfAllLinear, TheStepsConfigsExactOrRefused) {
   const Tally tally = tally_probe("peft-all-linear-cases-h200.jsonl");
-  EXPECT_EQ(tally.exact, 12);
-  const std::set<std::string> refused = {"qwen36", "granite4h", "olmoh", "mllama", "scout", "laguna", "kimilinear"};
+  EXPECT_EQ(tally.exact, 11);
+  const std::set<std::string> refused = {"qwen36", "granite4h", "olmoh",      "mllama",
+                                         "scout",  "laguna",    "kimilinear", "phitiny"};
   EXPECT_EQ(tally.refused, refused);
 }
 

@@ -188,6 +188,7 @@ void set_router_module(const std::string& family, ModelSpec& m) {
     if (!lists(r.families, family)) continue;
     if (!r.linear.empty()) m.linear_modules.push_back({std::string(r.linear), "router"});
     m.router_reading_known = true;
+    m.router_adapter_raises = family == "phimoe";
     return;
   }
   m.linear_modules.push_back({"gate", "router"});  // transformers 5's name; what PEFT reaches unknown

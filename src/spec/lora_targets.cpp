@@ -185,6 +185,9 @@ ResolvedLoraTargets resolve_lora_targets(const ModelSpec& m, const std::vector<s
           "convert, and no dense layer or shared expert has those names");
   }
   if (!r.targets.any()) return refuse("names no linear module of this model: " + linear_module_list(m));
+  if (r.targets.router && m.router_adapter_raises)
+    return refuse("PEFT's adapter on this model's router (an nn.Linear whose forward returns a tuple) raises in "
+                  "the forward pass; name the modules to adapt, the router left out");
   r.targets.tower_adapter_width = tower_adapter_width(m, names);
   return r;
 }

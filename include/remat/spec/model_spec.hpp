@@ -262,6 +262,9 @@ struct ModelSpec {
   // what PEFT's all-linear reaches of the MoE router is known (set_linear_modules: converted, an
   // nn.Linear, or a module of its own PEFT leaves alone); false: all-linear is refused on it
   bool router_reading_known = false;
+  // PhiMoE's router is an nn.Linear subclass returning a tuple: PEFT wraps it, and the adapted forward
+  // raises (AttributeError on the tuple's dtype; all-linear-unpriced-h200.jsonl)
+  bool router_adapter_raises = false;
   // the file's wrapper builds encoders (a vision or audio tower, projectors) remat does not count: PEFT's
   // all-linear would adapt their linear modules too
   bool encoders_uncounted = false;
