@@ -125,7 +125,7 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
                  "matrices with adapters: any of q,k,v,o,gate,up,down,router, q_a,q_b,kv_a,kv_b (DeepSeek's latent "
                  "attention) (qkv and mlp name three each), "
                  "all-linear (PEFT's), or the model's own module names as PEFT's target_modules match them "
-                 "(q_proj, query_key_value, c_attn, ...); "
+                 "(q_proj, query_key_value, c_attn, w1, in_proj_qkvz, in_proj, out_proj, shared_expert_gate, ...); "
                  "under --framework hf, gate/up/down on the MoE families PEFT converts adapt the routed experts")
       ->capture_default_str();
   app.add_option("--lora-dropout", o.lora_dropout, "LoRA dropout; > 0 saves a dropped copy of each adapted input")

@@ -54,7 +54,8 @@ Mamba2Shape mamba2_shape(const RankShape& r, const ModelSpec& m) {
 // in_proj on `input`: the mixer's input norm's output, or Falcon-H1's scaled copy of it.
 void add_mamba2_in_proj(Block& b, const RankShape& r, const ModelSpec& m, const Mamba2Shape& g,
                         const std::string& input) {
-  b.ops.push_back(parts::linear(b, r, "in_proj", r.tokens(), double(m.hidden_size), g.projected, input, {}));
+  b.ops.push_back(
+      parts::linear(b, r, "in_proj", r.tokens(), double(m.hidden_size), g.projected, input, {&LoraTargets::mixer_in}));
 }
 
 // After in_proj, as mamba_ssm's kernels run it (without the gated RMSNorm, Falcon-H1's
@@ -74,7 +75,7 @@ void add_mamba2_fused_scan(Block& b, const RankShape& r, const ModelSpec& m, con
   std::vector<std::string> norm_saves = {"ssm_y"};
   if (m.mamba_gated_norm) norm_saves.push_back("ssm_rstd");
   b.ops.push_back(ops::streaming("gated_norm", 3 * rows * inner * kBf16, 5 * rows * inner * kBf16, norm_saves));
-  b.ops.push_back(parts::linear(b, r, "out_proj", rows, inner, h, "ssm_y", {}));
+  b.ops.push_back(parts::linear(b, r, "out_proj", rows, inner, h, "ssm_y", {&LoraTargets::mixer_out}));
 }
 
 // The standalone mixer's block: its input norm, in_proj, then the rest in `variant`.
@@ -250,7 +251,7 @@ void add_mamba2_torch_scan(Block& b, const RankShape& r, const ModelSpec& m, con
   b.ops.push_back(scan);
   add_mamba2_torch_gate(b, r, m, g);
   b.tensors.push_back({"y_out", rows * inner * kBf16});  // cast back for out_proj
-  b.ops.push_back(parts::linear(b, r, "out_proj", rows, inner, h, "y_out", {}));
+  b.ops.push_back(parts::linear(b, r, "out_proj", rows, inner, h, "y_out", {&LoraTargets::mixer_out}));
 }
 
 // transformers' Qwen3NextGatedDeltaNet.forward with the fallbacks causal_conv1d_fn and

@@ -268,6 +268,12 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
     // LFM2's in_proj (B, C and x) and out_proj, the channels the hidden width
     p += (l.mixer_in ? r * (h + 3 * h / tpd) : 0) + (l.mixer_out ? r * (h / tpd + h) : 0);
   }
+  if (m.mixer(layer) == Mixer::mamba2 || m.mixer(layer) == Mixer::attention_mamba2) {
+    // Mamba-2's in_proj (z, x, B, C and dt) and out_proj
+    const double heads = double(m.mamba_num_heads), inner = heads * double(m.mamba_head_dim);
+    const double projected = 2 * inner + 2 * double(m.mamba_n_groups * m.ssm_state_size) + heads;
+    p += (l.mixer_in ? r * (h + projected / tpd) : 0) + (l.mixer_out ? r * (inner / tpd + h) : 0);
+  }
   // MLP adapters sit on the layer's MLP linears (layer_has_mlp_linears): a dense MLP, or an MoE layer's
   // shared experts (one MLP n_shared x the expert width wide: DeepSeek's shared_experts, Qwen2-MoE's
   // shared_expert, built even zero wide, Gemma 4's dense MLP)

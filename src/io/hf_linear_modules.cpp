@@ -100,7 +100,7 @@ const std::vector<FamilyModules>& family_modules() {
         {"o_proj", "o"},
         {"input_linear", "gate_up"},
         {"output_linear", "down"}}},
-      // the same beside Mamba-2 mixers, whose in_proj and out_proj remat prices no adapter on
+      // the same beside Mamba-2 mixers' in_proj and out_proj
       {"granitemoehybrid",
        {{"q_proj", "q"},
         {"k_proj", "k"},
@@ -108,8 +108,19 @@ const std::vector<FamilyModules>& family_modules() {
         {"o_proj", "o"},
         {"input_linear", "gate_up"},
         {"output_linear", "down"},
-        {"in_proj", ""},
-        {"out_proj", ""}}},
+        {"in_proj", "mixer_in"},
+        {"out_proj", "mixer_out"}}},
+      // Bamba's Mamba-2 layers beside LLaMA's attention and MLP
+      {"bamba",
+       {{"q_proj", "q"},
+        {"k_proj", "k"},
+        {"v_proj", "v"},
+        {"o_proj", "o"},
+        {"in_proj", "mixer_in"},
+        {"out_proj", "mixer_out"},
+        {"gate_proj", "gate"},
+        {"up_proj", "up"},
+        {"down_proj", "down"}}},
       // Laguna's and Step 3.5's per-head attention gate g_proj (h x heads)
       {"laguna step3p5",
        {{"q_proj", "q"},
@@ -262,6 +273,10 @@ void set_linear_modules(const std::string& family, ModelSpec& m) {
   // Mamba, Gated DeltaNet, lightning and convolution mixers name their projections in ways remat does
   // not list: a name not listed is refused there, not skipped
   if (!listed && m.is_hybrid()) m.linear_modules_complete = false;
+  // PEFT 0.21 (tuners_utils.py, _check_lora_target_modules_mamba) raises on LoRA reaching a module
+  // named out_proj or conv1d in these model_types
+  m.peft_refuses_out_proj = family == "nemotron_h" || family == "falcon_h1" || family == "mamba" ||
+                            family == "mamba2" || family == "falcon_mamba";
 }
 
 }  // namespace remat

@@ -150,6 +150,10 @@ ResolvedLoraTargets resolve_lora_targets(const ModelSpec& m, const std::vector<s
     return r;
   };
   for (const std::string& name : names) {
+    const std::string leaf = name.substr(name.rfind('.') + 1);
+    if (m.peft_refuses_out_proj && (name == "all-linear" || leaf == "out_proj" || leaf == "conv1d"))
+      return refuse(name + ": PEFT refuses LoRA on out_proj and conv1d of this Mamba-based model (its "
+                           "incompatible modules; ValueError): name the modules to adapt without them");
     if (name == "all-linear") {
       if (const std::string gap = all_linear_gap(m); !gap.empty()) return refuse("PEFT's all-linear: " + gap);
       for (const LinearModule& l : m.linear_modules) add_matrix(m, l.matrix, r.targets);

@@ -101,7 +101,9 @@ bool layer_adapted(const ModelSpec& m, const LoraPlacement& p, int64_t g) {
   const LoraTargets& l = p.linear;
   if (layer_has_attention_linears(m, g) && (l.any_qkv() || l.o || l.any_latent())) return true;
   if (layer_has_mlp_linears(m, g) && (l.any_gate_up() || l.down)) return true;
-  if (m.mixer(g) == Mixer::gated_deltanet || m.mixer(g) == Mixer::short_conv)
+  const Mixer mixer = m.mixer(g);
+  if (mixer == Mixer::gated_deltanet || mixer == Mixer::short_conv || mixer == Mixer::mamba2 ||
+      mixer == Mixer::attention_mamba2)
     if (l.any_mixer()) return true;
   return m.layer_is_moe(g) && (l.router || l.shared_expert_gate || p.on_experts());
 }

@@ -265,6 +265,8 @@ struct ModelSpec {
   // PhiMoE's router is an nn.Linear subclass returning a tuple: PEFT wraps it, and the adapted forward
   // raises (AttributeError on the tuple's dtype; all-linear-unpriced-h200.jsonl)
   bool router_adapter_raises = false;
+  // PEFT raises on LoRA reaching any module named out_proj or conv1d (Nemotron-H, Falcon-H1, Mamba)
+  bool peft_refuses_out_proj = false;
   // the file's wrapper builds encoders (a vision or audio tower, projectors) remat does not count: PEFT's
   // all-linear would adapt their linear modules too
   bool encoders_uncounted = false;
