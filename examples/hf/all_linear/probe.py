@@ -53,7 +53,11 @@ def probe(name, config, layers):
     rec = {"name": name, "config": config, "layers": layers, "model_type": model_type,
            "params": sum(p.numel() for p in hf.parameters()), "linears": linear_rows(hf, False)}
     lcfg = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
-    model = get_peft_model(hf, lcfg)
+    try:
+        model = get_peft_model(hf, lcfg)
+    except ValueError as e:  # PEFT refuses all-linear here (a Mamba model's out_proj): the linears stand
+        rec["peft_error"] = repr(e)[:1000]
+        return rec
     used = model.peft_config["default"]
     rec["target_modules"] = sorted(used.target_modules) if not isinstance(used.target_modules, str) else used.target_modules
     rec["target_parameters"] = sorted(used.target_parameters or [])
@@ -84,7 +88,7 @@ def main():
                 rec = {"name": name, "config": config, "error": repr(e)[:2000]}
             out.write(json.dumps(rec) + "\n")
             out.flush()
-            print(name, rec.get("trainable_params"), rec.get("error", ""), flush=True)
+            print(name, rec.get("trainable_params"), rec.get("error", rec.get("peft_error", "")), flush=True)
             torch.cuda.empty_cache()
 
 
