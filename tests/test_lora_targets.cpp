@@ -87,8 +87,12 @@ TEST(LoraTargets, RefusedWhereRematPricesNoAdapter) {
   EXPECT_TRUE(both.o && both.mixer_out && !both.mixer_in);
   const LoraTargets attention = resolved(kConfigs + "lfm2-1.2b.json", {"self_attn.out_proj"});
   EXPECT_TRUE(attention.o && !attention.mixer_out);
-  // a hybrid's mixers name projections remat does not list
-  EXPECT_NE(refusal(kConfigs + "nemotron-3-nano-30b-a3b.json", {"in_proj"}).find("is not a module remat knows"),
+  // Nemotron-H's Mamba-2 in_proj carries an adapter; its latent MoE projections do not, and PEFT itself
+  // refuses its out_proj
+  EXPECT_TRUE(resolved(kConfigs + "nemotron-3-nano-30b-a3b.json", {"in_proj"}).mixer_in);
+  EXPECT_EQ(refusal(kConfigs + "nemotron-3-super-120b-a12b-fp8.json", {"fc1_latent_proj"}),
+            "fc1_latent_proj reaches fc1_latent_proj, a module remat prices no adapter on");
+  EXPECT_NE(refusal(kConfigs + "nemotron-3-nano-30b-a3b.json", {"out_proj"}).find("PEFT refuses LoRA on out_proj"),
             std::string::npos);
   // Gemma 3's SigLIP tower would take adapters too
   EXPECT_EQ(refusal(kConfigs + "gemma-3-4b-it.json", {"all-linear"}),

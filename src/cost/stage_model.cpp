@@ -266,9 +266,10 @@ void drop_input_norm_saves(Block& b, const TrainingSpec& t) {
       tensor.bytes = 0;
 }
 
-// A parallel layer's MLP or MoE branch beside the attention, in the first adapted layer: its input
-// needs no gradient, so a GEMM whose adapted weight is folded (PEFT's experts) saves no weight for
-// one (reports/hf/peak-traces-h200/unseen9/cohere2moe: the first layer's folded gate_up is not kept).
+// The MoE blocks from `from` on, in the first adapted layer, where their input needs no gradient (a
+// parallel layer's MLP or MoE branch beside the attention, or an MoE whose own adapters come first): a
+// GEMM whose adapted weight is folded (PEFT's experts) saves no weight for one
+// (reports/hf/peak-traces-h200/unseen9/cohere2moe: the first layer's folded gate_up is not kept).
 void drop_weight_saves_beside(LayerDef& layer, size_t from) {
   for (size_t i = from; i < layer.blocks.size(); ++i)
     for (OpDef& op : layer.blocks[i].ops)
@@ -312,6 +313,10 @@ LayerDef frozen_prefix_layer(const LayerDef& layer, bool whole_layer, const Trai
       const auto before = [&](const OpDef& op) { return t.layouts_from_model_code && &op < first_adapter; };
       freeze_ops(b, [&](const OpDef& op) { return op.beside_adapters || before(op); });
       if (layer.parallel_branches) drop_weight_saves_beside(out, i + 1), freeze_branch_before_adapters(out, i + 1, t);
+      // the first adapter is the MoE's (its router or experts): the experts still read the frozen
+      // input (Mixtral under w1, w3, w2 alone: its first layer's folded gate_up not kept,
+      // peak-traces-h200/all-linear/mixtral-w1-w3-w2-none-s2048)
+      if (b.name.starts_with("moe")) drop_weight_saves_beside(out, i);
       break;
     }
     freeze(b);

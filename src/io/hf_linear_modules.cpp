@@ -110,8 +110,21 @@ const std::vector<FamilyModules>& family_modules() {
         {"output_linear", "down"},
         {"in_proj", "mixer_in"},
         {"out_proj", "mixer_out"}}},
-      // Bamba's Mamba-2 layers beside LLaMA's attention and MLP
-      {"bamba",
+      // Nemotron-H: Mamba-2, attention, relu^2 MLP or MoE layers, each its block's `mixer` (a latent MoE's
+      // fc1_latent_proj and fc2_latent_proj beside its shared experts); PEFT refuses out_proj here
+      {"nemotron_h",
+       {{"q_proj", "q"},
+        {"k_proj", "k"},
+        {"v_proj", "v"},
+        {"o_proj", "o"},
+        {"in_proj", "mixer_in"},
+        {"out_proj", "mixer_out"},
+        {"up_proj", "up"},
+        {"down_proj", "down"},
+        {"fc1_latent_proj", ""},
+        {"fc2_latent_proj", ""}}},
+      // Bamba's and Falcon-H1's Mamba-2 layers beside LLaMA's attention and MLP
+      {"bamba falcon_h1",
        {{"q_proj", "q"},
         {"k_proj", "k"},
         {"v_proj", "v"},
@@ -182,7 +195,8 @@ struct RouterReading {
 };
 constexpr RouterReading kRouterReadings[] = {
     {"llama4_text phimoe jamba aria_text", "router"},
-    {"qwen2_moe qwen3_5_moe_text granitemoe granitemoeshared granitemoehybrid laguna step3p5 mistral4 hy_v3 lfm2_moe",
+    {"qwen2_moe qwen3_5_moe_text granitemoe granitemoeshared granitemoehybrid laguna step3p5 mistral4 hy_v3 lfm2_moe "
+     "nemotron_h",
      ""},
 };
 

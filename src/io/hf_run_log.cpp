@@ -89,14 +89,16 @@ HfStep step_from(const Line& l) {
   // PEFT adapts the target names the model has (BioGPT has q_proj, k_proj and v_proj, not o_proj or
   // the MLP's) and skips the rest, which remat would refuse: a name is kept where a matched module
   // carries it (the end of its path), gate_proj, up_proj and down_proj where PEFT converted them onto
-  // the experts (its ParamWrapper, "experts"), and all-linear
+  // the experts (its ParamWrapper, "experts"; w1, w3 and w2 on Mixtral), and all-linear
   if (l.j.contains("lora_modules_matched") && l.j["lora_modules_matched"].is_array()) {
     std::vector<std::string> matched;
     for (const json& t : l.j["lora_modules_matched"])
       if (t.is_string()) matched.push_back(t.get<std::string>());
     const bool experts = std::find(matched.begin(), matched.end(), "experts") != matched.end();
     const auto kept = [&](const std::string& t) {
-      if (t == "all-linear" || (experts && (t == "gate_proj" || t == "up_proj" || t == "down_proj"))) return true;
+      // the expert names PEFT converts: Qwen2-MoE's pattern and Mixtral's (w1, w3, w2)
+      const bool expert_name = t == "gate_proj" || t == "up_proj" || t == "down_proj" || t == "w1" || t == "w3" || t == "w2";
+      if (t == "all-linear" || (experts && expert_name)) return true;
       return std::any_of(matched.begin(), matched.end(), [&](const std::string& m) { return peft_names_module(t, m); });
     };
     std::erase_if(s.lora_targets, [&](const std::string& t) { return !kept(t); });

@@ -26,7 +26,13 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // The names the harness handed PEFT, read as estimate reads --lora-targets; a skipped name (one
 // the model lacks) was left out by PEFT too.
 LoraTargets lora_targets(const HfStep& s, const ModelSpec& m, const std::string& file) {
-  const ResolvedLoraTargets resolved = resolve_lora_targets(m, s.lora_targets);
+  // the names are PEFT's: "gate" is the MoE router's module where transformers names it so (remat's
+  // word gate, the MLP's gate projection, is gate_proj there)
+  std::vector<std::string> names = s.lora_targets;
+  const bool router_named_gate = std::any_of(m.linear_modules.begin(), m.linear_modules.end(),
+                                             [](const LinearModule& l) { return l.name == "gate" && l.matrix == "router"; });
+  if (router_named_gate) std::replace(names.begin(), names.end(), std::string("gate"), std::string("router"));
+  const ResolvedLoraTargets resolved = resolve_lora_targets(m, names);
   if (!resolved.refusal.empty()) {
     std::string names;
     for (const std::string& name : s.lora_targets) names += (names.empty() ? "" : ",") + name;
