@@ -56,13 +56,13 @@ Tally tally_probe(const std::string& file) {
   return tally;
 }
 
-// 121 model_types; transformers and PEFT built 101 (Gemma 4's cut aside). remat prices 75 of them to
+// 121 model_types; transformers and PEFT built 101 (Gemma 4's cut aside). remat prices 76 of them to
 // the parameter (among them DeepSeek-V2 and V3, GLM-4.5, Mixtral, Qwen2-MoE, Qwen3-Next, Qwen3.5,
-// LFM2, Bamba and Granite 4.0-H, whose all-linear it had refused, and five two-matrix MLPs under LLaMA's names, where it had
-// counted a gate_proj they do not have) and refuses the other 26, naming what it lacks.
+// LFM2, OLMo Hybrid, Bamba and Granite 4.0-H, whose all-linear it had refused, and five two-matrix MLPs under LLaMA's names, where it had
+// counted a gate_proj they do not have) and refuses the other 25, naming what it lacks.
 TEST(HfAllLinear, EveryProbedModelTypeExactOrRefused) {
   const Tally tally = tally_probe("peft-all-linear-types-h200.jsonl");
-  EXPECT_EQ(tally.exact, 75);
+  EXPECT_EQ(tally.exact, 76);
   const std::set<std::string> refused = {
       // vision towers and projectors all-linear adapts too (Emu3's VQ-VAE has none, but remat does not
       // count it either way)
@@ -70,9 +70,8 @@ TEST(HfAllLinear, EveryProbedModelTypeExactOrRefused) {
       "qwen3_vl", "qwen3_vl_moe", "lfm2_vl", "step3p7",
       // (qwen3_5 and qwen3_5_moe are the multimodal wrappers)
       "qwen3_5", "qwen3_5_moe",
-      // mixers' projections remat prices no adapter on (Mamba-1, OLMo Hybrid's Gated DeltaNet gates,
-      // lightning attention, KDA)
-      "jamba", "kimi_linear", "minimax", "olmo_hybrid",
+      // mixers' projections remat prices no adapter on (Mamba-1, lightning attention, KDA)
+      "jamba", "kimi_linear", "minimax",
       // DSA's indexer, a per-head attention gate, mllama's cross-attention layers
       "deepseek_v32", "glm_moe_dsa", "laguna", "mllama"};
   EXPECT_EQ(tally.refused, refused);
@@ -86,9 +85,10 @@ TEST(HfAllLinear, MoeSteps) { test::expect_steps_within("steps-all-linear-moe-h2
 
 // Qwen3.5-9B and Qwen3-Next cut to 4 layers (their Gated DeltaNets' input projections and out_proj
 // adapted), LFM2-1.2B (its short convolutions' in_proj and out_proj), Granite 4.0-H's shape (Mamba-2's
-// in_proj and out_proj, the shared MLP's fused input_linear): within 0.26% as first compared.
+// in_proj and out_proj, the shared MLP's fused input_linear), OLMo Hybrid's (its Gated DeltaNet's own
+// q/k/v/o and g/a/b projections): within 0.26% as first compared.
 TEST(HfAllLinear, LinearMixerSteps) {
-  test::expect_steps_within("steps-all-linear-mixers-h200.jsonl", "h200", 0.1, 0.3, 6);
+  test::expect_steps_within("steps-all-linear-mixers-h200.jsonl", "h200", 0.2, 0.3, 7);
 }
 
 // PEFT raised on all-linear for Nemotron-H and Falcon-H1 (all-linear-unpriced-h200.jsonl): LoRA on a
@@ -122,8 +122,8 @@ TEST(HfAllLinear, BlindSteps2) {
 
 TEST(HfAllLinear, TheStepsConfigsExactOrRefused) {
   const Tally tally = tally_probe("peft-all-linear-cases-h200.jsonl");
-  EXPECT_EQ(tally.exact, 12);
-  const std::set<std::string> refused = {"qwen36", "olmoh", "mllama", "scout", "laguna", "kimilinear", "phitiny"};
+  EXPECT_EQ(tally.exact, 13);
+  const std::set<std::string> refused = {"qwen36", "mllama", "scout", "laguna", "kimilinear", "phitiny"};
   EXPECT_EQ(tally.refused, refused);
 }
 

@@ -113,8 +113,10 @@ Block gdn_projections(const RankShape& r, const ModelSpec& m, const GdnShape& g)
     b.ops.push_back(parts::linear(b, r, "q_proj", rows, h, g.kd, "x_norm", {&LoraTargets::q}));
     b.ops.push_back(parts::linear(b, r, "k_proj", rows, h, g.kd, "x_norm", {&LoraTargets::k}));
     b.ops.push_back(parts::linear(b, r, "v_proj", rows, h, g.vd, "x_norm", {&LoraTargets::v}));
-    b.ops.push_back(parts::linear(b, r, "g_proj", rows, h, g.vd, "x_norm", {}));
-    b.ops.push_back(parts::linear(b, r, "ab_proj", rows, h, 2 * g.vh, "x_norm", {}));
+    // g, a and b play Qwen3.5's z, a and b (their adapters the same words)
+    b.ops.push_back(parts::linear(b, r, "g_proj", rows, h, g.vd, "x_norm", {&LoraTargets::gdn_z}));
+    b.ops.push_back(parts::linear(b, r, "a_proj", rows, h, g.vh, "x_norm", {&LoraTargets::gdn_a}));
+    b.ops.push_back(parts::linear(b, r, "b_proj", rows, h, g.vh, "x_norm", {&LoraTargets::gdn_b}));
     b.tensors.push_back({"gate", rows * g.vd * kBf16});
     return b;
   }

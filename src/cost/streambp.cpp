@@ -253,8 +253,11 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
   } else if (layer_has_attention_linears(m, layer)) {
     const double kd = double(m.linear_num_key_heads * m.linear_key_head_dim);
     const double vd = double(m.linear_num_value_heads * m.linear_value_head_dim);
+    const double vh = double(m.linear_num_value_heads);
     p += (l.q ? r * (h + kd / tpd) : 0) + (l.k ? r * (h + kd / tpd) : 0) + (l.v ? r * (h + vd / tpd) : 0) +
          (l.o ? r * (vd / tpd + h) : 0);
+    // OLMo Hybrid's g_proj, a_proj and b_proj (the words of Qwen3.5's z, a and b)
+    p += (l.gdn_z ? r * (h + vd / tpd) : 0) + (l.gdn_a ? r * (h + vh / tpd) : 0) + (l.gdn_b ? r * (h + vh / tpd) : 0);
   } else if (m.mixer(layer) == Mixer::gated_deltanet) {
     // Qwen3-Next's fused input projections or Qwen3.5's four, and out_proj (A: in x r, B: r x out)
     const double kd = double(m.linear_num_key_heads * m.linear_key_head_dim);

@@ -155,6 +155,19 @@ const std::vector<FamilyModules>& family_modules() {
         {"w2", "down"},
         {"in_proj", "mixer_in"},
         {"conv.out_proj", "mixer_out"}}},
+      // OLMo Hybrid's Gated DeltaNet names q_proj, k_proj, v_proj and o_proj as its attention does; its
+      // g_proj, a_proj and b_proj play Qwen3.5's in_proj_z, in_proj_a and in_proj_b
+      {"olmo_hybrid",
+       {{"q_proj", "q"},
+        {"k_proj", "k"},
+        {"v_proj", "v"},
+        {"o_proj", "o"},
+        {"g_proj", "in_proj_z"},
+        {"a_proj", "in_proj_a"},
+        {"b_proj", "in_proj_b"},
+        {"gate_proj", "gate"},
+        {"up_proj", "up"},
+        {"down_proj", "down"}}},
       // Qwen3-Next's Gated DeltaNet (in_proj_qkvz, in_proj_ba, out_proj) beside its gated attention
       {"qwen3_next",
        {{"q_proj", "q"},
