@@ -58,16 +58,16 @@ Tally tally_probe(const std::string& file) {
 
 // 121 model_types; transformers and PEFT built 101 (Gemma 4's cut aside). remat prices 76 of them to
 // the parameter (among them DeepSeek-V2 and V3, GLM-4.5, Mixtral, Qwen2-MoE, Qwen3-Next, Qwen3.5,
-// LFM2, OLMo Hybrid, Bamba and Granite 4.0-H, whose all-linear it had refused, and five two-matrix MLPs under LLaMA's names, where it had
-// counted a gate_proj they do not have) and refuses the other 25, naming what it lacks.
+// LFM2, OLMo Hybrid, Bamba and Granite 4.0-H, whose all-linear it had refused, and five two-matrix MLPs under LLaMA's
+// names, where it had counted a gate_proj they do not have) and refuses the other 25, naming what it lacks.
 TEST(HfAllLinear, EveryProbedModelTypeExactOrRefused) {
   const Tally tally = tally_probe("peft-all-linear-types-h200.jsonl");
   EXPECT_EQ(tally.exact, 76);
   const std::set<std::string> refused = {
       // vision towers and projectors all-linear adapts too (Emu3's VQ-VAE has none, but remat does not
       // count it either way)
-      "aria", "emu3", "llama4", "exaone4_5", "glm4v", "llava", "minicpmv4_6", "mistral3", "muse_glimmer", "qwen2_5_vl", "qwen2_vl",
-      "qwen3_vl", "qwen3_vl_moe", "lfm2_vl", "step3p7",
+      "aria", "emu3", "llama4", "exaone4_5", "glm4v", "llava", "minicpmv4_6", "mistral3", "muse_glimmer", "qwen2_5_vl",
+      "qwen2_vl", "qwen3_vl", "qwen3_vl_moe", "lfm2_vl", "step3p7",
       // (qwen3_5 and qwen3_5_moe are the multimodal wrappers)
       "qwen3_5", "qwen3_5_moe",
       // mixers' projections remat prices no adapter on (Mamba-1, lightning attention, KDA)
@@ -94,7 +94,8 @@ TEST(HfAllLinear, LinearMixerSteps) {
 // PEFT raised on all-linear for Nemotron-H and Falcon-H1 (all-linear-unpriced-h200.jsonl): LoRA on a
 // module named out_proj or conv1d of a Mamba-based model_type is its ValueError, and remat's refusal.
 TEST(HfAllLinear, PeftsMambaRefusal) {
-  for (const char* config : {"examples/hf/nemotron-3-nano-cut3.json", "examples/hf/falcon_h1/falcon-h1-0.5b-shape-4l.json"}) {
+  for (const char* config :
+       {"examples/hf/nemotron-3-nano-cut3.json", "examples/hf/falcon_h1/falcon-h1-0.5b-shape-4l.json"}) {
     const ModelSpec m = test::model(kRoot + config);
     for (const char* target : {"all-linear", "out_proj", "mixer.conv1d"})
       EXPECT_NE(resolve_lora_targets(m, {target}).refusal.find("PEFT refuses LoRA on out_proj and conv1d"),
@@ -116,9 +117,7 @@ TEST(HfAllLinear, BlindSteps) { test::expect_steps_within("steps-all-linear-blin
 // DeepSeek's "gate" (PEFT's name for the router). As first compared Mixtral's, the experts' adapters
 // alone without checkpointing, was +14.91%: its first layer's folded gate_up is not kept (the experts
 // read the frozen input); now all 9 are within 0.5%. Bamba's all-linear step at 2k ran out of memory.
-TEST(HfAllLinear, BlindSteps2) {
-  test::expect_steps_within("steps-all-linear-blind2-h200.jsonl", "h200", 0.4, 0.5, 9);
-}
+TEST(HfAllLinear, BlindSteps2) { test::expect_steps_within("steps-all-linear-blind2-h200.jsonl", "h200", 0.4, 0.5, 9); }
 
 TEST(HfAllLinear, TheStepsConfigsExactOrRefused) {
   const Tally tally = tally_probe("peft-all-linear-cases-h200.jsonl");

@@ -284,8 +284,7 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
   if (layer_has_mlp_linears(m, layer)) {
     const double f = moe ? double(m.shared_mlp_width()) : double(m.mlp_width(layer));
     const bool gated = m.mlp_kind == MlpKind::gated;  // a two-matrix MLP has no gate to adapt
-    p += (l.gate && gated ? r * (h + f / tpd) : 0) + (l.up ? r * (h + f / tpd) : 0) +
-         (l.down ? r * (f / tpd + h) : 0);
+    p += (l.gate && gated ? r * (h + f / tpd) : 0) + (l.up ? r * (h + f / tpd) : 0) + (l.down ? r * (f / tpd + h) : 0);
     if (l.fused_gate_up && m.mlp_kind == MlpKind::gated) p -= r * h;  // one adapter on gate|up
   }
   if (moe && l.router) p += r * (h + double(m.n_routed_experts));  // the router's nn.Linear, not split

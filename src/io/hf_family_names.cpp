@@ -357,14 +357,10 @@ bool is_hf_text_config_wrapper(const std::string& model_type) {
 // the GPU machine's install: examples/hf/peft_moe_targets.py). qwen2_moe itself is not a key there.
 bool peft_converts_expert_targets(const std::string& model_type) {
   static constexpr const char* kConverted[] = {
-      "afmoe",        "cohere2_moe",    "deepseek_v2",
-      "deepseek_v3",  "deepseek_v32",   "dots1",
-      "ernie4_5_moe", "exaone_moe",     "flex_olmo",
-      "glm4_moe",     "glm4_moe_lite",  "glm4v_moe",
-      "glm_moe_dsa",  "hunyuan_v1_moe", "longcat_flash",
-      "mellum",       "minimax",        "minimax_m2",
-      "mixtral",      "olmoe",          "qwen3_moe",
-      "qwen3_next",   "qwen3_omni_moe", "qwen3_omni_moe_thinker",
+      "afmoe",        "cohere2_moe",    "deepseek_v2",   "deepseek_v3", "deepseek_v32",   "dots1",
+      "ernie4_5_moe", "exaone_moe",     "flex_olmo",     "glm4_moe",    "glm4_moe_lite",  "glm4v_moe",
+      "glm_moe_dsa",  "hunyuan_v1_moe", "longcat_flash", "mellum",      "minimax",        "minimax_m2",
+      "mixtral",      "olmoe",          "qwen3_moe",     "qwen3_next",  "qwen3_omni_moe", "qwen3_omni_moe_thinker",
       "solar_open",
   };
   for (const char* type : kConverted)

@@ -97,7 +97,8 @@ HfStep step_from(const Line& l) {
     const bool experts = std::find(matched.begin(), matched.end(), "experts") != matched.end();
     const auto kept = [&](const std::string& t) {
       // the expert names PEFT converts: Qwen2-MoE's pattern and Mixtral's (w1, w3, w2)
-      const bool expert_name = t == "gate_proj" || t == "up_proj" || t == "down_proj" || t == "w1" || t == "w3" || t == "w2";
+      const bool expert_name =
+          t == "gate_proj" || t == "up_proj" || t == "down_proj" || t == "w1" || t == "w3" || t == "w2";
       if (t == "all-linear" || (experts && expert_name)) return true;
       return std::any_of(matched.begin(), matched.end(), [&](const std::string& m) { return peft_names_module(t, m); });
     };

@@ -20,10 +20,18 @@ struct MatrixWord {
   bool LoraTargets::*flag;
 };
 constexpr MatrixWord kMatrixWords[] = {
-    {"q", &LoraTargets::q},       {"k", &LoraTargets::k},           {"v", &LoraTargets::v},
-    {"o", &LoraTargets::o},       {"gate", &LoraTargets::gate},     {"up", &LoraTargets::up},
-    {"down", &LoraTargets::down}, {"router", &LoraTargets::router}, {"q_a", &LoraTargets::q_a},
-    {"q_b", &LoraTargets::q_b},   {"kv_a", &LoraTargets::kv_a},     {"kv_b", &LoraTargets::kv_b},
+    {"q", &LoraTargets::q},
+    {"k", &LoraTargets::k},
+    {"v", &LoraTargets::v},
+    {"o", &LoraTargets::o},
+    {"gate", &LoraTargets::gate},
+    {"up", &LoraTargets::up},
+    {"down", &LoraTargets::down},
+    {"router", &LoraTargets::router},
+    {"q_a", &LoraTargets::q_a},
+    {"q_b", &LoraTargets::q_b},
+    {"kv_a", &LoraTargets::kv_a},
+    {"kv_b", &LoraTargets::kv_b},
     {"shared_expert_gate", &LoraTargets::shared_expert_gate},
     {"in_proj_qkvz", &LoraTargets::gdn_qkvz},
     {"in_proj_ba", &LoraTargets::gdn_ba},
@@ -152,8 +160,9 @@ ResolvedLoraTargets resolve_lora_targets(const ModelSpec& m, const std::vector<s
   for (const std::string& name : names) {
     const std::string leaf = name.substr(name.rfind('.') + 1);
     if (m.peft_refuses_out_proj && (name == "all-linear" || leaf == "out_proj" || leaf == "conv1d"))
-      return refuse(name + ": PEFT refuses LoRA on out_proj and conv1d of this Mamba-based model (its "
-                           "incompatible modules; ValueError): name the modules to adapt without them");
+      return refuse(name +
+                    ": PEFT refuses LoRA on out_proj and conv1d of this Mamba-based model (its "
+                    "incompatible modules; ValueError): name the modules to adapt without them");
     if (name == "all-linear") {
       if (const std::string gap = all_linear_gap(m); !gap.empty()) return refuse("PEFT's all-linear: " + gap);
       for (const LinearModule& l : m.linear_modules) add_matrix(m, l.matrix, r.targets);
@@ -190,8 +199,9 @@ ResolvedLoraTargets resolve_lora_targets(const ModelSpec& m, const std::vector<s
   }
   if (!r.targets.any()) return refuse("names no linear module of this model: " + linear_module_list(m));
   if (r.targets.router && m.router_adapter_raises)
-    return refuse("PEFT's adapter on this model's router (an nn.Linear whose forward returns a tuple) raises in "
-                  "the forward pass; name the modules to adapt, the router left out");
+    return refuse(
+        "PEFT's adapter on this model's router (an nn.Linear whose forward returns a tuple) raises in "
+        "the forward pass; name the modules to adapt, the router left out");
   r.targets.tower_adapter_width = tower_adapter_width(m, names);
   return r;
 }

@@ -29,8 +29,9 @@ LoraTargets lora_targets(const HfStep& s, const ModelSpec& m, const std::string&
   // the names are PEFT's: "gate" is the MoE router's module where transformers names it so (remat's
   // word gate, the MLP's gate projection, is gate_proj there)
   std::vector<std::string> names = s.lora_targets;
-  const bool router_named_gate = std::any_of(m.linear_modules.begin(), m.linear_modules.end(),
-                                             [](const LinearModule& l) { return l.name == "gate" && l.matrix == "router"; });
+  const bool router_named_gate =
+      std::any_of(m.linear_modules.begin(), m.linear_modules.end(),
+                  [](const LinearModule& l) { return l.name == "gate" && l.matrix == "router"; });
   if (router_named_gate) std::replace(names.begin(), names.end(), std::string("gate"), std::string("router"));
   const ResolvedLoraTargets resolved = resolve_lora_targets(m, names);
   if (!resolved.refusal.empty()) {
