@@ -18,6 +18,14 @@ struct FamilyModules {
   bool complete = true;  // every nn.Linear of its layers listed
 };
 
+// LLaMA's attention names (q_proj ... o_proj), `extra`, then LLaMA's MLP names where `llama_mlp`.
+std::vector<LinearModule> llama_with(std::vector<LinearModule> extra, bool llama_mlp) {
+  std::vector<LinearModule> modules = {{"q_proj", "q"}, {"k_proj", "k"}, {"v_proj", "v"}, {"o_proj", "o"}};
+  modules.insert(modules.end(), extra.begin(), extra.end());
+  if (llama_mlp) modules.insert(modules.end(), {{"gate_proj", "gate"}, {"up_proj", "up"}, {"down_proj", "down"}});
+  return modules;
+}
+
 // Where one name covers two modules, the entry carries the parent too (GPT-2's attn.c_proj and
 // mlp.c_proj): PEFT's "c_proj" reaches both, "mlp.c_proj" one. "" marks a module remat prices no
 // adapter on; a target reaching it is refused.
@@ -92,58 +100,25 @@ const std::vector<FamilyModules>& family_modules() {
         {"kv_b_proj", ""},
         {"gate", "router"}},
        false},
-      // GraniteMoeShared's shared MLP: input_linear is gate and up in one, output_linear the down
-      {"granitemoeshared",
-       {{"q_proj", "q"},
-        {"k_proj", "k"},
-        {"v_proj", "v"},
-        {"o_proj", "o"},
-        {"input_linear", "gate_up"},
-        {"output_linear", "down"}}},
-      // the same beside Mamba-2 mixers' in_proj and out_proj
-      {"granitemoehybrid",
-       {{"q_proj", "q"},
-        {"k_proj", "k"},
-        {"v_proj", "v"},
-        {"o_proj", "o"},
-        {"input_linear", "gate_up"},
-        {"output_linear", "down"},
-        {"in_proj", "mixer_in"},
-        {"out_proj", "mixer_out"}}},
+      // GraniteMoeShared's and Granite 4.0-H's shared MLP: input_linear is gate and up in one,
+      // output_linear the down; Granite 4.0-H's Mamba-2 mixers' in_proj and out_proj
+      {"granitemoeshared granitemoehybrid",
+       llama_with(
+           {{"input_linear", "gate_up"}, {"output_linear", "down"}, {"in_proj", "mixer_in"}, {"out_proj", "mixer_out"}},
+           false)},
       // Nemotron-H: Mamba-2, attention, relu^2 MLP or MoE layers, each its block's `mixer` (a latent MoE's
       // fc1_latent_proj and fc2_latent_proj beside its shared experts); PEFT refuses out_proj here
-      {"nemotron_h",
-       {{"q_proj", "q"},
-        {"k_proj", "k"},
-        {"v_proj", "v"},
-        {"o_proj", "o"},
-        {"in_proj", "mixer_in"},
-        {"out_proj", "mixer_out"},
-        {"up_proj", "up"},
-        {"down_proj", "down"},
-        {"fc1_latent_proj", ""},
-        {"fc2_latent_proj", ""}}},
+      {"nemotron_h", llama_with({{"in_proj", "mixer_in"},
+                                 {"out_proj", "mixer_out"},
+                                 {"up_proj", "up"},
+                                 {"down_proj", "down"},
+                                 {"fc1_latent_proj", ""},
+                                 {"fc2_latent_proj", ""}},
+                                false)},
       // Bamba's and Falcon-H1's Mamba-2 layers beside LLaMA's attention and MLP
-      {"bamba falcon_h1",
-       {{"q_proj", "q"},
-        {"k_proj", "k"},
-        {"v_proj", "v"},
-        {"o_proj", "o"},
-        {"in_proj", "mixer_in"},
-        {"out_proj", "mixer_out"},
-        {"gate_proj", "gate"},
-        {"up_proj", "up"},
-        {"down_proj", "down"}}},
+      {"bamba falcon_h1", llama_with({{"in_proj", "mixer_in"}, {"out_proj", "mixer_out"}}, true)},
       // Laguna's and Step 3.5's per-head attention gate g_proj (h x heads)
-      {"laguna step3p5",
-       {{"q_proj", "q"},
-        {"k_proj", "k"},
-        {"v_proj", "v"},
-        {"o_proj", "o"},
-        {"g_proj", ""},
-        {"gate_proj", "gate"},
-        {"up_proj", "up"},
-        {"down_proj", "down"}}},
+      {"laguna step3p5", llama_with({{"g_proj", ""}}, true)},
       // Lfm2Attention's out_proj beside Lfm2ShortConv's in_proj and out_proj; Lfm2MLP's w1, w3, w2
       {"lfm2 lfm2_moe",
        {{"q_proj", "q"},
@@ -157,43 +132,19 @@ const std::vector<FamilyModules>& family_modules() {
         {"conv.out_proj", "mixer_out"}}},
       // OLMo Hybrid's Gated DeltaNet names q_proj, k_proj, v_proj and o_proj as its attention does; its
       // g_proj, a_proj and b_proj play Qwen3.5's in_proj_z, in_proj_a and in_proj_b
-      {"olmo_hybrid",
-       {{"q_proj", "q"},
-        {"k_proj", "k"},
-        {"v_proj", "v"},
-        {"o_proj", "o"},
-        {"g_proj", "in_proj_z"},
-        {"a_proj", "in_proj_a"},
-        {"b_proj", "in_proj_b"},
-        {"gate_proj", "gate"},
-        {"up_proj", "up"},
-        {"down_proj", "down"}}},
+      {"olmo_hybrid", llama_with({{"g_proj", "in_proj_z"}, {"a_proj", "in_proj_a"}, {"b_proj", "in_proj_b"}}, true)},
       // Qwen3-Next's Gated DeltaNet (in_proj_qkvz, in_proj_ba, out_proj) beside its gated attention
       {"qwen3_next",
-       {{"q_proj", "q"},
-        {"k_proj", "k"},
-        {"v_proj", "v"},
-        {"o_proj", "o"},
-        {"in_proj_qkvz", "in_proj_qkvz"},
-        {"in_proj_ba", "in_proj_ba"},
-        {"linear_attn.out_proj", "mixer_out"},
-        {"gate_proj", "gate"},
-        {"up_proj", "up"},
-        {"down_proj", "down"}}},
+       llama_with(
+           {{"in_proj_qkvz", "in_proj_qkvz"}, {"in_proj_ba", "in_proj_ba"}, {"linear_attn.out_proj", "mixer_out"}},
+           true)},
       // Qwen3.5's: in_proj_qkv, in_proj_z, in_proj_b and in_proj_a apart (ModelSpec::gdn_split_projections)
-      {"qwen3_5_text qwen3_5_moe_text",
-       {{"q_proj", "q"},
-        {"k_proj", "k"},
-        {"v_proj", "v"},
-        {"o_proj", "o"},
-        {"in_proj_qkv", "in_proj_qkv"},
-        {"in_proj_z", "in_proj_z"},
-        {"in_proj_b", "in_proj_b"},
-        {"in_proj_a", "in_proj_a"},
-        {"linear_attn.out_proj", "mixer_out"},
-        {"gate_proj", "gate"},
-        {"up_proj", "up"},
-        {"down_proj", "down"}}},
+      {"qwen3_5_text qwen3_5_moe_text", llama_with({{"in_proj_qkv", "in_proj_qkv"},
+                                                    {"in_proj_z", "in_proj_z"},
+                                                    {"in_proj_b", "in_proj_b"},
+                                                    {"in_proj_a", "in_proj_a"},
+                                                    {"linear_attn.out_proj", "mixer_out"}},
+                                                   true)},
   };
   return table;
 }
