@@ -582,6 +582,7 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
   if (shape.values_from_keys || shares_kv) adapted.pop_back();  // no v_proj to adapt
   if (shares_kv) adapted.pop_back();
   if (m.attention_gate_proj) adapted.push_back(&LoraTargets::gate);
+  if (m.attention_head_gate) adapted.push_back(&LoraTargets::head_gate);
   b.ops.push_back(parts::linear(b, r, "qkv", rows, h, nh * hd + k_width + v_width + gate, "x_norm", adapted));
   // GPT-J's eager `_attn` casts q and k to fp32 and matmul copies them batch-major: QK^T saves
   // those fp32 copies in place of the bf16 ones (peak-traces-h100/two-matrix: modeling_gptj.py:147)

@@ -249,6 +249,7 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
          (l.v && own_v ? r * (h + v / tpd) : 0);
     if (l.o) p += r * (o / tpd + h);
     if (l.gate && m.attention_gate_proj) p += r * (h + q / tpd);
+    if (l.head_gate && m.attention_head_gate) p += r * (h + double(a.heads) / tpd);
     if (l.fused_qkv) p -= 2 * r * h;  // one adapter on q|k|v: one lora_A
   } else if (layer_has_attention_linears(m, layer)) {
     const double kd = double(m.linear_num_key_heads * m.linear_key_head_dim);

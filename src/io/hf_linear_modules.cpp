@@ -118,7 +118,7 @@ const std::vector<FamilyModules>& family_modules() {
       // Bamba's and Falcon-H1's Mamba-2 layers beside LLaMA's attention and MLP
       {"bamba falcon_h1", llama_with({{"in_proj", "mixer_in"}, {"out_proj", "mixer_out"}}, true)},
       // Laguna's and Step 3.5's per-head attention gate g_proj (h x heads)
-      {"laguna step3p5", llama_with({{"g_proj", ""}}, true)},
+      {"laguna step3p5", llama_with({{"g_proj", "head_gate"}}, true)},
       // Lfm2Attention's out_proj beside Lfm2ShortConv's in_proj and out_proj; Lfm2MLP's w1, w3, w2
       {"lfm2 lfm2_moe",
        {{"q_proj", "q"},

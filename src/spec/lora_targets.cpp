@@ -33,6 +33,7 @@ constexpr MatrixWord kMatrixWords[] = {
     {"kv_a", &LoraTargets::kv_a},
     {"kv_b", &LoraTargets::kv_b},
     {"shared_expert_gate", &LoraTargets::shared_expert_gate},
+    {"head_gate", &LoraTargets::head_gate},
     {"in_proj_qkvz", &LoraTargets::gdn_qkvz},
     {"in_proj_ba", &LoraTargets::gdn_ba},
     {"in_proj_qkv", &LoraTargets::gdn_qkv},

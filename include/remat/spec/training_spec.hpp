@@ -26,6 +26,7 @@ struct LoraTargets {
   // DeepSeek's latent attention: q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj
   bool q_a = false, q_b = false, kv_a = false, kv_b = false;
   bool shared_expert_gate = false;  // Qwen2-MoE's and Qwen3-Next's h x 1 gate on the shared expert
+  bool head_gate = false;           // Laguna's and Step 3.5's per-head attention gate g_proj (h x heads)
   // a Gated DeltaNet's input projections: Qwen3-Next's in_proj_qkvz and in_proj_ba, Qwen3.5's
   // in_proj_qkv, in_proj_z, in_proj_b and in_proj_a
   bool gdn_qkvz = false, gdn_ba = false, gdn_qkv = false, gdn_z = false, gdn_b = false, gdn_a = false;
@@ -39,7 +40,8 @@ struct LoraTargets {
   bool any_latent() const { return q_a || q_b || kv_a || kv_b; }
   bool any_mixer() const { return gdn_qkvz || gdn_ba || gdn_qkv || gdn_z || gdn_b || gdn_a || mixer_in || mixer_out; }
   bool any() const {
-    return any_qkv() || o || any_gate_up() || down || router || any_latent() || shared_expert_gate || any_mixer();
+    return any_qkv() || o || any_gate_up() || down || router || any_latent() || shared_expert_gate || head_gate ||
+           any_mixer();
   }
 };
 
