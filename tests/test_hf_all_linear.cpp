@@ -58,8 +58,8 @@ Tally tally_probe(const std::string& file) {
 
 // 121 model_types; transformers and PEFT built 100 besides a Gemma 4 cut. remat prices 77 of them to
 // the parameter (among them DeepSeek-V2 and V3, GLM-4.5, Mixtral, Qwen2-MoE, Qwen3-Next, Qwen3.5,
-// LFM2, OLMo Hybrid, Bamba, Granite 4.0-H and Laguna, whose all-linear it had refused, and five two-matrix MLPs under LLaMA's
-// names, where it had counted a gate_proj they do not have) and refuses the other 23, naming what it lacks.
+// LFM2, OLMo Hybrid, Bamba, Granite 4.0-H and Laguna, whose all-linear it had refused, and five two-matrix MLPs under
+// LLaMA's names, where it had counted a gate_proj they do not have) and refuses the other 23, naming what it lacks.
 TEST(HfAllLinear, EveryProbedModelTypeExactOrRefused) {
   const Tally tally = tally_probe("peft-all-linear-types-h200.jsonl");
   EXPECT_EQ(tally.exact, 77);
