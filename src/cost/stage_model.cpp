@@ -393,12 +393,14 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
   add_framework_bytes(s, m, r, t);
   if (first) s.stage_output_bytes += per_layer_inputs_bytes(m, r);
   s.static_bytes = held_bytes(s.params, largest_layer, s.adapter_params, t);
-  // PEFT's adapters on the tower's modules the target names reach: held in the adapters' dtype, never
-  // trained (no gradient, no optimizer state); Voxtral's q/k/v_proj, GLM-4.1V's down_proj
-  // (steps-unseen15-h200.jsonl)
-  if (first && t.layouts_from_model_code && t.lora_rank > 0)
-    s.static_bytes.weights += (t.lora_adapter_bytes == 4 ? 4 : bytes_per_param(t, 1).weights) * double(t.lora_rank) *
-                              t.lora_targets.tower_adapter_width;
+  // PEFT's adapters on the tower's modules the target names reach, and on DSA's indexer (run under
+  // no_grad): held in the adapters' dtype, never trained (no gradient, no optimizer state); Voxtral's
+  // q/k/v_proj, GLM-4.1V's down_proj (steps-unseen15-h200.jsonl)
+  if (t.layouts_from_model_code && t.lora_rank > 0) {
+    double held = first ? double(t.lora_rank) * t.lora_targets.tower_adapter_width : 0;
+    for (int64_t g = s.first_layer; g < s.last_layer; ++g) held += lora_held_layer_params(m, t, g);
+    s.static_bytes.weights += (t.lora_adapter_bytes == 4 ? 4 : bytes_per_param(t, 1).weights) * held;
+  }
   if (grads_absent_before_backward(t)) {
     s.grads_absent_bytes = s.static_bytes.gradients;
     if (last)  // the output matrix (the tied embedding's gradient too) and the final norm

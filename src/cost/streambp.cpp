@@ -299,6 +299,15 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
   return p;
 }
 
+double lora_held_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t layer) {
+  if (t.lora_rank <= 0 || !m.layer_has_indexer(layer) || m.index_n_heads <= 0) return 0;
+  const LoraTargets& l = t.lora_targets;
+  const double r = double(t.lora_rank), h = double(m.hidden_size);
+  const double heads = double(m.index_n_heads), dim = double(m.index_head_dim);
+  return (l.indexer_q ? r * (double(m.q_lora_rank) + heads * dim) : 0) + (l.indexer_k ? r * (h + dim) : 0) +
+         (l.indexer_weights ? r * (h + heads) : 0);
+}
+
 StaticBytes streambp_static_bytes(const ParamCount& stage, double layer_params, double adapter_params,
                                   const TrainingSpec& t) {
   const bool lora = t.lora_rank > 0;

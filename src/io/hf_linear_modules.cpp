@@ -245,9 +245,9 @@ void set_linear_modules(const std::string& family, ModelSpec& m) {
   else if (m.is_moe())
     set_router_module(family, m);
   if (m.shared_expert_gate) m.linear_modules.push_back({"shared_expert_gate", "shared_expert_gate"});
-  // DSA's lightning indexer (DeepSeek-V3.2, GLM-5): nn.Linear modules remat prices no adapter on
+  // DSA's lightning indexer (DeepSeek-V3.2, GLM-5)
   if (m.index_n_heads > 0)
-    m.linear_modules.insert(m.linear_modules.end(), {{"wq_b", ""}, {"wk", ""}, {"weights_proj", ""}});
+    m.linear_modules.insert(m.linear_modules.end(), {{"wq_b", "wq_b"}, {"wk", "wk"}, {"weights_proj", "weights_proj"}});
   // Mamba, Gated DeltaNet, lightning and convolution mixers name their projections in ways remat does
   // not list: a name not listed is refused there, not skipped
   if (!listed && m.is_hybrid()) m.linear_modules_complete = false;

@@ -60,7 +60,9 @@ Json stage_json(const StageEstimate& s, Strategy strategy) {
       {"communication_s", s.comm_s},
       {"fits", s.fits},
   };
-  if (s.adapter_params > 0) j["lora_params"] = s.adapter_params;  // what PEFT's trainable parameters count
+  // the adapters the step trains: PEFT's trainable parameters less those it never trains (a tower's,
+  // DSA's indexer's)
+  if (s.adapter_params > 0) j["lora_params"] = s.adapter_params;
   return j;
 }
 

@@ -105,6 +105,7 @@ bool layer_adapted(const ModelSpec& m, const LoraPlacement& p, int64_t g) {
   if (mixer == Mixer::gated_deltanet || mixer == Mixer::short_conv || mixer == Mixer::mamba2 ||
       mixer == Mixer::attention_mamba2)
     if (l.any_mixer()) return true;
+  if (m.index_n_heads > 0 && m.layer_has_indexer(g) && (l.indexer_q || l.indexer_k || l.indexer_weights)) return true;
   return m.layer_is_moe(g) && (l.router || l.shared_expert_gate || p.on_experts());
 }
 

@@ -74,6 +74,9 @@ double head_peak_bytes(const Block& head, const TrainingSpec& t, double logits_e
 // LoRA adapter parameters of one layer on one tp rank: r (in + out) per
 // targeted matrix (q, k, v, o; gate, up, down).
 double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, int64_t layer = 0);
+// LoRA adapters PEFT builds that a step never trains, held in the adapters' dtype: DSA's indexer
+// projections (wq_b, wk, weights_proj), which transformers runs under no_grad.
+double lora_held_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t layer);
 // Static bytes of a stage: LoRA (frozen bf16 base, adapters trained), the
 // reference model of GRPO/DPO under full training, and ZeRO-3 (weights
 // sharded over dp, one layer gathered; App. A.3 caches it for all D chunks).

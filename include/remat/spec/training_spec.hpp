@@ -27,6 +27,8 @@ struct LoraTargets {
   bool q_a = false, q_b = false, kv_a = false, kv_b = false;
   bool shared_expert_gate = false;  // Qwen2-MoE's and Qwen3-Next's h x 1 gate on the shared expert
   bool head_gate = false;           // Laguna's and Step 3.5's per-head attention gate g_proj (h x heads)
+  // DSA's lightning indexer: wq_b, wk and weights_proj (transformers runs it under no_grad: never trained)
+  bool indexer_q = false, indexer_k = false, indexer_weights = false;
   // a Gated DeltaNet's input projections: Qwen3-Next's in_proj_qkvz and in_proj_ba, Qwen3.5's
   // in_proj_qkv, in_proj_z, in_proj_b and in_proj_a
   bool gdn_qkvz = false, gdn_ba = false, gdn_qkv = false, gdn_z = false, gdn_b = false, gdn_a = false;
@@ -41,7 +43,7 @@ struct LoraTargets {
   bool any_mixer() const { return gdn_qkvz || gdn_ba || gdn_qkv || gdn_z || gdn_b || gdn_a || mixer_in || mixer_out; }
   bool any() const {
     return any_qkv() || o || any_gate_up() || down || router || any_latent() || shared_expert_gate || head_gate ||
-           any_mixer();
+           any_mixer() || indexer_q || indexer_k || indexer_weights;
   }
 };
 
