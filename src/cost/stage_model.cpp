@@ -398,7 +398,8 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
   // q/k/v_proj, GLM-4.1V's down_proj (steps-unseen15-h200.jsonl)
   if (t.layouts_from_model_code && t.lora_rank > 0) {
     double held = first ? double(t.lora_rank) * t.lora_targets.tower_adapter_width : 0;
-    for (int64_t g = s.first_layer; g < s.last_layer; ++g) held += lora_held_layer_params(m, t, g);
+    for (int64_t g = s.first_layer; g < s.last_layer && m.index_n_heads > 0; ++g)
+      held += lora_held_layer_params(m, t, g);
     s.static_bytes.weights += (t.lora_adapter_bytes == 4 ? 4 : bytes_per_param(t, 1).weights) * held;
   }
   if (grads_absent_before_backward(t)) {

@@ -217,6 +217,37 @@ double head_peak_bytes(const Block& head, const TrainingSpec& t, double logits_e
   return saved_bytes(head) + head_logits_bytes(t, logits_elements, fp32_forward_logits) + head.tensor_bytes("x_norm");
 }
 
+namespace {
+
+// Adapters on a linear mixer's own projections in layer g (A: in x r, B: r x out, the output side
+// split over tp): OLMo Hybrid's Gated DeltaNet names q/k/v/o as attention does and g, a, b as Qwen3.5's
+// z, a, b; Qwen3-Next's fused input projections or Qwen3.5's four and out_proj; LFM2's short
+// convolution's in_proj (B, C and x) and out_proj; Mamba-2's in_proj (z, x, B, C and dt) and out_proj.
+double mixer_adapter_params(const ModelSpec& m, const LoraTargets& l, double r, double tpd, int64_t g) {
+  const double h = double(m.hidden_size);
+  const auto adapter = [&](bool on, double in, double out) { return on ? r * (in + out) : 0.0; };
+  const double kd = double(m.linear_num_key_heads * m.linear_key_head_dim);
+  const double vd = double(m.linear_num_value_heads * m.linear_value_head_dim);
+  const double vh = double(m.linear_num_value_heads), conv = 2 * kd + vd;
+  double p = 0;
+  if (!m.layer_has_attention(g) && layer_has_attention_linears(m, g))
+    p += adapter(l.q, h, kd / tpd) + adapter(l.k, h, kd / tpd) + adapter(l.v, h, vd / tpd) + adapter(l.o, vd / tpd, h);
+  else if (m.mixer(g) == Mixer::gated_deltanet)
+    p += adapter(l.gdn_qkvz, h, (conv + vd) / tpd) + adapter(l.gdn_ba, h, 2 * vh / tpd) +
+         adapter(l.gdn_qkv, h, conv / tpd) + adapter(l.mixer_out, vd / tpd, h);
+  if (m.mixer(g) == Mixer::gated_deltanet)
+    p += adapter(l.gdn_z, h, vd / tpd) + adapter(l.gdn_b, h, vh / tpd) + adapter(l.gdn_a, h, vh / tpd);
+  if (m.mixer(g) == Mixer::short_conv) p += adapter(l.mixer_in, h, 3 * h / tpd) + adapter(l.mixer_out, h / tpd, h);
+  if (m.mixer(g) == Mixer::mamba2 || m.mixer(g) == Mixer::attention_mamba2) {
+    const double heads = double(m.mamba_num_heads), inner = heads * double(m.mamba_head_dim);
+    const double projected = 2 * inner + 2 * double(m.mamba_n_groups * m.ssm_state_size) + heads;
+    p += adapter(l.mixer_in, h, projected / tpd) + adapter(l.mixer_out, inner / tpd, h);
+  }
+  return p;
+}
+
+}  // namespace
+
 double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, int64_t layer) {
   if (t.lora_rank <= 0) return 0;
   const double r = double(t.lora_rank), h = double(m.hidden_size), tpd = double(tp);
@@ -228,9 +259,8 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
   // A: in x r, B: r x out; the output side is split over tp
   const bool own_k = !a.shares_kv, own_v = own_k && !a.values_from_keys;
   double p = 0;
-  // the attention adapters sit on the layer's attention linears (layer_has_attention_linears); OLMo
-  // Hybrid's Gated DeltaNet names its projections so: q and k of the key width, v and o of the value
-  // width
+  // the attention adapters sit on an attention layer's linears; a mixer's own (mixer_adapter_params)
+  // elsewhere
   if (m.layer_has_attention(layer) && m.attention() == AttentionKind::mla) {
     // MLA (transformers' DeepseekV2/V3 attention) names a q_proj only without a query latent, and no
     // k_proj or v_proj; o_proj reads heads x v_head_dim
@@ -251,33 +281,8 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
     if (l.gate && m.attention_gate_proj) p += r * (h + q / tpd);
     if (l.head_gate && m.attention_head_gate) p += r * (h + double(a.heads) / tpd);
     if (l.fused_qkv) p -= 2 * r * h;  // one adapter on q|k|v: one lora_A
-  } else if (layer_has_attention_linears(m, layer)) {
-    const double kd = double(m.linear_num_key_heads * m.linear_key_head_dim);
-    const double vd = double(m.linear_num_value_heads * m.linear_value_head_dim);
-    const double vh = double(m.linear_num_value_heads);
-    p += (l.q ? r * (h + kd / tpd) : 0) + (l.k ? r * (h + kd / tpd) : 0) + (l.v ? r * (h + vd / tpd) : 0) +
-         (l.o ? r * (vd / tpd + h) : 0);
-    // OLMo Hybrid's g_proj, a_proj and b_proj (the words of Qwen3.5's z, a and b)
-    p += (l.gdn_z ? r * (h + vd / tpd) : 0) + (l.gdn_a ? r * (h + vh / tpd) : 0) + (l.gdn_b ? r * (h + vh / tpd) : 0);
-  } else if (m.mixer(layer) == Mixer::gated_deltanet) {
-    // Qwen3-Next's fused input projections or Qwen3.5's four, and out_proj (A: in x r, B: r x out)
-    const double kd = double(m.linear_num_key_heads * m.linear_key_head_dim);
-    const double vd = double(m.linear_num_value_heads * m.linear_value_head_dim);
-    const double vh = double(m.linear_num_value_heads), conv = 2 * kd + vd;
-    const auto adapter = [&](bool on, double in, double out) { return on ? r * (in + out) : 0.0; };
-    p += adapter(l.gdn_qkvz, h, (conv + vd) / tpd) + adapter(l.gdn_ba, h, 2 * vh / tpd) +
-         adapter(l.gdn_qkv, h, conv / tpd) + adapter(l.gdn_z, h, vd / tpd) + adapter(l.gdn_b, h, vh / tpd) +
-         adapter(l.gdn_a, h, vh / tpd) + adapter(l.mixer_out, vd / tpd, h);
-  } else if (m.mixer(layer) == Mixer::short_conv) {
-    // LFM2's in_proj (B, C and x) and out_proj, the channels the hidden width
-    p += (l.mixer_in ? r * (h + 3 * h / tpd) : 0) + (l.mixer_out ? r * (h / tpd + h) : 0);
   }
-  if (m.mixer(layer) == Mixer::mamba2 || m.mixer(layer) == Mixer::attention_mamba2) {
-    // Mamba-2's in_proj (z, x, B, C and dt) and out_proj
-    const double heads = double(m.mamba_num_heads), inner = heads * double(m.mamba_head_dim);
-    const double projected = 2 * inner + 2 * double(m.mamba_n_groups * m.ssm_state_size) + heads;
-    p += (l.mixer_in ? r * (h + projected / tpd) : 0) + (l.mixer_out ? r * (inner / tpd + h) : 0);
-  }
+  p += mixer_adapter_params(m, l, r, tpd, layer);
   // MLP adapters sit on the layer's MLP linears (layer_has_mlp_linears): a dense MLP, or an MoE layer's
   // shared experts (one MLP n_shared x the expert width wide: DeepSeek's shared_experts, Qwen2-MoE's
   // shared_expert, built even zero wide, Gemma 4's dense MLP)

@@ -78,7 +78,7 @@ std::vector<std::string> matrices_of_word(const std::string& word) {
 // the layers, so remat must know each. PEFT 0.21 resolves it to those modules' names, then converts
 // gate_proj, up_proj, down_proj and gate where the model_type's experts are converted: on DeepSeek-V3
 // the attention, the router and the routed experts, none of the dense layers' or shared experts'
-// linears (reports/hf/peft-all-linear-h200.jsonl, one model per model_type).
+// linears (reports/hf/peft-all-linear-types-h200.jsonl, one model per model_type).
 std::string all_linear_gap(const ModelSpec& m) {
   if (!m.linear_modules_complete) return "remat does not know every linear module of this model's layers";
   for (const LinearModule& l : m.linear_modules)
