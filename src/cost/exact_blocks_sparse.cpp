@@ -553,6 +553,10 @@ void add_mixer(LayerDef& layer, const ModelSpec& m, const RankShape& r, int64_t 
       add(lightning_block(r, m), true);
       add(mixer_out_glue(r, m.hidden_size), false);
       return;
+    case Mixer::compressed_attention:
+      add(compressed_attention_block(r, m, m.compressed_layer(layer_index)), true);
+      add(hyper_connection_out_glue(r, m, "attn.out"), false);
+      return;
     case Mixer::attention_mamba2:
       add(attention_mamba2_block(r, m), true);
       add(attention_mamba2_glue(r, m), false);
@@ -578,6 +582,8 @@ LayerDef build_layer(const ModelSpec& model, const RankShape& rank, int64_t laye
   };
   add_mixer(layer, m, r, layer_index);
   const bool ffn = m.has_ffn(layer_index);
+  const bool hyper_connections = m.hyper_connections > 0;
+  if (ffn && hyper_connections) add(hyper_connection_block(r, m), false);
   if (ffn && m.layer_is_moe(layer_index)) {
     Block shared = moe_shared_block(r, m);
     if (m.parallel_attn_mlp) parts::share_with_attention(shared, m.shared_input_norm);  // Cohere2-MoE
@@ -590,8 +596,9 @@ LayerDef build_layer(const ModelSpec& model, const RankShape& rank, int64_t laye
     add(dense_mlp_block(r, m, m.mlp_width(layer_index)), true);
     add(mlp_out_glue(r, m), false);
   }
+  if (ffn && hyper_connections) add(hyper_connection_out_glue(r, m, "hc.ffn.out"), false);
   if (m.per_layer_input_width > 0) add(per_layer_input_block(r, m), false);
-  layer.input_bytes = r.seq_tokens() * double(m.hidden_size) * r.stream_bytes();
+  layer.input_bytes = r.seq_tokens() * double(m.hidden_size) * m.residual_streams() * r.stream_bytes();
   layer.ordered_backward = r.ordered_backward;
   layer.parallel_branches = m.parallel_attn_mlp;
   layer.pytorch_autograd = r.layouts_from_model_code;

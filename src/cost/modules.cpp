@@ -55,6 +55,17 @@ std::vector<ModuleDef> exact_modules(const ModelSpec& m, const RankShape& rank) 
     out.push_back({"short_conv", {short_conv_block(r, m), mixer_out_glue(r, m.hidden_size)}, {true, false}});
   if (mamba1) out.push_back({"mamba1", {mamba1_block(r, m), mixer_out_glue(r, m.hidden_size)}, {true, false}});
   if (lightning) out.push_back({"lightning", {lightning_block(r, m), mixer_out_glue(r, m.hidden_size)}, {true, false}});
+  for (CompressedAttention kind :
+       {CompressedAttention::sliding, CompressedAttention::sparse, CompressedAttention::heavy}) {
+    bool present = false;
+    for (int64_t i = 0; i < m.num_hidden_layers; ++i)
+      present |= m.mixer(i) == Mixer::compressed_attention && m.compressed_layer(i) == kind;
+    const char* names[] = {"v4_sliding", "v4_csa", "v4_hca"};
+    if (present)
+      out.push_back({names[int(kind)],
+                     {compressed_attention_block(r, m, kind), hyper_connection_out_glue(r, m, "attn.out")},
+                     {true, false}});
+  }
   return out;
 }
 

@@ -90,7 +90,10 @@ double per_layer_input_params(const ModelSpec& m, int64_t tp) {
 }
 
 double head_extra_params(const ModelSpec& m, int64_t tp) {
-  return norm_params(m, double(m.hidden_size)) + (m.lm_head_bias ? double(m.vocab_size) / double(tp) : 0);
+  // DeepSeek-V4's hc_head (DeepseekV4HyperHead) collapses the streams: hc_fn (n x n h), hc_base (n), hc_scale
+  const double n = double(m.hyper_connections);
+  const double hc_head = n > 0 ? n * n * double(m.hidden_size) + n + 1 : 0;
+  return norm_params(m, double(m.hidden_size)) + (m.lm_head_bias ? double(m.vocab_size) / double(tp) : 0) + hc_head;
 }
 
 namespace {
@@ -163,6 +166,38 @@ double lightning_params(const ModelSpec& m, double tp) {
   return (5 * h * width + width) / tp;
 }
 
+// DeepSeek-V4's attention (DeepseekV4Attention.__init__): q_a_proj (h x q_lora_rank) and its norm,
+// q_b_proj (to heads x head_dim), kv_proj (to one head) and its norm, o_a_proj (each of o_groups
+// groups of heads to o_lora_rank), o_b_proj (to h), a sink per head. Its compressor (CSA: two
+// series, so 2 x head_dim wide; HCA: one) has kv_proj, gate_proj, a position bias per pooled slot
+// and a norm; CSA's indexer the same at index_head_dim plus q_b_proj from the query latent and
+// weights_proj. Not split over tp (transformers ships no tensor-parallel plan for it).
+double compressed_attention_params(const ModelSpec& m, int64_t layer_index) {
+  const double h = double(m.hidden_size), nh = double(m.num_attention_heads), hd = double(m.head_dim);
+  const double q_latent = double(m.q_lora_rank), grouped = double(m.o_groups) * double(m.o_lora_rank);
+  const double attention =
+      h * q_latent + q_latent + q_latent * nh * hd + h * hd + hd + nh * hd * double(m.o_lora_rank) + grouped * h + nh;
+  const auto compressor = [&](double rate, double series, double dim) {
+    return 2 * h * series * dim + rate * series * dim + dim;
+  };
+  switch (m.compressed_layer(layer_index)) {
+    case CompressedAttention::sliding:
+      return attention;
+    case CompressedAttention::heavy:
+      return attention + compressor(double(m.hca_rate), 1, hd);
+    case CompressedAttention::sparse:
+      break;
+  }
+  return attention + compressor(double(m.csa_rate), 2, hd) + indexer_of_compressed_params(m);
+}
+
+// One manifold-constrained hyper-connection (DeepseekV4HyperConnection): fn ((2 + n) n x n h), base
+// ((2 + n) n) and three scales, for n residual streams.
+double hyper_connection_params(const ModelSpec& m) {
+  const double n = double(m.hyper_connections), h = double(m.hidden_size);
+  return n > 0 ? (2 + n) * n * n * h + (2 + n) * n + 3 : 0;
+}
+
 // The mixer's parameters with its input norm.
 double mixer_params(const ModelSpec& m, int64_t layer_index, double tp) {
   const double norm = norm_params(m, double(m.hidden_size));
@@ -181,6 +216,8 @@ double mixer_params(const ModelSpec& m, int64_t layer_index, double tp) {
       return lightning_params(m, tp) + norm;
     case Mixer::attention_mamba2:  // one input norm for both (attention_params counts it)
       return attention_params(m, layer_index, tp) + mamba2_params(m, tp);
+    case Mixer::compressed_attention:
+      return compressed_attention_params(m, layer_index) + norm;
     case Mixer::none:
       return 0;
   }
@@ -206,6 +243,10 @@ ParamCount layer_params(const ModelSpec& m, int64_t layer_index, int64_t tp, int
     return p;
   }
   p.dense = mixer_params(m, layer_index, t);
+  if (m.mixer(layer_index) == Mixer::compressed_attention &&
+      m.compressed_layer(layer_index) == CompressedAttention::sparse)
+    p.untrained = indexer_of_compressed_params(m);
+  p.dense += 2 * hyper_connection_params(m);  // one before the attention, one before the MoE
   if (!m.has_ffn(layer_index)) return p;
   p.dense += layer_norm_params(m);
   if (m.layer_is_moe(layer_index)) {
@@ -238,6 +279,13 @@ double indexer_params(const ModelSpec& m, int64_t layer_index) {
   if (!m.layer_has_indexer(layer_index)) return 0;
   const double heads = double(m.index_n_heads), dim = double(m.index_head_dim), h = double(m.hidden_size);
   return double(m.q_lora_rank) * heads * dim + h * dim + 2 * dim + h * heads;
+}
+
+// CSA's lightning indexer (DeepseekV4Indexer): its own compressor at index_head_dim, q_b_proj and
+// weights_proj. Its top-k indices carry no gradient, so none of these trains.
+double indexer_of_compressed_params(const ModelSpec& m) {
+  const double h = double(m.hidden_size), heads = double(m.csa_index_heads), dim = double(m.csa_index_head_dim);
+  return 2 * h * 2 * dim + double(m.csa_rate) * 2 * dim + dim + double(m.q_lora_rank) * heads * dim + h * heads;
 }
 
 double embedding_params(const ModelSpec& m, int64_t tp) {

@@ -137,7 +137,7 @@ void add_mtp_heads(StageBase& s, const ModelSpec& m, const RankShape& r, const H
 // gradients back (sequence-sharded under sp).
 void add_p2p(StageBase& s, const ModelSpec& m, const RankShape& r, const TrainingSpec& t, const HardwareSpec& hw) {
   if (t.pp <= 1) return;
-  const double bytes = r.seq_tokens() * double(m.hidden_size) * 2;
+  const double bytes = r.seq_tokens() * double(m.hidden_size) * m.residual_streams() * 2;
   const int64_t ranks = t.gpus() > kGpusPerNode ? kGpusPerNode + 1 : 2;
   const double send_s = bytes / link_bytes_per_s(hw, ranks);
   if (s.index + 1 < t.pp) s.fixed_fwd_s += send_s, s.fixed_comm_s += send_s;
@@ -153,6 +153,7 @@ double eager_masks_bytes(const ModelSpec& m, const RankShape& r, const TrainingS
   if (!t.layouts_from_model_code || t.flash_attention) return 0;
   bool windowed = false, full = false;
   for (int64_t i = 0; i < m.num_hidden_layers; ++i) {
+    if (m.mixer(i) == Mixer::compressed_attention) full = true;  // DeepSeek-V4's one windowed mask
     if (!m.layer_has_attention(i)) continue;
     (m.layer_is_windowed(i) ? windowed : full) = true;
   }
@@ -172,7 +173,8 @@ void add_framework_bytes(StageBase& s, const ModelSpec& m, const RankShape& r, c
     const double heads = double(m.max_attention_heads() / t.tp);
     s.runtime_bytes += r.b * heads * r.s * r.s * 2;
   }
-  if (t.keeps_stage_outputs && s.index + 1 < t.pp) s.stage_output_bytes = r.seq_tokens() * double(m.hidden_size) * 2;
+  if (t.keeps_stage_outputs && s.index + 1 < t.pp)
+    s.stage_output_bytes = r.seq_tokens() * double(m.hidden_size) * m.residual_streams() * 2;
   s.checkpoint_args_bytes = eager_masks_bytes(m, r, t);
 }
 

@@ -71,6 +71,9 @@ void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
     if (kind == "deepseek_sparse_attention") continue;  // a DSA family's reader sets it, else it is refused
     if (kind == "linear_attention" && (hybrid == HfHybrid::gated_deltanet || hybrid == HfHybrid::lightning)) continue;
     if (kind == "conv" && hybrid == HfHybrid::short_conv) continue;
+    if ((kind == "compressed_sparse_attention" || kind == "heavily_compressed_attention") &&
+        hybrid == HfHybrid::compressed_attention)
+      continue;
     const std::string current = current_layer_type(kind);
     if (hybrid == HfHybrid::mamba2_pattern && (current == "linear_attention" || current == "full_attention" ||
                                                kind == "mlp" || kind == "moe" || kind == "hybrid"))
@@ -90,7 +93,7 @@ void refuse_layer_mixes(HfJsonReader& r, HfHybrid hybrid) {
 
 // DeepSeek sparse attention declared in a family whose reader did not build it.
 void refuse_sparse_attention_keys(HfJsonReader& r, const ModelSpec& m) {
-  if (m.sparse_attention()) return;
+  if (m.sparse_attention() || !m.compressed_layers.empty()) return;  // DeepSeek-V4's CSA reads its own
   const std::vector<std::string> kinds = r.text_list("layer_types");
   const bool dsa_layers = std::find(kinds.begin(), kinds.end(), "deepseek_sparse_attention") != kinds.end();
   if (r.has("index_n_heads") || dsa_layers)
@@ -137,8 +140,6 @@ const HfFamily* resolve_family(HfJsonReader& r, const std::string& type, const s
 [[noreturn]] void refuse_unknown(const std::string& file, const std::string& key, const std::string& type,
                                  const std::vector<std::string>& archs, bool remote_code) {
   const std::string arch = archs.empty() ? std::string("no architectures given") : archs[0];
-  // a re-save under its own model_type (SGLang's deepseek_ref) of a family remat refuses by name
-  if (arch == "DeepseekV4ForCausalLM") refuse(file, key, type, arch + ": " + hf_refusal_reason("deepseek_v4"));
   if (const std::string why = hf_architecture_refusal_reason(arch); !why.empty())
     refuse(file, key, type, why + "; remat has no block for it (architectures: " + arch + ")");
   if (remote_code)
@@ -480,6 +481,7 @@ std::vector<bool> windowed_layers(HfJsonReader& r, const std::string& type, cons
 // and its layers are kept for the Megatron-LM flags.
 void read_windowed_attention(HfJsonReader& r, ModelSpec& m, const std::string& type,
                              std::vector<std::string> layer_types) {
+  if (!m.compressed_layers.empty()) return;  // DeepSeek-V4's window: its reader's note
   layer_types.resize(decoder_entries(r, layer_types.size(), m.num_hidden_layers));
   if (!layer_types.empty() && int64_t(layer_types.size()) != m.num_hidden_layers)
     return r.fail("layer_types", std::to_string(layer_types.size()) + " entries",

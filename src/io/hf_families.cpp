@@ -598,6 +598,7 @@ constexpr HfDefaults kCohere2MoeDefaults{256000, 8192, 22528, 40, 64, 0, 128};
 constexpr HfDefaults kMiMoV2FlashDefaults{152576, 4096, 16384, 48, 64, 4, 192, 1e-5};
 constexpr HfDefaults kLagunaDefaults{100352, 2048, 8192, 40, 48, 8, 128};
 constexpr HfDefaults kKimiLinearDefaults{163840, 2304, 9216, 27, 32, 32, 0, 1e-5};
+constexpr HfDefaults kDeepseekV4Defaults{129280, 4096, 2048, 43, 64, 1, 512, 1e-6};
 constexpr HfDefaults kMiniMaxDefaults{32000, 4096, 14336, 32, 32, 8, 0, 1e-5};
 constexpr HfDefaults kAriaTextDefaults{32000, 4096, 4096, 32, 32};
 constexpr HfDefaults kEmu3TextDefaults{184622, 4096, 14336, 32, 32, 8, 0, 1e-5};
@@ -669,6 +670,8 @@ const std::array kFamilies = {
     HfFamily{"deepseek_v3", false, HfExperts::deepseek, false, nullptr, fp32_router_layer, kDeepseekV3Defaults, true},
     HfFamily{"glm4_moe", false, HfExperts::deepseek, false, nullptr, glm4_moe_layer, {}, true},
     HfFamily{"deepseek_v32", false, HfExperts::deepseek, false, nullptr, deepseek_v32_layer, {}, true},
+    HfFamily{"deepseek_v4", false, HfExperts::own, false, nullptr, deepseek_v4_layer, kDeepseekV4Defaults, false,
+             HfHybrid::compressed_attention},
     HfFamily{"glm_moe_dsa", false, HfExperts::deepseek, false, nullptr, glm_moe_dsa_layer, {}, true},
     HfFamily{"llama4_text", false, HfExperts::llama4, false, nullptr, llama4_layer, kEps1e5},
     HfFamily{"olmo", false, kDense, false, nullptr, olmo_layer},

@@ -54,11 +54,12 @@ enum class HfHybrid {
   // * attention, - MLP), Bamba's attn_layer_indices, GraniteMoeHybrid's layer_types, Mamba-2 alone,
   // Falcon-H1's attention beside Mamba-2 in every layer
   mamba2_pattern,
-  short_conv,       // layer_types conv / full_attention (LFM2)
-  mamba1,           // Mamba-1 alone (Mamba, FalconMamba) or beside attention by period (Jamba)
-  lightning,        // layer_types linear_attention (lightning attention) / full_attention (MiniMax-01)
-  block_configs,    // one {attention, ffn} per layer, either absent, widths and heads per layer (Nemotron-NAS)
-  cross_attention,  // cross_attention_layers, skipped in a text-only step (Llama 3.2 Vision)
+  short_conv,            // layer_types conv / full_attention (LFM2)
+  mamba1,                // Mamba-1 alone (Mamba, FalconMamba) or beside attention by period (Jamba)
+  lightning,             // layer_types linear_attention (lightning attention) / full_attention (MiniMax-01)
+  block_configs,         // one {attention, ffn} per layer, either absent, widths and heads per layer (Nemotron-NAS)
+  cross_attention,       // cross_attention_layers, skipped in a text-only step (Llama 3.2 Vision)
+  compressed_attention,  // DeepSeek-V4's layer_types: sliding / compressed sparse / heavily compressed attention
 };
 
 // Reads what one family spells or builds its own way into the model.
@@ -298,6 +299,7 @@ std::string wrapper_text_model_type(const std::string& wrapper_type);
 void note_quantized(HfJsonReader& top, HfJsonReader& r, ModelSpec& m);
 // The MTP modules of families that build them (DeepSeek-V2/V3, GLM-4.5, MiMo); noted elsewhere.
 void read_mtp(HfJsonReader& r, ModelSpec& m, const HfFamily& family);
+void deepseek_v4_layer(HfJsonReader& r, ModelSpec& m);  // hf_family_deepseek_v4.cpp
 // The model's name from its file ("deepseek-r1.json") or folder, beside its model_type.
 std::string name_from_file(const std::string& file, const std::string& model_type);
 

@@ -45,6 +45,7 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
     {"DeepseekV2ForCausalLM", "deepseek_v2"},
     {"DeepseekV3ForCausalLM", "deepseek_v3"},
     {"DeepseekV32ForCausalLM", "deepseek_v32"},
+    {"DeepseekV4ForCausalLM", "deepseek_v4"},
     {"GlmMoeDsaForCausalLM", "glm_moe_dsa"},
     {"DeepseekForCausalLM", "deepseek"},
     {"MiMoForCausalLM", "mimo"},
@@ -162,9 +163,6 @@ const std::pair<const char*, const char*> kRefused[] = {
     {"hy_v4",
      "parallel residual streams mixed by hyper-connections, and latent attention with a sparse token indexer, "
      "attention sinks and an output gate; remat has no block for them"},
-    {"deepseek_v4",
-     "compressed sparse attention over pooled keys, residual streams mixed by hyper-connections, hash-routed "
-     "experts; remat has no block for them"},
     {"inkling_text",
      "a learned relative position bias in place of rotary and short convolutions on keys, values and both block "
      "outputs in every layer; remat has no block for them"},

@@ -161,6 +161,10 @@ ResolvedLoraTargets resolve_lora_targets(const ModelSpec& m, const std::vector<s
     r.refusal = std::move(why);
     return r;
   };
+  if (!m.compressed_layers.empty() && !names.empty())
+    return refuse(names.front() +
+                  ": LoRA on DeepSeek-V4 is not priced (what PEFT adapts of its grouped output projection, "
+                  "compressors and stacked experts has not been measured); give full fine-tuning");
   for (const std::string& name : names) {
     const std::string leaf = name.substr(name.rfind('.') + 1);
     if (m.peft_refuses_out_proj && (name == "all-linear" || leaf == "out_proj" || leaf == "conv1d"))

@@ -95,7 +95,12 @@ Block kimi_delta_block(const RankShape& r, const ModelSpec& m);  // Kimi Linear'
 Block short_conv_block(const RankShape& r, const ModelSpec& m);  // LFM2's gated short convolution
 Block mamba1_block(const RankShape& r, const ModelSpec& m);      // Mamba-1 (its kernels: mixer_kernels)
 Block lightning_block(const RankShape& r, const ModelSpec& m);   // MiniMax-01's lightning attention
-Block mixer_out_glue(const RankShape& r, int64_t hidden);        // reduce, residual
+// DeepSeek-V4 (exact_blocks_dsv4.cpp): its attention of one kind with the hyper-connection before it;
+// the hyper-connection before the MoE; the mixing after either half (`name`: the glue block's name)
+Block compressed_attention_block(const RankShape& r, const ModelSpec& m, CompressedAttention kind);
+Block hyper_connection_block(const RankShape& r, const ModelSpec& m);
+Block hyper_connection_out_glue(const RankShape& r, const ModelSpec& m, const char* name);
+Block mixer_out_glue(const RankShape& r, int64_t hidden);  // reduce, residual
 
 // Ops outside any recompute block (never recomputed at block granularity).
 // Wo, reduce, residual; `windowed`: of a sliding-window layer (Gemma 4's full-attention layers are wider)

@@ -21,6 +21,8 @@ ParamCount layer_params(const ModelSpec& m, int64_t layer_index, int64_t tp, int
 double embedding_params(const ModelSpec& m, int64_t tp);  // V h / tp
 // Layer `layer_index`'s DSA indexer (replicated over tp); 0 where it runs none.
 double indexer_params(const ModelSpec& m, int64_t layer_index);
+// DeepSeek-V4's CSA indexer (params.cpp: compressed_attention_params): held, never trained
+double indexer_of_compressed_params(const ModelSpec& m);
 // The first stage's embeddings: the token embedding plus learned positions (replicated).
 double input_embedding_params(const ModelSpec& m, int64_t tp);
 // Gemma 4 E2B/E4B: the per-layer input embedding, its projection from the hidden state and norm.

@@ -44,21 +44,36 @@ enum class QkNorm { none, shared, per_head };
 // mixer, a Gated DeltaNet linear-attention mixer, none (Nemotron-H's MLP-only blocks),
 // LFM2's gated short convolution, a Mamba-1 (selective scan) mixer, or attention and a Mamba-2
 // mixer side by side on one normed input, their outputs summed (Falcon-H1's parallel hybrid), or
-// MiniMax's lightning attention (linear attention by blocks with a per-head decay).
-enum class Mixer : uint8_t { attention, mamba2, gated_deltanet, none, short_conv, mamba1, attention_mamba2, lightning };
+// MiniMax's lightning attention (linear attention by blocks with a per-head decay), or DeepSeek-V4's
+// attention (one shared key-value head over a sliding window, alone or with keys pooled by a compressor).
+enum class Mixer : uint8_t {
+  attention,
+  mamba2,
+  gated_deltanet,
+  none,
+  short_conv,
+  mamba1,
+  attention_mamba2,
+  lightning,
+  compressed_attention
+};
+// DeepSeek-V4's attention layers (layer_types): the sliding window alone, with compressed sparse
+// attention (CSA: overlapping pooled keys and a lightning indexer's top-k) or heavily compressed (HCA).
+enum class CompressedAttention : uint8_t { sliding, sparse, heavy };
 // Layer kinds: mixer x feed-forward (dense, MoE, none); kind 0 is attention + dense, 1 attention + MoE;
 // 12-14: sliding-window attention x feed-forward (a framework may run those layers differently);
 // 15-20: attention reusing an earlier layer's keys and values (Gemma 4's KV-shared layers), full
 // (15-17) and sliding-window (18-20), x feed-forward; 21-23: short convolution x feed-forward;
 // 24-26: Mamba-1 x feed-forward; 27-29: attention beside Mamba-2 x feed-forward; 30-32: lightning
-// attention x feed-forward.
-constexpr int kLayerKinds = 33;
+// attention x feed-forward; 33-41: DeepSeek-V4's attention (sliding, CSA, HCA) x feed-forward.
+constexpr int kLayerKinds = 42;
 constexpr int kWindowedAttentionKinds = 12;
 constexpr int kSharedKvAttentionKinds = 15;
 constexpr int kShortConvKinds = 21;
 constexpr int kMamba1Kinds = 24;
 constexpr int kParallelHybridKinds = 27;
 constexpr int kLightningKinds = 30;
+constexpr int kCompressedAttentionKinds = 33;
 
 // The projections of one attention layer: query heads, key/value heads and head dim, and
 // whether its keys double as its values (Gemma 4's attention_k_eq_v: no v_proj; the values
@@ -309,6 +324,25 @@ struct ModelSpec {
   // tokens and a key-value state carried between blocks, an RMSNorm over the heads' output, a sigmoid
   // gate from output_gate, out_proj.
   int64_t lightning_block_size = 256;
+  // DeepSeek-V4 (transformers' DeepseekV4ForCausalLM), read from layer_types / compress_ratios:
+  // - each layer's attention kind (compressed_layers; Mixer::compressed_attention in layer_mixers);
+  // - queries from a latent (q_lora_rank) to heads x head_dim, one key-value head (kv_proj) read as
+  //   both keys and values, a learned sink per head, the output projected per group of heads
+  //   (o_groups x o_lora_rank) and then to hidden;
+  // - a compressor pooling every csa_rate (CSA, two overlapping series) or hca_rate (HCA) tokens
+  //   into one key; CSA's indexer (csa_index_heads of csa_index_head_dim) picks its top keys and,
+  //   run outside autograd's reach (its top-k indices carry no gradient), trains nothing;
+  // - hyper_connections residual streams (hc_mult) mixed around each attention and MoE.
+  std::vector<CompressedAttention> compressed_layers;
+  int64_t o_groups = 0, o_lora_rank = 0, csa_rate = 4, hca_rate = 128;
+  int64_t csa_index_heads = 0, csa_index_head_dim = 0;
+  int64_t hyper_connections = 0, hc_sinkhorn_iters = 0;
+  // the residual stream's width in hidden_size units: hc_mult streams, else one
+  double residual_streams() const { return hyper_connections > 0 ? double(hyper_connections) : 1.0; }
+  CompressedAttention compressed_layer(int64_t index) const {
+    return index >= 0 && index < int64_t(compressed_layers.size()) ? compressed_layers[size_t(index)]
+                                                                   : CompressedAttention::sliding;
+  }
   // LFM2's short convolution: in_proj to B, C and x (3 x hidden), B x through a depthwise causal
   // conv1d of short_conv_kernel taps, C times its output, out_proj; short_conv_bias on all three.
   int64_t short_conv_kernel = 3;
@@ -512,6 +546,8 @@ struct ModelSpec {
     if (mixer(index) == Mixer::mamba1) return kMamba1Kinds + ffn;
     if (mixer(index) == Mixer::attention_mamba2) return kParallelHybridKinds + ffn;
     if (mixer(index) == Mixer::lightning) return kLightningKinds + ffn;
+    if (mixer(index) == Mixer::compressed_attention)
+      return kCompressedAttentionKinds + 3 * int(compressed_layer(index)) + ffn;
     return 3 * int(mixer(index)) + ffn;
   }
   bool is_hybrid() const { return !layer_mixers.empty(); }

@@ -84,6 +84,9 @@ std::string megatron_local_cannot_run(const ModelSpec& m) {
   if (std::find(m.layer_mixers.begin(), m.layer_mixers.end(), Mixer::lightning) != m.layer_mixers.end())
     return "lightning attention layers (MiniMax) have no Megatron-LM implementation to model: give --framework "
            "generic or hf";
+  if (!m.compressed_layers.empty())
+    return "DeepSeek-V4's attention (compressed keys, hyper-connections) has no Megatron-LM implementation to model: "
+           "give --framework generic or hf";
   if (!m.skipped_cross_attention_layers.empty())
     return "cross-attention layers (Llama 3.2 Vision) have no Megatron-LM implementation to model: give --framework "
            "generic or hf";
