@@ -78,7 +78,7 @@ double model_flops_of(const ModelSpec& m, const RankShape& whole, const LayerSha
   std::vector<double> per_kind(shapes.kinds.size());
   for (size_t k = 0; k < per_kind.size(); ++k) per_kind[k] = sum(shapes.kinds[k]);
   // the LM head as the last stage runs it (frozen under LoRA: its backward is the input's gradient only)
-  const Block head = rmsnorm_linear_block(with_model(whole, m), m.hidden_size, m.vocab_size, "lm_head");
+  const Block head = lm_head_block(whole, m);
   double head_flops = 0;
   for (const auto& op : head.ops) head_flops += op.fwd_flops + op.bwd_flops;
   double total = head_flops;

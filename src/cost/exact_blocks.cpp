@@ -372,6 +372,12 @@ Block rmsnorm_linear_block(const RankShape& r, int64_t hidden, int64_t out_featu
   return b;
 }
 
+Block lm_head_block(const RankShape& r, const ModelSpec& m) {
+  Block head = rmsnorm_linear_block(with_model(r, m), m.hidden_size, m.vocab_size, "lm_head");
+  if (m.hyper_connections > 0) add_hyper_head(head, with_model(r, m), m);
+  return head;
+}
+
 Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, bool clamped) {
   Block b;
   b.name = "mlp";

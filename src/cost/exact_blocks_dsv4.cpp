@@ -85,7 +85,8 @@ void add_compressor(Block& b, const RankShape& r, const ModelSpec& m, Compressed
         2 * rows * (4 * h * dim + double(m.q_lora_rank) * heads * dim + h * heads) + 2 * rows * heads * dim * pooled;
     const double scores = rows * heads * pooled * kFp32;
     index.fwd_bytes = 6 * scores;
-    index.fwd_working_bytes = index.working_bytes = 3 * scores + rows * heads * dim * (kBf16 + kFp32);
+    // (its forward only: a replay's, and the forward's; nothing of it is alive in the backward)
+    index.fwd_working_bytes = 3 * scores + rows * heads * dim * (kBf16 + kFp32);
     b.ops.push_back(index);
   }
 }
@@ -130,15 +131,32 @@ Block compressed_attention_block(const RankShape& r, const ModelSpec& m, Compres
     b.ops.push_back(ops::attention("flash_attention", fwd, keys, hd, {"q", "kv", "o", "lse"}));
     b.attention_stats = {"lse"};
   } else {
-    b.tensors.push_back({"probs", scores * kBf16});
+    // under autocast the softmax runs in fp32 (its output saved so), and PV reads a bf16 copy of it
+    b.tensors.push_back({"probs", scores * (r.autocast ? kFp32 : kBf16)});
     b.tensors.push_back({"row_max_index", r.b * nh * r.s * 8});
-    OpDef attention = ops::attention("attention", fwd, keys, hd, {"q", "kv", "probs", "row_max_index"});
+    std::vector<std::string> saves = {"q", "kv", "probs", "row_max_index"};
+    if (r.b > 1 || r.autocast) {
+      // repeat_kv's broadcast head becomes a copy per query head for QK^T and for PV (each saved) where
+      // the batch holds more than one sequence, or where autocast casts the fp32 keys (the norm's fp32
+      // weight times its bf16 output) to bf16
+      b.tensors.push_back({"k_copy", r.b * nh * keys * hd * kBf16});
+      b.tensors.push_back({"v_copy", r.b * nh * keys * hd * kBf16});
+      saves.insert(saves.end(), {"k_copy", "v_copy"});
+    }
+    if (r.autocast) {
+      b.tensors.push_back({"probs_cast", r.b * nh * r.s * keys * kBf16});
+      saves.push_back("probs_cast");
+    }
+    OpDef attention = ops::attention("attention", fwd, keys, hd, saves);
     attention.materialized_scores = true;
     attention.gemm_flops_each = 2 * rows * keys * nh * 2 * hd;
     attention.fwd_bytes = 12 * scores;
     attention.bwd_bytes = 22 * scores;
     // the masked scores and the ones less the row max, alive beside the softmax's output
     attention.fwd_working_bytes = 2 * scores * kBf16 + r.b * r.s * keys * kBf16;
+    // the softmax's backward: three score-sized gradients beside the saved probabilities, after PV's
+    // backward freed the copies only it read (the values' and, under autocast, the bf16 probabilities)
+    attention.working_bytes = 3 * b.tensor_bytes("probs") - b.tensor_bytes("v_copy") - b.tensor_bytes("probs_cast");
     b.ops.push_back(attention);
     b.attention_stats = {"probs"};
   }
@@ -152,6 +170,20 @@ Block compressed_attention_block(const RankShape& r, const ModelSpec& m, Compres
   b.ops.push_back(ops::streaming("o_a_flatten", 2 * rows * grouped * kBf16, 2 * rows * grouped * kBf16, {}));
   b.ops.push_back(parts::linear(b, r, "o_b", rows, grouped, h, "o_a_out", {}));
   return b;
+}
+
+// DeepseekV4HyperHead before the final norm: the streams flattened to fp32 and normed (both copies
+// saved: the norm's product and F.linear), pre from a sigmoid, and the streams collapsed (saved).
+void add_hyper_head(Block& head, const RankShape& r, const ModelSpec& m) {
+  const double rows = r.seq_tokens(), n = double(m.hyper_connections), width = n * double(m.hidden_size);
+  head.tensors.push_back({"stream", rows * width * r.stream_bytes()});
+  head.tensors.push_back({"hc_x32", rows * width * kFp32});
+  head.tensors.push_back({"hc_normed32", rows * width * kFp32});
+  OpDef mix = ops::streaming("hc_head", rows * width * (kBf16 + 4 * kFp32 + 2 * kFp32),
+                             rows * width * (kBf16 + 6 * kFp32), {"stream", "hc_x32", "hc_normed32"});
+  mix.fwd_flops = 2 * rows * width * n;
+  mix.bwd_flops = mix.bwd_exec_flops = 2 * mix.fwd_flops;
+  head.ops.insert(head.ops.begin(), mix);
 }
 
 // The hyper-connection before the MoE (DeepseekV4DecoderLayer: ffn_hc), on the streams the

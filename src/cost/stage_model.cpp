@@ -64,7 +64,7 @@ void add_logit_softcap(StageBase& s, const ModelSpec& m, const TrainingSpec& t, 
 // the logits, the loss's fp32 copy and the logits' gradient. They live only
 // around the loss, one microbatch at a time.
 void add_head(StageBase& s, const ModelSpec& m, const RankShape& r, const TrainingSpec& t, const HardwareSpec& hw) {
-  const Block head = rmsnorm_linear_block(with_model(r, m), m.hidden_size, m.vocab_size, "lm_head");
+  const Block head = lm_head_block(r, m);
   double logits = r.tokens() * double(m.vocab_size) / double(r.tp);
   // GRPO with the prompt known: logits of the completion (and one more position) only
   if (t.objective == Objective::grpo && t.prompt_tokens > 0 && t.prompt_tokens < t.seq)

@@ -244,7 +244,9 @@ std::vector<std::string> megatron_inexpressible(const ModelSpec& m) {
   if (!m.layer_variants.empty() && !m.heterogeneous_block_configs)
     cannot("key/value heads or MLP widths that differ by layer outside block_configs");
   if (!m.skipped_cross_attention_layers.empty()) cannot("cross-attention layers (Llama 3.2 Vision)");
-  if (m.is_hybrid() && !m.heterogeneous_block_configs && m.skipped_cross_attention_layers.empty())
+  if (!m.compressed_layers.empty())
+    cannot("DeepSeek-V4's attention (pooled keys, a sparse indexer) and hyper-connections (its GPT model has none)");
+  else if (m.is_hybrid() && !m.heterogeneous_block_configs && m.skipped_cross_attention_layers.empty())
     cannot(
         "Mamba-1, Mamba-2, Gated DeltaNet, Kimi Delta Attention, lightning attention or short-convolution "
         "layers (its GPT model has none; Mamba-2 hybrids run in its MambaModel)");

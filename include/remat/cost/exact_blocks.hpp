@@ -64,6 +64,8 @@ RankShape with_model(RankShape r, const ModelSpec& m);
 int64_t gqa_head_dim(const ModelSpec& m);
 
 Block rmsnorm_linear_block(const RankShape& r, int64_t hidden, int64_t out_features, const char* name);
+// The final norm and LM head as the model runs them (with DeepSeek-V4's hc_head collapsing the streams first)
+Block lm_head_block(const RankShape& r, const ModelSpec& m);
 Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, bool clamped = false);  // gated (SwiGLU)
 // Up, activation, down: one f-wide pre-activation and the activation's output saved,
 // whatever the activation (GELU and relu^2 save their input, the down GEMM its input).
@@ -99,6 +101,7 @@ Block lightning_block(const RankShape& r, const ModelSpec& m);   // MiniMax-01's
 // the hyper-connection before the MoE; the mixing after either half (`name`: the glue block's name)
 Block compressed_attention_block(const RankShape& r, const ModelSpec& m, CompressedAttention kind);
 Block hyper_connection_block(const RankShape& r, const ModelSpec& m);
+void add_hyper_head(Block& head, const RankShape& r, const ModelSpec& m);  // hc_head before the final norm
 Block hyper_connection_out_glue(const RankShape& r, const ModelSpec& m, const char* name);
 Block mixer_out_glue(const RankShape& r, int64_t hidden);  // reduce, residual
 
