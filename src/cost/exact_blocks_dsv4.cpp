@@ -23,22 +23,31 @@ double pooled_keys(const RankShape& r, const ModelSpec& m, CompressedAttention k
   return std::floor(r.s / rate);
 }
 
-// DeepseekV4HyperConnection.forward on the n streams (`stream`, the block's input): flattened and
-// cast to fp32, a weightless RMSNorm (saves the fp32 copy and 1/rms per row), F.linear with fn.float()
-// (saves the normed fp32 copy), the sigmoids, the softmax and Sinkhorn's 2 x iters - 1 divisions on
-// n x n per row (each saves its operands: `hc_mix`), and the streams collapsed by `pre` (saves them).
-void add_hyper_connection(Block& b, const RankShape& r, const ModelSpec& m) {
-  const double rows = r.seq_tokens(), n = double(m.hyper_connections), width = n * double(m.hidden_size);
-  const double divisions = 2 * double(m.hc_sinkhorn_iters) - 1;
+// The n streams (`stream`, the input) flattened, cast to fp32 and put through a weightless RMSNorm
+// (saves the fp32 copy and 1/rms per row), and F.linear with the mixing weights in fp32 (saves the
+// normed fp32 copy); `saved_more` names what else the op saves.
+OpDef add_streams_normed(Block& b, const RankShape& r, const ModelSpec& m, const std::string& name,
+                         const std::vector<std::string>& saved_more, double outputs) {
+  const double rows = r.seq_tokens(), width = double(m.hyper_connections) * double(m.hidden_size);
   b.tensors.push_back({"stream", rows * width * r.stream_bytes()});
   b.tensors.push_back({"hc_x32", rows * width * kFp32});
   b.tensors.push_back({"hc_normed32", rows * width * kFp32});
+  std::vector<std::string> saves = {"stream", "hc_x32", "hc_normed32"};
+  saves.insert(saves.end(), saved_more.begin(), saved_more.end());
+  OpDef op = ops::streaming(name, rows * width * (kBf16 + 6 * kFp32), rows * width * (kBf16 + 6 * kFp32), saves);
+  op.fwd_flops = 2 * rows * width * outputs;
+  op.bwd_flops = op.bwd_exec_flops = 2 * op.fwd_flops;
+  return op;
+}
+
+// DeepseekV4HyperConnection.forward: the streams normed and mixed to pre, post and comb, the sigmoids,
+// the softmax and Sinkhorn's 2 x iters - 1 divisions on n x n per row (each saves its operands:
+// `hc_mix`), and the streams collapsed by `pre` (saves them), an fp32 product of their width.
+void add_hyper_connection(Block& b, const RankShape& r, const ModelSpec& m) {
+  const double rows = r.seq_tokens(), n = double(m.hyper_connections), width = n * double(m.hidden_size);
+  const double divisions = 2 * double(m.hc_sinkhorn_iters) - 1;
   b.tensors.push_back({"hc_mix", rows * kFp32 * (divisions * n * (n + 1) + 4 * n * (n + 2))});
-  OpDef mix = ops::streaming("hc_pre", rows * width * (kBf16 + 4 * kFp32 + 2 * kFp32),
-                             rows * width * (kBf16 + 6 * kFp32), {"stream", "hc_x32", "hc_normed32", "hc_mix"});
-  mix.fwd_flops = 2 * rows * width * (2 + n) * n;
-  mix.bwd_flops = mix.bwd_exec_flops = 2 * mix.fwd_flops;
-  // pre x streams in fp32 before the sum: a product of the streams' width
+  OpDef mix = add_streams_normed(b, r, m, "hc_pre", {"hc_mix"}, (2 + n) * n);
   mix.fwd_working_bytes = rows * width * kFp32;
   b.ops.push_back(mix);
 }
@@ -175,15 +184,7 @@ Block compressed_attention_block(const RankShape& r, const ModelSpec& m, Compres
 // DeepseekV4HyperHead before the final norm: the streams flattened to fp32 and normed (both copies
 // saved: the norm's product and F.linear), pre from a sigmoid, and the streams collapsed (saved).
 void add_hyper_head(Block& head, const RankShape& r, const ModelSpec& m) {
-  const double rows = r.seq_tokens(), n = double(m.hyper_connections), width = n * double(m.hidden_size);
-  head.tensors.push_back({"stream", rows * width * r.stream_bytes()});
-  head.tensors.push_back({"hc_x32", rows * width * kFp32});
-  head.tensors.push_back({"hc_normed32", rows * width * kFp32});
-  OpDef mix = ops::streaming("hc_head", rows * width * (kBf16 + 4 * kFp32 + 2 * kFp32),
-                             rows * width * (kBf16 + 6 * kFp32), {"stream", "hc_x32", "hc_normed32"});
-  mix.fwd_flops = 2 * rows * width * n;
-  mix.bwd_flops = mix.bwd_exec_flops = 2 * mix.fwd_flops;
-  head.ops.insert(head.ops.begin(), mix);
+  head.ops.insert(head.ops.begin(), add_streams_normed(head, r, m, "hc_head", {}, double(m.hyper_connections)));
 }
 
 // The hyper-connection before the MoE (DeepseekV4DecoderLayer: ffn_hc), on the streams the

@@ -48,7 +48,7 @@ Mamba2Shape mamba2_shape(const RankShape& r, const ModelSpec& m) {
   const double heads = double(m.mamba_num_heads) / t, p = double(m.mamba_head_dim);
   const double n = double(m.ssm_state_size), groups = double(m.mamba_n_groups) / t, q = double(m.mamba_chunk_size);
   const double inner = heads * p, conv_dim = inner + 2 * groups * n;
-  return {heads, p, n, groups, q, inner, conv_dim, inner + conv_dim + heads};
+  return {heads, p, n, groups, q, inner, conv_dim, m.mamba2_in_proj_width() / t};
 }
 
 // in_proj on `input`: the mixer's input norm's output, or Falcon-H1's scaled copy of it.

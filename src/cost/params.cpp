@@ -104,8 +104,8 @@ namespace {
 double mamba2_params(const ModelSpec& m, double tp) {
   const double h = double(m.hidden_size), heads = double(m.mamba_num_heads);
   const double inner = heads * double(m.mamba_head_dim);
-  const double bc = 2 * double(m.mamba_n_groups) * double(m.ssm_state_size);
-  const double in_proj = h * (2 * inner + bc + heads) + (m.mamba_proj_bias ? 2 * inner + bc + heads : 0);
+  const double bc = 2 * double(m.mamba_n_groups) * double(m.ssm_state_size), width = m.mamba2_in_proj_width();
+  const double in_proj = h * width + (m.mamba_proj_bias ? width : 0);
   const double conv = (inner + bc) * (double(m.mamba_conv_kernel) + (m.mamba_conv_bias ? 1 : 0));
   const double out_proj = inner * h, norm = m.mamba_gated_norm ? inner : 0;
   return (in_proj + conv + 3 * heads + norm + out_proj) / tp + (m.mamba_out_bias() ? h : 0);

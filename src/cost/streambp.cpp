@@ -239,9 +239,8 @@ double mixer_adapter_params(const ModelSpec& m, const LoraTargets& l, double r, 
     p += adapter(l.gdn_z, h, vd / tpd) + adapter(l.gdn_b, h, vh / tpd) + adapter(l.gdn_a, h, vh / tpd);
   if (m.mixer(g) == Mixer::short_conv) p += adapter(l.mixer_in, h, 3 * h / tpd) + adapter(l.mixer_out, h / tpd, h);
   if (m.mixer(g) == Mixer::mamba2 || m.mixer(g) == Mixer::attention_mamba2) {
-    const double heads = double(m.mamba_num_heads), inner = heads * double(m.mamba_head_dim);
-    const double projected = 2 * inner + 2 * double(m.mamba_n_groups * m.ssm_state_size) + heads;
-    p += adapter(l.mixer_in, h, projected / tpd) + adapter(l.mixer_out, inner / tpd, h);
+    const double inner = double(m.mamba_num_heads) * double(m.mamba_head_dim);
+    p += adapter(l.mixer_in, h, m.mamba2_in_proj_width() / tpd) + adapter(l.mixer_out, inner / tpd, h);
   }
   return p;
 }

@@ -137,7 +137,9 @@ void deepseek_v4_layer(HfJsonReader& r, ModelSpec& m) {
   m.eager_attention_only = true;
   m.notes.push_back(r.path("sliding_window") +
                     ": DeepSeek-V4's attention is costed as transformers' eager code computes it, every query "
-                    "against every key and pooled key; the window and the indexer's top-k narrow only the mask");
+                    "against every key and pooled key; the window and the indexer's top-k narrow only the mask. Its "
+                    "non-reentrant gradient checkpointing raised SystemError inside torch's replay in some H200 steps "
+                    "(transformers 5.17, torch 2.11); reentrant ran");
 }
 
 }  // namespace remat

@@ -296,6 +296,11 @@ struct ModelSpec {
   int64_t mamba_num_heads = 0, mamba_head_dim = 0, ssm_state_size = 0, mamba_n_groups = 1;
   int64_t mamba_conv_kernel = 4, mamba_chunk_size = 256;
   bool mamba_proj_bias = false, mamba_conv_bias = true;
+  // Mamba-2's in_proj output: z and x (heads x head_dim each), B and C (groups x state each), dt per head
+  double mamba2_in_proj_width() const {
+    const double inner = double(mamba_num_heads) * double(mamba_head_dim);
+    return 2 * inner + 2 * double(mamba_n_groups) * double(ssm_state_size) + double(mamba_num_heads);
+  }
   bool mamba_out_proj_bias_own = false, mamba_out_proj_bias = false;  // own: not mamba_proj_bias (Falcon-H1)
   // The gated RMSNorm before out_proj (Falcon-H1's mamba_rms_norm false: y * silu(z) alone), and
   // whether it normalizes before gating (Falcon-H1's mamba_norm_before_gate) or gates first (Zamba2's)
