@@ -161,10 +161,17 @@ ResolvedLoraTargets resolve_lora_targets(const ModelSpec& m, const std::vector<s
     r.refusal = std::move(why);
     return r;
   };
+  // PEFT 0.21 on DeepSeek-V4 (reports/hf/dsv4-lora-probe-h200.jsonl): an adapter on o_a_proj (all-linear's
+  // too) raises in the forward, its output not of the grouped projection's shape
+  for (const std::string& name : names)
+    if (!m.compressed_layers.empty() && (name == "all-linear" || peft_names_module(name, "self_attn.o_a_proj")))
+      return refuse(name +
+                    ": PEFT's adapter on DeepSeek-V4's grouped output projection (o_a_proj) raises in the forward "
+                    "(its output is not the projection's per-group shape); name the modules to adapt without it");
   if (!m.compressed_layers.empty() && !names.empty())
     return refuse(names.front() +
-                  ": LoRA on DeepSeek-V4 is not priced (what PEFT adapts of its grouped output projection, "
-                  "compressors and stacked experts has not been measured); give full fine-tuning");
+                  ": LoRA on DeepSeek-V4 is not priced (PEFT's names reach its compressors' and indexer's "
+                  "projections too; not measured); give full fine-tuning");
   for (const std::string& name : names) {
     const std::string leaf = name.substr(name.rfind('.') + 1);
     if (m.peft_refuses_out_proj && (name == "all-linear" || leaf == "out_proj" || leaf == "conv1d"))
