@@ -80,7 +80,10 @@ TEST(HfDeepseekV4, RefusesWhatItCannotBuildOrPrice) {
                 .find("layer_types"),
             std::string::npos);
   const ModelSpec m = parse_hf_config(tiny(), "t.json");
-  EXPECT_NE(resolve_lora_targets(m, {"all-linear"}).refusal.find("LoRA on DeepSeek-V4 is not priced"),
+  // PEFT raises on o_a_proj's adapter (reports/hf/dsv4-lora-probe-h200.jsonl); other names are not priced
+  EXPECT_NE(resolve_lora_targets(m, {"all-linear"}).refusal.find("(o_a_proj) raises"), std::string::npos);
+  EXPECT_NE(resolve_lora_targets(m, {"q_b_proj", "o_a_proj"}).refusal.find("(o_a_proj) raises"), std::string::npos);
+  EXPECT_NE(resolve_lora_targets(m, {"q_a_proj"}).refusal.find("LoRA on DeepSeek-V4 is not priced"),
             std::string::npos);
   TrainingSpec t = test::hf_training(1024, 0);
   t.framework = "megatron-local";
