@@ -255,6 +255,7 @@ ParamCount layer_params(const ModelSpec& m, int64_t layer_index, int64_t tp, int
     const double matrices = m.mlp_kind == MlpKind::gated ? 3 : 2;
     p.dense += h * double(m.n_routed_experts);  // router
     if (m.router_bias) p.dense += double(m.n_routed_experts);
+    if (m.router_score_bias_param) p.dense += double(m.n_routed_experts), p.untrained += double(m.n_routed_experts);
     if (m.router_scales) p.dense += h + double(m.n_routed_experts);  // Gemma 4's router scales
     p.dense += matrices * h * double(m.shared_mlp_width()) / t;      // shared experts
     if (m.shared_expert_gate) p.dense += h;                          // its sigmoid gate, h x 1

@@ -414,11 +414,13 @@ void seed_oss_layer(HfJsonReader& r, ModelSpec& m) {
   read_probability(r, "residual_dropout", m.residual_dropout);
 }
 
-// ERNIE 4.5: use_bias on every attention and MLP matrix.
+// ERNIE 4.5: use_bias on every attention and MLP matrix; its MoE layers' Ernie4_5_MoeStatics holds
+// the router's score correction bias as a parameter that does not train.
 void ernie_layer(HfJsonReader& r, ModelSpec& m) {
   bool bias = false;
   r.boolean("use_bias", bias);
   m.qkv_bias = m.o_bias = m.mlp_bias = bias;
+  m.router_score_bias_param = true;
 }
 
 // EXAONE 3/3.5 (remote code): LLaMA's layer under num_layers.

@@ -210,6 +210,9 @@ struct ModelSpec {
   bool windowed_layer_sinks = false, full_layer_sinks = false;
   bool expert_bias = false;
   bool router_bias = false;
+  // the router's score correction bias is a parameter that never trains (ERNIE 4.5's moe_statics:
+  // nn.Parameter of 1 x experts, requires_grad False), where other families keep it as a buffer
+  bool router_score_bias_param = false;
   // every SwiGLU (dense, shared, experts) clamps silu(gate) and up before their product, bounded or not
   // (Step 3.5's swiglu_limits): each clamp saves its input, the product the two clamped tensors
   bool clamped_swiglu = false;
