@@ -6,6 +6,7 @@
 
 #include "hf_measured.hpp"
 #include "remat/cost/params.hpp"
+#include "remat/cost/streambp.hpp"
 #include "remat/io/spec_loader.hpp"
 #include "remat/spec/framework.hpp"
 #include "remat/spec/lora_placement.hpp"
@@ -83,13 +84,36 @@ TEST(HfDeepseekV4, RefusesWhatItCannotBuildOrPrice) {
   // PEFT raises on o_a_proj's adapter (reports/hf/dsv4-lora-probe-h200.jsonl); other names are not priced
   EXPECT_NE(resolve_lora_targets(m, {"all-linear"}).refusal.find("(o_a_proj) raises"), std::string::npos);
   EXPECT_NE(resolve_lora_targets(m, {"q_b_proj", "o_a_proj"}).refusal.find("(o_a_proj) raises"), std::string::npos);
-  EXPECT_NE(resolve_lora_targets(m, {"q_a_proj"}).refusal.find("LoRA on DeepSeek-V4 is not priced"),
-            std::string::npos);
+  // remat's words for q, k and v name nothing here: V4's queries come from q_a_proj and q_b_proj
+  EXPECT_NE(resolve_lora_targets(m, {"qkv"}).refusal.find("names no linear module of this model"), std::string::npos);
+  EXPECT_EQ(resolve_lora_targets(m, {"q_a_proj"}).refusal, "");
   TrainingSpec t = test::hf_training(1024, 0);
   t.framework = "megatron-local";
   const auto problems = validate_training(t, m);
   ASSERT_FALSE(problems.empty());
   EXPECT_NE(problems.front().line().find("no Megatron-LM implementation"), std::string::npos);
+}
+
+// PEFT 0.21's trainable count on the cut Flash (reports/hf/dsv4-lora-probe-h200.jsonl): a target
+// reaches every module whose path ends in it (kv_proj: the attention's, the compressor's and the
+// indexer's), and counts the indexer's adapters, which never get a gradient, as trainable.
+TEST(HfDeepseekV4, AdaptersAsPeftCountsThem) {
+  const ModelSpec m = test::model(kRoot + "examples/hf/dsv4/deepseek-v4-flash-3l-16e.json");
+  const auto count = [&](const std::vector<std::string>& names) {
+    TrainingSpec t = test::hf_training(2048, 16);
+    const ResolvedLoraTargets resolved = resolve_lora_targets(m, names);
+    EXPECT_EQ(resolved.refusal, "");
+    t.lora_targets = resolved.targets;
+    double trained = 0, held = 0;
+    for (int64_t g = 0; g < m.num_hidden_layers; ++g)
+      trained += lora_layer_params(m, t, 1, g), held += lora_held_layer_params(m, t, g);
+    return std::pair{trained, held};
+  };
+  const auto [attention, attention_held] = count({"q_a_proj", "q_b_proj", "kv_proj", "o_b_proj"});
+  EXPECT_DOUBLE_EQ(attention + attention_held, 3051520);
+  EXPECT_DOUBLE_EQ(attention_held, 16 * (4096 + 256) + 16 * (1024 + 64 * 128));  // the CSA indexer's kv_proj, q_b_proj
+  const auto [mlp, mlp_held] = count({"gate_proj", "up_proj", "down_proj"});
+  EXPECT_DOUBLE_EQ(mlp + mlp_held, 1110016);  // shared experts, the compressors' and the indexer's gate_proj
 }
 
 // The real files' counts as transformers 5.17 built them (param-counts-realcfg21-h200.jsonl).

@@ -74,8 +74,8 @@ void add_upcast_rmsnorm(Block& b, const RankShape& r, const std::string& p, doub
 void add_compressor(Block& b, const RankShape& r, const ModelSpec& m, CompressedAttention kind, double pooled) {
   const double rows = r.tokens(), hd = double(m.head_dim), h = double(m.hidden_size);
   const double series = kind == CompressedAttention::sparse ? 2 : 1;
-  b.ops.push_back(parts::linear(b, r, "compress_kv", rows, h, series * hd, "x_norm", {}));
-  b.ops.push_back(parts::linear(b, r, "compress_gate", rows, h, series * hd, "x_norm", {}));
+  b.ops.push_back(parts::linear(b, r, "compress_kv", rows, h, series * hd, "x_norm", {&LoraTargets::compress_kv}));
+  b.ops.push_back(parts::linear(b, r, "compress_gate", rows, h, series * hd, "x_norm", {&LoraTargets::compress_gate}));
   const double slots = rows * series * hd;  // each window's slots: rate (x 2 on CSA) per pooled key
   b.tensors.push_back({"pool_kv", slots * kBf16});
   b.tensors.push_back({"pool_probs32", slots * kFp32});
@@ -118,14 +118,14 @@ Block compressed_attention_block(const RankShape& r, const ModelSpec& m, Compres
   add_hyper_connection(b, r, m);
   parts::add_input_norm(b, r, h, true, 2);
   b.inputs = {"stream"};
-  b.ops.push_back(parts::linear(b, r, "q_a", rows, h, q_latent, "x_norm", {}));
+  b.ops.push_back(parts::linear(b, r, "q_a", rows, h, q_latent, "x_norm", {&LoraTargets::q_a}));
   add_upcast_rmsnorm(b, r, "q_latent", rows, q_latent, "q_residual");
-  b.ops.push_back(parts::linear(b, r, "q_b", rows, q_latent, nh * hd, "q_residual", {}));
+  b.ops.push_back(parts::linear(b, r, "q_b", rows, q_latent, nh * hd, "q_residual", {&LoraTargets::q_b}));
   b.tensors.push_back({"q_raw", rows * nh * hd * kBf16});
   b.tensors.push_back({"q32", rows * nh * hd * kFp32});
   b.ops.push_back(ops::streaming("q_norm", rows * nh * hd * (2 * kBf16 + 2 * kFp32),
                                  rows * nh * hd * (3 * kBf16 + 2 * kFp32), {"q_raw", "q32"}));
-  b.ops.push_back(parts::linear(b, r, "kv", rows, h, hd, "x_norm", {}));
+  b.ops.push_back(parts::linear(b, r, "kv", rows, h, hd, "x_norm", {&LoraTargets::kv_a}));
   add_upcast_rmsnorm(b, r, "kv_latent", rows, hd, "kv_normed_out");
   b.tensors.push_back({"q", rows * nh * hd * kBf16});
   b.tensors.push_back({"kv", r.b * keys * hd * kBf16});
@@ -177,7 +177,7 @@ Block compressed_attention_block(const RankShape& r, const ModelSpec& m, Compres
       parts::linear(b, r, "o_a", rows, nh * hd, double(m.o_lora_rank), "o_grouped", {}, double(m.o_groups)));
   b.tensors.push_back({"o_a_out", rows * grouped * kBf16});
   b.ops.push_back(ops::streaming("o_a_flatten", 2 * rows * grouped * kBf16, 2 * rows * grouped * kBf16, {}));
-  b.ops.push_back(parts::linear(b, r, "o_b", rows, grouped, h, "o_a_out", {}));
+  b.ops.push_back(parts::linear(b, r, "o_b", rows, grouped, h, "o_a_out", {&LoraTargets::o}));
   return b;
 }
 

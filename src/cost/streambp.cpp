@@ -245,6 +245,22 @@ double mixer_adapter_params(const ModelSpec& m, const LoraTargets& l, double r, 
   return p;
 }
 
+// DeepSeek-V4's attention adapters (A: in x r, B: r x out; not split over tp): q_a_proj, q_b_proj,
+// kv_proj, o_b_proj and, on CSA and HCA layers, the compressor's kv_proj and gate_proj (two series
+// of head_dim on CSA, one on HCA).
+double compressed_attention_adapter_params(const ModelSpec& m, const LoraTargets& l, double r, int64_t g) {
+  const double h = double(m.hidden_size), q_latent = double(m.q_lora_rank), hd = double(m.head_dim);
+  const double heads_width = double(m.num_attention_heads) * hd, grouped = double(m.o_groups * m.o_lora_rank);
+  double p = (l.q_a ? h + q_latent : 0) + (l.q_b ? q_latent + heads_width : 0) + (l.kv_a ? h + hd : 0) +
+             (l.o ? grouped + h : 0);
+  const CompressedAttention kind = m.compressed_layer(g);
+  if (kind != CompressedAttention::sliding) {
+    const double pooled = (kind == CompressedAttention::sparse ? 2 : 1) * hd;
+    p += (l.compress_kv ? h + pooled : 0) + (l.compress_gate ? h + pooled : 0);
+  }
+  return r * p;
+}
+
 }  // namespace
 
 double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, int64_t layer) {
@@ -281,6 +297,7 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
     if (l.head_gate && m.attention_head_gate) p += r * (h + double(a.heads) / tpd);
     if (l.fused_qkv) p -= 2 * r * h;  // one adapter on q|k|v: one lora_A
   }
+  if (m.mixer(layer) == Mixer::compressed_attention) p += compressed_attention_adapter_params(m, l, r, layer);
   p += mixer_adapter_params(m, l, r, tpd, layer);
   // MLP adapters sit on the layer's MLP linears (layer_has_mlp_linears): a dense MLP, or an MoE layer's
   // shared experts (one MLP n_shared x the expert width wide: DeepSeek's shared_experts, Qwen2-MoE's
@@ -304,6 +321,16 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
 }
 
 double lora_held_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t layer) {
+  if (t.lora_rank > 0 && m.mixer(layer) == Mixer::compressed_attention &&
+      m.compressed_layer(layer) == CompressedAttention::sparse) {
+    // DeepSeek-V4's CSA indexer: its adapters get no gradient (DeepseekV4Indexer's top-k indices carry none)
+    const LoraTargets& l = t.lora_targets;
+    const double r = double(t.lora_rank), h = double(m.hidden_size), q_latent = double(m.q_lora_rank);
+    const double heads = double(m.csa_index_heads), pooled = 2 * double(m.csa_index_head_dim);
+    return r *
+           ((l.index_kv ? h + pooled : 0) + (l.index_gate ? h + pooled : 0) +
+            (l.indexer_q ? q_latent + heads * double(m.csa_index_head_dim) : 0) + (l.indexer_weights ? h + heads : 0));
+  }
   if (t.lora_rank <= 0 || !m.layer_has_indexer(layer) || m.index_n_heads <= 0) return 0;
   const LoraTargets& l = t.lora_targets;
   const double r = double(t.lora_rank), h = double(m.hidden_size);

@@ -45,6 +45,10 @@ constexpr MatrixWord kMatrixWords[] = {
     {"in_proj_a", &LoraTargets::gdn_a},
     {"mixer_in", &LoraTargets::mixer_in},
     {"mixer_out", &LoraTargets::mixer_out},
+    {"compress_kv", &LoraTargets::compress_kv},
+    {"compress_gate", &LoraTargets::compress_gate},
+    {"index_kv", &LoraTargets::index_kv},
+    {"index_gate", &LoraTargets::index_gate},
 };
 
 // One matrix (or fused pair/triple) adapted. Where the model computes q, k and v in one module
@@ -168,10 +172,12 @@ ResolvedLoraTargets resolve_lora_targets(const ModelSpec& m, const std::vector<s
       return refuse(name +
                     ": PEFT's adapter on DeepSeek-V4's grouped output projection (o_a_proj) raises in the forward "
                     "(its output is not the projection's per-group shape); name the modules to adapt without it");
-  if (!m.compressed_layers.empty() && !names.empty())
-    return refuse(names.front() +
-                  ": LoRA on DeepSeek-V4 is not priced (PEFT's names reach its compressors' and indexer's "
-                  "projections too; not measured); give full fine-tuning");
+  // a word none of whose matrices DeepSeek-V4 has (its attention has no q, k or v projection)
+  for (const std::string& name : names)
+    if (const std::vector<std::string> words = matrices_of_word(name);
+        !m.compressed_layers.empty() && !words.empty() &&
+        std::none_of(words.begin(), words.end(), [&](const std::string& w) { return has_matrix(m, w); }))
+      return refuse(name + " names no linear module of this model: " + linear_module_list(m));
   for (const std::string& name : names) {
     const std::string leaf = name.substr(name.rfind('.') + 1);
     if (m.peft_refuses_out_proj && (name == "all-linear" || leaf == "out_proj" || leaf == "conv1d"))

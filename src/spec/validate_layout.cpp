@@ -106,6 +106,13 @@ bool layer_adapted(const ModelSpec& m, const LoraPlacement& p, int64_t g) {
       mixer == Mixer::attention_mamba2)
     if (l.any_mixer()) return true;
   if (m.index_n_heads > 0 && m.layer_has_indexer(g) && (l.indexer_q || l.indexer_k || l.indexer_weights)) return true;
+  if (mixer == Mixer::compressed_attention) {  // DeepSeek-V4: its attention's, compressor's and indexer's
+    const CompressedAttention kind = m.compressed_layer(g);
+    const bool sparse = kind == CompressedAttention::sparse;
+    if (l.any_latent() || l.o || (kind != CompressedAttention::sliding && (l.compress_kv || l.compress_gate)) ||
+        (sparse && (l.index_kv || l.index_gate || l.indexer_q || l.indexer_weights)))
+      return true;
+  }
   return m.layer_is_moe(g) && (l.router || l.shared_expert_gate || p.on_experts());
 }
 
