@@ -25,14 +25,16 @@ double pooled_keys(const RankShape& r, const ModelSpec& m, CompressedAttention k
 
 // The n streams (`stream`, the input) flattened, cast to fp32 and put through a weightless RMSNorm
 // (saves the fp32 copy and 1/rms per row), and F.linear with the mixing weights in fp32 (saves the
-// normed fp32 copy); `saved_more` names what else the op saves.
+// normed fp32 copy where those weights train); `saved_more` names what else the op saves.
 OpDef add_streams_normed(Block& b, const RankShape& r, const ModelSpec& m, const std::string& name,
                          const std::vector<std::string>& saved_more, double outputs) {
   const double rows = r.seq_tokens(), width = double(m.hyper_connections) * double(m.hidden_size);
   b.tensors.push_back({"stream", rows * width * r.stream_bytes()});
   b.tensors.push_back({"hc_x32", rows * width * kFp32});
   b.tensors.push_back({"hc_normed32", rows * width * kFp32});
-  std::vector<std::string> saves = {"stream", "hc_x32", "hc_normed32"};
+  // F.linear saves its normed input for the mixing weights' gradient: only where they train
+  std::vector<std::string> saves = {"stream", "hc_x32"};
+  if (r.weights_train) saves.push_back("hc_normed32");
   saves.insert(saves.end(), saved_more.begin(), saved_more.end());
   OpDef op = ops::streaming(name, rows * width * (kBf16 + 6 * kFp32), rows * width * (kBf16 + 6 * kFp32), saves);
   op.fwd_flops = 2 * rows * width * outputs;
@@ -164,8 +166,11 @@ Block compressed_attention_block(const RankShape& r, const ModelSpec& m, Compres
     // the masked scores and the ones less the row max, alive beside the softmax's output
     attention.fwd_working_bytes = 2 * scores * kBf16 + r.b * r.s * keys * kBf16;
     // the softmax's backward: three score-sized gradients beside the saved probabilities, after PV's
-    // backward freed the copies only it read (the values' and, under autocast, the bf16 probabilities)
-    attention.working_bytes = 3 * b.tensor_bytes("probs") - b.tensor_bytes("v_copy") - b.tensor_bytes("probs_cast");
+    // backward freed the copies only it read (the values' and, under autocast, the bf16 probabilities);
+    // and the keys' gradient per query head, the broadcast head's made whole (peak-traces-h200/dsv4:
+    // a reentrant LoRA step's peak in its CSA layer's attention backward)
+    attention.working_bytes = 3 * b.tensor_bytes("probs") - b.tensor_bytes("v_copy") - b.tensor_bytes("probs_cast") +
+                              r.b * nh * keys * hd * kBf16;
     b.ops.push_back(attention);
     b.attention_stats = {"probs"};
   }

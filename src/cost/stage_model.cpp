@@ -301,6 +301,18 @@ void freeze_branch_before_adapters(LayerDef& layer, size_t from, const TrainingS
   }
 }
 
+// The first adapted block is the shared experts' and the router has no adapter: the routed experts
+// read the same frozen input, and their routing weights need no gradient, so the MoE blocks after it
+// without adapters of their own save nothing (DeepSeek-V4's first layer under shared-expert adapters,
+// its experts not converted by PEFT: peak-traces-h200/dsv4/dsv4-lora-mlp-none-s4096).
+void freeze_routed_beside_shared(LayerDef& layer, size_t from) {
+  const Block& shared = layer.blocks[from - 1];
+  if (std::any_of(shared.ops.begin(), shared.ops.end(), [](const OpDef& op) { return op.name == "router.lora"; }))
+    return;
+  for (size_t i = from; i < layer.blocks.size() && layer.blocks[i].name.starts_with("moe"); ++i)
+    if (!has_adapter(layer.blocks[i])) freeze(layer.blocks[i]);
+}
+
 }  // namespace
 
 LayerDef frozen_prefix_layer(const LayerDef& layer, bool whole_layer, const TrainingSpec& t) {
@@ -319,6 +331,7 @@ LayerDef frozen_prefix_layer(const LayerDef& layer, bool whole_layer, const Trai
       // input (Mixtral under w1, w3, w2 alone: its first layer's folded gate_up not kept,
       // peak-traces-h200/all-linear/mixtral-w1-w3-w2-none-s2048)
       if (b.name.starts_with("moe")) drop_weight_saves_beside(out, i);
+      if (b.name == "moe.shared") freeze_routed_beside_shared(out, i + 1);
       break;
     }
     freeze(b);
