@@ -82,6 +82,16 @@ std::vector<Case> cases() {
           for (int64_t pp : {1, 2, 4}) out.push_back(make_case(fw, obj, prec, pp, false));
   for (Objective obj : {Objective::sft, Objective::grpo})
     for (int64_t pp : {1, 2}) out.push_back(make_case("generic", obj, Precision::mixed, pp, true));
+  // DeepSeek-V4 cut to 4 layers (HCA, CSA, sliding, CSA; hyper-connections), eager under hf as it runs
+  for (const char* fw : {"generic", "hf"})
+    for (int64_t pp : {1, 2}) {
+      out.push_back(make_case(fw, Objective::sft, Precision::bf16, pp, false));
+      Case& c = out.back();
+      c.model = test::model(std::string(REMAT_TEST_DATA) + "/../examples/hf/dsv4/deepseek-v4-flash-4l-32e.json");
+      c.t.seq = 1024;
+      if (std::string(fw) == "hf") c.t.flash_attention = false;
+      c.label = c.model.name + " " + fw + " sft bf16 pp " + std::to_string(pp);
+    }
   for (const char* fw : {"generic", "hf"})
     for (Objective obj : {Objective::sft, Objective::dpo}) {  // LoRA: frozen base, adapters trained
       out.push_back(make_case(fw, obj, Precision::mixed, 2, false));
