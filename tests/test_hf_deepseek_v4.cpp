@@ -73,6 +73,8 @@ std::string with(std::string json, const std::string& from, const std::string& t
 TEST(HfDeepseekV4, RefusesWhatItCannotBuildOrPrice) {
   const std::string two_kv = with(tiny(), R"("num_key_value_heads": 1)", R"("num_key_value_heads": 2)");
   EXPECT_NE(test::rejection_of(two_kv).find("must be 1"), std::string::npos);
+  const std::string absurd = with(tiny(), R"("o_lora_rank": 8)", R"("o_lora_rank": 1000000000000000)");
+  EXPECT_NE(test::rejection_of(absurd).find("o_lora_rank: is implausibly large"), std::string::npos);
   const std::string three_groups = with(tiny(), R"("o_groups": 2)", R"("o_groups": 3)");
   EXPECT_NE(test::rejection_of(three_groups).find("must divide num_attention_heads"), std::string::npos);
   EXPECT_NE(test::rejection_of(with(tiny(), "[0, 4, 128, 0]", "[0, 8, 128]")).find("must hold 0, 4 and 128"),

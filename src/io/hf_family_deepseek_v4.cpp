@@ -115,6 +115,16 @@ void deepseek_v4_layer(HfJsonReader& r, ModelSpec& m) {
                                                       {"hc_sinkhorn_iters", m.hc_sinkhorn_iters}};
   for (const auto& [key, value] : positive)
     if (value < 1) r.fail(key, std::to_string(value), "must be a positive integer");
+  const std::pair<const char*, int64_t> bounded[] = {{"q_lora_rank", m.q_lora_rank},
+                                                     {"o_lora_rank", m.o_lora_rank},
+                                                     {"index_head_dim", m.csa_index_head_dim},
+                                                     {"o_groups", m.o_groups},
+                                                     {"index_n_heads", m.csa_index_heads},
+                                                     {"hc_mult", m.hyper_connections},
+                                                     {"hc_sinkhorn_iters", m.hc_sinkhorn_iters}};
+  for (const auto& [key, value] : bounded)
+    if (value > limits::kHeadDim)
+      r.fail(key, std::to_string(value), "is implausibly large (at most " + std::to_string(limits::kHeadDim) + ")");
   if (m.num_attention_heads > 0 && m.o_groups > 0 && m.num_attention_heads % m.o_groups != 0)
     r.fail("o_groups", std::to_string(m.o_groups),
            "must divide num_attention_heads = " + std::to_string(m.num_attention_heads));
