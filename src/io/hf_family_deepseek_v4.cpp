@@ -103,28 +103,25 @@ void deepseek_v4_layer(HfJsonReader& r, ModelSpec& m) {
   for (const char* key : {"index_topk", "hc_eps", "sliding_window", "swiglu_limit", "qk_rope_head_dim",
                           "compress_rope_theta", "partial_rotary_factor", "rope_parameters"})
     r.mark_read(key);
-  const std::pair<const char*, int64_t> positive[] = {{"n_routed_experts", m.n_routed_experts},
-                                                      {"moe_intermediate_size", m.moe_intermediate_size},
-                                                      {"num_experts_per_tok", m.num_experts_per_tok},
-                                                      {"q_lora_rank", m.q_lora_rank},
-                                                      {"o_groups", m.o_groups},
-                                                      {"o_lora_rank", m.o_lora_rank},
-                                                      {"index_n_heads", m.csa_index_heads},
-                                                      {"index_head_dim", m.csa_index_head_dim},
-                                                      {"hc_mult", m.hyper_connections},
-                                                      {"hc_sinkhorn_iters", m.hc_sinkhorn_iters}};
-  for (const auto& [key, value] : positive)
+  // each a positive count; the ranks, groups and stream counts also within limits::kHeadDim
+  struct Bounded {
+    const char* key;
+    int64_t value, max;
+  };
+  const Bounded keys[] = {{"n_routed_experts", m.n_routed_experts, limits::kExperts},
+                          {"moe_intermediate_size", m.moe_intermediate_size, limits::kFfn},
+                          {"num_experts_per_tok", m.num_experts_per_tok, limits::kExperts},
+                          {"q_lora_rank", m.q_lora_rank, limits::kHeadDim},
+                          {"o_groups", m.o_groups, limits::kHeadDim},
+                          {"o_lora_rank", m.o_lora_rank, limits::kHeadDim},
+                          {"index_n_heads", m.csa_index_heads, limits::kHeadDim},
+                          {"index_head_dim", m.csa_index_head_dim, limits::kHeadDim},
+                          {"hc_mult", m.hyper_connections, limits::kHeadDim},
+                          {"hc_sinkhorn_iters", m.hc_sinkhorn_iters, limits::kHeadDim}};
+  for (const auto& [key, value, max] : keys) {
     if (value < 1) r.fail(key, std::to_string(value), "must be a positive integer");
-  const std::pair<const char*, int64_t> bounded[] = {{"q_lora_rank", m.q_lora_rank},
-                                                     {"o_lora_rank", m.o_lora_rank},
-                                                     {"index_head_dim", m.csa_index_head_dim},
-                                                     {"o_groups", m.o_groups},
-                                                     {"index_n_heads", m.csa_index_heads},
-                                                     {"hc_mult", m.hyper_connections},
-                                                     {"hc_sinkhorn_iters", m.hc_sinkhorn_iters}};
-  for (const auto& [key, value] : bounded)
-    if (value > limits::kHeadDim)
-      r.fail(key, std::to_string(value), "is implausibly large (at most " + std::to_string(limits::kHeadDim) + ")");
+    if (value > max) r.fail(key, std::to_string(value), "is implausibly large (at most " + std::to_string(max) + ")");
+  }
   if (m.num_attention_heads > 0 && m.o_groups > 0 && m.num_attention_heads % m.o_groups != 0)
     r.fail("o_groups", std::to_string(m.o_groups),
            "must divide num_attention_heads = " + std::to_string(m.num_attention_heads));
@@ -137,7 +134,6 @@ void deepseek_v4_layer(HfJsonReader& r, ModelSpec& m) {
   const int64_t layers = std::min(m.num_hidden_layers, limits::kLayers);
   m.compressed_layers = read_layer_kinds(r, layers);
   m.layer_mixers.assign(m.compressed_layers.size(), Mixer::compressed_attention);
-  r.text_list("mlp_layer_types");
   m.buffer_bytes += hash_router_buffer_bytes(r, m);
   // the code: every SwiGLU clamps gate and up (swiglu_limit), a sink per head in eager attention with
   // a bf16 softmax after the row max, eager attention only (_supports_sdpa False)

@@ -31,6 +31,25 @@ std::vector<LinearModule> llama_with(std::vector<LinearModule> extra, bool llama
 // adapter on; a target reaching it is refused.
 const std::vector<FamilyModules>& family_modules() {
   static const std::vector<FamilyModules> table = {
+      // DeepSeek-V4's modules by their paths in a layer (DeepseekV4DecoderLayer): PEFT matches a target by
+      // a path's end, so kv_proj reaches the attention's, the compressor's and the indexer's
+      // (reports/hf/dsv4-lora-probe-h200.jsonl); o_a_proj's adapter raises (lora_targets.cpp refuses it).
+      // Its router is a weight of its own module, not an nn.Linear; its experts are not converted.
+      {"deepseek_v4",
+       {{"self_attn.q_a_proj", "q_a"},
+        {"self_attn.q_b_proj", "q_b"},
+        {"self_attn.kv_proj", "kv_a"},
+        {"self_attn.o_a_proj", ""},
+        {"self_attn.o_b_proj", "o"},
+        {"self_attn.compressor.kv_proj", "compress_kv"},
+        {"self_attn.compressor.gate_proj", "compress_gate"},
+        {"self_attn.compressor.indexer.kv_proj", "index_kv"},
+        {"self_attn.compressor.indexer.gate_proj", "index_gate"},
+        {"self_attn.compressor.indexer.q_b_proj", "wq_b"},
+        {"self_attn.compressor.indexer.scorer.weights_proj", "weights_proj"},
+        {"mlp.shared_experts.gate_proj", "gate"},
+        {"mlp.shared_experts.up_proj", "up"},
+        {"mlp.shared_experts.down_proj", "down"}}},
       // GPTNeoXAttention, FalconAttention, BloomAttention, PersimmonAttention; their MLPs
       {"gpt_neox falcon bloom persimmon",
        {{"query_key_value", "qkv"}, {"dense", "o"}, {"dense_h_to_4h", "up"}, {"dense_4h_to_h", "down"}}},
@@ -229,32 +248,7 @@ void adjust_llama_names(const std::string& family, ModelSpec& m) {
 
 }  // namespace
 
-// DeepSeek-V4's nn.Linear modules by their paths in a layer (DeepseekV4DecoderLayer): PEFT matches a
-// target by a path's end, so kv_proj reaches the attention's, the compressor's and the indexer's
-// (reports/hf/dsv4-lora-probe-h200.jsonl); o_a_proj's adapter raises (lora_targets.cpp refuses it).
-const std::vector<LinearModule> kDeepseekV4Modules = {
-    {"self_attn.q_a_proj", "q_a"},
-    {"self_attn.q_b_proj", "q_b"},
-    {"self_attn.kv_proj", "kv_a"},
-    {"self_attn.o_a_proj", ""},
-    {"self_attn.o_b_proj", "o"},
-    {"self_attn.compressor.kv_proj", "compress_kv"},
-    {"self_attn.compressor.gate_proj", "compress_gate"},
-    {"self_attn.compressor.indexer.kv_proj", "index_kv"},
-    {"self_attn.compressor.indexer.gate_proj", "index_gate"},
-    {"self_attn.compressor.indexer.q_b_proj", "wq_b"},
-    {"self_attn.compressor.indexer.scorer.weights_proj", "weights_proj"},
-    {"mlp.shared_experts.gate_proj", "gate"},
-    {"mlp.shared_experts.up_proj", "up"},
-    {"mlp.shared_experts.down_proj", "down"},
-};
-
 void set_linear_modules(const std::string& family, ModelSpec& m) {
-  if (family == "deepseek_v4") {
-    m.linear_modules = kDeepseekV4Modules;
-    m.linear_modules_complete = true;
-    return;  // its router is a weight of its own module, not an nn.Linear; its experts are not converted
-  }
   const FamilyModules* listed = listed_modules(family);
   if (listed) {
     m.linear_modules = listed->modules;
