@@ -94,8 +94,14 @@ TEST(LoraTargets, RefusedWhereRematPricesNoAdapter) {
             "fc1_latent_proj reaches fc1_latent_proj, a module remat prices no adapter on");
   EXPECT_NE(refusal(kConfigs + "nemotron-3-nano-30b-a3b.json", {"out_proj"}).find("PEFT refuses LoRA on out_proj"),
             std::string::npos);
-  // Gemma 3's SigLIP tower would take adapters too
-  EXPECT_EQ(refusal(kConfigs + "gemma-3-4b-it.json", {"all-linear"}),
+  // Gemma 3's SigLIP tower takes adapters too: 27 layers of q, k, v, out_proj (1152 -> 1152) and fc1, fc2
+  // (1152 <-> 4304), held untrained (PEFT's 8,695,296 at rank 16: tower-probe-h200.jsonl)
+  EXPECT_DOUBLE_EQ(resolved(kConfigs + "gemma-3-4b-it.json", {"all-linear"}).tower_adapter_width,
+                   27.0 * (4 * 2 * 1152 + 2 * (1152 + 4304)));
+  // a named target reaches the tower's modules of that name alone
+  EXPECT_DOUBLE_EQ(resolved(kConfigs + "gemma-3-4b-it.json", {"q_proj"}).tower_adapter_width, 27.0 * 2 * 1152);
+  // a tower whose linear modules remat does not list is refused under all-linear
+  EXPECT_EQ(refusal(kConfigs + "minicpm-v-4.json", {"all-linear"}),
             "PEFT's all-linear: it adapts the vision tower's linear modules too, which remat does not price");
   EXPECT_EQ(refusal(kConfigs + "llama-3.2-1b-instruct.json", {"router"}),
             "router: this model has no mixture-of-experts router");

@@ -36,10 +36,23 @@ TowerDims tower_dims(HfJsonReader& v, int64_t default_patch) {
   return {double(d[0]), double(d[1]), double(d[2]), double(d[3]), double(d[4]), double(d[5])};
 }
 
+using Linears = std::vector<TowerLinear>;
+
 // One encoder layer: q, k, v and out_proj with biases, fc1 and fc2 with biases, two LayerNorms.
 double encoder_layer(const TowerDims& d) {
   const double h = d.hidden, f = d.intermediate;
   return 4 * (h * h + h) + (h * f + f) + (f * h + h) + 2 * 2 * h;
+}
+
+// The encoder layers' linear modules (SigLIP's, SigLIP2's and CLIP's: encoder.layers.N)
+void add_encoder_linears(const TowerDims& d, Linears& linears) {
+  const double h = d.hidden, f = d.intermediate, n = d.layers;
+  linears.insert(linears.end(), {{"self_attn.q_proj", h, h, n},
+                                 {"self_attn.k_proj", h, h, n},
+                                 {"self_attn.v_proj", h, h, n},
+                                 {"self_attn.out_proj", h, h, n},
+                                 {"mlp.fc1", h, f, n},
+                                 {"mlp.fc2", f, h, n}});
 }
 
 // the patch convolution's stride is the patch size: floor(image / patch) patches a side
@@ -53,31 +66,42 @@ double patches(const TowerDims& d) {
 // nn.MultiheadAttention (in- and out-projections with biases), a LayerNorm and an MLP.
 // SigLIP2 (Siglip2VisionTransformer) has the same shapes with a Linear patch embedding (the same
 // weights as the convolution's) and num_patches positions.
-double siglip_params(HfJsonReader& v, const TowerDims& d, double positions) {
+// Its linear modules: the layers', the head's attention.out_proj (nn.MultiheadAttention's, a Linear
+// subclass) and mlp.fc1/fc2, and SigLIP2's patch embedding.
+double siglip_params(HfJsonReader& v, const TowerDims& d, double positions, Linears& linears, bool siglip2 = false) {
   const double h = d.hidden, f = d.intermediate;
   double p = d.channels * d.patch * d.patch * h + h + positions * h + d.layers * encoder_layer(d) + 2 * h;
+  add_encoder_linears(d, linears);
+  if (siglip2) linears.push_back({"embeddings.patch_embedding", d.channels * d.patch * d.patch, h, 1});
   bool head = true;
   v.boolean("vision_use_head", head);
-  if (head) p += h + (3 * h * h + 3 * h) + (h * h + h) + 2 * h + (h * f + f) + (f * h + h);
+  if (head) {
+    p += h + (3 * h * h + 3 * h) + (h * h + h) + 2 * h + (h * f + f) + (f * h + h);
+    linears.insert(linears.end(),
+                   {{"head.attention.out_proj", h, h, 1}, {"head.mlp.fc1", h, f, 1}, {"head.mlp.fc2", f, h, 1}});
+  }
   return p;
 }
 
 // CLIPVisionTransformer: a class embedding, a patch convolution without a bias, a position per patch
 // and one for the class token, the pre- and post-LayerNorms and the layers.
-double clip_params(const TowerDims& d) {
+double clip_params(const TowerDims& d, Linears& linears) {
   const double h = d.hidden;
+  add_encoder_linears(d, linears);
   return h + d.channels * d.patch * d.patch * h + (patches(d) + 1) * h + 2 * 2 * h + d.layers * encoder_layer(d);
 }
 
 // LLaVA's projector: linear_1 from the vision features (one hidden per layer vision_feature_layer
 // lists, default one) to the text width, linear_2 text to text, biases by multimodal_projector_bias.
-double llava_projector(HfJsonReader& top, double vision_hidden, double text_hidden) {
+double llava_projector(HfJsonReader& top, double vision_hidden, double text_hidden, Linears& linears) {
   std::vector<int64_t> layers;
   if (top.object.contains("vision_feature_layer") && top.object["vision_feature_layer"].is_array())
     top.integer_list("vision_feature_layer", layers);
   const double features = layers.empty() ? 1 : double(layers.size());
   bool bias = true;
   top.boolean("multimodal_projector_bias", bias);
+  linears.insert(linears.end(), {{"multi_modal_projector.linear_1", vision_hidden * features, text_hidden, 1},
+                                 {"multi_modal_projector.linear_2", text_hidden, text_hidden, 1}});
   return vision_hidden * features * text_hidden + text_hidden * text_hidden + (bias ? 2 * text_hidden : 0);
 }
 
@@ -91,7 +115,7 @@ bool plausible(const TowerDims& d) {
 // Mistral3MultiModalProjector: an RMSNorm on the vision width, patch_merger's merging_layer
 // (hidden * spatial_merge_size^2 -> hidden, no bias), linear_1 (hidden per vision feature layer ->
 // text) and linear_2 (text -> text), biases by multimodal_projector_bias (default false).
-double pixtral_params(HfJsonReader& top, HfJsonReader& v, double text_hidden) {
+double pixtral_params(HfJsonReader& top, HfJsonReader& v, double text_hidden, Linears& linears) {
   int64_t h = 1024, f = 4096, layers = 24, heads = 16, channels = 3, patch = 16, merge = 2;
   const char* keys[] = {"hidden_size",         "intermediate_size", "num_hidden_layers",
                         "num_attention_heads", "num_channels",      "patch_size"};
@@ -112,6 +136,17 @@ double pixtral_params(HfJsonReader& top, HfJsonReader& v, double text_hidden) {
   const double tower =
       double(channels) * double(patch) * double(patch) * H + H + double(layers) * (2 * H + 4 * H * H + 3 * H * F);
   const double projector = H + H * double(merge) * double(merge) * H + H * features * T + T * T + (bias ? 2 * T : 0);
+  const double n = double(layers);
+  linears.insert(linears.end(), {{"attention.q_proj", H, H, n},
+                                 {"attention.k_proj", H, H, n},
+                                 {"attention.v_proj", H, H, n},
+                                 {"attention.o_proj", H, H, n},
+                                 {"feed_forward.gate_proj", H, F, n},
+                                 {"feed_forward.up_proj", H, F, n},
+                                 {"feed_forward.down_proj", F, H, n},
+                                 {"patch_merger.merging_layer", H * double(merge) * double(merge), H, 1},
+                                 {"multi_modal_projector.linear_1", H * features, T, 1},
+                                 {"multi_modal_projector.linear_2", T, T, 1}});
   return tower + projector;
 }
 
@@ -119,7 +154,7 @@ double pixtral_params(HfJsonReader& top, HfJsonReader& v, double text_hidden) {
 // LayerNorm on hidden * downsample_factor^2 where projector_use_layernorm (default true), linear_1
 // to projector_hidden_size (default 2560), linear_2 to the text width, biases by projector_bias
 // (default true).
-double lfm2_vl_params(HfJsonReader& top, HfJsonReader& v, double text_hidden) {
+double lfm2_vl_params(HfJsonReader& top, HfJsonReader& v, double text_hidden, Linears& linears) {
   TowerDims d = tower_dims(v, 16);
   int64_t positions = 256, factor = 2, projector_hidden = 2560;
   v.integer("num_patches", positions, false);
@@ -130,7 +165,10 @@ double lfm2_vl_params(HfJsonReader& top, HfJsonReader& v, double text_hidden) {
   top.boolean("projector_bias", bias);
   if (!plausible(d) || !plausible_tower_dims({double(positions), double(factor), double(projector_hidden)})) return 0;
   const double in = d.hidden * double(factor) * double(factor), P = double(projector_hidden), T = text_hidden;
-  return siglip_params(v, d, double(positions)) + (layer_norm ? 2 * in : 0) + in * P + P * T + (bias ? P + T : 0);
+  linears.insert(linears.end(),
+                 {{"multi_modal_projector.linear_1", in, P, 1}, {"multi_modal_projector.linear_2", P, T, 1}});
+  return siglip_params(v, d, double(positions), linears, true) + (layer_norm ? 2 * in : 0) + in * P + P * T +
+         (bias ? P + T : 0);
 }
 
 // The dimensions `keys` names, each required: empty where the file leaves one out (a tower whose
@@ -157,7 +195,9 @@ bool plausible_dims(const std::vector<double>& dims) {
 // patch_embedder's two position tables (2 x position_embedding_size x hidden) and input_proj (3
 // channels x patch^2 -> hidden), per layer q, k, v, o without biases, per-head q and k norms, a
 // gated MLP and four RMSNorms, and embed_vision's projection to the text width.
-double gemma4_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidden) {
+// Its linear modules: each projection's inner nn.Linear (Gemma4ClippableLinear.linear), input_proj and
+// embed_vision's embedding_projection.
+double gemma4_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidden, Linears& linears) {
   if (top.object.contains("audio_config") && !top.object["audio_config"].is_null()) return 0;
   const std::vector<double> d =
       required_dims(v, {"hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
@@ -165,6 +205,15 @@ double gemma4_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidd
   if (!plausible_dims(d)) return 0;
   const double H = d[0], F = d[1], layers = d[2], q = d[3] * d[5], kv = d[4] * d[5], head_dim = d[5];
   const double layer = H * q + 2 * H * kv + q * H + 2 * head_dim + 3 * H * F + 4 * H;
+  linears.insert(linears.end(), {{"self_attn.q_proj.linear", H, q, layers},
+                                 {"self_attn.k_proj.linear", H, kv, layers},
+                                 {"self_attn.v_proj.linear", H, kv, layers},
+                                 {"self_attn.o_proj.linear", q, H, layers},
+                                 {"mlp.gate_proj.linear", H, F, layers},
+                                 {"mlp.up_proj.linear", H, F, layers},
+                                 {"mlp.down_proj.linear", F, H, layers},
+                                 {"patch_embedder.input_proj", 3 * d[6] * d[6], H, 1},
+                                 {"embed_vision.embedding_projection", H, text_hidden, 1}});
   return 2 * d[7] * H + 3 * d[6] * d[6] * H + layers * layer + text_hidden * H;
 }
 
@@ -197,13 +246,14 @@ bool plausible_tower_dims(std::initializer_list<double> dims) {
   return true;
 }
 
-double vision_tower_params(HfJsonReader& top, const std::string& outer_type, int64_t text_hidden,
-                           std::vector<TowerLinear>& linears) {
+namespace {
+
+double counted_tower_params(HfJsonReader& top, const std::string& outer_type, int64_t text_hidden, Linears& linears) {
   // LLaVA's original files (no vision_config): LlavaConfig's default tower, CLIP ViT-L/14 at 336
   // (hidden 1024, MLP 4096, 24 layers), and the projector (transformers 5.17 builds 324,487,168 for it
   // beside LLaMA-7B: steps-unseen13-h200.jsonl)
   if (outer_type == "llava" && !top.object.contains("vision_config"))
-    return clip_params({1024, 4096, 24, 3, 336, 14}) + llava_projector(top, 1024, double(text_hidden));
+    return clip_params({1024, 4096, 24, 3, 336, 14}, linears) + llava_projector(top, 1024, double(text_hidden), linears);
   // GLM-4.1V/4.5V's and Voxtral's config classes build their encoder config's defaults where the
   // file has none
   const bool audio = outer_type == "voxtral" || outer_type == "qwen2_audio";
@@ -219,17 +269,18 @@ double vision_tower_params(HfJsonReader& top, const std::string& outer_type, int
   }
   if (!top.object.contains("vision_config") || !top.object["vision_config"].is_object()) return 0;
   HfJsonReader v{top.object["vision_config"], top.file, "vision_config.", top.problems};
-  if (is_qwen_vision_wrapper(outer_type)) return qwen_vision_params(v, outer_type);
+  if (is_qwen_vision_wrapper(outer_type)) return qwen_vision_params(v, outer_type, linears);
   // both wrappers build their tower's config class from vision_config whatever its model_type
   if (outer_type == "kimi_k25") return kimi_k25_vision_params(top, v, double(text_hidden));
   if (outer_type == "minicpmv4_6") return minicpmv4_6_vision_params(top, v, double(text_hidden));
   const std::string tower = v.text("model_type");
   // a vision_config without model_type is built as the wrapper's default tower
   if (outer_type == "mistral3" && (tower == "pixtral" || tower.empty()))
-    return pixtral_params(top, v, double(text_hidden));
+    return pixtral_params(top, v, double(text_hidden), linears);
   if (outer_type == "lfm2_vl" && (tower == "siglip2_vision_model" || tower.empty()))
-    return lfm2_vl_params(top, v, double(text_hidden));
-  if (outer_type == "gemma4" && tower == "gemma4_vision") return gemma4_vision_params(top, v, double(text_hidden));
+    return lfm2_vl_params(top, v, double(text_hidden), linears);
+  if (outer_type == "gemma4" && tower == "gemma4_vision")
+    return gemma4_vision_params(top, v, double(text_hidden), linears);
   if (outer_type == "muse_glimmer" && tower == "muse_glimmer_vision")
     return muse_glimmer_vision_params(top, v, double(text_hidden));
   const bool siglip = tower == "siglip_vision_model", clip = tower == "clip_vision_model";
@@ -238,8 +289,18 @@ double vision_tower_params(HfJsonReader& top, const std::string& outer_type, int
   if (!plausible(d)) return 0;
   const double th = double(text_hidden);
   // Gemma3MultiModalProjector: mm_input_projection_weight (vision x text) and a soft-embedding RMSNorm
-  if (outer_type == "gemma3") return siglip_params(v, d, patches(d)) + d.hidden * th + d.hidden;
-  return (clip ? clip_params(d) : siglip_params(v, d, patches(d))) + llava_projector(top, d.hidden, th);
+  if (outer_type == "gemma3") return siglip_params(v, d, patches(d), linears) + d.hidden * th + d.hidden;
+  const double tower_params = clip ? clip_params(d, linears) : siglip_params(v, d, patches(d), linears);
+  return tower_params + llava_projector(top, d.hidden, th, linears);
+}
+
+}  // namespace
+
+double vision_tower_params(HfJsonReader& top, const std::string& outer_type, int64_t text_hidden,
+                           std::vector<TowerLinear>& linears) {
+  const double params = counted_tower_params(top, outer_type, text_hidden, linears);
+  if (params <= 0) linears.clear();  // an uncounted tower lists no modules either
+  return params;
 }
 
 void note_peft_refused_tower_modules(HfJsonReader& top, const std::string& outer_type, ModelSpec& m) {

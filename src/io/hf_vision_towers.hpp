@@ -22,7 +22,7 @@ bool plausible_tower_dims(std::initializer_list<double> dims);
 // qwen3_vl, qwen3_vl_moe, qwen3_5, qwen3_5_moe).
 bool is_qwen_vision_wrapper(const std::string& outer_type);
 // Their tower (model.visual): patch embedding, blocks, merger and Qwen3-VL's deepstack mergers.
-double qwen_vision_params(HfJsonReader& v, const std::string& outer_type);
+double qwen_vision_params(HfJsonReader& v, const std::string& outer_type, std::vector<TowerLinear>& linears);
 
 // Kimi-K2.5/K2.6's tower and projector (outer model_type kimi_k25), and MiniCPM-V 4.6's tower and
 // merger (minicpmv4_6): `v` is vision_config, `top` the wrapper's config, text_hidden the language
@@ -44,6 +44,8 @@ double qwen2_audio_params(HfJsonReader& a, double text_hidden, std::vector<Tower
 // qwen3_5_moe config: no tower is held. Its count (AutoModelForImageTextToText's) goes to a note and
 // idle_params to 0; the other wrappers' causal-LM class is the whole model.
 void drop_tower_unbuilt_by_causal_lm(const std::string& outer_type, ModelSpec& m);
+// Whether that class is the one AutoModelForCausalLM builds for outer_type (nothing beside the language model).
+bool causal_lm_builds_no_tower(const std::string& outer_type);
 
 // Gemma 4's vision and audio towers build their projections as Gemma4ClippableLinear, a module PEFT
 // 0.21 refuses to adapt; they share the language model's names (the vision tower's q/k/v/o_proj and

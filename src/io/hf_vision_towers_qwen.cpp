@@ -11,6 +11,9 @@
 //   merger            a norm on hidden, then hidden*merge^2 -> hidden*merge^2 -> out, with biases
 //   deepstack         Qwen3-VL: one more merger per deepstack_visual_indexes entry, its LayerNorm on
 //                     hidden*merge^2
+// Its linear modules, which LoRA targets reach by name and all-linear every one of: the blocks' attn.qkv,
+// attn.proj and MLP, the merger's (mlp.0 and mlp.2; linear_fc1 and linear_fc2 from Qwen3-VL on) and the
+// deepstack mergers' (PEFT 0.21's all-linear on each wrapper: reports/hf/tower-probe-h200.jsonl).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -56,7 +59,7 @@ const QwenVision* find_qwen_vision(const std::string& outer_type) {
 
 bool is_qwen_vision_wrapper(const std::string& outer_type) { return find_qwen_vision(outer_type) != nullptr; }
 
-double qwen_vision_params(HfJsonReader& v, const std::string& outer_type) {
+double qwen_vision_params(HfJsonReader& v, const std::string& outer_type, std::vector<TowerLinear>& linears) {
   const QwenVision* k = find_qwen_vision(outer_type);
   if (!k) return 0;
   int64_t depth = k->depth, h = k->hidden, f = k->intermediate, out = k->out, patch = k->patch;
@@ -100,19 +103,45 @@ double qwen_vision_params(HfJsonReader& v, const std::string& outer_type) {
                              (k->qwen3 ? H : 0) + (k->qwen3 ? double(positions) * H : 0);
   const double m = H * double(merge) * double(merge);
   const double merger_mlp = m * m + m + m * O + O;
+  const double n = double(depth);
+  linears.insert(linears.end(), {{"attn.qkv", H, qkv_rows, n}, {"attn.proj", H, H, n}});
+  if (k->gated)
+    linears.insert(linears.end(), {{"mlp.gate_proj", H, F, n}, {"mlp.up_proj", H, F, n}, {"mlp.down_proj", F, H, n}});
+  else {
+    const std::string mlp = k->qwen3 ? "mlp.linear_fc" : "mlp.fc";
+    linears.insert(linears.end(), {{mlp + "1", H, F, n}, {mlp + "2", F, H, n}});
+  }
+  if (k->qwen3) {
+    linears.insert(linears.end(), {{"merger.linear_fc1", m, m, 1}, {"merger.linear_fc2", m, O, 1}});
+    if (stacks > 0)
+      linears.insert(linears.end(), {{"deepstack_merger_list.N.linear_fc1", m, m, stacks},
+                                     {"deepstack_merger_list.N.linear_fc2", m, O, stacks}});
+  } else
+    linears.insert(linears.end(), {{"merger.mlp.0", m, m, 1}, {"merger.mlp.2", m, O, 1}});
   return patch_embed + double(depth) * block + (norm + merger_mlp) + stacks * (2 * m + merger_mlp);
 }
 
+namespace {
+
+const char* text_only_causal_lm(const std::string& outer_type) {
+  return outer_type == "qwen3_5"       ? "Qwen3_5ForCausalLM"
+         : outer_type == "qwen3_5_moe" ? "Qwen3_5MoeForCausalLM"
+                                       : nullptr;
+}
+
+}  // namespace
+
+bool causal_lm_builds_no_tower(const std::string& outer_type) { return text_only_causal_lm(outer_type) != nullptr; }
+
 void drop_tower_unbuilt_by_causal_lm(const std::string& outer_type, ModelSpec& m) {
-  const char* causal_lm = outer_type == "qwen3_5"       ? "Qwen3_5ForCausalLM"
-                          : outer_type == "qwen3_5_moe" ? "Qwen3_5MoeForCausalLM"
-                                                        : nullptr;
+  const char* causal_lm = text_only_causal_lm(outer_type);
   if (!causal_lm || m.idle_params <= 0) return;
   m.notes.push_back("transformers' AutoModelForCausalLM builds " + std::string(causal_lm) + " for model_type " +
                     outer_type + ": the language model alone; the vision tower and merger (" +
                     std::to_string(int64_t(m.idle_params)) +
                     " parameters, which AutoModelForImageTextToText builds beside it) are not held");
   m.idle_params = 0;
+  m.tower_linear_modules.clear();
 }
 
 }  // namespace remat

@@ -6,6 +6,7 @@
 
 #include "hf_families.hpp"
 #include "hf_json_reader.hpp"
+#include "hf_vision_towers.hpp"
 #include "remat/spec/model_spec.hpp"
 #include "remat/spec/problems.hpp"
 
@@ -113,7 +114,10 @@ std::string encoders(const json& root) {
 
 void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& type, const std::string& nest,
                        const json& root) {
-  m.encoders_uncounted = m.encoders_uncounted || (!nest.empty() && m.idle_params <= 0);
+  // a wrapper whose causal-LM class is its language model alone builds nothing beside it to count
+  const bool no_tower = root.contains("model_type") && root["model_type"].is_string() &&
+                        causal_lm_builds_no_tower(root["model_type"].get<std::string>());
+  m.encoders_uncounted = m.encoders_uncounted || (!nest.empty() && m.idle_params <= 0 && !no_tower);
   if (nest == "thinker_config.text_config") {
     m.name += " (language model: " + nest + ")";
     m.notes.push_back("the thinker's text_config is the language model (" + type +
@@ -126,7 +130,8 @@ void note_vision_tower(ModelSpec& m, const HfFamily& family, const std::string& 
                       " parameters) are not in its count; under --framework hf their weights are held, never run");
   } else if (!nest.empty()) {
     m.name += " (language model: " + nest + ")";
-    m.notes.push_back("the nested config is the language model (" + type + "); " + encoders(root) + " are not counted");
+    m.notes.push_back("the nested config is the language model (" + type + "); " + encoders(root) +
+                      (no_tower ? " are not built by its causal-LM class" : " are not counted"));
   } else if (family.vision_tower_beside && m.idle_params > 0) {
     m.notes.push_back("the language model's keys are read (" + type + "); the vision tower and merger (" +
                       std::to_string(int64_t(m.idle_params)) +

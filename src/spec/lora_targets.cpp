@@ -87,7 +87,8 @@ std::string all_linear_gap(const ModelSpec& m) {
   if (!m.linear_modules_complete) return "remat does not know every linear module of this model's layers";
   for (const LinearModule& l : m.linear_modules)
     if (l.matrix.empty()) return "it adapts " + l.name + " too, which remat prices no adapter on";
-  if (m.idle_params > 0 || m.encoders_uncounted)
+  // a counted tower lists every linear module it has or none (ModelSpec::tower_linear_modules)
+  if ((m.idle_params > 0 && m.tower_linear_modules.empty()) || m.encoders_uncounted)
     return "it adapts the vision tower's linear modules too, which remat does not price";
   if (!m.is_moe()) return "";
   // transformers 5 stacks the routed experts' weights: PEFT converts them (its ParamWrapper) or leaves
@@ -98,10 +99,12 @@ std::string all_linear_gap(const ModelSpec& m) {
 }
 
 // PEFT adapts a tower's module whose path ends in a target name (self_attn.q_proj by q_proj or
-// self_attn.q_proj); a target naming a longer path (one layer's, the language model's) reaches none.
+// self_attn.q_proj), and all-linear every one; a target naming a longer path (one layer's, the language
+// model's) reaches none.
 // remat's words (q, mlp) stand for the language model's module names they pick (q_proj), as the
 // target_modules a PEFT user writes for them.
 double tower_adapter_width(const ModelSpec& m, const std::vector<std::string>& targets) {
+  const bool all_linear = std::find(targets.begin(), targets.end(), "all-linear") != targets.end();
   std::vector<std::string> names;
   for (const std::string& target : targets) {
     const std::vector<std::string> words = matrices_of_word(target);
@@ -114,7 +117,7 @@ double tower_adapter_width(const ModelSpec& m, const std::vector<std::string>& t
     const auto reaches = [&](const std::string& name) {
       return name == l.path || (l.path.ends_with(name) && l.path[l.path.size() - name.size() - 1] == '.');
     };
-    if (std::any_of(names.begin(), names.end(), reaches)) width += l.count * (l.in + l.out);
+    if (all_linear || std::any_of(names.begin(), names.end(), reaches)) width += l.count * (l.in + l.out);
   }
   return width;
 }
@@ -187,6 +190,7 @@ ResolvedLoraTargets resolve_lora_targets(const ModelSpec& m, const std::vector<s
     if (name == "all-linear") {
       if (const std::string gap = all_linear_gap(m); !gap.empty()) return refuse("PEFT's all-linear: " + gap);
       for (const LinearModule& l : m.linear_modules) add_matrix(m, l.matrix, r.targets);
+      r.targets.by_all_linear = true;
       continue;
     }
     if (const std::vector<std::string> words = matrices_of_word(name); !words.empty()) {

@@ -164,7 +164,9 @@ void check_peft_moe_targets(Flags& f, const TrainingSpec& t, const ModelSpec& m)
 
 // PEFT raises on a target whose name also reaches a tower module of a class it cannot adapt.
 void check_peft_tower_targets(Flags& f, const TrainingSpec& t, const ModelSpec& m) {
-  if (t.lora_rank <= 0 || !t.peft_moe_conversion || m.tower_modules_peft_refuses.empty()) return;
+  if (t.lora_rank <= 0 || !t.peft_moe_conversion || m.tower_modules_peft_refuses.empty() ||
+      t.lora_targets.by_all_linear)
+    return;
   std::string clashing;
   for (const LinearModule& l : m.linear_modules) {
     const auto& refused = m.tower_modules_peft_refuses;

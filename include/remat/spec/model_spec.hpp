@@ -155,8 +155,9 @@ struct ModelSpec {
   // adapt (Gemma 4's Gemma4ClippableLinear): a LoRA target naming one raises in PEFT
   std::vector<std::string> tower_modules_peft_refuses;
   std::string tower_peft_refuses;  // the tower and its class, as a message names them
-  // The tower's linear modules where remat knows them (GLM-4.1V's, Voxtral's): a LoRA target name
-  // reaching one puts an adapter on it too, held and never trained (LoraTargets::tower_adapter_width)
+  // The tower's linear modules, every one or (where remat does not know them) none: a LoRA target name
+  // reaching one, and all-linear, put an adapter on it too, held and never trained
+  // (LoraTargets::tower_adapter_width)
   std::vector<TowerLinear> tower_linear_modules;
 
   // How the layer is built (defaults: LLaMA's). Biases and norms change parameters

@@ -40,6 +40,9 @@ struct LoraTargets {
   // sum of in + out over the tower's linear modules the target names reach (ModelSpec::
   // tower_linear_modules): PEFT adapts them too, and a text-only step never trains them
   double tower_adapter_width = 0;
+  // given as PEFT's all-linear, which names each linear module by its whole path: a leaf name a tower
+  // shares in a class PEFT cannot adapt (Gemma 4's Gemma4ClippableLinear) is then not matched
+  bool by_all_linear = false;
   bool any_qkv() const { return q || k || v; }
   bool any_gate_up() const { return gate || up; }
   bool any_latent() const { return q_a || q_b || kv_a || kv_b; }
