@@ -130,29 +130,36 @@ TEST(StreamBp, ObjectiveLogitsByHand) {
   const double v = 151936, tokens = 100;
   TrainingSpec t = one_gpu(100);
   t.objective = Objective::grpo, t.grpo_group = 8;
-  EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(t, false), 18);
+  EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(t, ModelLogits::standard), 18);
   EXPECT_EQ(sequences_per_example(t), 8);
-  EXPECT_DOUBLE_EQ(head_logits_bytes(t, 8 * tokens * v, false), 18 * 8 * 100 * v);
+  EXPECT_DOUBLE_EQ(head_logits_bytes(t, 8 * tokens * v, ModelLogits::standard), 18 * 8 * 100 * v);
   t.lm_head_chunks = 4;
-  EXPECT_DOUBLE_EQ(head_logits_bytes(t, 8 * tokens * v, false), 18 * 8 * 100 * v / 4);
+  EXPECT_DOUBLE_EQ(head_logits_bytes(t, 8 * tokens * v, ModelLogits::standard), 18 * 8 * 100 * v / 4);
   t.lm_head_chunks = 1, t.lora_rank = 32;
-  EXPECT_DOUBLE_EQ(head_logits_bytes(t, 8 * tokens * v, false), 14 * 8 * 100 * v);
+  EXPECT_DOUBLE_EQ(head_logits_bytes(t, 8 * tokens * v, ModelLogits::standard), 14 * 8 * 100 * v);
   t.objective = Objective::dpo, t.lora_rank = 0;
   EXPECT_EQ(sequences_per_example(t), 2);
-  EXPECT_DOUBLE_EQ(head_logits_bytes(t, 2 * tokens * v, false), 14 * 2 * 100 * v);
+  EXPECT_DOUBLE_EQ(head_logits_bytes(t, 2 * tokens * v, ModelLogits::standard), 14 * 2 * 100 * v);
   t.lora_rank = 32;
-  EXPECT_DOUBLE_EQ(head_logits_bytes(t, 2 * tokens * v, false), 10 * 2 * 100 * v);
+  EXPECT_DOUBLE_EQ(head_logits_bytes(t, 2 * tokens * v, ModelLogits::standard), 10 * 2 * 100 * v);
   // TRL's per-row log-probabilities on logits the model's forward made fp32 (Llama 3.2 Vision,
   // Nemotron-H): the fp32 logits (4) and, at the last row's logsumexp backward, the rows done and
   // that row's three temporaries, 4 (rows + 2) / rows, or the rows' gradients and their stack (8):
   // 12 for DPO's two rows and for four, 16 for one
   t.per_row_logps = true, t.mbs = 2;
-  EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(t, true), 12);
+  EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(t, ModelLogits::fp32_in_forward), 12);
   t.mbs = 4;
-  EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(t, true), 12);
+  EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(t, ModelLogits::fp32_in_forward), 12);
   t.mbs = 1;
-  EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(t, true), 16);
+  EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(t, ModelLogits::fp32_in_forward), 16);
   t.per_row_logps = false, t.mbs = one_gpu(100).mbs;
+  // Qwen2-Audio's own bf16 cross_entropy under SFT: its logits, their shifted copy and the saved
+  // log-softmax (2 + 2 + 2); under autocast it runs in fp32 as transformers' loss does
+  TrainingSpec own = one_gpu(100);
+  EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(own, ModelLogits::own_bf16_loss), 6);
+  own.params_fp32_autocast = true;
+  EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(own, ModelLogits::own_bf16_loss),
+                   head_logits_bytes_per_element(own, ModelLogits::standard));
   // Through the estimate: the DPO head sees 2 T tokens, the layers 2 sequences
   TrainingSpec sft = one_gpu(100), dpo = one_gpu(100);
   dpo.objective = Objective::dpo;

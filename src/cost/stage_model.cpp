@@ -72,7 +72,8 @@ void add_head(StageBase& s, const ModelSpec& m, const RankShape& r, const Traini
   // policy logits, fp32 copy and gradient (+ old-policy and reference logits for GRPO/DPO),
   // one of lm_head_chunks chunks at a time under StreamBP, and the normed input's gradient
   // (src/cost/streambp.cpp)
-  s.head_transient_bytes = head_peak_bytes(head, t, logits, m.logits_fp32_in_forward && r.layouts_from_model_code);
+  const ModelLogits handed = r.layouts_from_model_code ? m.logits : ModelLogits::standard;
+  s.head_transient_bytes = head_peak_bytes(head, t, logits, handed);
   add_logit_softcap(s, m, t, hw, logits);
   // Falcon-H1's lm_head_multiplier as transformers applies it (FalconH1ForCausalLM.forward:
   // lm_head(h) * m): one more pass over the bf16 logits each way (2+2 bytes a logit); the unscaled
@@ -95,6 +96,15 @@ void add_head(StageBase& s, const ModelSpec& m, const RankShape& r, const Traini
     // subtract 4+4, exp 4+4, sum 4, normalize 4+4; backward: scale 4+4, cast 4+2
     s.fixed_fwd_s += 38 * logits / mem_bw;
     s.fixed_bwd_s += 14 * logits / mem_bw;
+    return;
+  }
+  if (handed == ModelLogits::own_bf16_loss && t.objective == Objective::sft && !t.params_fp32_autocast) {
+    // the model's own bf16 cross_entropy (bytes per logit): the shifted copy 2+2, log_softmax reading
+    // its input twice and writing 2+2+2; backward: nll_loss's zero-filled gradient 2, log_softmax's
+    // gradient reading it and the saved output and writing 2+2+2, the slice's zero-filled gradient
+    // and its copy 2+2+2
+    s.fixed_fwd_s += (4 + 6) * logits / mem_bw;
+    s.fixed_bwd_s += (2 + 6 + 6) * logits / mem_bw;
     return;
   }
   if (t.loss_log_softmax_saved && t.objective == Objective::sft) {

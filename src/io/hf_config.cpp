@@ -781,7 +781,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
       !flat_text_type.empty() && (outer_type == "llava" || outer_type == "glm4v" || outer_type == "glm4v_moe");
   if (nested || family->vision_tower_beside || flat_tower) {
     m.idle_params = vision_tower_params(top, outer_type, m.hidden_size, m.tower_linear_modules);
-    drop_tower_unbuilt_by_causal_lm(outer_type, m);
+    apply_wrapper_causal_lm(outer_type, m);
     note_peft_refused_tower_modules(top, outer_type, m);
   }
   note_vision_tower(m, *family, type, nest, root);

@@ -129,7 +129,7 @@ void read_nemotron_h_extras(HfJsonReader& r, ModelSpec& m) {
 
 void nemotron_h_layer(HfJsonReader& r, ModelSpec& m) {
   llama_layer(r, m);
-  m.logits_fp32_in_forward = true;  // NemotronHForCausalLM.forward: lm_head(...).float()
+  m.logits = ModelLogits::fp32_in_forward;  // NemotronHForCausalLM.forward: lm_head(...).float()
   two_matrix_mlp(m, "relu2");
   read_activation(r, m, "mlp_hidden_act");
   m.rotary_fraction = 0;

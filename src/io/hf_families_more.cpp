@@ -618,7 +618,7 @@ void mllama_text_layer(HfJsonReader& r, ModelSpec& m) {
     if (m.skipped_cross_attention_layers[size_t(i)])
       m.layer_mixers[size_t(i)] = Mixer::none, m.layer_has_ffn[size_t(i)] = false;
   m.extra_input_embedding_rows = 8;
-  m.logits_fp32_in_forward = true;  // MllamaForCausalLM.forward: lm_head(...).float()
+  m.logits = ModelLogits::fp32_in_forward;  // MllamaForCausalLM.forward: lm_head(...).float()
   m.notes.push_back("Llama 3.2 Vision's " + std::to_string(count) + " cross-attention layers of " +
                     std::to_string(layers) +
                     " are costed as a text-only step runs them (transformers skips them without image states): "

@@ -43,7 +43,8 @@ double qwen2_audio_params(HfJsonReader& a, double text_hidden, std::vector<Tower
 // class (Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM: "VLM compatibility") from a qwen3_5 or
 // qwen3_5_moe config: no tower is held. Its count (AutoModelForImageTextToText's) goes to a note and
 // idle_params to 0; the other wrappers' causal-LM class is the whole model.
-void drop_tower_unbuilt_by_causal_lm(const std::string& outer_type, ModelSpec& m);
+// Qwen2-Audio's class computes its own loss (ModelSpec::logits).
+void apply_wrapper_causal_lm(const std::string& outer_type, ModelSpec& m);
 // Whether that class is the one AutoModelForCausalLM builds for outer_type (nothing beside the language model).
 bool causal_lm_builds_no_tower(const std::string& outer_type);
 

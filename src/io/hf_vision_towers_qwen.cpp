@@ -133,7 +133,9 @@ const char* text_only_causal_lm(const std::string& outer_type) {
 
 bool causal_lm_builds_no_tower(const std::string& outer_type) { return text_only_causal_lm(outer_type) != nullptr; }
 
-void drop_tower_unbuilt_by_causal_lm(const std::string& outer_type, ModelSpec& m) {
+void apply_wrapper_causal_lm(const std::string& outer_type, ModelSpec& m) {
+  // Qwen2AudioForConditionalGeneration.forward computes its loss itself, on the bf16 logits
+  if (outer_type == "qwen2_audio") m.logits = ModelLogits::own_bf16_loss;
   const char* causal_lm = text_only_causal_lm(outer_type);
   if (!causal_lm || m.idle_params <= 0) return;
   m.notes.push_back("transformers' AutoModelForCausalLM builds " + std::string(causal_lm) + " for model_type " +

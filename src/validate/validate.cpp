@@ -136,7 +136,7 @@ BackendMemory predict_streambp_memory(const BackendCase& c) {
     t.lm_head_chunks = c.chunks;
     const Block head = rmsnorm_linear_block(r, c.model.hidden_size, c.model.vocab_size, "lm_head");
     out.kept_bytes = saved_bytes(head);
-    out.peak_bytes = head_peak_bytes(head, t, r.tokens() * double(c.model.vocab_size), false);
+    out.peak_bytes = head_peak_bytes(head, t, r.tokens() * double(c.model.vocab_size), ModelLogits::standard);
     return out;
   }
   const StreamBpBytes b = streambp_chunked_bytes(build_layer(c.model, r, 0), c.chunks);

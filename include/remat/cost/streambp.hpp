@@ -60,16 +60,16 @@ TrainingSpec streambp_effective_training(const TrainingSpec& t, Strategy s);
 // policy logits (bf16), the loss's fp32 copy and the fp32 gradient; GRPO adds
 // old-policy logits, GRPO and DPO the reference logits (fp32 each, eqs. 4, 7),
 // which LoRA does without (the reference is the base model with the adapter
-// disabled, run before the loss; App. D). fp32_forward_logits: the model's forward returns them
-// in fp32 (ModelSpec::logits_fp32_in_forward under --framework hf).
-double head_logits_bytes_per_element(const TrainingSpec& t, bool fp32_forward_logits);
+// disabled, run before the loss; App. D). `logits`: how the model's forward hands them to the loss
+// (ModelSpec::logits under --framework hf; standard elsewhere).
+double head_logits_bytes_per_element(const TrainingSpec& t, ModelLogits logits);
 // The loss's logits working set with C = lm_head_chunks (sec. 3.2.1, eq. 3:
 // one chunk's logits and gradient at a time).
-double head_logits_bytes(const TrainingSpec& t, double logits_elements, bool fp32_forward_logits);
+double head_logits_bytes(const TrainingSpec& t, double logits_elements, ModelLogits logits);
 // Most bytes alive around the LM head's loss: what the head block saves, the
 // logits working set, and the gradient of the head's normed input, which the
 // chunks accumulate.
-double head_peak_bytes(const Block& head, const TrainingSpec& t, double logits_elements, bool fp32_forward_logits);
+double head_peak_bytes(const Block& head, const TrainingSpec& t, double logits_elements, ModelLogits logits);
 
 // LoRA adapter parameters of one layer on one tp rank: r (in + out) per
 // targeted matrix (q, k, v, o; gate, up, down).

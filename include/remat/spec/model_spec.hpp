@@ -29,6 +29,12 @@ struct TowerLinear {
 // SwiGLU, Gemma's GeGLU) or two matrices (up, act, down: GPT-2, GPT-NeoX, Falcon,
 // StarCoder2, Nemotron's relu^2).
 enum class MlpKind { gated, two_matrix };
+// How a causal LM's forward hands its logits to the loss, as transformers 5.17 writes it:
+//   standard         bf16 logits to transformers' loss function (ForCausalLMLoss upcasts them)
+//   fp32_in_forward  lm_head(h).float() (MllamaForCausalLM, NemotronHForCausalLM): that upcast is a no-op
+//   own_bf16_loss    its own nn.CrossEntropyLoss on a shifted .contiguous() copy of the bf16 logits, no
+//                    upcast (Qwen2AudioForConditionalGeneration)
+enum class ModelLogits { standard, fp32_in_forward, own_bf16_loss };
 // RMSNorm (weight only) or LayerNorm (mean and variance; weight, with or without bias).
 enum class NormKind { rms, layer };
 // How a model's own code runs its LayerNorm on an eager stack (the hf profile): torch's native
@@ -312,9 +318,8 @@ struct ModelSpec {
   // Falcon-H1's muP multipliers as transformers applies them: the Mamba-2 mixer reads its own scaled
   // copy of the normed input (ssm_in_multiplier) and the logits are scaled after the head (one more pass)
   bool mamba_input_scaled_copy = false, logits_multiplied = false;
-  // The causal LM's forward returns fp32 logits (lm_head(h).float(): transformers 5.17's MllamaForCausalLM
-  // and NemotronHForCausalLM); the loss's own upcast is then a no-op
-  bool logits_fp32_in_forward = false;
+  // How the causal LM's own forward hands its logits to the loss (ModelLogits)
+  ModelLogits logits = ModelLogits::standard;
   // Gated DeltaNet: key heads x key dim for q and k, value heads x value dim for v, z and the output.
   int64_t linear_num_key_heads = 0, linear_num_value_heads = 0, linear_key_head_dim = 0, linear_value_head_dim = 0;
   int64_t linear_conv_kernel = 4;

@@ -1,0 +1,69 @@
+// PEFT's all-linear on multimodal wrappers adapts their towers' linear modules too, which a text-only
+// step holds and never trains. examples/hf/all_linear/tower_probe.py applied it to 20 wrappers as
+// transformers 5.17 builds them (tower-probe-h200.jsonl: each adapted module outside the language
+// model's layers, and PEFT's trainable count); 13 steps were written and priced before they ran
+// (examples/hf/vision/cases_all_linear_blind.json, predicted_all_linear_blind.tsv).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "hf_measured.hpp"
+#include "remat/cost/streambp.hpp"
+#include "remat/spec/lora_placement.hpp"
+#include "test_helpers.hpp"
+
+namespace remat {
+namespace {
+
+const std::string kRoot = std::string(REMAT_TEST_DATA) + "/../";
+
+// Every wrapper the probe built: remat's tower adapters at rank 16 equal to the adapters PEFT put
+// outside the language model's layers, and with the layers' adapters equal to PEFT's trainable count;
+// or all-linear refused, naming what remat lacks.
+TEST(HfTowerAdapters, EqualToPeftsOnEveryProbedWrapper) {
+  std::ifstream lines(kRoot + "reports/hf/tower-probe-h200.jsonl");
+  std::set<std::string> exact, refused;
+  for (std::string line; std::getline(lines, line);) {
+    const nlohmann::json row = nlohmann::json::parse(line);
+    const std::string name = row.at("name").get<std::string>();
+    if (row.contains("error")) continue;  // transformers refused the cut (Gemma 4 E2B: a sliding layer last)
+    ModelSpec m = test::model(kRoot + row.at("config").get<std::string>());
+    m.num_hidden_layers = row.at("layers").get<int64_t>();
+    const ResolvedLoraTargets resolved = resolve_lora_targets(m, {"all-linear"});
+    if (!resolved.refusal.empty()) {
+      refused.insert(name);
+      continue;
+    }
+    const double towers = 16 * resolved.targets.tower_adapter_width;
+    EXPECT_DOUBLE_EQ(towers, row.at("outside_adapter_params").get<double>()) << name;
+    TrainingSpec t = test::hf_training(1024, 16);
+    t.lora_targets = resolved.targets;
+    double layers = 0;
+    for (int64_t g = 0; g < m.num_hidden_layers; ++g)
+      layers += lora_layer_params(m, t, 1, g) + lora_held_layer_params(m, t, g);
+    // the cuts of a flat LLaVA file (LlavaConfig builds its default 32-layer text_config) and of
+    // Gemma 4 31B (transformers makes the last of the 2 layers global) are not remat's layers
+    if (name != "llava_orig" && name != "gemma4_31b")
+      EXPECT_DOUBLE_EQ(towers + layers, row.at("trainable_params").get<double>()) << name;
+    exact.insert(name);
+  }
+  EXPECT_EQ(exact.size(), 18u);
+  // Qwen3-VL-MoE's router: what PEFT adapts of it remat has not been held to
+  EXPECT_EQ(refused, std::set<std::string>{"qwen3vlmoe"});
+}
+
+// LLaVA 1.5 (CLIP), Gemma 3 (SigLIP; also q_proj and v_proj alone, which reach the tower's too),
+// Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Mistral 3 (Pixtral: Devstral 2, LightOnOCR 2), LFM2.5-VL (SigLIP2),
+// GLM-4.1V, Voxtral, Qwen2-Audio and Gemma 4 31B; none, non-reentrant and reentrant; bf16 and mixed;
+// SFT, DPO and GRPO. As first compared 12 were within 0.36%; Qwen2-Audio's was +18.5%: its class
+// computes its own loss on the bf16 logits (ModelLogits::own_bf16_loss), now -0.30%. GLM-4.1V's third
+// non-reentrant step raised SystemError in torch's replay; its second is compared.
+TEST(HfTowerAdapters, BlindVisionSteps) {
+  test::expect_steps_within("steps-vision-all-linear-blind-h200.jsonl", "h200", 0.4, 0.4, 13);
+}
+
+}  // namespace
+}  // namespace remat
