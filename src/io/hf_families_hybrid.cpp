@@ -351,6 +351,7 @@ void granitemoehybrid_layer(HfJsonReader& r, ModelSpec& m) {
 // (so that --tp splits them) and intermediate_size for d_inner; no layer uses them as attention.
 void mamba2_layer(HfJsonReader& r, ModelSpec& m) {
   int64_t expand = 2;
+  m.logits = ModelLogits::fp32_in_forward;  // Mamba2ForCausalLM.forward: lm_head(...).float()
   m.mamba_num_heads = 128, m.mamba_head_dim = 64, m.ssm_state_size = 128, m.mamba_n_groups = 8;
   m.mamba_conv_kernel = 4, m.mamba_chunk_size = 256;
   m.mamba_conv_bias = true, m.mamba_proj_bias = false;
@@ -492,6 +493,8 @@ void mamba1_channels(HfJsonReader& r, ModelSpec& m, int64_t expand) {
 // RMSNorms on B, C and dt have no weights.
 void mamba_layer(HfJsonReader& r, ModelSpec& m) {
   int64_t expand = 2;
+  // MambaForCausalLM.forward and FalconMambaForCausalLM.forward: lm_head(...).float() (loss-paths-h200.jsonl)
+  m.logits = ModelLogits::fp32_in_forward;
   m.ssm_state_size = 16, m.mamba_conv_kernel = 4, m.mamba_conv_bias = true, m.mamba_proj_bias = false;
   r.integer("state_size", m.ssm_state_size, false);
   r.integer("expand", expand, false);

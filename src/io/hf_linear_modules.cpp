@@ -134,6 +134,11 @@ const std::vector<FamilyModules>& family_modules() {
                                  {"fc1_latent_proj", ""},
                                  {"fc2_latent_proj", ""}},
                                 false)},
+      // Mamba-2 alone (Mamba2Mixer): its in_proj and out_proj, which PEFT refuses here
+      {"mamba2", {{"in_proj", "mixer_in"}, {"out_proj", "mixer_out"}}},
+      // Mamba-1 (MambaMixer, FalconMambaMixer): in_proj, x_proj, dt_proj and out_proj, on none of which
+      // remat prices an adapter; PEFT refuses out_proj
+      {"mamba falcon_mamba", {{"in_proj", ""}, {"x_proj", ""}, {"dt_proj", ""}, {"out_proj", ""}}},
       // Bamba's and Falcon-H1's Mamba-2 layers beside LLaMA's attention and MLP
       {"bamba falcon_h1", llama_with({{"in_proj", "mixer_in"}, {"out_proj", "mixer_out"}}, true)},
       // Laguna's and Step 3.5's per-head attention gate g_proj (h x heads)
@@ -179,7 +184,7 @@ struct RouterReading {
 constexpr RouterReading kRouterReadings[] = {
     {"llama4_text phimoe jamba aria_text", "router"},
     {"qwen2_moe qwen3_5_moe_text granitemoe granitemoeshared granitemoehybrid laguna step3p5 mistral4 hy_v3 lfm2_moe "
-     "nemotron_h",
+     "nemotron_h qwen3_vl_moe_text",
      ""},
 };
 
