@@ -153,13 +153,15 @@ TEST(StreamBp, ObjectiveLogitsByHand) {
   t.mbs = 1;
   EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(t, ModelLogits::fp32_in_forward), 16);
   t.per_row_logps = false, t.mbs = one_gpu(100).mbs;
-  // Qwen2-Audio's own bf16 cross_entropy under SFT: its logits, their shifted copy and the saved
-  // log-softmax (2 + 2 + 2); under autocast it runs in fp32 as transformers' loss does
+  // Qwen2-Audio's own cross_entropy on bf16 logits under SFT: the saved log-softmax, nll_loss's
+  // gradient and log_softmax's (2 + 2 + 2); under autocast nll_loss's saved fp32 cast and its fp32
+  // gradient beside the bf16 log-softmax (2 + 4 + 4), where transformers' loss holds 12
   TrainingSpec own = one_gpu(100);
   EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(own, ModelLogits::own_bf16_loss), 6);
   own.params_fp32_autocast = true;
-  EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(own, ModelLogits::own_bf16_loss),
-                   head_logits_bytes_per_element(own, ModelLogits::standard));
+  EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(own, ModelLogits::own_bf16_loss), 10);
+  own.loss_log_softmax_saved = true;  // the hf profile's reading of transformers' loss
+  EXPECT_DOUBLE_EQ(head_logits_bytes_per_element(own, ModelLogits::standard), 12);
   // Through the estimate: the DPO head sees 2 T tokens, the layers 2 sequences
   TrainingSpec sft = one_gpu(100), dpo = one_gpu(100);
   dpo.objective = Objective::dpo;

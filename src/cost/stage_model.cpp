@@ -98,13 +98,14 @@ void add_head(StageBase& s, const ModelSpec& m, const RankShape& r, const Traini
     s.fixed_bwd_s += 14 * logits / mem_bw;
     return;
   }
-  if (handed == ModelLogits::own_bf16_loss && t.objective == Objective::sft && !t.params_fp32_autocast) {
-    // the model's own bf16 cross_entropy (bytes per logit): the shifted copy 2+2, log_softmax reading
-    // its input twice and writing 2+2+2; backward: nll_loss's zero-filled gradient 2, log_softmax's
-    // gradient reading it and the saved output and writing 2+2+2, the slice's zero-filled gradient
-    // and its copy 2+2+2
-    s.fixed_fwd_s += (4 + 6) * logits / mem_bw;
-    s.fixed_bwd_s += (2 + 6 + 6) * logits / mem_bw;
+  if (handed == ModelLogits::own_bf16_loss && t.objective == Objective::sft) {
+    // the model's own cross_entropy on bf16 logits (bytes per logit): log_softmax reading its input
+    // twice and writing 2+2+2 (under autocast nll_loss's fp32 cast 2+4); backward: nll_loss's
+    // zero-filled gradient 2 (4 under autocast, then its cast back 4+2), log_softmax's gradient reading
+    // it and the saved output and writing 2+2+2, the slice's zero-filled gradient and its copy 2+2+2
+    const bool fp32 = t.params_fp32_autocast;
+    s.fixed_fwd_s += (6 + (fp32 ? 6 : 0)) * logits / mem_bw;
+    s.fixed_bwd_s += ((fp32 ? 4 + 6 : 2) + 6 + 6) * logits / mem_bw;
     return;
   }
   if (t.loss_log_softmax_saved && t.objective == Objective::sft) {

@@ -191,12 +191,15 @@ double head_logits_bytes_per_element(const TrainingSpec& t, ModelLogits logits) 
     if (t.params_fp32_autocast) return 2 + 4 + 4 / rows;
     return 4;
   }
-  if (logits == ModelLogits::own_bf16_loss && t.objective == Objective::sft && !t.params_fp32_autocast) {
-    // the model's own cross_entropy in bf16: forward holds the logits, their shifted copy and the saved
-    // log-softmax (2 + 2 + 2); backward, the saved output, nll_loss's gradient and log_softmax's (6).
-    // Under autocast cross_entropy runs in fp32, as transformers' loss does (below). Qwen2-Audio's
-    // reentrant step at 2k (steps-vision-all-linear-blind-h200.jsonl): +18.5% priced as below
-    return 6;
+  if (logits == ModelLogits::own_bf16_loss && t.objective == Objective::sft) {
+    // the model's own cross_entropy on its bf16 logits (their shifted slice is contiguous already: a
+    // view). ATen's cross_entropy_loss calls log_softmax with the input's dtype, which autocast leaves
+    // as it is, then nll_loss. In bf16 the log-softmax (2) is saved; backward holds it, nll_loss's
+    // gradient and log_softmax's (6). Under autocast nll_loss runs in fp32 and saves its fp32 cast of
+    // the log-softmax (2 + 4); backward adds its fp32 gradient (10). Qwen2-Audio's steps
+    // (steps-vision-all-linear-blind-h200.jsonl, steps-loss-paths-blind-h200.jsonl): +18.5% and +5.4%
+    // priced as transformers' loss (12)
+    return t.params_fp32_autocast ? 10 : 6;
   }
   if (t.loss_log_softmax_saved) {
     // PyTorch's cross_entropy on the fp32 upcast: forward holds the bf16 logits, their fp32 copy and
