@@ -55,6 +55,27 @@ TEST(HfTowerAdapters, EqualToPeftsOnEveryProbedWrapper) {
   EXPECT_TRUE(refused.empty());
 }
 
+// Llama 3.2 Vision's cross-attention layer (layer 3 of the 6-layer cut): PEFT puts adapters on its
+// cross_attn.q/k/v/o_proj and its MLP by the same names (1,310,720 at rank 16 of all-linear's 5,242,880
+// on 4 layers: peft-all-linear-types-h200.jsonl); the skipped layer never trains them. Held, they bring
+// the bytes before the 90B's MLP-adapter step from -0.49% to within 0.01% (steps-unseen16-h200.jsonl).
+TEST(HfTowerAdapters, MllamaCrossLayersHoldTheirAdapters) {
+  const ModelSpec m = test::model(kRoot + "examples/hf/mllama/llama-3.2-11b-vision-6l.json");
+  ASSERT_TRUE(m.layer_is_skipped_cross_attention(3));
+  TrainingSpec t = test::hf_training(1024, 16);
+  t.lora_targets = resolve_lora_targets(m, {"all-linear"}).targets;
+  EXPECT_DOUBLE_EQ(lora_layer_params(m, t, 1, 3), 0);
+  EXPECT_DOUBLE_EQ(lora_held_layer_params(m, t, 3),
+                   16.0 * (2 * (4096 + 4096) + 2 * (4096 + 1024) + 3 * (4096 + 14336)));
+  int steps = 0;
+  for (const HfComparison& c : test::measured_hf_steps("steps-unseen16-h200.jsonl", "h200"))
+    if (c.measured.case_name.starts_with("llama-3.2-90b-vision-instruct-4l-lora")) {
+      EXPECT_LT(std::abs(c.before_error_pct()), 0.01) << c.measured.case_name;
+      ++steps;
+    }
+  EXPECT_EQ(steps, 1);
+}
+
 // LLaVA 1.5 (CLIP), Gemma 3 (SigLIP; also q_proj and v_proj alone, which reach the tower's too),
 // Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Mistral 3 (Pixtral: Devstral 2, LightOnOCR 2), LFM2.5-VL (SigLIP2),
 // GLM-4.1V, Voxtral, Qwen2-Audio and Gemma 4 31B; none, non-reentrant and reentrant; bf16 and mixed;

@@ -332,6 +332,17 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
 }
 
 double lora_held_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t layer) {
+  if (t.lora_rank > 0 && m.layer_is_skipped_cross_attention(layer)) {
+    // Llama 3.2 Vision's cross-attention layer: PEFT adapts its cross_attn.q/k/v/o_proj and its MLP by
+    // the same names; a text-only step skips the layer, so they get no gradient
+    // (peft-all-linear-types-h200.jsonl)
+    const LoraTargets& l = t.lora_targets;
+    const double r = double(t.lora_rank), h = double(m.hidden_size), f = double(m.mlp_width(layer));
+    const AttentionShape a = m.attention_shape(layer);
+    const double q = double(a.heads * a.head_dim), kv = double(a.kv_heads * a.head_dim);
+    return r * ((l.q ? h + q : 0) + (l.k ? h + kv : 0) + (l.v ? h + kv : 0) + (l.o ? q + h : 0) +
+                (l.gate ? h + f : 0) + (l.up ? h + f : 0) + (l.down ? f + h : 0));
+  }
   if (t.lora_rank > 0 && m.mixer(layer) == Mixer::compressed_attention &&
       m.compressed_layer(layer) == CompressedAttention::sparse) {
     // DeepSeek-V4's CSA indexer: its adapters get no gradient (DeepseekV4Indexer's top-k indices carry none)

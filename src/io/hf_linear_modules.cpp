@@ -134,6 +134,9 @@ const std::vector<FamilyModules>& family_modules() {
                                  {"fc1_latent_proj", ""},
                                  {"fc2_latent_proj", ""}},
                                 false)},
+      // Llama 3.2 Vision's language model: LLaMA's names, which reach its cross-attention layers'
+      // cross_attn.q/k/v/o_proj and MLPs too (held untrained: lora_held_layer_params)
+      {"mllama_text_model", llama_with({}, true)},
       // Mamba-2 alone (Mamba2Mixer): its in_proj and out_proj, which PEFT refuses here
       {"mamba2", {{"in_proj", "mixer_in"}, {"out_proj", "mixer_out"}}},
       // Mamba-1 (MambaMixer, FalconMambaMixer): in_proj, x_proj, dt_proj and out_proj, on none of which

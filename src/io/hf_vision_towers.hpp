@@ -39,10 +39,10 @@ double voxtral_audio_params(HfJsonReader& a, double text_hidden, std::vector<Tow
 // Qwen2-Audio's encoder and projector (qwen2_audio; `a` is audio_config): hf_towers_glm4v_voxtral.cpp.
 double qwen2_audio_params(HfJsonReader& a, double text_hidden, std::vector<TowerLinear>& linears);
 
-// transformers 5.17's AutoModelForCausalLM, which --framework hf stands for, builds Qwen3.5's text-only
-// class (Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM: "VLM compatibility") from a qwen3_5 or
-// qwen3_5_moe config: no tower is held. Its count (AutoModelForImageTextToText's) goes to a note and
-// idle_params to 0; the other wrappers' causal-LM class is the whole model.
+// transformers 5.17's AutoModelForCausalLM, which --framework hf stands for, builds Qwen3.5's and Llama
+// 3.2 Vision's text-only classes (Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM: "VLM compatibility";
+// MllamaForCausalLM) from a qwen3_5, qwen3_5_moe or mllama config: no tower is held. A counted tower goes
+// to a note and idle_params to 0; the other wrappers' causal-LM class is the whole model.
 // Qwen2-Audio's class computes its own loss (ModelSpec::logits).
 void apply_wrapper_causal_lm(const std::string& outer_type, ModelSpec& m);
 // Whether that class is the one AutoModelForCausalLM builds for outer_type (nothing beside the language model).

@@ -126,6 +126,7 @@ namespace {
 const char* text_only_causal_lm(const std::string& outer_type) {
   return outer_type == "qwen3_5"       ? "Qwen3_5ForCausalLM"
          : outer_type == "qwen3_5_moe" ? "Qwen3_5MoeForCausalLM"
+         : outer_type == "mllama"      ? "MllamaForCausalLM"
                                        : nullptr;
 }
 
