@@ -127,6 +127,8 @@ const char* text_only_causal_lm(const std::string& outer_type) {
   return outer_type == "qwen3_5"       ? "Qwen3_5ForCausalLM"
          : outer_type == "qwen3_5_moe" ? "Qwen3_5MoeForCausalLM"
          : outer_type == "mllama"      ? "MllamaForCausalLM"
+         : outer_type == "llama4"      ? "Llama4ForCausalLM"
+         : outer_type == "emu3"        ? "Emu3ForCausalLM"
                                        : nullptr;
 }
 
