@@ -204,7 +204,10 @@ void set_router_module(const std::string& family, ModelSpec& m) {
     if (!lists(r.families, family)) continue;
     if (!r.linear.empty()) m.linear_modules.push_back({std::string(r.linear), "router"});
     m.router_reading_known = true;
-    m.router_adapter_raises = family == "phimoe";
+    // PhiMoE's and Llama 4's routers return a tuple, on which PEFT's adapter raises (AttributeError:
+    // 'tuple' object has no attribute 'dtype'; all-linear-unpriced-h200.jsonl,
+    // steps-vision-all-linear-blind2-h200.jsonl)
+    m.router_adapter_raises = family == "phimoe" || family == "llama4_text";
     return;
   }
   m.linear_modules.push_back({"gate", "router"});  // transformers 5's name; what PEFT reaches unknown
