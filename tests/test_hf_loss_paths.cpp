@@ -26,9 +26,7 @@ TEST(HfLossPaths, ReadFromTheClasses) {
 // eager), Qwen3-VL-MoE's all-linear (attention alone: PEFT adapts neither router nor experts), pure
 // Mamba-2's in_proj adapters and Mamba-1 under DPO: within 0.60% (the mixed LoRA step was +5.38% as
 // first compared, priced as transformers' loss; the others as first compared).
-TEST(HfLossPaths, BlindSteps) {
-  test::expect_steps_within("steps-loss-paths-blind-h200.jsonl", "h200", 0.7, 0.7, 9);
-}
+TEST(HfLossPaths, BlindSteps) { test::expect_steps_within("steps-loss-paths-blind-h200.jsonl", "h200", 0.7, 0.7, 9); }
 
 }  // namespace
 }  // namespace remat

@@ -340,8 +340,8 @@ double lora_held_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t
     const double r = double(t.lora_rank), h = double(m.hidden_size), f = double(m.mlp_width(layer));
     const AttentionShape a = m.attention_shape(layer);
     const double q = double(a.heads * a.head_dim), kv = double(a.kv_heads * a.head_dim);
-    return r * ((l.q ? h + q : 0) + (l.k ? h + kv : 0) + (l.v ? h + kv : 0) + (l.o ? q + h : 0) +
-                (l.gate ? h + f : 0) + (l.up ? h + f : 0) + (l.down ? f + h : 0));
+    return r * ((l.q ? h + q : 0) + (l.k ? h + kv : 0) + (l.v ? h + kv : 0) + (l.o ? q + h : 0) + (l.gate ? h + f : 0) +
+                (l.up ? h + f : 0) + (l.down ? f + h : 0));
   }
   if (t.lora_rank > 0 && m.mixer(layer) == Mixer::compressed_attention &&
       m.compressed_layer(layer) == CompressedAttention::sparse) {

@@ -38,6 +38,19 @@ TowerDims tower_dims(HfJsonReader& v, int64_t default_patch) {
 
 using Linears = std::vector<TowerLinear>;
 
+// `n` layers' q, k, v, o projections and gated MLP (gate, up, down) as linear modules: paths
+// attention.q_proj ... and mlp.gate_proj ..., each with `leaf` appended (Gemma 4's ".linear")
+void add_gated_layer_linears(const std::string& attention, const std::string& mlp, const std::string& leaf, double h,
+                             double q, double kv, double f, double n, Linears& linears) {
+  linears.insert(linears.end(), {{attention + ".q_proj" + leaf, h, q, n},
+                                 {attention + ".k_proj" + leaf, h, kv, n},
+                                 {attention + ".v_proj" + leaf, h, kv, n},
+                                 {attention + ".o_proj" + leaf, q, h, n},
+                                 {mlp + ".gate_proj" + leaf, h, f, n},
+                                 {mlp + ".up_proj" + leaf, h, f, n},
+                                 {mlp + ".down_proj" + leaf, f, h, n}});
+}
+
 // One encoder layer: q, k, v and out_proj with biases, fc1 and fc2 with biases, two LayerNorms.
 double encoder_layer(const TowerDims& d) {
   const double h = d.hidden, f = d.intermediate;
@@ -136,15 +149,8 @@ double pixtral_params(HfJsonReader& top, HfJsonReader& v, double text_hidden, Li
   const double tower =
       double(channels) * double(patch) * double(patch) * H + H + double(layers) * (2 * H + 4 * H * H + 3 * H * F);
   const double projector = H + H * double(merge) * double(merge) * H + H * features * T + T * T + (bias ? 2 * T : 0);
-  const double n = double(layers);
-  linears.insert(linears.end(), {{"attention.q_proj", H, H, n},
-                                 {"attention.k_proj", H, H, n},
-                                 {"attention.v_proj", H, H, n},
-                                 {"attention.o_proj", H, H, n},
-                                 {"feed_forward.gate_proj", H, F, n},
-                                 {"feed_forward.up_proj", H, F, n},
-                                 {"feed_forward.down_proj", F, H, n},
-                                 {"patch_merger.merging_layer", H * double(merge) * double(merge), H, 1},
+  add_gated_layer_linears("attention", "feed_forward", "", H, H, H, F, double(layers), linears);
+  linears.insert(linears.end(), {{"patch_merger.merging_layer", H * double(merge) * double(merge), H, 1},
                                  {"multi_modal_projector.linear_1", H * features, T, 1},
                                  {"multi_modal_projector.linear_2", T, T, 1}});
   return tower + projector;
@@ -205,14 +211,8 @@ double gemma4_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidd
   if (!plausible_dims(d)) return 0;
   const double H = d[0], F = d[1], layers = d[2], q = d[3] * d[5], kv = d[4] * d[5], head_dim = d[5];
   const double layer = H * q + 2 * H * kv + q * H + 2 * head_dim + 3 * H * F + 4 * H;
-  linears.insert(linears.end(), {{"self_attn.q_proj.linear", H, q, layers},
-                                 {"self_attn.k_proj.linear", H, kv, layers},
-                                 {"self_attn.v_proj.linear", H, kv, layers},
-                                 {"self_attn.o_proj.linear", q, H, layers},
-                                 {"mlp.gate_proj.linear", H, F, layers},
-                                 {"mlp.up_proj.linear", H, F, layers},
-                                 {"mlp.down_proj.linear", F, H, layers},
-                                 {"patch_embedder.input_proj", 3 * d[6] * d[6], H, 1},
+  add_gated_layer_linears("self_attn", "mlp", ".linear", H, q, kv, F, layers, linears);
+  linears.insert(linears.end(), {{"patch_embedder.input_proj", 3 * d[6] * d[6], H, 1},
                                  {"embed_vision.embedding_projection", H, text_hidden, 1}});
   return 2 * d[7] * H + 3 * d[6] * d[6] * H + layers * layer + text_hidden * H;
 }
@@ -253,7 +253,8 @@ double counted_tower_params(HfJsonReader& top, const std::string& outer_type, in
   // (hidden 1024, MLP 4096, 24 layers), and the projector (transformers 5.17 builds 324,487,168 for it
   // beside LLaMA-7B: steps-unseen13-h200.jsonl)
   if (outer_type == "llava" && !top.object.contains("vision_config"))
-    return clip_params({1024, 4096, 24, 3, 336, 14}, linears) + llava_projector(top, 1024, double(text_hidden), linears);
+    return clip_params({1024, 4096, 24, 3, 336, 14}, linears) +
+           llava_projector(top, 1024, double(text_hidden), linears);
   // GLM-4.1V/4.5V's and Voxtral's config classes build their encoder config's defaults where the
   // file has none
   const bool audio = outer_type == "voxtral" || outer_type == "qwen2_audio";

@@ -73,23 +73,29 @@ def probe(name, config, layers):
     return rec
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def run_probes(probe_one, description, mode="a"):
+    """Command line NAME=CONFIG[:LAYERS] ... --out FILE: one JSON line per model from probe_one(name,
+    config, layers); a model that fails is a line with its error, not the end of the run."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--out", required=True)
     ap.add_argument("models", nargs="+", help="NAME=CONFIG[:LAYERS]")
     args = ap.parse_args()
-    with open(args.out, "a") as out:
+    with open(args.out, mode) as out:
         for spec in args.models:
             name, rest = spec.split("=", 1)
             config, _, layers = rest.partition(":")
             try:
-                rec = probe(name, config, int(layers) if layers else None)
+                rec = probe_one(name, config, int(layers) if layers else None)
             except Exception as e:  # noqa: BLE001
                 rec = {"name": name, "config": config, "error": repr(e)[:2000]}
             out.write(json.dumps(rec) + "\n")
             out.flush()
             print(name, rec.get("trainable_params"), rec.get("error", rec.get("peft_error", "")), flush=True)
             torch.cuda.empty_cache()
+
+
+def main():
+    run_probes(probe, __doc__)
 
 
 if __name__ == "__main__":

@@ -9,8 +9,6 @@ remat's tower linear modules (ModelSpec::tower_linear_modules) are read against 
 
     python3 examples/hf/all_linear/tower_probe.py --out towers.jsonl NAME=CONFIG[:LAYERS] ...
 """
-import argparse
-import json
 import os
 import re
 import sys
@@ -18,7 +16,9 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
 import hf_step  # noqa: E402
+from probe import run_probes  # noqa: E402
 
 
 def language_layers(model, n_layers):
@@ -66,23 +66,7 @@ def probe(name, config, layers):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("models", nargs="+", help="NAME=CONFIG[:LAYERS]")
-    args = ap.parse_args()
-    with open(args.out, "w") as out:
-        for spec in args.models:
-            name, rest = spec.split("=", 1)
-            config, _, layers = rest.partition(":")
-            try:
-                rec = probe(name, config, int(layers) if layers else None)
-            except Exception as e:  # one model's failure is a line, not the end of the run
-                rec = {"name": name, "config": config, "error": repr(e)[:1000]}
-            out.write(json.dumps(rec) + "\n")
-            out.flush()
-            print(name, rec.get("trainable_params"), rec.get("outside_adapter_params"), rec.get("error", ""),
-                  flush=True)
-            torch.cuda.empty_cache()
+    run_probes(probe, __doc__, mode="w")
 
 
 if __name__ == "__main__":
