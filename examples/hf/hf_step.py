@@ -408,7 +408,8 @@ def run_case(c, versions, write, meta, trace_dir=None, steps=3, diagnostic=True)
         "case": name, "config": c["config"], "model_type": model_type,
         "num_hidden_layers": n_layers, "num_hidden_layers_file": n_file,
         "seq": seq, "mbs": mbs, "mode": mode, "lora_rank": rank, "lora_targets": targets,
-        "lora_dropout": dropout, "checkpointing": ckpt, "attention": attn,
+        "lora_dropout": dropout, "checkpointing": ckpt, "checkpoint_layers": c.get("checkpoint_layers"),
+        "attention": attn,
         "precision": precision, "objective": objective,
         "grpo_group": group if objective == "grpo" else None,
     }
@@ -436,6 +437,11 @@ def run_case(c, versions, write, meta, trace_dir=None, steps=3, diagnostic=True)
 
     if ckpt != "none":
         hf.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": ckpt == "reentrant"})
+        if c.get("checkpoint_layers") is not None:
+            # the first R decoder layers checkpointed, the rest kept: each GradientCheckpointingLayer
+            # reads its own flag (what `remat plan --framework hf` prints for a plan of R layers)
+            for i, layer in enumerate(hf.get_decoder().layers):
+                layer.gradient_checkpointing = i < int(c["checkpoint_layers"])
         if mode == "lora" and ckpt == "reentrant":
             # as Trainer / PEFT users do: frozen embeddings would otherwise give the reentrant
             # checkpoints inputs without requires_grad, and the adapters no gradient

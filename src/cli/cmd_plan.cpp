@@ -15,6 +15,7 @@
 #include "remat/cost/streambp.hpp"
 #include "remat/report/plan_report.hpp"
 #include "remat/report/tables.hpp"
+#include "remat/report/hf_snippet.hpp"
 #include "remat/search/megatron_flags.hpp"
 #include "remat/spec/framework.hpp"
 #include "remat/spec/problems.hpp"
@@ -257,9 +258,15 @@ Runner add_plan_command(CLI::App& app) {
       throw InputError(
           {{"command line", "--no-uniform-r --no-per-stage-r --no-per-layer", "", "leave nothing to search"}});
     print_notes(in);
+    // under hf the plan is printed as transformers code; Megatron-LM's flags are not its framework's
+    const bool hf = in.training.framework == kHfFramework;
+    if (hf && opts->emit_megatron_args)
+      throw InputError({{"command line", "--emit-megatron-args", "",
+                         "--framework hf plans a transformers + PEFT step: plan prints its Python lines instead"}});
     // generic costs are those of fused kernels and flash attention: Megatron with Transformer Engine
     const bool te = in.training.framework != kMegatronLocalFramework;
-    const RunnablePlan runnable = runnable_megatron_plan(in.model, in.hardware, in.training, {so.budget_bytes, te});
+    const RunnablePlan runnable =
+        hf ? RunnablePlan{} : runnable_megatron_plan(in.model, in.hardware, in.training, {so.budget_bytes, te});
     if (opts->emit_megatron_args) return emit_megatron_line(in, runnable, te);
     // the split is a plan choice: the exact search also runs on the split the Megatron-runnable
     // search chose (beside the default split's, with more than one thread), and keeps whichever
@@ -287,8 +294,15 @@ Runner add_plan_command(CLI::App& app) {
     if (const auto plan = reported_plan(res, space))
       est = estimate(in.model, in.hardware, space.training, *plan, so.budget_bytes);
     const Estimate* e = est ? &*est : nullptr;
-    emit(opts->common, plan_search_table(space, so, res, e, &runnable, te),
-         plan_search_report(in.meta, space, so, res, e, &runnable, te));
+    std::string table = plan_search_table(space, so, res, e, hf ? nullptr : &runnable, te);
+    Json report = plan_search_report(in.meta, space, so, res, e, hf ? nullptr : &runnable, te);
+    if (hf && e && res.best) {
+      const std::vector<std::string> lines = transformers_snippet(in.model, space.training, *e);
+      table += "\ntransformers + PEFT, the best plan in a training script (PATH: the model's folder or name):\n";
+      for (const std::string& line : lines) table += "  " + line + "\n";
+      report["transformers"] = lines;
+    }
+    emit(opts->common, table, report);
     return res.best ? kExitOk : kExitNoFit;
   };
 }

@@ -58,6 +58,9 @@ HfStep step_from(const Line& l) {
   s.num_layers = l.integer("num_hidden_layers"), s.seq = l.integer("seq"), s.mbs = l.integer("mbs");
   s.lora_rank = l.integer("lora_rank"), s.grpo_group = l.integer("grpo_group", true), s.step = l.integer("step");
   s.lora_dropout = l.real("lora_dropout");
+  // the first R decoder layers checkpointed, where the case says (hf_step.py's checkpoint_layers)
+  if (l.j.contains("checkpoint_layers") && !l.j["checkpoint_layers"].is_null())
+    s.checkpoint_layers = l.integer("checkpoint_layers");
   // examples/hf/hf_step.py's GRPO batch is one prompt's group of completions, whatever the case's mbs:
   // the prompts per step are the sequences it ran over the group
   if (s.objective == "grpo" && s.grpo_group > 0 && l.j.contains("batch_sequences")) {

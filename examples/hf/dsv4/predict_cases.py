@@ -16,6 +16,7 @@ with tempfile.TemporaryDirectory() as tmp:
                                          "checkpointing", "attention", "precision", "objective")}
             rec.update({"num_hidden_layers": c.get("layers") or json.load(open(c["config"]))["num_hidden_layers"],
                         "lora_targets": c.get("lora_targets", []), "grpo_group": c.get("grpo_group"),
+                        "checkpoint_layers": c.get("checkpoint_layers"),
                         "gpu": "NVIDIA H200", "step": 3, "oom": False, "peak_allocated_bytes": 1,
                         "allocated_before_bytes": 1, "step_time_s": 1.0})
             out.write(json.dumps(rec) + "\n")

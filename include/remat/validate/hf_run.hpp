@@ -18,6 +18,7 @@ namespace remat {
 struct HfStep {
   std::string case_name, config, mode, checkpointing, attention, precision, objective, gpu;
   int64_t num_layers = 0, seq = 0, mbs = 0, lora_rank = 0, grpo_group = 0, step = 0;
+  int64_t checkpoint_layers = -1;  // checkpointing the first R decoder layers only; -1: every layer
   std::vector<std::string> lora_targets;
   double lora_dropout = 0;
   std::string lora_adapter_dtype = "float32";  // PEFT's default (autocast_adapter_dtype)
