@@ -43,18 +43,20 @@ std::string target_modules(const ModelSpec& m, const LoraTargets& targets) {
 std::vector<std::string> transformers_snippet(const ModelSpec& m, const TrainingSpec& t, const Estimate& e) {
   const bool mixed = t.precision == Precision::mixed;
   std::vector<std::string> out;
-  out.push_back(fmt::format(
-      "model = AutoModelForCausalLM.from_pretrained(PATH, dtype=torch.{}, attn_implementation=\"{}\")",
-      mixed ? "float32" : "bfloat16", t.flash_attention ? "sdpa" : "eager"));
+  out.push_back(
+      fmt::format("model = AutoModelForCausalLM.from_pretrained(PATH, dtype=torch.{}, attn_implementation=\"{}\")",
+                  mixed ? "float32" : "bfloat16", t.flash_attention ? "sdpa" : "eager"));
   const std::vector<int64_t> layers = checkpointed_layers(e);
   const int64_t all = e.stages.empty() ? 0 : e.stages.back().last_layer;
   const bool reentrant = t.replay == RecomputeReplay::full;
   if (!layers.empty()) {
-    out.push_back(fmt::format("model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={{\"use_reentrant\": {}}})",
-                              reentrant ? "True" : "False"));
+    out.push_back(
+        fmt::format("model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={{\"use_reentrant\": {}}})",
+                    reentrant ? "True" : "False"));
     if (int64_t(layers.size()) < all) {
-      out.push_back(fmt::format("for i, layer in enumerate(model.get_decoder().layers):  # {} of {} layers checkpointed",
-                                layers.size(), all));
+      out.push_back(
+          fmt::format("for i, layer in enumerate(model.get_decoder().layers):  # {} of {} layers checkpointed",
+                      layers.size(), all));
       out.push_back(fmt::format("    layer.gradient_checkpointing = {}", layer_condition(layers)));
     }
     // frozen embeddings would give a reentrant checkpoint inputs without requires_grad
@@ -64,8 +66,9 @@ std::vector<std::string> transformers_snippet(const ModelSpec& m, const Training
     out.push_back(fmt::format("model = get_peft_model(model, LoraConfig(r={}, lora_dropout={}, target_modules={}))",
                               t.lora_rank, t.lora_dropout, target_modules(m, t.lora_targets)));
   const int64_t accumulation = t.microbatches();
-  out.push_back(fmt::format("args = TrainingArguments(per_device_train_batch_size={}, gradient_accumulation_steps={}{})",
-                            t.mbs, accumulation, mixed ? ", bf16=True" : ""));
+  out.push_back(
+      fmt::format("args = TrainingArguments(per_device_train_batch_size={}, gradient_accumulation_steps={}{})", t.mbs,
+                  accumulation, mixed ? ", bf16=True" : ""));
   return out;
 }
 
