@@ -124,7 +124,7 @@ void refuse_unbuilt_construct_keys(HfJsonReader& r, const ModelSpec& m, HfExpert
 // for a model_type remat does not know, the architecture class it names.
 const HfFamily* resolve_family(HfJsonReader& r, const std::string& type, const std::vector<std::string>& archs,
                                ModelSpec& m) {
-  note_head_of_architecture(archs, m);
+  note_head_of_architecture(r, archs, find_hf_family(type) != nullptr, m);
   if (const HfFamily* f = find_hf_family(type)) return f;
   std::string family = hf_family_alias(type), via;
   for (size_t i = 0; family.empty() && i < archs.size(); ++i)

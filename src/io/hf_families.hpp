@@ -258,7 +258,10 @@ std::string nested_key(const nlohmann::json& root, const std::string& type);
 const nlohmann::json& nested_object(const nlohmann::json& root, const std::string& path);
 // A note where `architectures` names a class whose head is not the causal LM's (a bare model for
 // embeddings, a sequence classifier or reward model): remat costs the causal LM all the same.
-void note_head_of_architecture(const std::vector<std::string>& archs, ModelSpec& m);
+// Refuses an EAGLE-3 draft head (its architectures) by name where its model_type is no family of
+// transformers' own (transformers_type false).
+void note_head_of_architecture(const HfJsonReader& r, const std::vector<std::string>& archs, bool transformers_type,
+                               ModelSpec& m);
 // MiniCPM-V's language model type for its config's version ("" for another model_type; an unknown
 // version refused).
 std::string minicpmv_text_model_type(const nlohmann::json& root, const std::string& type, const std::string& file);

@@ -6,7 +6,9 @@
 #include <utility>
 
 #include "hf_families.hpp"
+#include "hf_json_reader.hpp"
 #include "remat/spec/model_spec.hpp"
+#include "remat/spec/problems.hpp"
 
 namespace remat {
 
@@ -366,9 +368,19 @@ bool peft_converts_expert_targets(const std::string& model_type) {
   return false;
 }
 
-void note_head_of_architecture(const std::vector<std::string>& archs, ModelSpec& m) {
+void note_head_of_architecture(const HfJsonReader& r, const std::vector<std::string>& archs, bool transformers_type,
+                               ModelSpec& m) {
   if (archs.empty()) return;
   const std::string& a = archs.front();
+  // SpecForge's and SGLang's EAGLE-3 draft heads (LlamaForCausalLMEagle3) build their own layer: q, k and
+  // v read the embedding and the target's hidden state side by side, and an fc folds three of the
+  // target's layers into one. Under a model_type transformers knows it builds that type's model (what
+  // remat counts); under another (kimi_k2 on Kimi K2's draft) nothing builds it but the draft's own code
+  if (!transformers_type && a.find("Eagle3") != std::string::npos)
+    throw InputError({{r.file, r.path("architectures"), a,
+                       "is not a model remat can build: an EAGLE-3 draft head (its layer reads the token "
+                       "embedding and the target model's hidden states side by side), which transformers "
+                       "does not build"}});
   const auto ends = [&](const char* tail) { return a.ends_with(tail); };
   std::string head;
   if (ends("ForSequenceClassification") || ends("ForRewardModel") || ends("ForTokenClassification"))
