@@ -196,8 +196,10 @@ bool plausible_dims(const std::vector<double>& dims) {
   return !dims.empty();
 }
 
-// Gemma4VisionModel under Gemma4ForConditionalGeneration, counted where the file gives every
-// dimension (its vision config class's defaults are not read here) and builds no audio tower:
+// Gemma4VisionModel under Gemma4ForConditionalGeneration, counted where it builds no audio tower, each
+// dimension the file leaves out at Gemma4VisionConfig's default (transformers 5.17: hidden 768, MLP
+// 3072, 16 layers, 12 heads and 12 key-value heads of 64, patch 16, 10240 positions; a file giving
+// hidden 1152 and 16 heads alone gets 12 key-value heads of 64 all the same):
 // patch_embedder's two position tables (2 x position_embedding_size x hidden) and input_proj (3
 // channels x patch^2 -> hidden), per layer q, k, v, o without biases, per-head q and k norms, a
 // gated MLP and four RMSNorms, and embed_vision's projection to the text width.
@@ -205,9 +207,14 @@ bool plausible_dims(const std::vector<double>& dims) {
 // embed_vision's embedding_projection.
 double gemma4_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidden, Linears& linears) {
   if (top.object.contains("audio_config") && !top.object["audio_config"].is_null()) return 0;
-  const std::vector<double> d =
-      required_dims(v, {"hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-                        "num_key_value_heads", "head_dim", "patch_size", "position_embedding_size"});
+  const char* keys[] = {"hidden_size",         "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                        "num_key_value_heads", "head_dim",          "patch_size",        "position_embedding_size"};
+  int64_t defaults[] = {768, 3072, 16, 12, 12, 64, 16, 10240};
+  std::vector<double> d;
+  for (size_t i = 0; i < 8; ++i) {
+    v.integer(keys[i], defaults[i], false);
+    d.push_back(double(defaults[i]));
+  }
   if (!plausible_dims(d)) return 0;
   const double H = d[0], F = d[1], layers = d[2], q = d[3] * d[5], kv = d[4] * d[5], head_dim = d[5];
   const double layer = H * q + 2 * H * kv + q * H + 2 * head_dim + 3 * H * F + 4 * H;
