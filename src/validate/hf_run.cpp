@@ -78,7 +78,7 @@ HfSetup hf_setup(const HfStep& s, const ModelSpec& model, const std::string& fil
   if (s.checkpointing != "non_reentrant" && s.checkpointing != "reentrant")
     refuse(file, s, "checkpointing", s.checkpointing, "must be none, non_reentrant or reentrant");
   setup.plan.strategy = Strategy::full;  // gradient_checkpointing_enable: every decoder layer
-  if (s.checkpoint_layers >= 0) {       // or the first R, the others' flags turned off
+  if (s.checkpoint_layers >= 0) {        // or the first R, the others' flags turned off
     if (s.checkpoint_layers > s.num_layers)
       refuse(file, s, "checkpoint_layers", std::to_string(s.checkpoint_layers),
              "must not exceed num_hidden_layers = " + std::to_string(s.num_layers));
