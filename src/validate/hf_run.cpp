@@ -74,6 +74,9 @@ HfSetup hf_setup(const HfStep& s, const ModelSpec& model, const std::string& fil
   t = apply_framework(t, kHfFramework);
   t.zero_stage = 0;
   HfSetup setup{t, {}};
+  if (s.checkpointing == "none" && s.checkpoint_layers >= 0)
+    refuse(file, s, "checkpoint_layers", std::to_string(s.checkpoint_layers),
+           "names layers to checkpoint in a step without checkpointing");
   if (s.checkpointing == "none") return setup;
   if (s.checkpointing != "non_reentrant" && s.checkpointing != "reentrant")
     refuse(file, s, "checkpointing", s.checkpointing, "must be none, non_reentrant or reentrant");
