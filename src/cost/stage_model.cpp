@@ -419,15 +419,13 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
   add_framework_bytes(s, m, r, t);
   if (first) s.stage_output_bytes += per_layer_inputs_bytes(m, r);
   s.static_bytes = held_bytes(s.params, largest_layer, s.adapter_params, t);
-  // PEFT's adapters on the tower's modules the target names reach, on DSA's indexer (run under no_grad)
-  // and on Llama 3.2 Vision's cross-attention layers (skipped): held in the adapters' dtype, never
-  // trained (no gradient, no optimizer state); Voxtral's q/k/v_proj, GLM-4.1V's down_proj
-  // (steps-unseen15-h200.jsonl). DeepSeek-V4's indexer adapters are not added: its 33 steps' bytes
-  // before the step are within 0.03% without them, +0.036% with them
+  // PEFT's adapters on the tower's modules the target names reach, on DSA's and DeepSeek-V4's indexers
+  // (run under no_grad) and on Llama 3.2 Vision's cross-attention layers (skipped): held in the adapters'
+  // dtype, never trained (no gradient, no optimizer state); Voxtral's q/k/v_proj, GLM-4.1V's down_proj
+  // (steps-unseen15-h200.jsonl)
   if (t.layouts_from_model_code && t.lora_rank > 0) {
     double held = first ? double(t.lora_rank) * t.lora_targets.tower_adapter_width : 0;
-    for (int64_t g = s.first_layer; g < s.last_layer; ++g)
-      if (m.index_n_heads > 0 || m.layer_is_skipped_cross_attention(g)) held += lora_held_layer_params(m, t, g);
+    for (int64_t g = s.first_layer; g < s.last_layer; ++g) held += lora_held_layer_params(m, t, g);
     s.static_bytes.weights += (t.lora_adapter_bytes == 4 ? 4 : bytes_per_param(t, 1).weights) * held;
   }
   if (grads_absent_before_backward(t)) {
