@@ -103,8 +103,7 @@ std::string all_linear_gap(const ModelSpec& m) {
 // model's) reaches none.
 // remat's words (q, mlp) stand for the language model's module names they pick (q_proj), as the
 // target_modules a PEFT user writes for them.
-double tower_adapter_width(const ModelSpec& m, const std::vector<std::string>& targets) {
-  const bool all_linear = std::find(targets.begin(), targets.end(), "all-linear") != targets.end();
+double tower_adapter_width(const ModelSpec& m, const std::vector<std::string>& targets, bool all_linear) {
   std::vector<std::string> names;
   for (const std::string& target : targets) {
     const std::vector<std::string> words = matrices_of_word(target);
@@ -227,7 +226,7 @@ ResolvedLoraTargets resolve_lora_targets(const ModelSpec& m, const std::vector<s
     return refuse(
         "PEFT's adapter on this model's router (an nn.Linear whose forward returns a tuple) raises in "
         "the forward pass; name the modules to adapt, the router left out");
-  r.targets.tower_adapter_width = tower_adapter_width(m, names);
+  r.targets.tower_adapter_width = tower_adapter_width(m, names, r.targets.by_all_linear);
   return r;
 }
 
