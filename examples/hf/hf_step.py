@@ -40,6 +40,7 @@ import statistics
 import sys
 import time
 import traceback
+import types
 
 import torch
 import torch.nn.functional as F
@@ -377,14 +378,18 @@ def peak_report(snapshot, case):
     return report
 
 
-def run_case(c, versions, write, meta, trace_dir=None, steps=3, diagnostic=True):
+def build_case(c, versions, meta):
+    """The case's model, reference, optimizer and loss, as a training script sets them up.
+    Returns a namespace: base (the record's fields), model, hf (the transformers model), ref_model,
+    opt, trainable, n_layers, vocab, nseq (sequences per step), autocast_ctx and
+    forward_loss(ids); a GRPO/DPO prompt is c["prompt_tokens"] long, else a quarter of the sequence."""
     name = c["case"]
     precision = c.get("precision", "bf16")
     mode = c.get("mode", "full")
     ckpt = c.get("checkpointing", "none")
     attn = c.get("attention", "sdpa")
     objective = c.get("objective", "sft")
-    seq, mbs = int(c["seq"]), int(c.get("mbs", 1))
+    seq, mbs = c.get("seq"), int(c.get("mbs", 1))
     group = c.get("grpo_group")
     rank = int(c.get("lora_rank", 16)) if mode == "lora" else 0
     dropout = float(c.get("lora_dropout", 0.0)) if mode == "lora" else 0.0
@@ -497,8 +502,6 @@ def run_case(c, versions, write, meta, trace_dir=None, steps=3, diagnostic=True)
         f"attn={base['attn_implementation_actual']} alloc={torch.cuda.memory_allocated()/2**30:.2f}GiB")
 
     vocab = cfg.get_text_config().vocab_size
-    gen = torch.Generator(device="cuda")
-    gen.manual_seed(1234)
     if objective == "grpo":
         nseq = int(group)
     elif objective == "dpo":
@@ -506,17 +509,31 @@ def run_case(c, versions, write, meta, trace_dir=None, steps=3, diagnostic=True)
     else:
         nseq = mbs
     base["batch_sequences"] = nseq
-    prompt_len = seq // 4
-
-    def new_ids():
-        return torch.randint(0, vocab, (nseq, seq), device="cuda", generator=gen)
 
     def forward_loss(ids):
         if objective == "sft":
             return sft_loss(model, ids, autocast_ctx)
+        prompt_len = int(c.get("prompt_tokens", ids.shape[1] // 4))
         if objective == "grpo":
             return grpo_loss(model, ref_model, ref_ctx, ids, prompt_len, autocast_ctx)
         return dpo_loss(model, ref_model, ref_ctx, ids, prompt_len, autocast_ctx)
+
+    return types.SimpleNamespace(base=base, model=model, hf=hf, ref_model=ref_model, opt=opt, trainable=trainable,
+                                 n_layers=n_layers, vocab=vocab, nseq=nseq, autocast_ctx=autocast_ctx,
+                                 forward_loss=forward_loss)
+
+
+def run_case(c, versions, write, meta, trace_dir=None, steps=3, diagnostic=True):
+    name = c["case"]
+    built = build_case(c, versions, meta)
+    base, model, opt, forward_loss = built.base, built.model, built.opt, built.forward_loss
+    seq, nseq, vocab, n_layers = int(c["seq"]), built.nseq, built.vocab, built.n_layers
+    ckpt = c.get("checkpointing", "none")
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(1234)
+
+    def new_ids():
+        return torch.randint(0, vocab, (nseq, seq), device="cuda", generator=gen)
 
     # ---- step 0: saved-for-backward diagnostic (not under checkpointing) ----
     diag = dict(base, step=0, oom=False)
@@ -608,7 +625,7 @@ def run_case(c, versions, write, meta, trace_dir=None, steps=3, diagnostic=True)
         log(f"  step {step}: before={before/2**30:.2f} peak={peak/2**30:.2f} fwd_peak={peak_fwd/2**30:.2f} "
             f"after_fwd={alloc_fwd/2**30:.2f} bwd_peak={peak_bwd/2**30:.2f} after={after/2**30:.2f} GiB "
             f"t={t3-t0:.3f}s loss={loss_val:.3f}")
-    del opt, model, hf, ref_model, trainable
+    del opt, model, built, forward_loss
 
 
 def free_all():

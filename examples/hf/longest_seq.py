@@ -8,9 +8,10 @@ allocated bytes rather than fragments), then binary-search the sequence length i
 --granularity: a length fits when two full training steps (forward, backward, AdamW step; the
 second with the optimizer state allocated) run without torch.cuda.OutOfMemoryError.
 
-Objectives as hf_step.py computes them: sft (the model's own loss), grpo (a group of --grpo-group
-sequences with a prompt of --prompt-tokens, TRL's computation in plain torch), dpo (chosen and
-rejected, the prompt --prompt-tokens).
+A case takes hf_step.py's fields but seq (hf_step.build_case sets the model up): mode, lora_rank,
+lora_targets, lora_dropout, checkpointing, checkpoint_layers, attention, precision, objective
+(sft; grpo with grpo_group; dpo) and prompt_tokens (the GRPO/DPO prompt; default a quarter of the
+sequence), plus start_seq, the first length probed.
 
 Usage: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True \
          python3 longest_seq.py --cases longest_cases.json --budget-gib 30 --out OUT.jsonl
@@ -18,7 +19,6 @@ One JSON line per case: the longest fitting length, the shortest failing one, th
 bytes of the longest one's second step, and every probe.
 """
 import argparse
-import contextlib
 import gc
 import json
 import os
@@ -32,72 +32,39 @@ import hf_step  # noqa: E402  (same directory)
 
 
 def build(c):
-    cfg, model_type, _ = hf_step.load_config(c["config"], c.get("layers"))
-    model = hf_step.build_model(cfg, torch.bfloat16, c.get("attention", "sdpa"))
-    ckpt = c.get("checkpointing", "none")
-    if ckpt != "none":
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": ckpt == "reentrant"})
-        if c["mode"] == "lora" and ckpt == "reentrant":
-            model.enable_input_require_grads()
-    ref_model, ref_ctx = None, contextlib.nullcontext
-    if c["mode"] == "lora":
-        from peft import LoraConfig, get_peft_model
-
-        targets = hf_step.LORA_ATTN if model_type in hf_step.MOE_TYPES else hf_step.LORA_DENSE
-        model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=targets,
-                                                 task_type="CAUSAL_LM"))
-        ref_model, ref_ctx = model, model.disable_adapter
-    elif c.get("objective", "sft") != "sft":
-        import copy
-
-        ref_model = copy.deepcopy(model).requires_grad_(False).eval()
-    model.train()
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(trainable, lr=1e-5, foreach=True)
-    return model, ref_model, ref_ctx, opt, cfg.vocab_size
+    """The case's model and step as hf_step.py sets them up (every field of its cases but seq)."""
+    return hf_step.build_case(c, {}, {})
 
 
-def loss_of(c, model, ref_model, ref_ctx, ids):
-    objective = c.get("objective", "sft")
-    none = contextlib.nullcontext
-    if objective == "sft":
-        return hf_step.sft_loss(model, ids, none)
-    prompt = int(c["prompt_tokens"])
-    if objective == "grpo":
-        return hf_step.grpo_loss(model, ref_model, ref_ctx, ids, prompt, none)
-    return hf_step.dpo_loss(model, ref_model, ref_ctx, ids, prompt, none)
-
-
-def fits(c, built, seq):
+def fits(built, seq):
     """Two steps at `seq`; False on out-of-memory. Leaves no tensor of the probe behind."""
-    model, ref_model, ref_ctx, opt, vocab = built
-    objective = c.get("objective", "sft")
-    rows = int(c.get("grpo_group", 4)) if objective == "grpo" else 2 if objective == "dpo" else 1
     ok, peak = True, 0
     try:
         for _ in range(2):
             torch.cuda.reset_peak_memory_stats()
-            ids = torch.randint(0, vocab, (rows, seq), device="cuda")
-            loss = loss_of(c, model, ref_model, ref_ctx, ids)
+            ids = torch.randint(0, built.vocab, (built.nseq, seq), device="cuda")
+            loss = built.forward_loss(ids)
             loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+            built.opt.step()
+            built.opt.zero_grad(set_to_none=True)
             del loss, ids
             torch.cuda.synchronize()
             peak = torch.cuda.max_memory_allocated()
     except torch.cuda.OutOfMemoryError:
         ok = False
-    opt.zero_grad(set_to_none=True)
+    built.opt.zero_grad(set_to_none=True)
     sys.last_traceback = sys.last_value = None
     return ok, peak
 
 
-def search(c, built, granularity, start):
+def search(c, built, granularity, start, grow, deadline_at):
+    """[longest fitting, shortest failing) and the probes; stops early (returning what it bracketed)
+    once the clock passes deadline_at."""
     probes = []
 
     def probe(seq):
         t0 = time.time()
-        ok, peak = fits(c, built, seq)
+        ok, peak = fits(built, seq)
         gc.collect()  # the failed probe's graph, held by its frames until here
         torch.cuda.empty_cache()
         probes.append({"seq": seq, "fits": ok, "peak_allocated_bytes": peak, "s": round(time.time() - t0, 2)})
@@ -106,8 +73,10 @@ def search(c, built, granularity, start):
 
     lo, hi = 0, start
     while probe(hi):  # grow until a length fails
-        lo, hi = hi, hi * 2
-    while hi - lo > granularity:
+        lo, hi = hi, max(hi + granularity, int(hi * grow) // granularity * granularity)
+        if time.time() > deadline_at:
+            return lo, None, 0, probes
+    while hi - lo > granularity and time.time() < deadline_at:
         mid = (lo + hi) // 2 // granularity * granularity
         if mid <= lo:
             break
@@ -139,12 +108,24 @@ def main():
             continue
         print(f"CASE {c['case']}", flush=True)
         t0 = time.time()
-        built = build(c)
-        lo, hi, peak, probes = search(c, built, args.granularity, int(c.get("start_seq", 4096)))
-        del built
+        try:
+            built = build(c)
+            lo, hi, peak, probes = search(c, built, args.granularity, int(c.get("start_seq", 4096)),
+                                          float(c.get("grow", 2)), t_start + args.deadline)
+        except Exception as e:  # noqa: BLE001 - one case's failure leaves the others to run
+            print(f"  ERROR {e!r}", flush=True)
+            out.write(json.dumps(dict(c, error=repr(e)[:1000])) + "\n")
+            built = None
+            gc.collect()
+            torch.cuda.empty_cache()
+            continue
+        model_fields = {k: built.base[k] for k in ("num_hidden_layers", "params", "trainable_params",
+                                                     "lora_target_modules", "attn_implementation_actual")
+                        if k in built.base}
+        built = None
         gc.collect()
         torch.cuda.empty_cache()
-        rec = dict(c, budget_bytes=int(args.budget_gib * 2**30), granularity=args.granularity,
+        rec = dict(c, **model_fields, budget_bytes=int(args.budget_gib * 2**30), granularity=args.granularity,
                    longest_fitting_seq=lo, shortest_failing_seq=hi, peak_allocated_bytes=peak,
                    probes=probes, gpu=torch.cuda.get_device_name(), torch=torch.__version__,
                    alloc_conf=os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), seconds=round(time.time() - t0, 1))
