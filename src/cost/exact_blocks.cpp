@@ -638,7 +638,7 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
     b.ops.push_back(ops::attention("flash_attention", fwd, r.s, hd, {"q", k, v, "o", "lse"}));
     b.attention_stats = {"lse"};
     if (window_mask) {
-      b.tensors.push_back({"window_mask", r.b * r.s * r.s * kBf16});
+      b.tensors.push_back(parts::mask_tensor("window_mask", r.b * r.s * r.s * kBf16));
       b.ops.back().saves.push_back("window_mask");
     }
   } else {
@@ -648,7 +648,7 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
   const bool masked_sdpa = r.layouts_from_model_code && m.sdpa_mask_materialized && r.flash_attention && !math_sdpa;
   if (masked_sdpa) {
     // an s x s bf16 mask handed to sdpa (Falcon): each layer's kernel saves its own
-    b.tensors.push_back({"sdpa_mask", r.b * r.s * r.s * kBf16});
+    b.tensors.push_back(parts::mask_tensor("sdpa_mask", r.b * r.s * r.s * kBf16));
     b.ops.back().saves.push_back("sdpa_mask");
   }
   // rotary on q and k sliced out of the fused output (Phi-3, GPT-NeoX), or concatenated from its

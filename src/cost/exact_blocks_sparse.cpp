@@ -169,7 +169,7 @@ Block mla_up_attn_block(const RankShape& r, const ModelSpec& m) {
     // sdpa turns the boolean mask into a bf16 bias, which its kernel saves per layer; under a mask
     // cuDNN's flash kernel skips no tiles and runs at about half its causal rate (reports/hf/
     // masked-sdpa-h200.jsonl, examples/hf/probes/masked_sdpa_probe.py)
-    b.tensors.push_back({"dsa_mask", r.b * r.s * r.s * kBf16});
+    b.tensors.push_back(parts::mask_tensor("dsa_mask", r.b * r.s * r.s * kBf16));
     b.ops.back().saves.push_back("dsa_mask");
     b.ops.back().dense_mask = true;
   } else if (dsa) {

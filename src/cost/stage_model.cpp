@@ -159,15 +159,20 @@ void add_p2p(StageBase& s, const ModelSpec& m, const RankShape& r, const Trainin
 // embeddings' dtype, fp32 under autocast) that the model builds once per forward, one per kind of
 // layer (full and sliding-window), and hands to every layer; a checkpointed layer's arguments keep it
 // to its backward (Gemma 3's reentrant mixed GRPO step at 2 x 8k: two fp32 masks of 1 GiB,
-// peak-traces-h200/unseen15)
-double eager_masks_bytes(const ModelSpec& m, const RankShape& r, const TrainingSpec& t) {
-  if (!t.layouts_from_model_code || t.flash_attention) return 0;
+// peak-traces-h200/unseen15). Under sdpa the full-attention layers get none (is_causal) and the
+// sliding-window ones, from a sequence of the window on, one bool mask (masking_utils.sdpa_mask): a
+// byte per element, one s x s expanded over the batch, kept the same way (Phi-3's longest reentrant
+// step at 67k: 1 byte x s^2 beside the bf16 bias each layer's kernel saves,
+// reports/hf/longest-blind-h200.jsonl).
+double checkpointed_masks_bytes(const ModelSpec& m, const RankShape& r, const TrainingSpec& t) {
+  if (!t.layouts_from_model_code) return 0;
   bool windowed = false, full = false;
   for (int64_t i = 0; i < m.num_hidden_layers; ++i) {
     if (m.mixer(i) == Mixer::compressed_attention) full = true;  // DeepSeek-V4's one windowed mask
     if (!m.layer_has_attention(i)) continue;
     (m.layer_is_windowed(i) ? windowed : full) = true;
   }
+  if (t.flash_attention) return windowed && r.s >= double(m.sliding_window_tokens) ? r.s * r.s : 0;
   const double masks = double(windowed) + double(full);
   return masks * r.b * r.s * r.s * (t.params_fp32_autocast ? 4 : 2);
 }
@@ -186,7 +191,7 @@ void add_framework_bytes(StageBase& s, const ModelSpec& m, const RankShape& r, c
   }
   if (t.keeps_stage_outputs && s.index + 1 < t.pp)
     s.stage_output_bytes = r.seq_tokens() * double(m.hidden_size) * m.residual_streams() * 2;
-  s.checkpoint_args_bytes = eager_masks_bytes(m, r, t);
+  s.checkpoint_args_bytes = checkpointed_masks_bytes(m, r, t);
 }
 
 }  // namespace
