@@ -210,10 +210,11 @@ void read_qwen_experts(HfJsonReader& r, ModelSpec& m, const std::string& family)
   refuse_layers_outside(r, "mlp_only_layers", m.dense_mlp_layers, m.num_hidden_layers);
   int64_t shared = 0;
   // Qwen3-Next's and Qwen3.5-MoE's config classes default it to 512 (a Qwen3.5-MoE config without
-  // it counts so in transformers 5.17: param-counts-realcfg12-h200.jsonl)
+  // it counts so in transformers 5.17: param-counts-realcfg12-h200.jsonl); Qwen3-MoE's block builds
+  // none whatever the file says (left unread, so the note names it)
   if (family == "qwen3_next" || family == "qwen3_5_moe_text")
     integer_or_default(r, m, "shared_expert_intermediate_size", shared, 512);
-  else
+  else if (gated_shared)
     r.integer("shared_expert_intermediate_size", shared, false);
   if (shared > 0 && m.moe_intermediate_size > 0)
     shared_mlp_as_experts(r, "shared_expert_intermediate_size", shared, m.moe_intermediate_size,
