@@ -419,7 +419,9 @@ Block mamba1_fused(const RankShape& r, const ModelSpec& m) {
   const double rank = double(m.mamba1_dt_rank), n = double(m.ssm_state_size);
   const double taps = double(m.mamba_conv_kernel), chunks = std::ceil(r.s / 2048);
   parts::add_input_norm(b, r, h, true, 1);
-  b.ops.push_back(parts::linear(b, r, "in_proj", rows, h, 2 * c, "x_norm", {}));
+  // mamba_inner_fn reads x_proj's, dt_proj's and out_proj's weights: only in_proj's adapter runs
+  // (adapters on the others are refused under fused kernels: validate_layout.cpp)
+  b.ops.push_back(parts::linear(b, r, "in_proj", rows, h, 2 * c, "x_norm", {&LoraTargets::mixer_in}));
   b.tensors.push_back({"xz", rows * 2 * c * kBf16});
   b.tensors.push_back({"x_dbl", rows * (rank + 2 * n) * kBf16});
   b.tensors.push_back({"b_c", rows * 2 * n * kBf16});
@@ -464,7 +466,7 @@ Block mamba1_torch(const RankShape& r, const ModelSpec& m) {
   const double rank = double(m.mamba1_dt_rank), n = double(m.ssm_state_size);
   const double taps = double(m.mamba_conv_kernel), states = rows * c * n;
   parts::add_input_norm(b, r, h, true, 1);
-  b.ops.push_back(parts::linear(b, r, "in_proj", rows, h, 2 * c, "x_norm", {}));
+  b.ops.push_back(parts::linear(b, r, "in_proj", rows, h, 2 * c, "x_norm", {&LoraTargets::mixer_in}));
   b.tensors.push_back({"xz", rows * 2 * c * kBf16});
   b.tensors.push_back({"conv_out", r.b * (r.s + taps - 1) * c * kBf16});
   b.tensors.push_back({"x_act", rows * c * kBf16});
@@ -474,7 +476,8 @@ Block mamba1_torch(const RankShape& r, const ModelSpec& m) {
   b.ops.push_back(conv);
   b.tensors.push_back({"x_dbl", rows * (rank + 2 * n) * kBf16});
   if (m.mamba1_inner_norms) b.tensors.push_back({"dt_b_c_normed", rows * (rank + 2 * n) * (2 * kFp32 + kBf16)});
-  b.ops.push_back(ops::gemm("x_proj", rows, c, rank + 2 * n, {"x_act"}));
+  b.ops.push_back(parts::linear(b, r, "x_proj", rows, c, rank + 2 * n, "x_act", {&LoraTargets::mamba_x}));
+  // dt_proj.weight @ dt: the module's forward (and an adapter on it) never runs
   b.ops.push_back(ops::gemm("dt_proj", rows, rank, c, {"x_dbl"}));
   b.tensors.push_back({"dt", 2 * rows * c * kBf16});
   for (const char* name : {"discrete_a", "discrete_b", "scan_states"}) b.tensors.push_back({name, states * kFp32});
@@ -491,7 +494,7 @@ Block mamba1_torch(const RankShape& r, const ModelSpec& m) {
   b.tensors.push_back({"gate_silu", rows * c * kBf16});
   b.tensors.push_back({"y_out", rows * c * kBf16});
   b.ops.push_back(ops::streaming("gate", 20 * rows * c, 36 * rows * c, {"y_skip", "gate_silu", "xz"}));
-  b.ops.push_back(parts::linear(b, r, "out_proj", rows, c, h, "y_out", {}));
+  b.ops.push_back(parts::linear(b, r, "out_proj", rows, c, h, "y_out", {&LoraTargets::mixer_out}));
   return b;
 }
 

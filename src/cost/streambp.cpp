@@ -233,7 +233,9 @@ namespace {
 // Adapters on a linear mixer's own projections in layer g (A: in x r, B: r x out, the output side
 // split over tp): OLMo Hybrid's Gated DeltaNet names q/k/v/o as attention does and g, a, b as Qwen3.5's
 // z, a, b; Qwen3-Next's fused input projections or Qwen3.5's four and out_proj; LFM2's short
-// convolution's in_proj (B, C and x) and out_proj; Mamba-2's in_proj (z, x, B, C and dt) and out_proj.
+// convolution's in_proj (B, C and x) and out_proj; Mamba-2's in_proj (z, x, B, C and dt) and out_proj;
+// Mamba-1's in_proj (x and z), x_proj (dt, B and C) and out_proj (dt_proj's are held:
+// mamba1_held_adapter_params).
 double mixer_adapter_params(const ModelSpec& m, const LoraTargets& l, double r, double tpd, int64_t g) {
   const double h = double(m.hidden_size);
   const auto adapter = [&](bool on, double in, double out) { return on ? r * (in + out) : 0.0; };
@@ -253,7 +255,19 @@ double mixer_adapter_params(const ModelSpec& m, const LoraTargets& l, double r, 
     const double inner = double(m.mamba_num_heads) * double(m.mamba_head_dim);
     p += adapter(l.mixer_in, h, m.mamba2_in_proj_width() / tpd) + adapter(l.mixer_out, inner / tpd, h);
   }
+  if (m.mixer(g) == Mixer::mamba1) {
+    const double c = double(m.mamba1_inner) / tpd, dt_b_c = double(m.mamba1_dt_rank + 2 * m.ssm_state_size);
+    p += adapter(l.mixer_in, h, 2 * c) + adapter(l.mamba_x, c, dt_b_c) + adapter(l.mixer_out, c, h);
+  }
   return p;
+}
+
+// A Mamba-1 mixer's dt_proj adapter in layer g: PEFT builds it, but MambaMixer, FalconMambaMixer and
+// JambaMambaMixer multiply by dt_proj.weight directly, so it never runs and never trains
+// (reports/hf/mamba1-adapters-h200.jsonl: no gradient on any).
+double mamba1_held_adapter_params(const ModelSpec& m, const LoraTargets& l, double r, int64_t g) {
+  if (m.mixer(g) != Mixer::mamba1 || !l.mamba_dt) return 0;
+  return r * double(m.mamba1_dt_rank + m.mamba1_inner);
 }
 
 // DeepSeek-V4's attention adapters (A: in x r, B: r x out; not split over tp): q_a_proj, q_b_proj,
@@ -332,6 +346,8 @@ double lora_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t tp, 
 }
 
 double lora_held_layer_params(const ModelSpec& m, const TrainingSpec& t, int64_t layer) {
+  if (t.lora_rank > 0 && m.mixer(layer) == Mixer::mamba1)
+    return mamba1_held_adapter_params(m, t.lora_targets, double(t.lora_rank), layer);
   if (t.lora_rank > 0 && m.layer_is_skipped_cross_attention(layer)) {
     // Llama 3.2 Vision's cross-attention layer: PEFT adapts its cross_attn.q/k/v/o_proj and its MLP by
     // the same names; a text-only step skips the layer, so they get no gradient

@@ -139,9 +139,14 @@ const std::vector<FamilyModules>& family_modules() {
       {"mllama_text_model", llama_with({}, true)},
       // Mamba-2 alone (Mamba2Mixer): its in_proj and out_proj, which PEFT refuses here
       {"mamba2", {{"in_proj", "mixer_in"}, {"out_proj", "mixer_out"}}},
-      // Mamba-1 (MambaMixer, FalconMambaMixer): in_proj, x_proj, dt_proj and out_proj, on none of which
-      // remat prices an adapter; PEFT refuses out_proj
-      {"mamba falcon_mamba", {{"in_proj", ""}, {"x_proj", ""}, {"dt_proj", ""}, {"out_proj", ""}}},
+      // Mamba-1 (MambaMixer, FalconMambaMixer): in_proj, x_proj, dt_proj and out_proj; PEFT refuses
+      // out_proj here (reports/hf/mamba1-adapters-h200.jsonl)
+      {"mamba falcon_mamba",
+       {{"in_proj", "mixer_in"}, {"x_proj", "mamba_x"}, {"dt_proj", "mamba_dt"}, {"out_proj", "mixer_out"}}},
+      // Jamba's Mamba-1 layers (JambaMambaMixer) beside LLaMA's attention and dense MLP; its routed
+      // experts are stacked weights PEFT leaves alone, its router an nn.Linear (kRouterReadings)
+      {"jamba", llama_with({{"in_proj", "mixer_in"}, {"x_proj", "mamba_x"}, {"dt_proj", "mamba_dt"}, {"out_proj", "mixer_out"}},
+                           true)},
       // Bamba's and Falcon-H1's Mamba-2 layers beside LLaMA's attention and MLP
       {"bamba falcon_h1", llama_with({{"in_proj", "mixer_in"}, {"out_proj", "mixer_out"}}, true)},
       // Laguna's and Step 3.5's per-head attention gate g_proj (h x heads)

@@ -45,6 +45,8 @@ constexpr MatrixWord kMatrixWords[] = {
     {"in_proj_a", &LoraTargets::gdn_a},
     {"mixer_in", &LoraTargets::mixer_in},
     {"mixer_out", &LoraTargets::mixer_out},
+    {"mamba_x", &LoraTargets::mamba_x},
+    {"mamba_dt", &LoraTargets::mamba_dt},
     {"compress_kv", &LoraTargets::compress_kv},
     {"compress_gate", &LoraTargets::compress_gate},
     {"index_kv", &LoraTargets::index_kv},

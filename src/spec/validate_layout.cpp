@@ -105,6 +105,7 @@ bool layer_adapted(const ModelSpec& m, const LoraPlacement& p, int64_t g) {
   if (mixer == Mixer::gated_deltanet || mixer == Mixer::short_conv || mixer == Mixer::mamba2 ||
       mixer == Mixer::attention_mamba2)
     if (l.any_mixer()) return true;
+  if (mixer == Mixer::mamba1 && (l.mixer_in || l.mamba_x || l.mamba_dt || l.mixer_out)) return true;
   if (m.index_n_heads > 0 && m.layer_has_indexer(g) && (l.indexer_q || l.indexer_k || l.indexer_weights)) return true;
   if (mixer == Mixer::compressed_attention) {  // DeepSeek-V4: its attention's, compressor's and indexer's
     const CompressedAttention kind = m.compressed_layer(g);
@@ -160,6 +161,28 @@ void check_peft_moe_targets(Flags& f, const TrainingSpec& t, const ModelSpec& m)
     f.fail("--lora-dropout", std::to_string(t.lora_dropout),
            "PEFT's adapters on the experts' stacked weights (ParamWrapper), where gate, up or down point on this "
            "model, refuse dropout: 0 or leave gate, up and down out of --lora-targets");
+}
+
+// A Mamba-1 mixer (MambaMixer, FalconMambaMixer, JambaMambaMixer in transformers 5.17) multiplies by
+// dt_proj.weight itself: an adapter there never runs, and where it is the only one nothing trains
+// (PyTorch's backward raises: reports/hf/mamba1-adapters-h200.jsonl). remat prices the fused kernels
+// as mamba_ssm's mamba_inner_fn, which reads x_proj's and out_proj's weights too.
+void check_mamba1_adapters(Flags& f, const TrainingSpec& t, const ModelSpec& m) {
+  const LoraTargets& l = t.lora_targets;
+  if (t.lora_rank <= 0 || !(l.mamba_x || l.mamba_dt || l.mixer_out)) return;
+  bool mamba1 = false;
+  for (int64_t g = 0; g < effective_layers(m, t); ++g) mamba1 = mamba1 || m.mixer(g) == Mixer::mamba1;
+  if (!mamba1) return;
+  LoraTargets others = l;
+  others.mamba_dt = false;
+  if (l.mamba_dt && !others.any())
+    f.fail("--lora-targets", "dt_proj",
+           "the Mamba-1 mixer multiplies by dt_proj.weight itself, so its adapter never runs: with no other "
+           "adapter nothing trains (PyTorch's backward raises); add another target");
+  if (t.mixer_kernels == MixerKernels::fused && (l.mamba_x || l.mixer_out))
+    f.fail("--lora-targets", l.mamba_x ? "x_proj" : "out_proj",
+           "under fused kernels remat prices Mamba-1 as mamba_ssm's mamba_inner_fn, which reads x_proj's and "
+           "out_proj's weights directly (an adapter there never runs); --mixer-kernels torch prices them");
 }
 
 // PEFT raises on a target whose name also reaches a tower module of a class it cannot adapt.
@@ -251,6 +274,7 @@ std::vector<Problem> validate_training(const TrainingSpec& t, const ModelSpec& m
     if (const std::string why = profile->cannot_run(m); !why.empty()) f.fail("--framework", t.framework, why);
   check_peft_moe_targets(f, t, m);
   check_peft_tower_targets(f, t, m);
+  check_mamba1_adapters(f, t, m);
   check_targets_reach_a_layer(f, t, m);
   check_kv_sharing_sources(f, t, m);
   if (t.gbs > 0 && t.gbs % (t.mbs * t.dp) != 0)

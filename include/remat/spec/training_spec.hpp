@@ -34,6 +34,9 @@ struct LoraTargets {
   bool gdn_qkvz = false, gdn_ba = false, gdn_qkv = false, gdn_z = false, gdn_b = false, gdn_a = false;
   // a linear mixer's own in_proj and out_proj (LFM2's short convolution, a Gated DeltaNet's out_proj)
   bool mixer_in = false, mixer_out = false;
+  // a Mamba-1 mixer's x_proj and dt_proj (dt_proj's adapter never runs: the mixer multiplies by its
+  // weight directly)
+  bool mamba_x = false, mamba_dt = false;
   // DeepSeek-V4's compressor (kv_proj, gate_proj) and its CSA indexer's pooling projections (kv_proj,
   // gate_proj; the indexer's adapters get no gradient: its top-k indices carry none)
   bool compress_kv = false, compress_gate = false, index_kv = false, index_gate = false;
@@ -46,7 +49,9 @@ struct LoraTargets {
   bool any_qkv() const { return q || k || v; }
   bool any_gate_up() const { return gate || up; }
   bool any_latent() const { return q_a || q_b || kv_a || kv_b; }
-  bool any_mixer() const { return gdn_qkvz || gdn_ba || gdn_qkv || gdn_z || gdn_b || gdn_a || mixer_in || mixer_out; }
+  bool any_mixer() const {
+    return gdn_qkvz || gdn_ba || gdn_qkv || gdn_z || gdn_b || gdn_a || mixer_in || mixer_out || mamba_x || mamba_dt;
+  }
   bool any() const {
     return any_qkv() || o || any_gate_up() || down || router || any_latent() || shared_expert_gate || head_gate ||
            any_mixer() || indexer_q || indexer_k || indexer_weights || compress_kv || compress_gate || index_kv ||
