@@ -37,7 +37,7 @@ Block lightning_block(const RankShape& r, const ModelSpec& m) {
   const double c = heads * hd, block = double(m.lightning_block_size);
   const double blocks = std::ceil(r.s / block), squares = r.b * heads * block_squares(r.s, block);
   parts::add_input_norm(b, r, h, true, 2);
-  b.ops.push_back(parts::linear(b, r, "qkv_proj", rows, h, 3 * c, "x_norm", {}));
+  b.ops.push_back(parts::linear(b, r, "qkv_proj", rows, h, 3 * c, "x_norm", {&LoraTargets::mixer_in}));
   b.tensors.push_back({"qkv_pre", rows * 3 * c * kBf16});
   b.tensors.push_back({"qkv", rows * 3 * c * kBf16});
   b.ops.push_back(ops::streaming("qkv_silu", 2 * rows * 3 * c * kBf16, 3 * rows * 3 * c * kBf16, {"qkv_pre"}));
@@ -61,13 +61,13 @@ Block lightning_block(const RankShape& r, const ModelSpec& m) {
   if (r.weights_train) norm_saves.push_back("o_normed");
   b.ops.push_back(ops::streaming("output_norm", rows * c * (kBf16 + 3 * kFp32 + 2 * kBf16),
                                  2 * rows * c * (kBf16 + 3 * kFp32 + 2 * kBf16), norm_saves));
-  b.ops.push_back(parts::linear(b, r, "output_gate", rows, h, c, "x_norm", {}));
+  b.ops.push_back(parts::linear(b, r, "output_gate", rows, h, c, "x_norm", {&LoraTargets::mixer_gate}));
   b.tensors.push_back({"gate_sigmoid", rows * c * kBf16});
   b.ops.push_back(ops::streaming("gate_sigmoid", 2 * rows * c * kBf16, 3 * rows * c * kBf16, {"gate_sigmoid"}));
   b.tensors.push_back({"gated", rows * c * kBf16});
   b.ops.push_back(
       ops::streaming("gate_mul", 3 * rows * c * kBf16, 5 * rows * c * kBf16, {"gate_sigmoid", "o_weighted"}));
-  b.ops.push_back(parts::linear(b, r, "out_proj", rows, c, h, "gated", {}));
+  b.ops.push_back(parts::linear(b, r, "out_proj", rows, c, h, "gated", {&LoraTargets::mixer_out}));
   return b;
 }
 

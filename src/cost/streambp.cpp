@@ -235,7 +235,7 @@ namespace {
 // z, a, b; Qwen3-Next's fused input projections or Qwen3.5's four and out_proj; LFM2's short
 // convolution's in_proj (B, C and x) and out_proj; Mamba-2's in_proj (z, x, B, C and dt) and out_proj;
 // Mamba-1's in_proj (x and z), x_proj (dt, B and C) and out_proj (dt_proj's are held:
-// mamba1_held_adapter_params).
+// mamba1_held_adapter_params); lightning attention's qkv_proj, output_gate and out_proj.
 double mixer_adapter_params(const ModelSpec& m, const LoraTargets& l, double r, double tpd, int64_t g) {
   const double h = double(m.hidden_size);
   const auto adapter = [&](bool on, double in, double out) { return on ? r * (in + out) : 0.0; };
@@ -254,6 +254,10 @@ double mixer_adapter_params(const ModelSpec& m, const LoraTargets& l, double r, 
   if (m.mixer(g) == Mixer::mamba2 || m.mixer(g) == Mixer::attention_mamba2) {
     const double inner = double(m.mamba_num_heads) * double(m.mamba_head_dim);
     p += adapter(l.mixer_in, h, m.mamba2_in_proj_width() / tpd) + adapter(l.mixer_out, inner / tpd, h);
+  }
+  if (m.mixer(g) == Mixer::lightning) {
+    const double c = double(m.num_attention_heads * m.attention_shape_of(false).head_dim) / tpd;
+    p += adapter(l.mixer_in, h, 3 * c) + adapter(l.mixer_gate, h, c) + adapter(l.mixer_out, c, h);
   }
   if (m.mixer(g) == Mixer::mamba1) {
     const double c = double(m.mamba1_inner) / tpd, dt_b_c = double(m.mamba1_dt_rank + 2 * m.ssm_state_size);

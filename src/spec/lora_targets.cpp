@@ -47,6 +47,7 @@ constexpr MatrixWord kMatrixWords[] = {
     {"mixer_out", &LoraTargets::mixer_out},
     {"mamba_x", &LoraTargets::mamba_x},
     {"mamba_dt", &LoraTargets::mamba_dt},
+    {"mixer_gate", &LoraTargets::mixer_gate},
     {"compress_kv", &LoraTargets::compress_kv},
     {"compress_gate", &LoraTargets::compress_gate},
     {"index_kv", &LoraTargets::index_kv},

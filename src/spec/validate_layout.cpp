@@ -103,7 +103,7 @@ bool layer_adapted(const ModelSpec& m, const LoraPlacement& p, int64_t g) {
   if (layer_has_mlp_linears(m, g) && (l.any_gate_up() || l.down)) return true;
   const Mixer mixer = m.mixer(g);
   if (mixer == Mixer::gated_deltanet || mixer == Mixer::short_conv || mixer == Mixer::mamba2 ||
-      mixer == Mixer::attention_mamba2)
+      mixer == Mixer::attention_mamba2 || mixer == Mixer::lightning)
     if (l.any_mixer()) return true;
   if (mixer == Mixer::mamba1 && (l.mixer_in || l.mamba_x || l.mamba_dt || l.mixer_out)) return true;
   if (m.index_n_heads > 0 && m.layer_has_indexer(g) && (l.indexer_q || l.indexer_k || l.indexer_weights)) return true;

@@ -37,6 +37,8 @@ struct LoraTargets {
   // a Mamba-1 mixer's x_proj and dt_proj (dt_proj's adapter never runs: the mixer multiplies by its
   // weight directly)
   bool mamba_x = false, mamba_dt = false;
+  // a linear mixer's output gate (MiniMax-01's lightning attention output_gate)
+  bool mixer_gate = false;
   // DeepSeek-V4's compressor (kv_proj, gate_proj) and its CSA indexer's pooling projections (kv_proj,
   // gate_proj; the indexer's adapters get no gradient: its top-k indices carry none)
   bool compress_kv = false, compress_gate = false, index_kv = false, index_gate = false;
@@ -50,7 +52,8 @@ struct LoraTargets {
   bool any_gate_up() const { return gate || up; }
   bool any_latent() const { return q_a || q_b || kv_a || kv_b; }
   bool any_mixer() const {
-    return gdn_qkvz || gdn_ba || gdn_qkv || gdn_z || gdn_b || gdn_a || mixer_in || mixer_out || mamba_x || mamba_dt;
+    return gdn_qkvz || gdn_ba || gdn_qkv || gdn_z || gdn_b || gdn_a || mixer_in || mixer_out || mamba_x || mamba_dt ||
+           mixer_gate;
   }
   bool any() const {
     return any_qkv() || o || any_gate_up() || down || router || any_latent() || shared_expert_gate || head_gate ||
