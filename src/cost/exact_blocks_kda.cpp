@@ -14,12 +14,15 @@ using ops::kFp32;
 
 namespace {
 
-// An op on the decay's and the gates' path, whose inputs come from frozen projections of the layer
-// input: in the first adapted layer nothing it saves is asked for (stage_model.cpp, frozen prefix).
-OpDef beside_adapters(OpDef op) {
-  op.beside_adapters = true;
+// An op on the decay's or beta's path, whose inputs come from projections of the layer input: where
+// none of those carries an adapter, in the first adapted layer nothing it saves is asked for
+// (stage_model.cpp, frozen prefix).
+OpDef beside_adapters(OpDef op, bool path_adapted) {
+  op.beside_adapters = !path_adapted;
   return op;
 }
+
+bool forget_gate_adapted(const RankShape& r) { return r.lora.kda_f_a || r.lora.kda_f_b; }
 
 constexpr double kChunk = 64;  // chunk_kimi_delta_attention's chunk_size
 
@@ -38,22 +41,23 @@ Block kda_projections(const RankShape& r, const ModelSpec& m, const KdaShape& g)
   b.ops.push_back(parts::linear(b, r, "k_proj", rows, h, g.width, "x_norm", {&LoraTargets::k}));
   b.ops.push_back(parts::linear(b, r, "v_proj", rows, h, g.width, "x_norm", {&LoraTargets::v}));
   b.tensors.push_back({"mixed_qkv", rows * 3 * g.width * kBf16});
-  b.ops.push_back(parts::linear(b, r, "f_a_proj", rows, h, g.hd, "x_norm", {}));
+  b.ops.push_back(parts::linear(b, r, "f_a_proj", rows, h, g.hd, "x_norm", {&LoraTargets::kda_f_a}));
   b.tensors.push_back({"f_a_out", rows * g.hd * kBf16});
-  b.ops.push_back(parts::linear(b, r, "f_b_proj", rows, g.hd, g.width, "f_a_out", {}));
-  b.ops.push_back(parts::linear(b, r, "b_proj", rows, h, g.heads, "x_norm", {}));
+  b.ops.push_back(parts::linear(b, r, "f_b_proj", rows, g.hd, g.width, "f_a_out", {&LoraTargets::kda_f_b}));
+  b.ops.push_back(parts::linear(b, r, "b_proj", rows, h, g.heads, "x_norm", {&LoraTargets::gdn_b}));
   b.tensors.push_back({"beta", rows * g.heads * kBf16});
   b.ops.push_back(beside_adapters(
-      ops::streaming("beta_sigmoid", 2 * rows * g.heads * kBf16, 3 * rows * g.heads * kBf16, {"beta"})));
+      ops::streaming("beta_sigmoid", 2 * rows * g.heads * kBf16, 3 * rows * g.heads * kBf16, {"beta"}),
+      r.lora.gdn_b));
   return b;
 }
 
 // The output gate's low-rank pair, then o_proj (LoRA's o) on `input`.
 void add_kda_output(Block& b, const RankShape& r, const ModelSpec& m, const KdaShape& g, const std::string& input) {
   const double rows = r.tokens(), h = double(m.hidden_size);
-  b.ops.push_back(parts::linear(b, r, "g_a_proj", rows, h, g.hd, "x_norm", {}));
+  b.ops.push_back(parts::linear(b, r, "g_a_proj", rows, h, g.hd, "x_norm", {&LoraTargets::kda_g_a}));
   b.tensors.push_back({"g_a_out", rows * g.hd * kBf16});
-  b.ops.push_back(parts::linear(b, r, "g_b_proj", rows, g.hd, g.width, "g_a_out", {}));
+  b.ops.push_back(parts::linear(b, r, "g_b_proj", rows, g.hd, g.width, "g_a_out", {&LoraTargets::kda_g_b}));
   b.ops.push_back(parts::linear(b, r, "o_proj", rows, g.width, h, input, {&LoraTargets::o}));
 }
 
@@ -89,8 +93,9 @@ Block kimi_delta_torch(const RankShape& r, const ModelSpec& m, const KdaShape& g
   // the forget gate in fp32: exp(g) and 1 + exp(g) (saved by the exp and the log), where's mask, the
   // softplus (saved by the product with -exp(A_log))
   b.tensors.push_back({"forget_gate", rows * width * (3 * kFp32 + 1)});
-  b.ops.push_back(
-      beside_adapters(ops::streaming("forget_gate", 16 * rows * width, 24 * rows * width, {"forget_gate", "f_a_out"})));
+  b.ops.push_back(beside_adapters(
+      ops::streaming("forget_gate", 16 * rows * width, 24 * rows * width, {"forget_gate", "f_a_out"}),
+      forget_gate_adapted(r)));
   // l2norm of the fp32 copies of q and k (each saved, with its norm per head)
   b.tensors.push_back({"qk_fp32", 2 * rows * width * kFp32});
   b.tensors.push_back({"qk_norms", 2 * rows * heads * kFp32});
@@ -127,7 +132,8 @@ Block kimi_delta_torch(const RankShape& r, const ModelSpec& m, const KdaShape& g
   rule.working_bytes = 2 * square_channels * kFp32;
   b.ops.push_back(rule);
   // the k k and q k products are saved for the decay's gradient alone
-  b.ops.push_back(beside_adapters(ops::streaming("decay_products", 0, 0, {"kk_products", "qk_products"})));
+  b.ops.push_back(
+      beside_adapters(ops::streaming("decay_products", 0, 0, {"kk_products", "qk_products"}), forget_gate_adapted(r)));
   add_kda_gated_norm(b, r, g);
   add_kda_output(b, r, m, g, "o_out");
   return b;

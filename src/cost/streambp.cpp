@@ -250,6 +250,11 @@ double mixer_adapter_params(const ModelSpec& m, const LoraTargets& l, double r, 
          adapter(l.gdn_qkv, h, conv / tpd) + adapter(l.mixer_out, vd / tpd, h);
   if (m.mixer(g) == Mixer::gated_deltanet)
     p += adapter(l.gdn_z, h, vd / tpd) + adapter(l.gdn_b, h, vh / tpd) + adapter(l.gdn_a, h, vh / tpd);
+  if (m.mixer(g) == Mixer::gated_deltanet && m.kimi_delta_attention) {  // its low-rank gates (one head wide)
+    const double hd = double(m.linear_value_head_dim);
+    p += adapter(l.kda_f_a, h, hd) + adapter(l.kda_f_b, hd, vd / tpd) + adapter(l.kda_g_a, h, hd) +
+         adapter(l.kda_g_b, hd, vd / tpd);
+  }
   if (m.mixer(g) == Mixer::short_conv) p += adapter(l.mixer_in, h, 3 * h / tpd) + adapter(l.mixer_out, h / tpd, h);
   if (m.mixer(g) == Mixer::mamba2 || m.mixer(g) == Mixer::attention_mamba2) {
     const double inner = double(m.mamba_num_heads) * double(m.mamba_head_dim);

@@ -105,20 +105,24 @@ const std::vector<FamilyModules>& family_modules() {
         {"gate_proj", "gate"},
         {"up_proj", "up"},
         {"down_proj", "down"}}},
-      // Kimi Linear: MLA layers beside KDA layers with q_proj, k_proj, v_proj, o_proj (and gates
-      // remat does not list)
+      // Kimi Linear: MLA layers (q_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj) beside KDA layers (q_proj,
+      // k_proj, v_proj, o_proj, beta's b_proj as Qwen3.5's in_proj_b, the forget gate's f_a_proj and
+      // f_b_proj, the output gate's g_a_proj and g_b_proj; peft-all-linear-types-h200.jsonl)
       {"kimi_linear",
        {{"q_proj", "q"},
         {"k_proj", "k"},
         {"v_proj", "v"},
         {"o_proj", "o"},
+        {"b_proj", "in_proj_b"},
+        {"f_a_proj", "f_a"},
+        {"f_b_proj", "f_b"},
+        {"g_a_proj", "g_a"},
+        {"g_b_proj", "g_b"},
         {"gate_proj", "gate"},
         {"up_proj", "up"},
         {"down_proj", "down"},
-        {"kv_a_proj_with_mqa", ""},
-        {"kv_b_proj", ""},
-        {"gate", "router"}},
-       false},
+        {"kv_a_proj_with_mqa", "kv_a"},
+        {"kv_b_proj", "kv_b"}}},
       // GraniteMoeShared's and Granite 4.0-H's shared MLP: input_linear is gate and up in one,
       // output_linear the down; Granite 4.0-H's Mamba-2 mixers' in_proj and out_proj
       {"granitemoeshared granitemoehybrid",
@@ -202,7 +206,7 @@ struct RouterReading {
 constexpr RouterReading kRouterReadings[] = {
     {"llama4_text phimoe jamba aria_text", "router"},
     {"qwen2_moe qwen3_5_moe_text granitemoe granitemoeshared granitemoehybrid laguna step3p5 mistral4 hy_v3 lfm2_moe "
-     "nemotron_h qwen3_vl_moe_text",
+     "nemotron_h qwen3_vl_moe_text kimi_linear",
      ""},
 };
 

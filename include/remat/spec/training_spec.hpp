@@ -39,6 +39,8 @@ struct LoraTargets {
   bool mamba_x = false, mamba_dt = false;
   // a linear mixer's output gate (MiniMax-01's lightning attention output_gate)
   bool mixer_gate = false;
+  // Kimi Delta Attention's low-rank forget gate (f_a_proj, f_b_proj) and output gate (g_a_proj, g_b_proj)
+  bool kda_f_a = false, kda_f_b = false, kda_g_a = false, kda_g_b = false;
   // DeepSeek-V4's compressor (kv_proj, gate_proj) and its CSA indexer's pooling projections (kv_proj,
   // gate_proj; the indexer's adapters get no gradient: its top-k indices carry none)
   bool compress_kv = false, compress_gate = false, index_kv = false, index_gate = false;
@@ -53,7 +55,7 @@ struct LoraTargets {
   bool any_latent() const { return q_a || q_b || kv_a || kv_b; }
   bool any_mixer() const {
     return gdn_qkvz || gdn_ba || gdn_qkv || gdn_z || gdn_b || gdn_a || mixer_in || mixer_out || mamba_x || mamba_dt ||
-           mixer_gate;
+           mixer_gate || kda_f_a || kda_f_b || kda_g_a || kda_g_b;
   }
   bool any() const {
     return any_qkv() || o || any_gate_up() || down || router || any_latent() || shared_expert_gate || head_gate ||
