@@ -231,7 +231,9 @@ double gemma4_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidd
 // layer two LayerNorms, q, k, v and proj and fc1, fc2, all with biases; the adapter hidden *
 // merge_size^2 -> projector_hidden_size -> projector_hidden_size and the projection to the text
 // width, without biases (muse-glimmer-30b.json: 1,921,845,760, vision-towers-shapes-h200.json).
-double muse_glimmer_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidden) {
+// Its linear modules: the patch embedding, the layers' attn.q/k/v_proj and attn.proj, mlp.fc1 and fc2,
+// the adapter's fc1 and fc2 and the projection.
+double muse_glimmer_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidden, Linears& linears) {
   const std::vector<double> d =
       required_dims(v, {"hidden_size", "intermediate_size", "num_hidden_layers", "patch_size", "patch_temporal",
                         "merge_size", "max_position_embeddings", "pos_emb_height", "pos_emb_width"});
@@ -242,6 +244,16 @@ double muse_glimmer_vision_params(HfJsonReader& top, HfJsonReader& v, double tex
   if (!plausible_dims(d) || !plausible_tower_dims({P}) || d[6] != d[7] * d[8]) return 0;
   const double H = d[0], F = d[1], layers = d[2], merged = H * d[5] * d[5];
   const double layer = 4 * H + 4 * (H * H + H) + (H * F + F) + (F * H + H);
+  linears.insert(linears.end(), {{"patch_embedder.patch_embedding", 3 * d[4] * d[3] * d[3], H, 1},
+                                 {"attn.q_proj", H, H, layers},
+                                 {"attn.k_proj", H, H, layers},
+                                 {"attn.v_proj", H, H, layers},
+                                 {"attn.proj", H, H, layers},
+                                 {"mlp.fc1", H, F, layers},
+                                 {"mlp.fc2", F, H, layers},
+                                 {"vision_adapter.fc1", merged, P, 1},
+                                 {"vision_adapter.fc2", P, P, 1},
+                                 {"vision_projection", P, text_hidden, 1}});
   return 3 * d[4] * d[3] * d[3] * H + d[6] * H + 2 * 2 * H + layers * layer + merged * P + P * P + text_hidden * P;
 }
 
@@ -280,7 +292,7 @@ double counted_tower_params(HfJsonReader& top, const std::string& outer_type, in
   if (is_qwen_vision_wrapper(outer_type)) return qwen_vision_params(v, outer_type, linears);
   // both wrappers build their tower's config class from vision_config whatever its model_type
   if (outer_type == "kimi_k25") return kimi_k25_vision_params(top, v, double(text_hidden));
-  if (outer_type == "minicpmv4_6") return minicpmv4_6_vision_params(top, v, double(text_hidden));
+  if (outer_type == "minicpmv4_6") return minicpmv4_6_vision_params(top, v, double(text_hidden), linears);
   const std::string tower = v.text("model_type");
   // a vision_config without model_type is built as the wrapper's default tower
   if (outer_type == "mistral3" && (tower == "pixtral" || tower.empty()))
@@ -290,7 +302,7 @@ double counted_tower_params(HfJsonReader& top, const std::string& outer_type, in
   if (outer_type == "gemma4" && tower == "gemma4_vision")
     return gemma4_vision_params(top, v, double(text_hidden), linears);
   if (outer_type == "muse_glimmer" && tower == "muse_glimmer_vision")
-    return muse_glimmer_vision_params(top, v, double(text_hidden));
+    return muse_glimmer_vision_params(top, v, double(text_hidden), linears);
   const bool siglip = tower == "siglip_vision_model", clip = tower == "clip_vision_model";
   if (!(outer_type == "gemma3" && siglip) && !(outer_type == "llava" && (siglip || clip))) return 0;
   const TowerDims d = tower_dims(v, clip ? 32 : 16);

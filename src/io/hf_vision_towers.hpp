@@ -25,10 +25,11 @@ bool is_qwen_vision_wrapper(const std::string& outer_type);
 double qwen_vision_params(HfJsonReader& v, const std::string& outer_type, std::vector<TowerLinear>& linears);
 
 // Kimi-K2.5/K2.6's tower and projector (outer model_type kimi_k25), and MiniCPM-V 4.6's tower and
-// merger (minicpmv4_6): `v` is vision_config, `top` the wrapper's config, text_hidden the language
-// model's width.
+// merger (minicpmv4_6, its linear modules added to `linears`): `v` is vision_config, `top` the wrapper's
+// config, text_hidden the language model's width.
 double kimi_k25_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidden);
-double minicpmv4_6_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidden);
+double minicpmv4_6_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidden,
+                                 std::vector<TowerLinear>& linears);
 
 // GLM-4.1V's and GLM-4.5V's tower with its merger (outer model_type glm4v, glm4v_moe; `v` is
 // vision_config), and Voxtral's audio tower and projector (voxtral; `a` is audio_config, text_hidden

@@ -88,7 +88,10 @@ double kimi_k25_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hi
 //   merger          merger_times MiniCPMV4_6DownsampleMLPs on 4 x hidden (a fixed 2 x 2 merge): a
 //                   LayerNorm, linear_1 square, linear_2 to hidden (the last to the text width),
 //                   with biases
-double minicpmv4_6_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidden) {
+// Its linear modules (PEFT's all-linear adapts each): the layers' and the window merger's attention
+// projections, the layers' fc1 and fc2, the window merger's linear_1 and linear_2, each downsample's.
+double minicpmv4_6_vision_params(HfJsonReader& top, HfJsonReader& v, double text_hidden,
+                                 std::vector<TowerLinear>& linears) {
   int64_t h = 768, f = 3072, layers = 12, heads = 12, channels = 3, image = 224, patch = 16, merger_times = 1;
   int64_t wh = 2, ww = 2;
   const char* keys[] = {"hidden_size",  "intermediate_size", "num_hidden_layers", "num_attention_heads",
@@ -110,7 +113,23 @@ double minicpmv4_6_vision_params(HfJsonReader& top, HfJsonReader& v, double text
   const double vit_merger = 4 * (H * H + H) + 2 * H + 2 * w * H + (w * H * w * F + w * F) + (w * F * H + H);
   const double m = 4 * H;
   const auto downsample = [&](double out) { return 2 * m + (m * m + m) + (m * out + out); };
-  return tower + vit_merger + double(downsamples - 1) * downsample(H) + downsample(T);
+  const double n = double(layers), later = double(downsamples - 1);
+  linears.insert(linears.end(), {{"self_attn.q_proj", H, H, n},
+                                 {"self_attn.k_proj", H, H, n},
+                                 {"self_attn.v_proj", H, H, n},
+                                 {"self_attn.out_proj", H, H, n},
+                                 {"mlp.fc1", H, F, n},
+                                 {"mlp.fc2", F, H, n},
+                                 {"vit_merger.self_attn.q_proj", H, H, 1},
+                                 {"vit_merger.self_attn.k_proj", H, H, 1},
+                                 {"vit_merger.self_attn.v_proj", H, H, 1},
+                                 {"vit_merger.self_attn.out_proj", H, H, 1},
+                                 {"vit_merger.linear_1", w * H, w * F, 1},
+                                 {"vit_merger.linear_2", w * F, H, 1},
+                                 {"merger.mlp.linear_1", m, m, double(downsamples)},
+                                 {"merger.mlp.linear_2", m, T, 1}});
+  if (later > 0) linears.push_back({"merger.mlp.linear_2", m, H, later});
+  return tower + vit_merger + later * downsample(H) + downsample(T);
 }
 
 }  // namespace remat
