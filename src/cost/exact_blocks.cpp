@@ -424,8 +424,12 @@ void add_formula_activation_saves(Block& b, const RankShape& r, const std::strin
   } else if (act == "quick_gelu") {
     saved = {{"gelu_sigmoid", bytes}};
   }
+  // x enters FastGELU's formula four times: its backward holds the output's gradient, a product's
+  // and x's accumulating one at once (GPT-NeoX's full reentrant step at 6k: three intermediate-wide
+  // gradients beside the six saved blocks, peak-traces-h200/random-blind)
+  const double copies = act == "gelu_fast" ? 3 : 2;
   for (const auto& [name, size] : saved) {
-    b.tensors.push_back({.name = name, .bytes = size, .working_copies = 2});
+    b.tensors.push_back({.name = name, .bytes = size, .working_copies = copies});
     b.ops.back().saves.push_back(name);
   }
 }

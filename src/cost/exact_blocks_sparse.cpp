@@ -155,9 +155,10 @@ Block mla_up_attn_block(const RankShape& r, const ModelSpec& m) {
   if (dsa) (dsa_masked ? add_indexer_transformers : add_indexer_fused)(b, r, m);
   const double keys = dsa_masked ? r.s : keys_per_query(r, m);
   const double fwd = 2 * rows * keys * nh * (d + rope) + 2 * rows * keys * nh * dv;
-  // transformers' eager path (--attention eager) materializes the scores as a dense layer's does;
-  // Megatron's MLA runs are priced with the flash kernel, as measured (reports/megatron)
-  const bool eager = !r.flash_attention && !dsa && model_code;
+  // transformers' eager path (--attention eager) materializes the scores as a dense layer's does, with
+  // DSA's top-k mask added to them (not saved: GLM-5.1's eager reentrant step, peak-traces-h200/
+  // random-blind); Megatron's MLA runs are priced with the flash kernel, as measured (reports/megatron)
+  const bool eager = !r.flash_attention && model_code;
   if (eager) {
     parts::add_eager_attention(b, r, m, nh, d + rope, dv, fwd, "k", "v");
   } else {
@@ -165,14 +166,14 @@ Block mla_up_attn_block(const RankShape& r, const ModelSpec& m) {
     b.ops.push_back(ops::attention("flash_attention", fwd, r.s, d + rope, {"q", "k", "v", "o", "lse"}));
     b.attention_stats = {"lse"};
   }
-  if (dsa_masked) {
+  if (dsa_masked && !eager) {
     // sdpa turns the boolean mask into a bf16 bias, which its kernel saves per layer; under a mask
     // cuDNN's flash kernel skips no tiles and runs at about half its causal rate (reports/hf/
     // masked-sdpa-h200.jsonl, examples/hf/probes/masked_sdpa_probe.py)
     b.tensors.push_back(parts::mask_tensor("dsa_mask", r.b * r.s * r.s * kBf16));
     b.ops.back().saves.push_back("dsa_mask");
     b.ops.back().dense_mask = true;
-  } else if (dsa) {
+  } else if (dsa && !dsa_masked) {
     b.tensors.push_back({"index_topk", rows * std::min(r.s, double(m.index_topk)) * 4});  // int32 indices
     b.ops.back().saves.push_back("index_topk");
   }

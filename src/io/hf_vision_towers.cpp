@@ -123,6 +123,26 @@ bool plausible(const TowerDims& d) {
   return plausible_tower_dims({d.hidden, d.intermediate, d.layers, d.channels, d.image, d.patch});
 }
 
+// Idefics3's and SmolVLM's tower (Idefics3VisionTransformer: SigLIP's embeddings and layers, its
+// post-LayerNorm, no head; Idefics3VisionConfig's defaults where the file leaves a key out) and
+// connector (modality_projection.proj: the tower's width times scale_factor^2 to the text width, no
+// bias). SmolVLM-500M's file (hidden 768, patch 16 at 512): 98,229,504, held in fp32 under mixed
+// precision (steps-random-blind-h200.jsonl: -41% before the step when uncounted).
+double idefics3_params(HfJsonReader& top, HfJsonReader& v, double text_hidden, Linears& linears) {
+  int64_t d[] = {1152, 3072, 12, 3, 224, 32}, scale = 2;
+  const char* keys[] = {"hidden_size",  "intermediate_size", "num_hidden_layers",
+                        "num_channels", "image_size",        "patch_size"};
+  for (size_t i = 0; i < 6; ++i) v.integer(keys[i], d[i], false);
+  top.integer("scale_factor", scale, false);
+  const TowerDims t{double(d[0]), double(d[1]), double(d[2]), double(d[3]), double(d[4]), double(d[5])};
+  if (!plausible(t) || !plausible_tower_dims({double(scale)})) return 0;
+  const double h = t.hidden, merged = h * double(scale) * double(scale);
+  add_encoder_linears(t, linears);
+  linears.push_back({"connector.modality_projection.proj", merged, text_hidden, 1});
+  const double embeddings = t.channels * t.patch * t.patch * h + h + patches(t) * h;
+  return embeddings + t.layers * encoder_layer(t) + 2 * h + merged * text_hidden;
+}
+
 // PixtralVisionModel under Mistral3ForConditionalGeneration: patch_conv without a bias, ln_pre, and
 // per layer attention_norm and ffn_norm (RMSNorms), q, k, v, o and a gated MLP, none with biases;
 // Mistral3MultiModalProjector: an RMSNorm on the vision width, patch_merger's merging_layer
@@ -303,6 +323,9 @@ double counted_tower_params(HfJsonReader& top, const std::string& outer_type, in
     return gemma4_vision_params(top, v, double(text_hidden), linears);
   if (outer_type == "muse_glimmer" && tower == "muse_glimmer_vision")
     return muse_glimmer_vision_params(top, v, double(text_hidden), linears);
+  if ((outer_type == "smolvlm" || outer_type == "idefics3") &&
+      (tower.empty() || tower == "smolvlm_vision" || tower == "idefics3_vision"))
+    return idefics3_params(top, v, double(text_hidden), linears);
   const bool siglip = tower == "siglip_vision_model", clip = tower == "clip_vision_model";
   if (!(outer_type == "gemma3" && siglip) && !(outer_type == "llava" && (siglip || clip))) return 0;
   const TowerDims d = tower_dims(v, clip ? 32 : 16);
