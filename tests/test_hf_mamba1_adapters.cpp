@@ -86,8 +86,10 @@ TEST(HfMamba1Adapters, RefusesWhatNeverRuns) {
 // predicted_blind.tsv): Jamba's all-linear non-reentrant and reentrant (rank 32, DPO), its in_proj,
 // x_proj and out_proj under mixed precision, Mamba's in_proj and x_proj (non-reentrant; with dt_proj's
 // held adapters and dropout 0.05), FalconMamba's x_proj alone, reentrant. As first compared all within
-// 2.01% (Jamba's reentrant DPO, its peak in a dense-MLP layer's replay), bytes before the step within 1.07%.
-TEST(HfMamba1Adapters, BlindSteps) { test::expect_steps_within("steps-mamba1-lora-h200.jsonl", "h200", 1.1, 2.1, 6); }
+// 2.01% (Jamba's reentrant DPO, its peak in a dense-MLP layer's replay), bytes before the step within
+// 1.07%; that DPO step +0.42% since the down adapter's input copy is freed with its backward
+// (test_hf_random_blind.cpp).
+TEST(HfMamba1Adapters, BlindSteps) { test::expect_steps_within("steps-mamba1-lora-h200.jsonl", "h200", 1.1, 0.75, 6); }
 
 }  // namespace
 }  // namespace remat

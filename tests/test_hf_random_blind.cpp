@@ -34,16 +34,18 @@ TEST(HfRandomBlind, SmolVlmTowerCounted) {
 // compared. A LLaVA file with a Pixtral tower (Pixtral Large's shape cut to 4 layers) was -7.83% before
 // the step: remat counted Pixtral towers under Mistral 3 only; under LLaVA they now carry LLaVA's
 // projector (304,918,912 parameters): -0.02%. Phi-2's third step raised a SystemError in torch's
-// dropout; its second is compared. Open: OLMo 3.1 32B cut to 3 layers, LoRA rank 128 on gate, up and
-// down, reentrant GRPO at 4 x 12k, +8.80%. The trace (peak-traces-h200/random-blind2) peaks in the
-// down adapter's backward with every saved tensor alive and five fp32 hidden-wide gradients; remat
-// holds the SwiGLU's three intermediate-wide gradients there instead, beside the fp32 copy of the down
-// projection's input that the down adapter's backward has freed by the time those gradients exist.
+// dropout; its second is compared. OLMo 3.1 32B cut to 3 layers (LoRA rank 128 on gate, up and down,
+// reentrant GRPO at 4 x 12k) was +8.80%: its trace (peak-traces-h200/random-blind2) peaks in the down
+// adapter's backward with every saved tensor alive, where remat had held the SwiGLU's three
+// intermediate-wide gradients beside the fp32 copy of the down projection's input, which the down
+// adapter's backward frees before they exist (layer_cost.cpp block_working_bytes: the last linear's
+// adapter ops run their backward with it): +2.46%. The same rule moved Jamba's reentrant DPO (+2.01%
+// -> +0.42%) and two more, none the worse.
 TEST(HfRandomBlind, Seed2Steps) {
   int checked = 0;
   for (const HfComparison& c : test::measured_hf_steps("steps-random-blind2-h200.jsonl", "h200")) {
-    const bool open = c.measured.case_name == "rb2-28-olmo-3.1-32b-instruct";
-    EXPECT_LE(std::abs(c.peak_error_pct()), open ? 8.9 : 1.6) << c.measured.case_name;
+    const bool olmo = c.measured.case_name == "rb2-28-olmo-3.1-32b-instruct";
+    EXPECT_LE(std::abs(c.peak_error_pct()), olmo ? 2.5 : 1.6) << c.measured.case_name;
     EXPECT_LE(std::abs(c.before_error_pct()), 0.65) << c.measured.case_name;
     ++checked;
   }

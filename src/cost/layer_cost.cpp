@@ -112,10 +112,13 @@ double block_working_bytes(const LayerDef& layer, const Block& b, double working
     return std::max(others, stated - saved_only_after(b, last_gemm) + weight_grads_after(b, last_gemm));
   }
   const WorkingSite site = tensor_working_site(b);
-  if (last_gemm == 0 || last_gemm == b.ops.size() || site.op >= last_gemm || (stated > 0 && stated_op < last_gemm))
-    return working;
-  const double freed = saved_only_after(b, last_gemm - 1);
-  return std::max({stated, freed, site.bytes - freed + weight_grads_after(b, last_gemm - 1)});
+  // the last linear with its PEFT adapter's ops before it (down.lora, down.lora_gemm), whose backward
+  // runs with the linear's: the adapter's fp32 copy of the input is freed with it
+  size_t unit = last_gemm;
+  while (unit > 0 && unit < b.ops.size() && b.ops[unit - 1].name.starts_with(b.ops[last_gemm].name + ".")) --unit;
+  if (unit == 0 || last_gemm == b.ops.size() || site.op >= unit || (stated > 0 && stated_op < unit)) return working;
+  const double freed = saved_only_after(b, unit - 1);
+  return std::max({stated, freed, site.bytes - freed + weight_grads_after(b, unit - 1)});
 }
 
 // The largest of `working[i]` less, under ordered backward, what the blocks
