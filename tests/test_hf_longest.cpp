@@ -19,12 +19,33 @@ const std::string kRoot = std::string(REMAT_TEST_DATA) + "/../";
 // The plan arguments of one longest_seq.py record (the first H100 files predate lora_targets,
 // precision and attention in the record: all seven matrices, bf16, sdpa).
 std::vector<std::string> plan_args(const nlohmann::json& r, const std::string& hardware) {
-  std::vector<std::string> args = {"plan", "--maximize", "seq", "--model", kRoot + r["config"].get<std::string>(),
-                                   "--hardware", hardware, "--framework", "hf", "--tp", "1", "--pp", "1", "--mbs",
-                                   "1", "--gbs", "1", "--format", "json", "--memory-budget-GiB",
-                                   std::to_string(r["budget_bytes"].get<double>() / (1 << 30)), "--precision",
-                                   r.value("precision", "bf16"), "--attention", r.value("attention", "sdpa"),
-                                   "--replay", r["checkpointing"] == "reentrant" ? "full" : "early-stop"};
+  std::vector<std::string> args = {"plan",
+                                   "--maximize",
+                                   "seq",
+                                   "--model",
+                                   kRoot + r["config"].get<std::string>(),
+                                   "--hardware",
+                                   hardware,
+                                   "--framework",
+                                   "hf",
+                                   "--tp",
+                                   "1",
+                                   "--pp",
+                                   "1",
+                                   "--mbs",
+                                   "1",
+                                   "--gbs",
+                                   "1",
+                                   "--format",
+                                   "json",
+                                   "--memory-budget-GiB",
+                                   std::to_string(r["budget_bytes"].get<double>() / (1 << 30)),
+                                   "--precision",
+                                   r.value("precision", "bf16"),
+                                   "--attention",
+                                   r.value("attention", "sdpa"),
+                                   "--replay",
+                                   r["checkpointing"] == "reentrant" ? "full" : "early-stop"};
   if (r.contains("layers")) args.insert(args.end(), {"--num-layers", std::to_string(r["layers"].get<int>())});
   if (r["mode"] == "lora") {
     std::string targets = "q,k,v,o,gate,up,down";

@@ -1,5 +1,5 @@
-// PEFT's LoRA on linear mixers' own projections. MiniMax-01's lightning attention (MiniMaxLightningAttention: qkv_proj, output_gate,
-// out_proj) beside its full-attention layers' q/k/v/o_proj and the converted experts. all-linear on the
+// PEFT's LoRA on linear mixers' own projections. MiniMax-01's lightning attention (MiniMaxLightningAttention: qkv_proj,
+// output_gate, out_proj) beside its full-attention layers' q/k/v/o_proj and the converted experts. all-linear on the
 // 4-layer shape is PEFT's count to the parameter (test_hf_all_linear.cpp). Five steps written and priced
 // before they ran (examples/hf/lightning_lora/cases_blind.json, predicted_blind.tsv): all-linear
 // non-reentrant and reentrant under mixed precision, the three lightning projections on 8 layers (one
@@ -20,8 +20,8 @@ TEST(HfLightningAdapters, BlindSteps) {
 
 // The module names reach the lightning layers' projections by what they are.
 TEST(HfLightningAdapters, ModuleNamesPickTheMixersProjections) {
-  const ModelSpec m = test::model(std::string(REMAT_TEST_DATA) +
-                                  "/../examples/hf/more_families/minimax-text-01-8experts-shape.json");
+  const ModelSpec m =
+      test::model(std::string(REMAT_TEST_DATA) + "/../examples/hf/more_families/minimax-text-01-8experts-shape.json");
   const ResolvedLoraTargets r = resolve_lora_targets(m, {"qkv_proj", "output_gate", "out_proj"});
   ASSERT_TRUE(r.refusal.empty()) << r.refusal;
   EXPECT_TRUE(r.targets.mixer_in && r.targets.mixer_gate && r.targets.mixer_out);

@@ -23,8 +23,8 @@ namespace {
 TEST(HfRandomBlind, Seed1Steps) { test::expect_steps_within("steps-random-blind-h200.jsonl", "h200", 1.25, 1.15, 24); }
 
 TEST(HfRandomBlind, SmolVlmTowerCounted) {
-  const ModelSpec m = test::model(std::string(REMAT_TEST_DATA) +
-                                  "/../examples/hf/unseen24/realcfg/smolvlm-500m-fastvlm-app.json");
+  const ModelSpec m =
+      test::model(std::string(REMAT_TEST_DATA) + "/../examples/hf/unseen24/realcfg/smolvlm-500m-fastvlm-app.json");
   // embeddings 1,377,024 + 12 layers x 7,087,872 + post-LayerNorm 1,536 + connector 12,288 x 960
   EXPECT_DOUBLE_EQ(m.idle_params, 98229504);
   EXPECT_EQ(m.tower_linear_modules.size(), 7u);  // the layers' six and the connector's projection
@@ -53,8 +53,8 @@ TEST(HfRandomBlind, Seed2Steps) {
 }
 
 TEST(HfRandomBlind, PixtralUnderLlavaCounted) {
-  const ModelSpec m = test::model(std::string(REMAT_TEST_DATA) +
-                                  "/../examples/hf/unseen16/realcfg/pixtral-4l-neuron.json");
+  const ModelSpec m =
+      test::model(std::string(REMAT_TEST_DATA) + "/../examples/hf/unseen16/realcfg/pixtral-4l-neuron.json");
   // tower 1,081,344 + 1,408 + 4 x 33,884,928; LLaVA's projector 1408 x 12288 + 12288^2, no bias
   EXPECT_DOUBLE_EQ(m.idle_params, 304918912);
 }

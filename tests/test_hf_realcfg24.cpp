@@ -21,8 +21,8 @@ namespace {
 const std::string kSet = std::string(REMAT_TEST_DATA) + "/../examples/hf/unseen24/realcfg/";
 
 TEST(HfRealConfigs24, CountsAsTransformersBuildsThem) {
-  const auto [exact, refused] = test::tally_real_configs(
-      "24", [](const std::string& why) { ADD_FAILURE() << why; }, {{"step-3.7-flash-aic.json", 195844496640.0}});
+  const auto [exact, refused] = test::tally_real_configs("24", [](const std::string& why) { ADD_FAILURE() << why; },
+                                                         {{"step-3.7-flash-aic.json", 195844496640.0}});
   EXPECT_EQ(exact, 27);
   EXPECT_EQ(refused, 0);
 }

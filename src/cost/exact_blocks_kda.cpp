@@ -47,8 +47,7 @@ Block kda_projections(const RankShape& r, const ModelSpec& m, const KdaShape& g)
   b.ops.push_back(parts::linear(b, r, "b_proj", rows, h, g.heads, "x_norm", {&LoraTargets::gdn_b}));
   b.tensors.push_back({"beta", rows * g.heads * kBf16});
   b.ops.push_back(beside_adapters(
-      ops::streaming("beta_sigmoid", 2 * rows * g.heads * kBf16, 3 * rows * g.heads * kBf16, {"beta"}),
-      r.lora.gdn_b));
+      ops::streaming("beta_sigmoid", 2 * rows * g.heads * kBf16, 3 * rows * g.heads * kBf16, {"beta"}), r.lora.gdn_b));
   return b;
 }
 
@@ -93,9 +92,9 @@ Block kimi_delta_torch(const RankShape& r, const ModelSpec& m, const KdaShape& g
   // the forget gate in fp32: exp(g) and 1 + exp(g) (saved by the exp and the log), where's mask, the
   // softplus (saved by the product with -exp(A_log))
   b.tensors.push_back({"forget_gate", rows * width * (3 * kFp32 + 1)});
-  b.ops.push_back(beside_adapters(
-      ops::streaming("forget_gate", 16 * rows * width, 24 * rows * width, {"forget_gate", "f_a_out"}),
-      forget_gate_adapted(r)));
+  b.ops.push_back(
+      beside_adapters(ops::streaming("forget_gate", 16 * rows * width, 24 * rows * width, {"forget_gate", "f_a_out"}),
+                      forget_gate_adapted(r)));
   // l2norm of the fp32 copies of q and k (each saved, with its norm per head)
   b.tensors.push_back({"qk_fp32", 2 * rows * width * kFp32});
   b.tensors.push_back({"qk_norms", 2 * rows * heads * kFp32});

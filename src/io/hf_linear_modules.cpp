@@ -149,18 +149,18 @@ const std::vector<FamilyModules>& family_modules() {
        {{"in_proj", "mixer_in"}, {"x_proj", "mamba_x"}, {"dt_proj", "mamba_dt"}, {"out_proj", "mixer_out"}}},
       // Jamba's Mamba-1 layers (JambaMambaMixer) beside LLaMA's attention and dense MLP; its routed
       // experts are stacked weights PEFT leaves alone, its router an nn.Linear (kRouterReadings)
-      {"jamba", llama_with({{"in_proj", "mixer_in"}, {"x_proj", "mamba_x"}, {"dt_proj", "mamba_dt"}, {"out_proj", "mixer_out"}},
-                           true)},
+      {"jamba",
+       llama_with({{"in_proj", "mixer_in"}, {"x_proj", "mamba_x"}, {"dt_proj", "mamba_dt"}, {"out_proj", "mixer_out"}},
+                  true)},
       // MiniMax-01: lightning attention's qkv_proj (q|k|v), output_gate and out_proj beside the full-attention
       // layers' q/k/v/o_proj; Mixtral's expert names, which PEFT converts (peft-all-linear-types-h200.jsonl)
-      {"minimax",
-       llama_with({{"qkv_proj", "mixer_in"},
-                   {"output_gate", "mixer_gate"},
-                   {"out_proj", "mixer_out"},
-                   {"w1", "gate"},
-                   {"w3", "up"},
-                   {"w2", "down"}},
-                  false)},
+      {"minimax", llama_with({{"qkv_proj", "mixer_in"},
+                              {"output_gate", "mixer_gate"},
+                              {"out_proj", "mixer_out"},
+                              {"w1", "gate"},
+                              {"w3", "up"},
+                              {"w2", "down"}},
+                             false)},
       // Bamba's and Falcon-H1's Mamba-2 layers beside LLaMA's attention and MLP
       {"bamba falcon_h1", llama_with({{"in_proj", "mixer_in"}, {"out_proj", "mixer_out"}}, true)},
       // Laguna's and Step 3.5's per-head attention gate g_proj (h x heads)

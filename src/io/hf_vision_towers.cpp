@@ -20,6 +20,15 @@ namespace remat {
 
 using nlohmann::json;
 
+void add_siglip_layer_linears(double h, double f, double n, std::vector<TowerLinear>& linears) {
+  linears.insert(linears.end(), {{"self_attn.q_proj", h, h, n},
+                                 {"self_attn.k_proj", h, h, n},
+                                 {"self_attn.v_proj", h, h, n},
+                                 {"self_attn.out_proj", h, h, n},
+                                 {"mlp.fc1", h, f, n},
+                                 {"mlp.fc2", f, h, n}});
+}
+
 namespace {
 
 struct TowerDims {
@@ -59,13 +68,7 @@ double encoder_layer(const TowerDims& d) {
 
 // The encoder layers' linear modules (SigLIP's, SigLIP2's and CLIP's: encoder.layers.N)
 void add_encoder_linears(const TowerDims& d, Linears& linears) {
-  const double h = d.hidden, f = d.intermediate, n = d.layers;
-  linears.insert(linears.end(), {{"self_attn.q_proj", h, h, n},
-                                 {"self_attn.k_proj", h, h, n},
-                                 {"self_attn.v_proj", h, h, n},
-                                 {"self_attn.out_proj", h, h, n},
-                                 {"mlp.fc1", h, f, n},
-                                 {"mlp.fc2", f, h, n}});
+  add_siglip_layer_linears(d.hidden, d.intermediate, d.layers, linears);
 }
 
 // the patch convolution's stride is the patch size: floor(image / patch) patches a side

@@ -24,6 +24,9 @@ bool is_qwen_vision_wrapper(const std::string& outer_type);
 // Their tower (model.visual): patch embedding, blocks, merger and Qwen3-VL's deepstack mergers.
 double qwen_vision_params(HfJsonReader& v, const std::string& outer_type, std::vector<TowerLinear>& linears);
 
+// `n` SigLIP-style encoder layers' linear modules (self_attn.q/k/v/out_proj, mlp.fc1/fc2) at width h, MLP f.
+void add_siglip_layer_linears(double h, double f, double n, std::vector<TowerLinear>& linears);
+
 // Kimi-K2.5/K2.6's tower and projector (outer model_type kimi_k25), and MiniCPM-V 4.6's tower and
 // merger (minicpmv4_6, its linear modules added to `linears`): `v` is vision_config, `top` the wrapper's
 // config, text_hidden the language model's width.

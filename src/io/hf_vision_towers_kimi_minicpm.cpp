@@ -114,13 +114,8 @@ double minicpmv4_6_vision_params(HfJsonReader& top, HfJsonReader& v, double text
   const double m = 4 * H;
   const auto downsample = [&](double out) { return 2 * m + (m * m + m) + (m * out + out); };
   const double n = double(layers), later = double(downsamples - 1);
-  linears.insert(linears.end(), {{"self_attn.q_proj", H, H, n},
-                                 {"self_attn.k_proj", H, H, n},
-                                 {"self_attn.v_proj", H, H, n},
-                                 {"self_attn.out_proj", H, H, n},
-                                 {"mlp.fc1", H, F, n},
-                                 {"mlp.fc2", F, H, n},
-                                 {"vit_merger.self_attn.q_proj", H, H, 1},
+  add_siglip_layer_linears(H, F, n, linears);
+  linears.insert(linears.end(), {{"vit_merger.self_attn.q_proj", H, H, 1},
                                  {"vit_merger.self_attn.k_proj", H, H, 1},
                                  {"vit_merger.self_attn.v_proj", H, H, 1},
                                  {"vit_merger.self_attn.out_proj", H, H, 1},

@@ -214,10 +214,9 @@ ResolvedLoraTargets resolve_lora_targets(const ModelSpec& m, const std::vector<s
     if (matched) continue;
     // a name that reaches only a tower's modules (a SigLIP layer's fc1): PEFT adapts them, and a
     // text-only step holds those adapters untrained (tower_adapter_width)
-    if (std::any_of(m.tower_linear_modules.begin(), m.tower_linear_modules.end(),
-                    [&](const TowerLinear& t) {
-                      return t.path == name || (t.path.ends_with(name) && t.path[t.path.size() - name.size() - 1] == '.');
-                    }))
+    if (std::any_of(m.tower_linear_modules.begin(), m.tower_linear_modules.end(), [&](const TowerLinear& t) {
+          return t.path == name || (t.path.ends_with(name) && t.path[t.path.size() - name.size() - 1] == '.');
+        }))
       continue;
     // PEFT skips a name no module has where another matches; remat refuses it, so that a name meant
     // for another model (o_proj on OPT, whose is out_proj) is not priced as nothing
