@@ -7,6 +7,7 @@
 // --framework hf their weights are held all the same (ModelSpec::idle_params).
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -35,10 +36,9 @@ struct TowerDims {
   double hidden, intermediate, layers, channels, image, patch;
 };
 
-// vision_config's dimensions, SiglipVisionConfig's and CLIPVisionConfig's defaults where the file
-// leaves one out; a value of the wrong type is a problem named by its key.
-TowerDims tower_dims(HfJsonReader& v, int64_t default_patch) {
-  int64_t d[] = {768, 3072, 12, 3, 224, default_patch};
+// vision_config's dimensions, the config class's `defaults` (hidden, intermediate, layers, channels,
+// image, patch) where the file leaves one out; a value of the wrong type is a problem named by its key.
+TowerDims tower_dims(HfJsonReader& v, std::array<int64_t, 6> d) {
   const char* keys[] = {"hidden_size",  "intermediate_size", "num_hidden_layers",
                         "num_channels", "image_size",        "patch_size"};
   for (size_t i = 0; i < 6; ++i) v.integer(keys[i], d[i], false);
@@ -132,12 +132,9 @@ bool plausible(const TowerDims& d) {
 // bias). SmolVLM-500M's file (hidden 768, patch 16 at 512): 98,229,504, held in fp32 under mixed
 // precision (steps-random-blind-h200.jsonl: -41% before the step when uncounted).
 double idefics3_params(HfJsonReader& top, HfJsonReader& v, double text_hidden, Linears& linears) {
-  int64_t d[] = {1152, 3072, 12, 3, 224, 32}, scale = 2;
-  const char* keys[] = {"hidden_size",  "intermediate_size", "num_hidden_layers",
-                        "num_channels", "image_size",        "patch_size"};
-  for (size_t i = 0; i < 6; ++i) v.integer(keys[i], d[i], false);
+  const TowerDims t = tower_dims(v, {1152, 3072, 12, 3, 224, 32});  // Idefics3VisionConfig's defaults
+  int64_t scale = 2;
   top.integer("scale_factor", scale, false);
-  const TowerDims t{double(d[0]), double(d[1]), double(d[2]), double(d[3]), double(d[4]), double(d[5])};
   if (!plausible(t) || !plausible_tower_dims({double(scale)})) return 0;
   const double h = t.hidden, merged = h * double(scale) * double(scale);
   add_encoder_linears(t, linears);
@@ -187,7 +184,7 @@ double pixtral_params(HfJsonReader& top, HfJsonReader& v, double text_hidden, Li
 // to projector_hidden_size (default 2560), linear_2 to the text width, biases by projector_bias
 // (default true).
 double lfm2_vl_params(HfJsonReader& top, HfJsonReader& v, double text_hidden, Linears& linears) {
-  TowerDims d = tower_dims(v, 16);
+  TowerDims d = tower_dims(v, {768, 3072, 12, 3, 224, 16});
   int64_t positions = 256, factor = 2, projector_hidden = 2560;
   v.integer("num_patches", positions, false);
   top.integer("downsample_factor", factor, false);
@@ -335,7 +332,8 @@ double counted_tower_params(HfJsonReader& top, const std::string& outer_type, in
     return idefics3_params(top, v, double(text_hidden), linears);
   const bool siglip = tower == "siglip_vision_model", clip = tower == "clip_vision_model";
   if (!(outer_type == "gemma3" && siglip) && !(outer_type == "llava" && (siglip || clip))) return 0;
-  const TowerDims d = tower_dims(v, clip ? 32 : 16);
+  // SiglipVisionConfig's and CLIPVisionConfig's defaults
+  const TowerDims d = tower_dims(v, {768, 3072, 12, 3, 224, clip ? 32 : 16});
   if (!plausible(d)) return 0;
   const double th = double(text_hidden);
   // Gemma3MultiModalProjector: mm_input_projection_weight (vision x text) and a soft-embedding RMSNorm

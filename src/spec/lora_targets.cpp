@@ -105,6 +105,11 @@ std::string all_linear_gap(const ModelSpec& m) {
   return "";
 }
 
+// Whether target `name` reaches tower module `l`: its path, or the path's end after a dot.
+bool tower_name_reaches(const std::string& name, const TowerLinear& l) {
+  return name == l.path || (l.path.ends_with(name) && l.path[l.path.size() - name.size() - 1] == '.');
+}
+
 // PEFT adapts a tower's module whose path ends in a target name (self_attn.q_proj by q_proj or
 // self_attn.q_proj), and all-linear every one; a target naming a longer path (one layer's, the language
 // model's) reaches none.
@@ -120,9 +125,7 @@ double tower_adapter_width(const ModelSpec& m, const std::vector<std::string>& t
   }
   double width = 0;
   for (const TowerLinear& l : m.tower_linear_modules) {
-    const auto reaches = [&](const std::string& name) {
-      return name == l.path || (l.path.ends_with(name) && l.path[l.path.size() - name.size() - 1] == '.');
-    };
+    const auto reaches = [&](const std::string& name) { return tower_name_reaches(name, l); };
     if (all_linear || std::any_of(names.begin(), names.end(), reaches)) width += l.count * (l.in + l.out);
   }
   return width;
@@ -214,9 +217,8 @@ ResolvedLoraTargets resolve_lora_targets(const ModelSpec& m, const std::vector<s
     if (matched) continue;
     // a name that reaches only a tower's modules (a SigLIP layer's fc1): PEFT adapts them, and a
     // text-only step holds those adapters untrained (tower_adapter_width)
-    if (std::any_of(m.tower_linear_modules.begin(), m.tower_linear_modules.end(), [&](const TowerLinear& t) {
-          return t.path == name || (t.path.ends_with(name) && t.path[t.path.size() - name.size() - 1] == '.');
-        }))
+    if (std::any_of(m.tower_linear_modules.begin(), m.tower_linear_modules.end(),
+                    [&](const TowerLinear& t) { return tower_name_reaches(name, t); }))
       continue;
     // PEFT skips a name no module has where another matches; remat refuses it, so that a name meant
     // for another model (o_proj on OPT, whose is out_proj) is not priced as nothing
