@@ -332,6 +332,24 @@ CommonOptions eager_where_only_eager(const CommonOptions& o, const ModelSpec& m,
   return eager;
 }
 
+// The longest of the model's per-layer lists (layer kinds, windows, rotary, shapes); 0: none.
+size_t per_layer_list_length(const ModelSpec& m) {
+  return std::max({m.layer_mixers.size(), m.layer_has_ffn.size(), m.windowed_layers.size(), m.nope_layers.size(),
+                   m.compressed_layers.size(), m.layer_variant_ids.size(), m.skipped_cross_attention_layers.size(),
+                   m.indexer_shared_layers.size()});
+}
+
+// A file that names each layer's kind cannot grow: the layers beyond its list would take the
+// default kind silently, and transformers refuses a layer_types list of another length.
+void refuse_extending_layer_list(const ModelSpec& m, int64_t layers, const std::string& file) {
+  const size_t listed = per_layer_list_length(m);
+  if (listed == 0 || layers <= int64_t(listed)) return;
+  throw InputError({{"command line", "--num-layers", std::to_string(layers),
+                     "must be at most " + std::to_string(listed) + ": " + file +
+                         " lists each layer's kind (layer_types or its pattern) and remat does not extend that "
+                         "list"}});
+}
+
 }  // namespace
 
 Inputs load_inputs(const CommonOptions& o, const std::string& command) {
@@ -349,6 +367,7 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
     throw InputError({{"command line", "--num-layers", std::to_string(o.num_layers),
                        "must be at most " + std::to_string(limits::kLayers)}});
   if (o.num_layers > 0) {
+    refuse_extending_layer_list(in.model, o.num_layers, model_src.label);
     in.model.num_hidden_layers = o.num_layers;
     if (in.model.first_k_dense_replace > o.num_layers)
       throw InputError(
