@@ -3,7 +3,9 @@ examples/hf/unseen*/realcfg/): layers cut to 1-6, sequence 1k-16k, full or LoRA 
 few target sets, dropout 0 or 0.05), none / non-reentrant / reentrant, sdpa or eager, bf16 or mixed, SFT,
 DPO or GRPO. Keeps the cases remat prices (validate --hf-run on a placeholder record, as
 dsv4/predict_cases.py does) whose predicted peak is under --max-gib, and writes them with the
-predictions: python3 make_cases.py --seed N --count 24 --out cases.json > predicted.tsv"""
+predictions: python3 make_cases.py --seed N --count 24 --out cases.json > predicted.tsv
+With --pairs every drawn step is checkpointed and comes with its twin without checkpointing (where remat
+says the twin fits), so that validate --hf-run compares the time ratio on configs no one chose."""
 import argparse
 import glob
 import json
@@ -83,6 +85,7 @@ def main():
     ap.add_argument("--max-gib", type=float, default=110)
     ap.add_argument("--out", required=True)
     ap.add_argument("--remat", default=f"{ROOT}/build/src/remat")
+    ap.add_argument("--pairs", action="store_true", help="checkpointed steps, each with its twin without checkpointing")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     configs = sorted(os.path.relpath(p, ROOT) for p in glob.glob(f"{ROOT}/tests/data/hf_configs/*.json") +
@@ -104,12 +107,18 @@ def main():
         n_file = text.get("num_hidden_layers") or d.get("num_hidden_layers") or d.get("n_layer")
         if isinstance(n_file, int) and n_file > 0:
             c["layers"] = min(c["layers"], n_file)
+        if a.pairs and c["checkpointing"] == "none":
+            c["checkpointing"] = rng.choice(["non_reentrant", "reentrant"])
         c["case"] = f"rb{a.seed}-{len(cases):02d}-" + os.path.basename(config)[:-5][:32]
-        p = predict(c, a.remat)
-        if p is None or p["peak_bytes"] > a.max_gib * 2**30 or p["peak_bytes"] < 2**30:
+        drawn = [c]
+        if a.pairs:
+            drawn.append(dict(c, checkpointing="none", case=c["case"] + "-none"))
+        priced = [(d, predict(d, a.remat)) for d in drawn]
+        if any(p is None or p["peak_bytes"] > a.max_gib * 2**30 or p["peak_bytes"] < 2**30 for _, p in priced):
             continue
-        cases.append(c)
-        print(f"{c['case']}\t{p['peak_bytes'] / 2**30:.2f}\t{p['before_bytes'] / 2**30:.2f}", flush=True)
+        for d, p in priced:
+            cases.append(d)
+            print(f"{d['case']}\t{p['peak_bytes'] / 2**30:.2f}\t{p['before_bytes'] / 2**30:.2f}", flush=True)
     json.dump(cases, open(a.out, "w"), indent=1)
 
 
