@@ -38,7 +38,7 @@ inline std::vector<HfComparison> measured_hf_steps(const std::string& file, cons
   std::vector<HfComparison> out;
   for (const HfStep& s : completed_last_steps(text.str(), file)) {
     ModelSpec m = test::model(root + s.config);
-    m.num_hidden_layers = s.num_layers;
+    m.set_layer_count(s.num_layers);
     out.push_back(compare_hf(s, m, hw, file));
   }
   return out;

@@ -31,7 +31,7 @@ TEST(HfTowerAdapters, EqualToPeftsOnEveryProbedWrapper) {
     const std::string name = row.at("name").get<std::string>();
     if (row.contains("error")) continue;  // transformers refused the cut (Gemma 4 E2B: a sliding layer last)
     ModelSpec m = test::model(kRoot + row.at("config").get<std::string>());
-    m.num_hidden_layers = row.at("layers").get<int64_t>();
+    m.set_layer_count(row.at("layers").get<int64_t>());
     const ResolvedLoraTargets resolved = resolve_lora_targets(m, {"all-linear"});
     if (!resolved.refusal.empty()) {
       refused.insert(name);
@@ -111,7 +111,7 @@ TEST(HfTowerAdapters, BlindTowerSteps) {
     const nlohmann::json row = nlohmann::json::parse(line);
     if (row.at("step") != 3) continue;
     ModelSpec m = test::model(kRoot + row.at("config").get<std::string>());
-    m.num_hidden_layers = row.at("num_hidden_layers").get<int64_t>();
+    m.set_layer_count(row.at("num_hidden_layers").get<int64_t>());
     const ResolvedLoraTargets resolved = resolve_lora_targets(m, row.at("lora_targets"));
     TrainingSpec t = test::hf_training(1024, row.at("lora_rank").get<int64_t>());
     t.lora_targets = resolved.targets;

@@ -171,7 +171,7 @@ TEST(HfUnseen11, AllLinearOnVisionWrappers) {
            test::read_text(root + "reports/hf/refused-unseen11-vision-all-linear-h200.jsonl"), "refused.jsonl"))) {
     if (s.oom) continue;
     ModelSpec m = test::model(root + s.config);
-    m.num_hidden_layers = s.num_layers;
+    m.set_layer_count(s.num_layers);
     const HfComparison c = compare_hf(s, m, test::hardware("h200"), "refused.jsonl");
     ++priced;
     EXPECT_LT(std::abs(c.peak_error_pct()), 0.7) << s.case_name;

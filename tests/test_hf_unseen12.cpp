@@ -105,7 +105,7 @@ TEST(HfUnseen12, MeasuredOutOfMemorySteps) {
   for (const char* file : {"steps-h100.jsonl", "steps-lora-replay2-h200.jsonl", "steps-unseen12-rerun-h200.jsonl"}) {
     for (const HfStep& s : parse_hf_out_of_memory(test::read_text(root + file), file)) {
       ModelSpec m = test::model(std::string(REMAT_TEST_DATA) + "/../" + s.config);
-      m.num_hidden_layers = s.num_layers;
+      m.set_layer_count(s.num_layers);
       const HfComparison c =
           compare_hf(s, m, test::hardware(s.gpu.find("H100") != std::string::npos ? "h100-sxm" : "h200"), file);
       if (c.estimate.peak_memory_bytes > s.peak_bytes) {

@@ -177,7 +177,7 @@ int validate_hf_runs(const ValidateOptions& o) {
       const std::string path = config_path(step.config, file);
       if (!models.count(path)) models.emplace(path, load_model(read_spec_source(path, "models")));
       ModelSpec m = models.at(path);
-      m.num_hidden_layers = step.num_layers;
+      m.set_layer_count(step.num_layers);
       out.push_back(compare_hf(step, m, hardware_for(step, file), file));
     }
     return out;

@@ -368,7 +368,7 @@ Inputs load_inputs(const CommonOptions& o, const std::string& command) {
                        "must be at most " + std::to_string(limits::kLayers)}});
   if (o.num_layers > 0) {
     refuse_extending_layer_list(in.model, o.num_layers, model_src.label);
-    in.model.num_hidden_layers = o.num_layers;
+    in.model.set_layer_count(o.num_layers);
     if (in.model.first_k_dense_replace > o.num_layers)
       throw InputError(
           {{"command line", "--num-layers", std::to_string(o.num_layers),

@@ -178,6 +178,7 @@ void gemma4_common(HfJsonReader& r, ModelSpec& m, int64_t per_layer_input) {
   m.value_norm = true;
   m.sliding_window_tokens = 512;  // Gemma4TextConfig's default; read_windowed_attention reads the file's
   m.windowed_layers = gemma4_windowed_layers(r, m.num_hidden_layers);
+  m.last_layer_full_attention = true;
   bool keys_as_values = false;
   r.boolean("attention_k_eq_v", keys_as_values);
   m.full_attention_values_from_keys = keys_as_values;

@@ -266,6 +266,9 @@ struct ModelSpec {
   double norm_eps = 1e-5;              // epsilon of every norm (rms_norm_eps, layer_norm_eps, layer_norm_epsilon)
   int64_t sliding_window_tokens = 0;   // keys a windowed layer's query sees, itself included (sliding_window); 0: none
   std::vector<bool> windowed_layers;   // which layers use that window; empty: every layer
+  // Gemma 4 (Gemma4TextConfig.__post_init__): the last layer is full attention whatever
+  // layer_types says, so a model cut to fewer layers ends on a full-attention layer (set_layer_count)
+  bool last_layer_full_attention = false;
   int64_t attention_chunk_tokens = 0;  // Llama 4's chunked attention (attention_chunk_size); 0: none
   std::vector<bool> nope_layers;       // layers without rotary (Llama 4's no_rope_layers, inverted); empty: none
   bool qk_l2_norm = false;             // Llama 4: weightless L2 norm on q and k (on its rotary layers)
@@ -503,6 +506,13 @@ struct ModelSpec {
   LayerVariant layer_variant_of(int64_t index) const {
     const int v = layer_variant(index);
     return v > 0 ? layer_variants[size_t(v)] : LayerVariant{};
+  }
+  // The layer count of a cut (a measured step's, --num-layers) or of the file. What the config
+  // class derives from the count follows it: Gemma 4's last layer is full attention.
+  void set_layer_count(int64_t layers) {
+    num_hidden_layers = layers;
+    if (last_layer_full_attention && layers > 0 && layers <= int64_t(windowed_layers.size()))
+      windowed_layers[size_t(layers - 1)] = false;
   }
   // Each layer's shape (per_layer: one per layer, 0 fields for the model's value), kept as distinct
   // variants; a layer with the model's own shape gets variant 0.
