@@ -111,6 +111,10 @@ HfStep step_from(const Line& l) {
     s.lora_adapter_dtype = l.j["lora_param_dtype"].get<std::string>();
   s.peak_bytes = l.real("peak_allocated_bytes"), s.before_bytes = l.real("allocated_before_bytes");
   s.step_time_s = l.real("step_time_s");
+  // the run's own parameter counts, where it recorded them
+  if (l.j.contains("params") && !l.j["params"].is_null()) s.params = l.integer("params");
+  if (l.j.contains("trainable_params") && !l.j["trainable_params"].is_null())
+    s.trainable_params = l.integer("trainable_params");
   if (s.seq < 1 || s.mbs < 1 || s.num_layers < 1)
     l.fail("seq", std::to_string(s.seq), "seq, mbs and layers must be >= 1");
   if (s.peak_bytes <= 0) l.fail("peak_allocated_bytes", "0", "must be positive");

@@ -150,8 +150,11 @@ double idefics3_params(HfJsonReader& top, HfJsonReader& v, double text_hidden, L
 // text) and linear_2 (text -> text), biases by multimodal_projector_bias (default false); under
 // LlavaForConditionalGeneration LLaVA's projector (llava_projector; a Pixtral-Large-shaped LLaVA
 // file: steps-random-blind2-h200.jsonl, -7.83% before the step while uncounted).
-double pixtral_params(HfJsonReader& top, HfJsonReader& v, double text_hidden, Linears& linears, bool llava) {
-  int64_t h = 1024, f = 4096, layers = 24, heads = 16, channels = 3, patch = 16, merge = 2;
+// `patch`: the patch size where vision_config gives none (PixtralVisionConfig's 16; the tower
+// Mistral3Config builds for a file without vision_config has 14).
+double pixtral_params(HfJsonReader& top, HfJsonReader& v, double text_hidden, Linears& linears, bool llava,
+                      int64_t patch = 16) {
+  int64_t h = 1024, f = 4096, layers = 24, heads = 16, channels = 3, merge = 2;
   const char* keys[] = {"hidden_size",         "intermediate_size", "num_hidden_layers",
                         "num_attention_heads", "num_channels",      "patch_size"};
   int64_t* values[] = {&h, &f, &layers, &heads, &channels, &patch};
@@ -309,6 +312,13 @@ double counted_tower_params(HfJsonReader& top, const std::string& outer_type, in
     if (outer_type == "qwen2_audio") return qwen2_audio_params(e, double(text_hidden), linears);
     return outer_type == "voxtral" ? voxtral_audio_params(e, double(text_hidden), linears)
                                    : glm4v_vision_params(e, linears);
+  }
+  // Mistral3Config without vision_config: its default Pixtral tower (patch 14) and projector (a Mistral
+  // Small 4 file: 428,472,320 parameters transformers 5.17 built, steps-random-blind5-h200.jsonl)
+  if (outer_type == "mistral3" && !top.object.contains("vision_config")) {
+    static const json kNone = json::object();
+    HfJsonReader defaults{kNone, top.file, "vision_config.", top.problems};
+    return pixtral_params(top, defaults, double(text_hidden), linears, false, 14);
   }
   if (!top.object.contains("vision_config") || !top.object["vision_config"].is_object()) return 0;
   HfJsonReader v{top.object["vision_config"], top.file, "vision_config.", top.problems};

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "remat/cost/params.hpp"
+#include "remat/cost/streambp.hpp"
 #include "remat/spec/framework.hpp"
 #include "remat/spec/lora_placement.hpp"
 #include "remat/spec/problems.hpp"
@@ -91,6 +93,27 @@ HfSetup hf_setup(const HfStep& s, const ModelSpec& model, const std::string& fil
   return setup;
 }
 
+namespace {
+
+// What the run's model.parameters() holds by remat's count: the language model, the encoders held
+// beside it, PEFT's trained adapters and those it holds untrained (on a tower's modules, on indexers
+// run under no_grad, on skipped layers: still requiring a gradient, never given one).
+void set_parameter_counts(HfComparison& c) {
+  const TrainingSpec& t = c.setup.training;
+  const int64_t layers = c.model.num_hidden_layers;
+  double held_adapters = 0;
+  if (t.lora_rank > 0) {
+    held_adapters = double(t.lora_rank) * t.lora_targets.tower_adapter_width;
+    for (int64_t g = 0; g < layers; ++g) held_adapters += lora_held_layer_params(c.model, t, g);
+  }
+  const double adapters = c.estimate.stages.front().adapter_params + held_adapters;
+  const double model = model_params(c.model, layers) + c.model.idle_params;
+  c.predicted_params = model + adapters;
+  c.predicted_trainable_params = t.lora_rank > 0 ? adapters : model;
+}
+
+}  // namespace
+
 HfComparison compare_hf(const HfStep& step, const ModelSpec& model, const HardwareSpec& hw, const std::string& file) {
   HfComparison c{step, hf_setup(step, model, file), model_as_built(model, kHfFramework), {}, 0, file, hw.name};
   // what estimate refuses for this run is refused here too, never priced another way
@@ -101,6 +124,7 @@ HfComparison compare_hf(const HfStep& step, const ModelSpec& model, const Hardwa
   c.estimate = estimate(c.model, apply_framework(hw, kHfFramework), c.setup.training, c.setup.plan, hw.hbm_bytes);
   const StageMemory& mem = c.estimate.stages.front().memory_bytes;
   c.predicted_before_bytes = mem.weights + mem.optimizer + mem.runtime;
+  set_parameter_counts(c);
   return c;
 }
 
@@ -154,13 +178,20 @@ std::string summary_line(const char* what, const Spread& s, double bound_pct) {
 struct Summary {
   Spread peak, before, ratio;
   size_t ratios_over_bound = 0, host_paced_over_bound = 0;
+  size_t params_recorded = 0, params_equal = 0;
+  double params_max_abs_pct = 0;  // of the steps whose counts differ, the largest difference in the total
 };
 
 constexpr double kRatioBoundPct = 10;
 
 Summary summarize(const std::vector<HfComparison>& cases, const std::vector<HfTimeRatio>& ratios) {
   Summary s;
-  for (const auto& c : cases) s.peak.add(c.peak_error_pct()), s.before.add(c.before_error_pct());
+  for (const auto& c : cases) {
+    s.peak.add(c.peak_error_pct()), s.before.add(c.before_error_pct());
+    if (!c.params_recorded()) continue;
+    ++s.params_recorded, s.params_equal += c.params_equal();
+    s.params_max_abs_pct = std::max(s.params_max_abs_pct, 100 * std::abs(c.predicted_params / c.measured.params - 1));
+  }
   for (const auto& r : ratios) {
     s.ratio.add(r.error_pct());
     if (std::abs(r.error_pct()) <= kRatioBoundPct) continue;
@@ -168,6 +199,14 @@ Summary summarize(const std::vector<HfComparison>& cases, const std::vector<HfTi
     s.host_paced_over_bound += r.host_paced();
   }
   return s;
+}
+
+std::string params_line(const Summary& s) {
+  if (s.params_recorded == 0) return "";
+  return fmt::format(
+      "parameters: {} steps recorded them, {} equal remat's count (all and those trained), the others' totals "
+      "within {:.3f}%\n",
+      s.params_recorded, s.params_equal, s.params_max_abs_pct);
 }
 
 std::string ratio_misses_line(const Summary& s) {
@@ -244,7 +283,7 @@ std::string hf_table(const std::vector<HfComparison>& cases, const std::vector<H
   const Summary s = summarize(cases, ratios);
   out += out_of_memory_lines(out_of_memory);
   out += "\n" + summary_line("step peak", s.peak, 3) + summary_line("allocated before the step", s.before, 3) +
-         summary_line("time over no checkpointing", s.ratio, kRatioBoundPct) + ratio_misses_line(s);
+         summary_line("time over no checkpointing", s.ratio, kRatioBoundPct) + ratio_misses_line(s) + params_line(s);
   return out;
 }
 
@@ -268,7 +307,12 @@ Json case_json(const HfComparison& c) {
             {"before_bytes", int64_t(std::llround(c.predicted_before_bytes))},
             {"step_time_s", time_s(c)}}},
           {"peak_error_pct", c.peak_error_pct()},
-          {"before_error_pct", c.before_error_pct()}};
+          {"before_error_pct", c.before_error_pct()},
+          {"params",
+           {{"measured", int64_t(m.params)},
+            {"measured_trainable", int64_t(m.trainable_params)},
+            {"predicted", int64_t(std::llround(c.predicted_params))},
+            {"predicted_trainable", int64_t(std::llround(c.predicted_trainable_params))}}}};
 }
 
 Json spread_json(const Spread& s) {
@@ -335,6 +379,7 @@ Json hf_report(const ReportMeta& meta, const std::vector<HfComparison>& cases,
       {"time_ratio", spread_json(s.ratio)},
       {"time_ratios_over_bound", s.ratios_over_bound},
       {"host_paced_over_bound", s.host_paced_over_bound},
+      {"params", {{"recorded", s.params_recorded}, {"equal", s.params_equal}, {"max_abs_pct", s.params_max_abs_pct}}},
       {"out_of_memory",
        {{"cases", out_of_memory.size()}, {"priced_above_gpu", oom.above}, {"allocator_reserve_ran_out", oom.reserve}}}};
   return j;

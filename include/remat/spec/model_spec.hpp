@@ -260,18 +260,18 @@ struct ModelSpec {
 
   // Numerics and attention masks: they change no memory, FLOP or time figure, only the
   // Megatron-LM flags that build the same model.
-  double rope_theta = 10000;           // rotary base (rope_theta)
-  double rope_local_theta = 0;         // windowed layers' own rotary base (Gemma 3's rope_local_base_freq); 0: none
-  RopeScaling rope_scaling;            // rotary scaling (type "": none)
-  double norm_eps = 1e-5;              // epsilon of every norm (rms_norm_eps, layer_norm_eps, layer_norm_epsilon)
-  int64_t sliding_window_tokens = 0;   // keys a windowed layer's query sees, itself included (sliding_window); 0: none
-  std::vector<bool> windowed_layers;   // which layers use that window; empty: every layer
+  double rope_theta = 10000;          // rotary base (rope_theta)
+  double rope_local_theta = 0;        // windowed layers' own rotary base (Gemma 3's rope_local_base_freq); 0: none
+  RopeScaling rope_scaling;           // rotary scaling (type "": none)
+  double norm_eps = 1e-5;             // epsilon of every norm (rms_norm_eps, layer_norm_eps, layer_norm_epsilon)
+  int64_t sliding_window_tokens = 0;  // keys a windowed layer's query sees, itself included (sliding_window); 0: none
+  std::vector<bool> windowed_layers;  // which layers use that window; empty: every layer
   // Gemma 4 (Gemma4TextConfig.__post_init__): the last layer is full attention whatever
   // layer_types says, so a model cut to fewer layers ends on a full-attention layer (set_layer_count)
   bool last_layer_full_attention = false;
-  int64_t attention_chunk_tokens = 0;  // Llama 4's chunked attention (attention_chunk_size); 0: none
-  std::vector<bool> nope_layers;       // layers without rotary (Llama 4's no_rope_layers, inverted); empty: none
-  bool qk_l2_norm = false;             // Llama 4: weightless L2 norm on q and k (on its rotary layers)
+  int64_t attention_chunk_tokens = 0;       // Llama 4's chunked attention (attention_chunk_size); 0: none
+  std::vector<bool> nope_layers;            // layers without rotary (Llama 4's no_rope_layers, inverted); empty: none
+  bool qk_l2_norm = false;                  // Llama 4: weightless L2 norm on q and k (on its rotary layers)
   bool nope_attention_temperature = false;  // Llama 4's attn_temperature_tuning on the layers without rotary
   // the MoE router casts its input to fp32 and its linear saves that copy (transformers'
   // DeepSeek routers: deepseek_v2, deepseek_v3, deepseek_v32, glm_moe_dsa)

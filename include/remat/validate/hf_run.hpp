@@ -23,6 +23,9 @@ struct HfStep {
   double lora_dropout = 0;
   std::string lora_adapter_dtype = "float32";  // PEFT's default (autocast_adapter_dtype)
   double peak_bytes = 0, before_bytes = 0, step_time_s = 0;
+  // the model's parameters as the run counted them (model.parameters(); those requiring a gradient);
+  // 0: not recorded
+  double params = 0, trainable_params = 0;
   bool oom = false;
   // a step that ran out of memory: PyTorch's allocated bytes at the failure plus the request that
   // failed, read from its message (0: not stated), the least the step's peak would have been
@@ -44,8 +47,15 @@ struct HfComparison {
   ModelSpec model;
   Estimate estimate;
   double predicted_before_bytes = 0;  // weights and optimizer state, gradients freed
-  std::string source_file;            // the run log it came from: a time ratio pairs steps of one log
-  std::string hardware_name;          // the hardware file it was priced on
+  bool params_recorded() const { return measured.params > 0; }
+  bool params_equal() const {
+    return predicted_params == measured.params && predicted_trainable_params == measured.trainable_params;
+  }
+  std::string source_file;    // the run log it came from: a time ratio pairs steps of one log
+  std::string hardware_name;  // the hardware file it was priced on
+  // remat's count of what the run builds: the language model, the encoders held beside it and PEFT's
+  // adapters (those it trains and those it holds untrained); of them, those requiring a gradient
+  double predicted_params = 0, predicted_trainable_params = 0;
   double peak_error_pct() const { return 100 * (estimate.peak_memory_bytes / measured.peak_bytes - 1); }
   double before_error_pct() const { return 100 * (predicted_before_bytes / measured.before_bytes - 1); }
 };
