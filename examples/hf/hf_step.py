@@ -119,14 +119,15 @@ def load_config(path, layers):
     return cfg, mt, n_file
 
 
-def build_model(cfg, dtype, attn):
+def build_model(cfg, dtype, attn, device="cuda"):
     """The causal LM of cfg; a multimodal wrapper with no causal-LM class (Step 3.7) as its
     image-text model, trained on text alone (its vision tower takes no gradient); an audio wrapper
-    with neither (Voxtral) as the class its `architectures` names."""
+    with neither (Voxtral) as the class its `architectures` names. device "meta" builds no weights
+    (probes/cut_counts.py)."""
     import transformers
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
-    with torch.device("cuda"):
+    with torch.device(device):
         try:
             model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=attn)
         except TypeError:
