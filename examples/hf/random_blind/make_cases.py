@@ -23,7 +23,10 @@ TARGETS = [["all-linear"], ["q_proj", "v_proj"], ["q_proj", "k_proj", "v_proj", 
 def predict(case, remat):
     with tempfile.TemporaryDirectory() as tmp:
         rec = {k: case.get(k) for k in ("case", "config", "seq", "mbs", "mode", "lora_rank", "lora_dropout",
-                                        "checkpointing", "attention", "precision", "objective", "grpo_group")}
+                                        "checkpointing", "attention", "precision", "objective", "grpo_group",
+                                        "checkpoint_layers")}
+        if case.get("lora_adapter_dtype") == "bf16":
+            rec["lora_param_dtype"] = "bfloat16"
         rec.update({"num_hidden_layers": case["layers"], "lora_targets": case.get("lora_targets", []),
                     "gpu": "NVIDIA H200", "step": 3, "oom": False, "peak_allocated_bytes": 1,
                     "allocated_before_bytes": 1, "step_time_s": 1.0})
@@ -59,6 +62,20 @@ def transformers_builds(remat):
     return usable
 
 
+def widen(rng, c):
+    """--wide (seed 7 on): knobs the earlier sets left at their defaults: the first R layers only
+    checkpointed, bf16 adapters (autocast_adapter_dtype=False), batches up to 4, sequences to 32k."""
+    if c["checkpointing"] != "none" and c["layers"] >= 2 and rng.random() < 0.3:
+        c["checkpoint_layers"] = rng.randint(1, c["layers"] - 1)
+    if c["mode"] == "lora" and rng.random() < 0.25:
+        c["lora_adapter_dtype"] = "bf16"
+    if c["objective"] != "grpo" and rng.random() < 0.2:
+        c["mbs"] = rng.choice([3, 4])
+    if c["attention"] == "sdpa" and rng.random() < 0.15:
+        c["seq"] = rng.choice([24576, 32768])
+    return c
+
+
 def draw(rng, config):
     mode = rng.choice(["full", "lora", "lora"])
     c = {"config": config, "layers": rng.randint(1, 6), "seq": rng.choice([1024, 2048, 3000, 4096, 6144, 8192, 12288, 16384]),
@@ -86,6 +103,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--remat", default=f"{ROOT}/build/src/remat")
     ap.add_argument("--pairs", action="store_true", help="checkpointed steps, each with its twin without checkpointing")
+    ap.add_argument("--wide", action="store_true", help="also draw partial checkpointing, bf16 adapters, mbs 3-4, 24-32k")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     configs = sorted(os.path.relpath(p, ROOT) for p in glob.glob(f"{ROOT}/tests/data/hf_configs/*.json") +
@@ -98,6 +116,8 @@ def main():
             break
         tried += 1
         c = draw(rng, config)
+        if a.wide:
+            c = widen(rng, c)
         if not usable(config):
             continue
         # a cut, never more layers than the file has (transformers refuses a layer_types list of
