@@ -446,7 +446,7 @@ def build_case(c, versions, meta):
         if c.get("checkpoint_layers") is not None:
             # the first R decoder layers checkpointed, the rest kept: each GradientCheckpointingLayer
             # reads its own flag (what `remat plan --framework hf` prints for a plan of R layers)
-            for i, layer in enumerate(hf.get_decoder().layers):
+            for i, layer in enumerate(find_layers(hf, n_layers)[1]):  # get_decoder() has none on Mllama
                 layer.gradient_checkpointing = i < int(c["checkpoint_layers"])
         if mode == "lora" and ckpt == "reentrant":
             # as Trainer / PEFT users do: frozen embeddings would otherwise give the reentrant

@@ -760,11 +760,11 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
     for (const char* key : {"hidden_act", "hidden_activation", "activation_function"})
       if (const std::string act = r.text(key); !act.empty()) m.hidden_act = act;
   require_dimensions(r, m);
-  // A multimodal model ties its head by the outer config's flag where it has one (transformers
-  // 5's wrapper classes: Mistral3ForConditionalGeneration with a tied top level and an untied
-  // text_config builds a tied head), else by the language model's.
+  // A multimodal model ties its head by the outer config's flag (transformers 5's wrapper classes:
+  // a tied top level over an untied text_config builds a tied head), else the class's default.
   m.tie_word_embeddings = family->tie_word_embeddings;
   if (nested) r.boolean("tie_word_embeddings", m.tie_word_embeddings);
+  if (nested) m.tie_word_embeddings = wrapper_ties_head(outer_type, m.tie_word_embeddings);
   top.boolean("tie_word_embeddings", m.tie_word_embeddings);
   read_experts(r, m, *family, type);
   // PEFT reads model.config.model_type: the file's own, a wrapper's where the file is one

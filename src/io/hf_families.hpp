@@ -247,6 +247,10 @@ std::string hf_refusal_reason(const std::string& model_type);
 // The same for an architecture class of remote code ("" when not refused by name).
 std::string hf_architecture_refusal_reason(const std::string& architecture);
 
+// Whether a multimodal model ties its head where the file's top level has no tie_word_embeddings:
+// its wrapper config class's default where the class declares one (Mistral3Config: true), else
+// `language_model_ties`, the language model's.
+bool wrapper_ties_head(const std::string& outer_type, bool language_model_ties);
 // A layer_types word as transformers 5 writes it (its _LEGACY_LAYER_TYPE_REMAP): the hybrids'
 // older "mamba" is "linear_attention", "attention" is "full_attention"; other words unchanged.
 std::string current_layer_type(const std::string& kind);

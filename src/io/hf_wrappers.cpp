@@ -92,6 +92,13 @@ void note_flat_encoders(HfJsonReader& top, ModelSpec& m) {
   }
 }
 
+// Mistral3Config declares tie_word_embeddings = True (transformers 5.17): Magistral Small 2509's file,
+// which states it nowhere, builds a tied head (probes/cut_counts.py: 671,088,640 parameters fewer than
+// an untied head, at every cut)
+bool wrapper_ties_head(const std::string& outer_type, bool language_model_ties) {
+  return outer_type == "mistral3" ? true : language_model_ties;
+}
+
 void note_minicpmv_language_model(const std::string& minicpmv_type, ModelSpec& m) {
   m.encoders_uncounted = true;
   m.notes.push_back("model_type minicpmv: the language model's keys at the top are read as " + minicpmv_type +

@@ -80,6 +80,7 @@ def run(cases_file, out, deadline_s):
                 rec["params"] = sum(p.numel() for p in model.parameters())
                 rec["trainable_params"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
                 rec["model_type"] = model_type
+                rec["built_layers"] = cfg.get_text_config().num_hidden_layers  # where the cut reached
             except Exception as e:  # noqa: BLE001 - recorded, the next config goes on
                 rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"
             f.write(json.dumps(rec) + "\n")
