@@ -646,7 +646,8 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
       b.ops.back().saves.push_back("window_mask");
     }
   } else {
-    parts::add_eager_attention(b, r, m, nh, hd, vd, fwd, k, v);
+    const bool sinks = m.attention_sinks || (windowed ? m.windowed_layer_sinks : m.full_layer_sinks);
+    parts::add_eager_attention(b, r, m, nh, hd, vd, fwd, k, v, sinks);
   }
   std::string wo_input = "o";  // what Wo reads, saved by it where it trains or carries an adapter
   const bool masked_sdpa = r.layouts_from_model_code && m.sdpa_mask_materialized && r.flash_attention && !math_sdpa;

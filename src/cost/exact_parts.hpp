@@ -77,8 +77,9 @@ void add_activation(Block& b, double rows, double width, const std::string& p);
 // g key/value heads of hd (values vd), `fwd_flops` for QK^T and PV over the whole square.
 void add_math_sdpa(Block& b, const RankShape& r, double nh, double g, double hd, double vd, double fwd_flops);
 // Attention as transformers' eager path runs it (exact_attention_math.cpp): nh heads of hd (values
-// vd), keys and values named k and v, `fwd` its forward FLOPs under the causal mask.
+// vd), keys and values named k and v, `fwd` its forward FLOPs under the causal mask; `sinks`: the
+// layer has a learned sink logit per head (GPT-OSS, MiMo-V2-Flash).
 void add_eager_attention(Block& b, const RankShape& r, const ModelSpec& m, double nh, double hd, double vd, double fwd,
-                         const std::string& k, const std::string& v);
+                         const std::string& k, const std::string& v, bool sinks = false);
 
 }  // namespace remat::parts
