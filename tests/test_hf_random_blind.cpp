@@ -71,8 +71,9 @@ TEST(HfRandomBlind, Seeds4And5Steps) {
 
 // Seed 6 (cases_seed6.json, make_cases.py --pairs): 15 checkpointed steps, each beside the same step
 // without checkpointing, for time ratios on configs no one chose. Peaks within 1.31%; 13 of the 15
-// ratios within 10%, the two others host-paced (a 1k-token Qwen3-30B-A3B cut, -24.6%; Gemma 3 270M
-// eager, -11.8%).
+// ratios within 10% as first compared, the two others host-paced (a 1k-token Qwen3-30B-A3B cut,
+// -24.6%; Gemma 3 270M eager, -11.8%, -9.8% since eager attention's traffic is counted as
+// transformers' code makes it: exact_attention_math.cpp).
 TEST(HfRandomBlind, Seed6PairsAndTheirTimeRatios) {
   const std::vector<HfComparison> steps = test::measured_hf_steps("steps-random-blind6-h200.jsonl", "h200");
   EXPECT_EQ(steps.size(), 30u);
@@ -87,7 +88,7 @@ TEST(HfRandomBlind, Seed6PairsAndTheirTimeRatios) {
     if (std::abs(r.error_pct()) > 10) EXPECT_TRUE(r.host_paced()) << steps[r.checkpointed].measured.case_name;
   }
   EXPECT_EQ(ratios, 15);
-  EXPECT_EQ(within, 13);
+  EXPECT_EQ(within, 14);
 }
 
 // Seed 7 (make_cases.py --wide): partial checkpointing, bf16 adapters, batches of 3-4 and 24-32k drawn
@@ -103,8 +104,9 @@ TEST(HfRandomBlind, Seed7WideSteps) {
 // 2.34%; GPT-OSS-120B cut to 6 layers (all-linear off, q and v at rank 8, mixed DPO under eager) was
 // -3.31% without checkpointing: under autocast the fp32 sink parameter promotes the bf16 scores to
 // fp32 (torch.cat), so the softmax saves fp32 probabilities beside PV's bf16 cast; now +0.04%. Seed 8's
-// 15 time ratios: 14 within 10%; Gemma 2 9B (mixed LoRA with dropout under eager, non-reentrant)
-// -11.3% without being host-paced.
+// 15 time ratios: 14 within 10% as first compared; Gemma 2 9B (mixed LoRA with dropout under eager,
+// non-reentrant) -11.3% without being host-paced: remat counted half the passes transformers' eager
+// attention makes over the scores and none of Gemma 2's score cap; -7.3% with them.
 TEST(HfRandomBlind, Seeds8And9WideSteps) {
   test::expect_steps_within("steps-random-blind8-h200.jsonl", "h200", 0.2, 2.4, 30);
   test::expect_steps_within("steps-random-blind9-h200.jsonl", "h200", 0.9, 1.8, 30);
@@ -112,7 +114,7 @@ TEST(HfRandomBlind, Seeds8And9WideSteps) {
   for (const HfTimeRatio& r : hf_time_ratios(test::measured_hf_steps("steps-random-blind8-h200.jsonl", "h200")))
     ++ratios, within += std::abs(r.error_pct()) <= 10;
   EXPECT_EQ(ratios, 15);
-  EXPECT_EQ(within, 14);
+  EXPECT_EQ(within, 15);
 }
 
 TEST(HfRandomBlind, GemmaFourCutEndsOnFullAttention) {

@@ -84,5 +84,25 @@ TEST(HfTime, RatioMissesNamedHostPaced) {
   EXPECT_NE(table.find("9 over the bound, 8 of them host-paced"), std::string::npos) << table;
 }
 
+// transformers' eager attention moves each score 26 bytes forward and 28 backward (exact_attention_math.cpp
+// lists the passes); Gemma 2's score cap three passes more each way (12 and 14). Llama 3.2 1B: 32
+// heads, so 32 x 2048^2 scores a sequence at 2k; Gemma 2 9B (its cap 50): 16 heads.
+TEST(HfTime, EagerAttentionTrafficAsTransformersWritesIt) {
+  const auto attention_bytes = [](const std::string& file) {
+    const ModelSpec m = test::model(std::string(REMAT_TEST_DATA) + file);
+    TrainingSpec t = test::hf_training(2048, 0);
+    t.flash_attention = false, t.softmax_fp32 = true;  // --attention eager, as the profile sets it
+    const RankShape r = with_model(rank_shape(t), m);
+    for (const OpDef& op : gqa_block(r, m, false).ops)
+      if (op.name == "attention") return std::pair{op.fwd_bytes, op.bwd_bytes};
+    return std::pair{0.0, 0.0};
+  };
+  const double llama_scores = 32.0 * 2048 * 2048, gemma_scores = 16.0 * 2048 * 2048;
+  EXPECT_EQ(attention_bytes("/data/hf_configs/llama-3.2-1b-instruct.json"),
+            std::pair(26 * llama_scores, 28 * llama_scores));
+  EXPECT_EQ(attention_bytes("/../examples/hf/unseen12/realcfg/gemma-2-9b-ome.json"),
+            std::pair(38 * gemma_scores, 42 * gemma_scores));
+}
+
 }  // namespace
 }  // namespace remat

@@ -79,6 +79,18 @@ void add_eager_attention(Block& b, const RankShape& r, const ModelSpec& m, doubl
   op.gemm_flops_each = 2 * rows * r.s * nh * (hd + vd);
   op.fwd_bytes = 12 * scores;
   op.bwd_bytes = 22 * scores;
+  if (r.layouts_from_model_code && fp32_softmax) {
+    // transformers' eager_attention_forward as written: QK^T (2), `* scaling` (2 + 2), `+ causal_mask`
+    // (2, the mask's 2, 2), softmax(dtype=float32) (2 + 4), .to(bf16) (4 + 2), PV reads (2); backward:
+    // PV's (2 + 2), the cast's (2 + 4), the softmax's on fp32 to a bf16 gradient (4 + 4 + 2), the
+    // scaling's (2 + 2), QK^T's reads (2 + 2)
+    op.fwd_bytes = 26 * scores;
+    op.bwd_bytes = 28 * scores;
+  }
+  // Gemma 2's score cap (scores / c, tanh, * c): three elementwise passes each way (2 + 2 each; backward
+  // the product's 2 + 2, tanh's 2 + 2 + 2, the division's 2 + 2)
+  if (r.layouts_from_model_code && m.attention_logit_softcap > 0)
+    op.fwd_bytes += 12 * scores, op.bwd_bytes += 14 * scores;
   // the softmax's backward holds three fp32 score-sized gradient buffers beside the saved fp32
   // probabilities; PV's backward has freed the bf16 ones by then (torch's allocator history of an
   // eager step, reports/hf/peak-traces-h100)
