@@ -203,6 +203,14 @@ LayerCost with_autocast_casts(LayerCost lc, const ModelSpec& m, const TrainingSp
   if (t.lora_rank > 0 && g == first_adapted) casts *= gemm_share_after_first_adapter(layer);
   if (t.lora_rank <= 0 || g >= first_adapted)
     (choice.mode == LayerMode::keep ? lc.kept_bytes : lc.transient_bytes) += casts;
+  // a reentrant checkpoint runs the layer's forward under no_grad, but autocast caches the casts of
+  // leaves that require a gradient whatever the grad mode: a trained layer's copies stay cached until
+  // the forward leaves autocast, after the loss's forward (LFM2-2.6B's full reentrant mixed DPO step
+  // peaks at its loss with both layers' copies alive: peak-traces-h200/random-blind10, -4.06% while
+  // uncounted). The non-reentrant checkpoint's forward holds none (Qwen3-8B, above).
+  if (t.layouts_from_model_code && t.lora_rank <= 0 && choice.mode == LayerMode::full &&
+      t.replay == RecomputeReplay::full)
+    lc.forward_held_bytes = casts;
   return lc;
 }
 

@@ -74,6 +74,7 @@ void add_head(StageBase& s, const ModelSpec& m, const RankShape& r, const Traini
   // (src/cost/streambp.cpp)
   const ModelLogits handed = r.layouts_from_model_code ? m.logits : ModelLogits::standard;
   s.head_transient_bytes = head_peak_bytes(head, t, logits, handed);
+  s.head_forward_bytes = head_forward_bytes(head, t, logits, handed);
   add_logit_softcap(s, m, t, hw, logits);
   // Falcon-H1's lm_head_multiplier as transformers applies it (FalconH1ForCausalLM.forward:
   // lm_head(h) * m): one more pass over the bf16 logits each way (2+2 bytes a logit); the unscaled
@@ -475,7 +476,7 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
 }
 
 void LayerSums::add(const LayerCost& c) {
-  kept_bytes += c.kept_bytes;
+  kept_bytes += c.kept_bytes, forward_held_bytes += c.forward_held_bytes;
   if (c.chunk_start) open_chunk_bytes = 0;
   // a chunk's backward starts with every layer of the chunk replayed: the last layer's working set
   // sits on top of the earlier layers' replayed tensors
@@ -505,7 +506,7 @@ void LayerSums::add(const LayerCost& c, int64_t copies) {
   add(c);
   ordered_transient_bytes =
       std::max(ordered_transient_bytes - (n - 1) * d, c.transient_bytes + std::max(0.0, -(n - 1) * d));
-  kept_bytes += (n - 1) * c.kept_bytes;
+  kept_bytes += (n - 1) * c.kept_bytes, forward_held_bytes += (n - 1) * c.forward_held_bytes;
   offloaded_layers += c.offload_bytes > 0 ? copies - 1 : 0;
   offload_bytes += (n - 1) * c.offload_bytes;
   fwd_s += (n - 1) * c.fwd_s, bwd_s += (n - 1) * c.bwd_s, recompute_s += (n - 1) * c.recompute_s;
@@ -525,7 +526,9 @@ StageTotals stage_totals(const StageBase& base, const LayerSums& layers) {
   // the last layer's copy out runs under the LM head. The event simulator
   // (sim/) shows these buffers alive at the peak.
   const double staging = layers.offloaded_layers >= 2 ? layers.offload_staging_bytes : 0;
-  const double head = base.head_transient_bytes > 0 ? base.head_transient_bytes + layers.offload_staging_bytes : 0;
+  double head = base.head_transient_bytes > 0 ? base.head_transient_bytes + layers.offload_staging_bytes : 0;
+  if (base.head_forward_bytes > 0)
+    head = std::max(head, base.head_forward_bytes + layers.forward_held_bytes + layers.offload_staging_bytes);
   // under ordered backward every layer's backward runs with the head's gradients allocated and its
   // autocast weight copy freed
   const double layer_transient = base.ordered_backward

@@ -236,6 +236,24 @@ double python_rmsnorm_fp32_input_bytes(const Block& head, const TrainingSpec& t)
 
 }  // namespace
 
+double head_forward_bytes(const Block& head, const TrainingSpec& t, double logits_elements, ModelLogits logits) {
+  if (!t.layouts_from_model_code) return 0;
+  // per logit, as head_logits_bytes_per_element describes each loss: TRL's per-row log-probabilities
+  // on bf16 logits peak in their forward already, on fp32 logits the forward holds those alone; the
+  // model's own bf16 cross entropy holds the logits and the saved log-softmax (and nll_loss's fp32
+  // cast under autocast); transformers' loss the bf16 logits, their fp32 copy and the saved fp32
+  // log-softmax
+  double per_logit = 0;
+  if (t.per_row_logps && t.objective != Objective::sft)
+    per_logit = logits == ModelLogits::fp32_in_forward ? 4 : head_logits_bytes_per_element(t, logits);
+  else if (logits == ModelLogits::own_bf16_loss && t.objective == Objective::sft)
+    per_logit = t.params_fp32_autocast ? 8 : 4;
+  else if (t.loss_log_softmax_saved)
+    per_logit = 10;
+  if (per_logit <= 0) return 0;
+  return saved_bytes(head) + per_logit * logits_elements / double(std::max<int64_t>(t.lm_head_chunks, 1));
+}
+
 double head_peak_bytes(const Block& head, const TrainingSpec& t, double logits_elements, ModelLogits logits) {
   const double loss = head_logits_bytes(t, logits_elements, logits) + head.tensor_bytes("x_norm");
   // transformers' final RMSNorm, written in Python on an fp32 input, runs its backward once the loss's

@@ -46,6 +46,7 @@ void split_fixed(Chunk& c, const StageBase& base, int64_t stages) {
   c.send_bwd_s = send_bwd ? send_s : 0;
   c.has_head = !send_fwd;
   c.head_bytes = base.head_transient_bytes;
+  c.head_forward_bytes = c.has_head ? base.head_forward_bytes : 0;
   c.head_fwd_s = base.fixed_fwd_s * base.forward_passes - c.send_fwd_s;
   c.forward_passes = base.forward_passes;
   c.head_bwd_s = base.fixed_bwd_s - c.send_bwd_s;

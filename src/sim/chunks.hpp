@@ -30,6 +30,9 @@ struct Chunk {
   double head_cast_bytes = 0;       // of those, the head's (its chunk only): from its forward to its backward
   bool has_head = false;
   double head_bytes = 0, head_fwd_s = 0, head_bwd_s = 0;
+  // of head_bytes, what the loss's forward holds beside the layers' cached autocast casts
+  // (LayerCost::forward_held_bytes, freed as the forward leaves autocast); 0: not told apart
+  double head_forward_bytes = 0;
   double forward_passes = 1;              // StageBase::forward_passes: each layer's forward runs this often
   double send_fwd_s = 0, send_bwd_s = 0;  // 0 where there is no neighbour
   double p2p_bytes = 0;

@@ -36,7 +36,7 @@ class Engine {
     fwd_ready_.assign(n, std::vector<double>(size_t(m_), kUnset));
     bwd_ready_ = fwd_ready_;
     head_.assign(n, std::vector<size_t>(size_t(m_), kNoBuffer));
-    output_ = head_cast_ = head_;
+    output_ = head_cast_ = head_rest_ = head_;
     kept_.resize(n);
     for (size_t vs = 0; vs < n; ++vs)
       kept_[vs].assign(size_t(m_), std::vector<size_t>(set.chunks[vs].layers.size(), kNoBuffer));
@@ -117,8 +117,9 @@ class Engine {
   std::vector<std::vector<double>> fwd_ready_, bwd_ready_;  // [virtual stage][microbatch]: output arrived
   std::vector<std::vector<size_t>> head_;                   // logits buffer per microbatch
   std::vector<std::vector<size_t>> head_cast_;              // the head's autocast weight copy per microbatch
-  std::vector<std::vector<size_t>> output_;                 // stage output held for the backward (--framework)
-  std::vector<std::vector<std::vector<size_t>>> kept_;      // [virtual stage][microbatch][layer]
+  std::vector<std::vector<size_t>> head_rest_;  // the loss's backward bytes beyond its forward's (head_forward_bytes)
+  std::vector<std::vector<size_t>> output_;     // stage output held for the backward (--framework)
+  std::vector<std::vector<std::vector<size_t>>> kept_;  // [virtual stage][microbatch][layer]
 };
 
 // One forward step: per layer its forward; an offloaded layer's activations
@@ -130,7 +131,8 @@ void Engine::forward(const Chunk& c, int64_t mb) {
   Clock& ck = clock_[size_t(c.stage)];
   const size_t vs = size_t(c.virtual_index);
   double t = std::max(ck.compute, vs > 0 ? fwd_ready_[vs - 1][size_t(mb)] : 0.0);
-  wait_link(c, t, ck.out);  // copies out of the previous step finish first
+  wait_link(c, t, ck.out);           // copies out of the previous step finish first
+  std::vector<size_t> cached_casts;  // autocast's, until the forward leaves it after the loss's forward
   for (size_t i = 0; i < c.layers.size(); ++i) {
     const int64_t g = c.layers[i].layer;
     const LayerCost& lc = c.layers[i].cost;
@@ -140,6 +142,9 @@ void Engine::forward(const Chunk& c, int64_t mb) {
       staging = alloc(c.stage, buffer_name("offload out", mb, g), MemCategory::offload, lc.offload_bytes, t);
     }
     kept_[vs][size_t(mb)][i] = alloc(c.stage, buffer_name("kept", mb, g), MemCategory::activations, lc.kept_bytes, t);
+    if (c.head_forward_bytes > 0)
+      cached_casts.push_back(
+          alloc(c.stage, buffer_name("autocast cache", mb, g), MemCategory::weights, lc.forward_held_bytes, t));
     t = emit(c, SimStream::compute, SimOp::forward, mb, g, t, lc.fwd_s * c.forward_passes);
     if (staging != kNoBuffer) {
       const double start = std::max(t, ck.out);
@@ -152,11 +157,15 @@ void Engine::forward(const Chunk& c, int64_t mb) {
   }
   if (c.has_head) {
     wait_link(c, t, ck.out_prev_end);  // at most one copy out in flight under the head
-    head_[vs][size_t(mb)] = alloc(c.stage, buffer_name("logits+loss", mb, -1), MemCategory::logits, c.head_bytes, t);
+    const double forward_bytes = c.head_forward_bytes > 0 ? c.head_forward_bytes : c.head_bytes;
+    head_[vs][size_t(mb)] = alloc(c.stage, buffer_name("logits+loss", mb, -1), MemCategory::logits, forward_bytes, t);
     if (c.head_cast_bytes > 0)
       head_cast_[vs][size_t(mb)] =
           alloc(c.stage, buffer_name("head weight cast", mb, -1), MemCategory::weights, c.head_cast_bytes, t);
     t = emit(c, SimStream::compute, SimOp::head_forward, mb, -1, t, c.head_fwd_s);
+    for (size_t id : cached_casts) release(id, t);
+    head_rest_[vs][size_t(mb)] =
+        alloc(c.stage, buffer_name("loss backward", mb, -1), MemCategory::logits, c.head_bytes - forward_bytes, t);
   }
   output_[vs][size_t(mb)] =
       alloc(c.stage, buffer_name("stage output", mb, -1), MemCategory::activations, c.stage_output_bytes, t);
@@ -210,6 +219,7 @@ void Engine::backward(const Chunk& c, int64_t mb) {
   if (c.has_head) {
     t = emit(c, SimStream::compute, SimOp::head_backward, mb, -1, t, c.head_bwd_s);
     release(head_[vs][size_t(mb)], t);
+    release(head_rest_[vs][size_t(mb)], t);
     release(head_cast_[vs][size_t(mb)], t);
     if (late_grads) alloc(c.stage, buffer_name("gradients", mb, -1), MemCategory::gradients, c.head_grads_bytes, t);
   }

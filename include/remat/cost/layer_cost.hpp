@@ -18,6 +18,9 @@ struct LayerCost {
   // weight gradients its backward allocates, alive to the step's end, where gradients are absent
   // before the backward (StageBase::grads_absent_bytes; 0 otherwise)
   double grads_bytes = 0;
+  // alive from this layer's forward until the forward leaves autocast, after the loss's forward:
+  // autocast's cached bf16 casts of a reentrant-checkpointed layer's trained weights
+  double forward_held_bytes = 0;
   double fwd_flops = 0, bwd_flops = 0, bwd_exec_flops = 0, recompute_flops = 0;
   double fwd_s = 0, bwd_s = 0, recompute_s = 0;
   double comm_s = 0;  // part of fwd_s + bwd_s + recompute_s spent in collectives

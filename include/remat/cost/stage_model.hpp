@@ -33,6 +33,9 @@ struct StageBase {
   double grads_absent_bytes = 0, autocast_cast_bytes = 0;
   StaticBytes static_bytes;
   double head_transient_bytes = 0;  // LM head, logits and loss (last stage; MTP's heads too)
+  // of those, what the loss's forward holds (the layers' LayerCost::forward_held_bytes sit beside it);
+  // 0: not told apart
+  double head_forward_bytes = 0;
   // where gradients are absent before the backward: the head's (allocated by its backward, so
   // alive under every layer's)
   double head_grads_bytes = 0;
@@ -103,6 +106,7 @@ double layer_gradient_bytes(const ModelSpec& m, const TrainingSpec& t, int64_t g
 // layer's offloaded bytes, the second buffer that lets copies overlap compute).
 struct LayerSums {
   double kept_bytes = 0, transient_bytes = 0, offload_bytes = 0, offload_staging_bytes = 0;
+  double forward_held_bytes = 0;  // LayerCost::forward_held_bytes, summed
   // Under ordered backward: a layer's working set less what the later layers
   // of the stage kept (their backward ran first and freed it).
   double ordered_transient_bytes = 0;

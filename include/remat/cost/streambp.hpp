@@ -70,6 +70,9 @@ double head_logits_bytes(const TrainingSpec& t, double logits_elements, ModelLog
 // logits working set, and the gradient of the head's normed input, which the
 // chunks accumulate.
 double head_peak_bytes(const Block& head, const TrainingSpec& t, double logits_elements, ModelLogits logits);
+// Of those, what the loss's forward holds, before any gradient (--framework hf's losses); 0 where
+// the forward and backward are not told apart.
+double head_forward_bytes(const Block& head, const TrainingSpec& t, double logits_elements, ModelLogits logits);
 
 // LoRA adapter parameters of one layer on one tp rank: r (in + out) per
 // targeted matrix (q, k, v, o; gate, up, down).
