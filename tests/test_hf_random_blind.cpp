@@ -13,6 +13,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "hf_measured.hpp"
 #include "remat/cost/params.hpp"
@@ -20,6 +23,21 @@
 
 namespace remat {
 namespace {
+
+// A drawn set's time ratios (make_cases.py --pairs): {pairs, pairs within 10%}; a miss must be
+// host-paced.
+std::pair<int, int> ratios_within_bound(const std::string& file) {
+  const std::vector<HfComparison> steps = test::measured_hf_steps(file, "h200");
+  std::pair<int, int> out{0, 0};
+  for (const HfTimeRatio& r : hf_time_ratios(steps)) {
+    ++out.first;
+    if (std::abs(r.error_pct()) <= 10)
+      ++out.second;
+    else
+      EXPECT_TRUE(r.host_paced()) << steps[r.checkpointed].measured.case_name;
+  }
+  return out;
+}
 
 TEST(HfRandomBlind, Seed1Steps) { test::expect_steps_within("steps-random-blind-h200.jsonl", "h200", 1.25, 1.15, 24); }
 
@@ -75,20 +93,8 @@ TEST(HfRandomBlind, Seeds4And5Steps) {
 // -24.6%; Gemma 3 270M eager, -11.8%, -9.8% since eager attention's traffic is counted as
 // transformers' code makes it: exact_attention_math.cpp).
 TEST(HfRandomBlind, Seed6PairsAndTheirTimeRatios) {
-  const std::vector<HfComparison> steps = test::measured_hf_steps("steps-random-blind6-h200.jsonl", "h200");
-  EXPECT_EQ(steps.size(), 30u);
-  for (const HfComparison& c : steps) {
-    EXPECT_LE(std::abs(c.peak_error_pct()), 1.35) << c.measured.case_name;
-    EXPECT_LE(std::abs(c.before_error_pct()), 0.8) << c.measured.case_name;
-  }
-  int within = 0, ratios = 0;
-  for (const HfTimeRatio& r : hf_time_ratios(steps)) {
-    ++ratios;
-    within += std::abs(r.error_pct()) <= 10;
-    if (std::abs(r.error_pct()) > 10) EXPECT_TRUE(r.host_paced()) << steps[r.checkpointed].measured.case_name;
-  }
-  EXPECT_EQ(ratios, 15);
-  EXPECT_EQ(within, 14);
+  test::expect_steps_within("steps-random-blind6-h200.jsonl", "h200", 0.8, 1.35, 30);
+  EXPECT_EQ(ratios_within_bound("steps-random-blind6-h200.jsonl"), std::pair(15, 14));
 }
 
 // Seed 7 (make_cases.py --wide): partial checkpointing, bf16 adapters, batches of 3-4 and 24-32k drawn
@@ -110,11 +116,7 @@ TEST(HfRandomBlind, Seed7WideSteps) {
 TEST(HfRandomBlind, Seeds8And9WideSteps) {
   test::expect_steps_within("steps-random-blind8-h200.jsonl", "h200", 0.2, 2.4, 30);
   test::expect_steps_within("steps-random-blind9-h200.jsonl", "h200", 0.9, 1.8, 30);
-  int within = 0, ratios = 0;
-  for (const HfTimeRatio& r : hf_time_ratios(test::measured_hf_steps("steps-random-blind8-h200.jsonl", "h200")))
-    ++ratios, within += std::abs(r.error_pct()) <= 10;
-  EXPECT_EQ(ratios, 15);
-  EXPECT_EQ(within, 15);
+  EXPECT_EQ(ratios_within_bound("steps-random-blind8-h200.jsonl"), std::pair(15, 15));
 }
 
 // Seeds 10 (--wide) and 11 (--wide --pairs): 60 steps, all ran. As first compared 54 were within 2%.
@@ -128,19 +130,9 @@ TEST(HfRandomBlind, Seeds8And9WideSteps) {
 // 4 x 12k -2.83%, LLaMA-2-13B mixed GRPO with 2 of 5 layers checkpointed -2.40%. Seed 11's 15 time ratios:
 // 14 within 10%, the other host-paced (Gemma 3 1B, -12.0%).
 TEST(HfRandomBlind, Seeds10And11WideSteps) {
-  int checked = 0;
-  for (const HfComparison& c : test::measured_hf_steps("steps-random-blind10-h200.jsonl", "h200")) {
-    EXPECT_LE(std::abs(c.peak_error_pct()), 2.9) << c.measured.case_name;
-    EXPECT_LE(std::abs(c.before_error_pct()), 0.2) << c.measured.case_name;
-    ++checked;
-  }
-  EXPECT_EQ(checked, 30);
+  test::expect_steps_within("steps-random-blind10-h200.jsonl", "h200", 0.2, 2.9, 30);
   test::expect_steps_within("steps-random-blind11-h200.jsonl", "h200", 1.1, 1.1, 30);
-  int within = 0, ratios = 0;
-  for (const HfTimeRatio& r : hf_time_ratios(test::measured_hf_steps("steps-random-blind11-h200.jsonl", "h200")))
-    ++ratios, within += std::abs(r.error_pct()) <= 10;
-  EXPECT_EQ(ratios, 15);
-  EXPECT_EQ(within, 14);
+  EXPECT_EQ(ratios_within_bound("steps-random-blind11-h200.jsonl"), std::pair(15, 14));
 }
 
 TEST(HfRandomBlind, GemmaFourCutEndsOnFullAttention) {
