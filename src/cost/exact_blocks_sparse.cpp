@@ -567,6 +567,43 @@ void add_mixer(LayerDef& layer, const ModelSpec& m, const RankShape& r, int64_t 
   }
 }
 
+// Post-norms only (ModelSpec::post_norms_only, transformers' Olmo2DecoderLayer): each branch's linears
+// read the residual stream, and its norm runs on the branch's output, before the residual add, so its
+// backward runs first in the branch (its fp32 input freed before the branch's own backward). In bf16
+// the linears save the stream itself; under autocast each saves its bf16 cast of it, as before.
+void drop_input_norm(Block& b, const RankShape& r) {
+  const auto norm = std::find_if(b.ops.begin(), b.ops.end(), [](const OpDef& op) { return op.name == "rmsnorm"; });
+  if (norm == b.ops.end()) return;
+  b.ops.erase(norm);
+  const bool stream_saved = !r.autocast;
+  std::erase_if(b.tensors, [&](const TensorDef& t) {
+    return t.name == "x32" || t.name == "x_normed" || t.name == "rstd" || (stream_saved && t.name == "x_norm");
+  });
+  if (!stream_saved) return;
+  bool saved = false;
+  for (OpDef& op : b.ops) {
+    std::replace(op.saves.begin(), op.saves.end(), std::string("x_norm"), std::string("x"));
+    if (op.input_held == "x_norm") op.input_held = "x";
+    saved = saved || std::find(op.saves.begin(), op.saves.end(), "x") != op.saves.end();
+  }
+  b.inputs_saved = saved;
+}
+
+void add_output_norm(Block& b, const RankShape& r, double hidden) {
+  Block norm;
+  parts::add_output_norms(norm, r, hidden, 1);
+  b.tensors.insert(b.tensors.end(), norm.tensors.begin(), norm.tensors.end());
+  const bool ends_with_add = !b.ops.empty() && b.ops.back().name == "residual_add";
+  b.ops.insert(ends_with_add ? b.ops.end() - 1 : b.ops.end(), norm.ops.begin(), norm.ops.end());
+}
+
+void move_norms_to_outputs(LayerDef& layer, const RankShape& r, double hidden) {
+  for (Block& b : layer.blocks) {
+    drop_input_norm(b, r);
+    if (b.name == "attn.out" || b.name == "mlp.out" || b.name == "moe.combine") add_output_norm(b, r, hidden);
+  }
+}
+
 }  // namespace
 
 LayerDef build_layer(const ModelSpec& model, const RankShape& rank, int64_t layer_index) {
@@ -599,6 +636,7 @@ LayerDef build_layer(const ModelSpec& model, const RankShape& rank, int64_t laye
   }
   if (ffn && hyper_connections) add(hyper_connection_out_glue(r, m, "hc.ffn.out"), false);
   if (m.per_layer_input_width > 0) add(per_layer_input_block(r, m), false);
+  if (m.post_norms_only && r.layouts_from_model_code) move_norms_to_outputs(layer, r, double(m.hidden_size));
   layer.input_bytes = r.seq_tokens() * double(m.hidden_size) * m.residual_streams() * r.stream_bytes();
   layer.ordered_backward = r.ordered_backward;
   layer.parallel_branches = m.parallel_attn_mlp;

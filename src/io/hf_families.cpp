@@ -44,6 +44,7 @@ void olmoe_layer(HfJsonReader& r, ModelSpec& m) {
 void olmo2_layer(HfJsonReader& r, ModelSpec& m) {
   olmoe_layer(r, m);
   m.norm_scale_fp32 = true;
+  m.post_norms_only = true;
 }
 
 // Cohere / Cohere2 (Command R, R+, A): one LayerNorm without bias feeds attention
@@ -133,6 +134,7 @@ void internlm_layer(HfJsonReader& r, ModelSpec& m) {
 void exaone4_layer(HfJsonReader& r, ModelSpec& m) {
   llama_layer(r, m);
   m.qk_norm = QkNorm::shared;
+  m.post_norms_only = true;
 }
 
 }  // namespace

@@ -247,7 +247,10 @@ struct ModelSpec {
   bool parallel_attn_mlp = false;     // x + attn(norm(x)) + mlp(norm'(x)): one residual (GPT-J, Cohere, Falcon)
   bool shared_input_norm = false;     // parallel with one norm feeding both (GPT-J, Cohere, Falcon-7B)
   int64_t extra_norms_per_layer = 0;  // sandwich norms after attention and MLP (GLM-4, Gemma 2/3)
-  double rotary_fraction = 1.0;       // share of each head's dimensions rotated (partial rotary)
+  // the layer's two norms on the attention's and the MLP's outputs, none on their inputs (OLMo-2/3,
+  // EXAONE 4: Olmo2DecoderLayer); their linears read the residual stream itself
+  bool post_norms_only = false;
+  double rotary_fraction = 1.0;  // share of each head's dimensions rotated (partial rotary)
   QkNorm qk_norm = QkNorm::none;
   bool qk_norm_weightless = false;  // the q and k norms have no weight (Muse-Glimmer's qk_norm)
   int64_t position_embeddings = 0;  // learned absolute positions (GPT-2's wpe rows); 0: rotary or none
