@@ -356,6 +356,14 @@ LayerDef frozen_prefix_layer(const LayerDef& layer, bool whole_layer, const Trai
   return out;
 }
 
+double held_adapter_params(const ModelSpec& m, const TrainingSpec& t, int64_t first_layer, int64_t last_layer,
+                           bool first_stage) {
+  if (!t.layouts_from_model_code || t.lora_rank <= 0) return 0;
+  double held = first_stage ? double(t.lora_rank) * t.lora_targets.tower_adapter_width : 0;
+  for (int64_t g = first_layer; g < last_layer; ++g) held += lora_held_layer_params(m, t, g);
+  return held;
+}
+
 LayerRangeParams layer_range_params(const ModelSpec& m, const TrainingSpec& t, std::pair<int64_t, int64_t> layers) {
   LayerRangeParams out;
   for (int64_t g = layers.first; g < layers.second; ++g) {
@@ -429,11 +437,8 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
   // (run under no_grad) and on Llama 3.2 Vision's cross-attention layers (skipped): held in the adapters'
   // dtype, never trained (no gradient, no optimizer state); Voxtral's q/k/v_proj, GLM-4.1V's down_proj
   // (steps-unseen15-h200.jsonl)
-  if (t.layouts_from_model_code && t.lora_rank > 0) {
-    double held = first ? double(t.lora_rank) * t.lora_targets.tower_adapter_width : 0;
-    for (int64_t g = s.first_layer; g < s.last_layer; ++g) held += lora_held_layer_params(m, t, g);
-    s.static_bytes.weights += (t.lora_adapter_bytes == 4 ? 4 : bytes_per_param(t, 1).weights) * held;
-  }
+  const double held = held_adapter_params(m, t, s.first_layer, s.last_layer, first);
+  s.static_bytes.weights += (t.lora_adapter_bytes == 4 ? 4 : bytes_per_param(t, 1).weights) * held;
   if (grads_absent_before_backward(t)) {
     s.grads_absent_bytes = s.static_bytes.gradients;
     if (last)  // the output matrix (the tied embedding's gradient too) and the final norm

@@ -96,7 +96,7 @@ void note_flat_encoders(HfJsonReader& top, ModelSpec& m) {
 // which states it nowhere, builds a tied head (probes/cut_counts.py: 671,088,640 parameters fewer than
 // an untied head, at every cut)
 bool wrapper_ties_head(const std::string& outer_type, bool language_model_ties) {
-  return outer_type == "mistral3" ? true : language_model_ties;
+  return outer_type == "mistral3" || language_model_ties;
 }
 
 void note_minicpmv_language_model(const std::string& minicpmv_type, ModelSpec& m) {

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "remat/cost/params.hpp"
-#include "remat/cost/streambp.hpp"
+#include "remat/cost/stage_model.hpp"
 #include "remat/spec/framework.hpp"
 #include "remat/spec/lora_placement.hpp"
 #include "remat/spec/problems.hpp"
@@ -101,12 +101,8 @@ namespace {
 void set_parameter_counts(HfComparison& c) {
   const TrainingSpec& t = c.setup.training;
   const int64_t layers = c.model.num_hidden_layers;
-  double held_adapters = 0;
-  if (t.lora_rank > 0) {
-    held_adapters = double(t.lora_rank) * t.lora_targets.tower_adapter_width;
-    for (int64_t g = 0; g < layers; ++g) held_adapters += lora_held_layer_params(c.model, t, g);
-  }
-  const double adapters = c.estimate.stages.front().adapter_params + held_adapters;
+  const double adapters =
+      c.estimate.stages.front().adapter_params + held_adapter_params(c.model, t, 0, layers, true);
   const double model = model_params(c.model, layers) + c.model.idle_params;
   c.predicted_params = model + adapters;
   c.predicted_trainable_params = t.lora_rank > 0 ? adapters : model;

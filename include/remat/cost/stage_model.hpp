@@ -101,6 +101,10 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
 // The weight gradients layer g's backward allocates where gradients are absent before the
 // backward (hf with one microbatch: zero_grad sets them to None); 0 otherwise.
 double layer_gradient_bytes(const ModelSpec& m, const TrainingSpec& t, int64_t g);
+// PEFT's adapters that layers [first_layer, last_layer) hold untrained (and, on the first stage, those
+// on the tower's modules): --framework hf; 0 elsewhere or without LoRA.
+double held_adapter_params(const ModelSpec& m, const TrainingSpec& t, int64_t first_layer, int64_t last_layer,
+                           bool first_stage);
 
 // Sums over a stage's layers (transient: the largest; staging: the largest
 // layer's offloaded bytes, the second buffer that lets copies overlap compute).
