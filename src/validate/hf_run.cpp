@@ -101,8 +101,7 @@ namespace {
 void set_parameter_counts(HfComparison& c) {
   const TrainingSpec& t = c.setup.training;
   const int64_t layers = c.model.num_hidden_layers;
-  const double adapters =
-      c.estimate.stages.front().adapter_params + held_adapter_params(c.model, t, 0, layers, true);
+  const double adapters = c.estimate.stages.front().adapter_params + held_adapter_params(c.model, t, 0, layers, true);
   const double model = model_params(c.model, layers) + c.model.idle_params;
   c.predicted_params = model + adapters;
   c.predicted_trainable_params = t.lora_rank > 0 ? adapters : model;
