@@ -141,11 +141,12 @@ TEST(HfRandomBlind, Seeds10And11WideSteps) {
 // (Olmo2DecoderLayer), where remat had them on the inputs: the linears read the residual stream
 // itself, and the post-feedforward norm's fp32 input is freed before the MLP's backward. Now -0.03%;
 // EXAONE 4's seed-4 step +2.34% -> -0.07%, OLMo 3.1's seed-2 step +2.46% -> -1.67%. Seed 13's 15
-// time ratios: 10 within 10%, four misses host-paced, and Qwen3-VL-2B (1.039 measured, 1.170
-// predicted) not.
+// time ratios: 10 within 10%, the five misses host-paced. Qwen3-VL-2B's (1.039 measured, 1.170
+// predicted) is so by its baseline, which took 1.35x remat's GPU time while the checkpointed step took 1.20x.
 TEST(HfRandomBlind, Seeds12And13WideSteps) {
   test::expect_steps_within("steps-random-blind12-h200.jsonl", "h200", 0.85, 1.75, 30);
   test::expect_steps_within("steps-random-blind13-h200.jsonl", "h200", 0.45, 1.55, 30);
+  EXPECT_EQ(ratios_within_bound("steps-random-blind13-h200.jsonl"), std::pair(15, 10));
 }
 
 TEST(HfRandomBlind, PostNormsOnTheBranchOutputs) {

@@ -67,9 +67,10 @@ HfComparison compare_hf(const HfStep& step, const ModelSpec& model, const Hardwa
 struct HfTimeRatio {
   size_t checkpointed = 0, baseline = 0;  // indices into the comparisons
   double predicted = 0, measured = 0;
-  // the checkpointed step's measured time over remat's GPU time for it: from kHostPacedStretch on,
-  // the GPU waited on the host (Python, autograd, the checkpoint's hooks), which remat does not price
-  double stretch = 0;
+  // each step's measured time over remat's GPU time for it: from kHostPacedStretch on, the GPU waited
+  // on the host (Python, autograd, the checkpoint's hooks), which remat does not price. Either step
+  // makes the ratio the host's: a host-paced baseline shrinks it as a host-paced step stretches it.
+  double stretch = 0, baseline_stretch = 0;
   double error_pct() const { return 100 * (predicted / measured - 1); }
   bool host_paced() const;
 };
