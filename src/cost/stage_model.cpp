@@ -66,8 +66,10 @@ void add_logit_softcap(StageBase& s, const ModelSpec& m, const TrainingSpec& t, 
 void add_head(StageBase& s, const ModelSpec& m, const RankShape& r, const TrainingSpec& t, const HardwareSpec& hw) {
   const Block head = lm_head_block(r, m);
   double logits = r.tokens() * double(m.vocab_size) / double(r.tp);
-  // GRPO with the prompt known: logits of the completion (and one more position) only
-  if (t.objective == Objective::grpo && t.prompt_tokens > 0 && t.prompt_tokens < t.seq)
+  // GRPO with the prompt known: logits of the completion (and one more position) only, where the
+  // model's forward honours logits_to_keep
+  const bool keeps_completion = !(r.layouts_from_model_code && m.logits_every_position);
+  if (t.objective == Objective::grpo && t.prompt_tokens > 0 && t.prompt_tokens < t.seq && keeps_completion)
     logits *= double(t.seq - t.prompt_tokens + 1) / double(t.seq);
   // policy logits, fp32 copy and gradient (+ old-policy and reference logits for GRPO/DPO),
   // one of lm_head_chunks chunks at a time under StreamBP, and the normed input's gradient

@@ -139,6 +139,9 @@ bool causal_lm_builds_no_tower(const std::string& outer_type) { return text_only
 void apply_wrapper_causal_lm(const std::string& outer_type, ModelSpec& m) {
   // Qwen2AudioForConditionalGeneration.forward computes its loss itself, on the bf16 logits
   if (outer_type == "qwen2_audio") m.logits = ModelLogits::own_bf16_loss;
+  // MiniCPMV4_6ForConditionalGeneration.forward runs lm_head on every hidden state; logits_to_keep
+  // falls into its **kwargs (the only one of the 323 classes probes/logits_to_keep.py built)
+  if (outer_type == "minicpmv4_6") m.logits_every_position = true;
   const char* causal_lm = text_only_causal_lm(outer_type);
   if (!causal_lm || m.idle_params <= 0) return;
   m.notes.push_back("transformers' AutoModelForCausalLM builds " + std::string(causal_lm) + " for model_type " +

@@ -326,6 +326,9 @@ struct ModelSpec {
   bool mamba_input_scaled_copy = false, logits_multiplied = false;
   // How the causal LM's own forward hands its logits to the loss (ModelLogits)
   ModelLogits logits = ModelLogits::standard;
+  // The class's forward takes no logits_to_keep, so GRPO's completion log-probabilities (TRL passes it)
+  // come from every position's logits (MiniCPMV4_6ForConditionalGeneration in transformers 5.17)
+  bool logits_every_position = false;
   // Gated DeltaNet: key heads x key dim for q and k, value heads x value dim for v, z and the output.
   int64_t linear_num_key_heads = 0, linear_num_value_heads = 0, linear_key_head_dim = 0, linear_value_head_dim = 0;
   int64_t linear_conv_kernel = 4;
