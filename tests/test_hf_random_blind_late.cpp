@@ -1,0 +1,93 @@
+// Random blind seeds 14-17 (examples/hf/random_blind/make_cases.py; cases and predictions committed
+// before the steps ran on the lent H200): 14 --wide, 15 --pairs, 16 --wide --pairs, 17 --wide.
+// 119 of 120 steps ran (MedGemma-27B's twin without checkpointing ran out of memory, 1.6% above what
+// remat priced). As first compared 115 were within 3%; four missed:
+// - MiniCPM-V 4.6 (GRPO 4 x 12k, LoRA): -16.17%. Its class's forward takes no logits_to_keep, so the
+//   GRPO logits and TRL's per-row log-softmax cover every position, not the completion's 3/4
+//   (probes/logits_to_keep.py: the only one of the 323 built classes). Now +0.24%.
+// - Left open, each over-priced: Mistral-7B (non-reentrant mixed DPO under eager, LoRA r128 on q, v,
+//   1k tokens, a 1.3 GiB step) +6.75%; Phi-3-mini (full, no checkpointing, mixed GRPO 2 x 6k)
+//   +4.27%; DeepSeek-V3's EAGLE-3 draft (non-reentrant mixed GRPO under eager, all-linear with
+//   dropout) +3.30%. Mixed precision is common to the three; the pins below hold their errors as
+//   measured so that a change that moves them shows.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "hf_measured.hpp"
+#include "test_helpers.hpp"
+
+namespace remat {
+namespace {
+
+// Every step of `file` within `before_pct` and `peak_pct`, but those named in `open_misses`, each held
+// to its measured peak error within 0.05 points.
+void expect_steps_within_but(const std::string& file, double before_pct, double peak_pct, int steps,
+                             const std::map<std::string, double>& open_misses = {}) {
+  int checked = 0, missed = 0;
+  for (const HfComparison& c : test::measured_hf_steps(file, "h200")) {
+    ++checked;
+    EXPECT_LE(std::abs(c.before_error_pct()), before_pct) << c.measured.case_name;
+    const auto miss = open_misses.find(c.measured.case_name);
+    if (miss == open_misses.end()) {
+      EXPECT_LE(std::abs(c.peak_error_pct()), peak_pct) << c.measured.case_name;
+      continue;
+    }
+    ++missed;
+    EXPECT_NEAR(c.peak_error_pct(), miss->second, 0.05) << c.measured.case_name;
+  }
+  EXPECT_EQ(checked, steps) << file;
+  EXPECT_EQ(missed, int(open_misses.size())) << file;
+}
+
+TEST(HfRandomBlindLate, Seeds14And15Steps) {
+  expect_steps_within_but("steps-random-blind14-h200.jsonl", 1.30, 1.55, 30);
+  expect_steps_within_but("steps-random-blind15-h200.jsonl", 0.60, 0.85, 30);
+}
+
+TEST(HfRandomBlindLate, Seeds16And17Steps) {
+  expect_steps_within_but("steps-random-blind16-h200.jsonl", 1.0, 2.2, 29,
+                          {{"rb16-02-mistral-7b-instruct-v0.2-fp32", 6.75},
+                           {"rb16-10-deepseek-v3-671b-eagle3-draft-sp", 3.30}});
+  expect_steps_within_but("steps-random-blind17-h200.jsonl", 0.90, 2.7, 30,
+                          {{"rb17-24-phi-3-mini-4k-npc-merged", 4.27}});
+}
+
+// The drawn pairs' time ratios (seeds 15 and 16): 25 of 29 within 10%, each miss host-paced (the
+// checkpointed step or its baseline took at least 1.25x remat's GPU time).
+TEST(HfRandomBlindLate, DrawnPairsRatios) {
+  int pairs = 0, within = 0;
+  for (const char* file : {"steps-random-blind15-h200.jsonl", "steps-random-blind16-h200.jsonl"}) {
+    const std::vector<HfComparison> steps = test::measured_hf_steps(file, "h200");
+    for (const HfTimeRatio& r : hf_time_ratios(steps)) {
+      ++pairs;
+      if (std::abs(r.error_pct()) <= 10)
+        ++within;
+      else
+        EXPECT_TRUE(r.host_paced()) << steps[r.checkpointed].measured.case_name;
+    }
+  }
+  EXPECT_EQ(pairs, 29);
+  EXPECT_EQ(within, 25);
+}
+
+// MiniCPMV4_6ForConditionalGeneration computes every position's logits whatever logits_to_keep says:
+// GRPO's head prices them all. Qwen3.5's 248,094-token vocabulary at 12,288 tokens, 4 sequences:
+// the bf16 logits and TRL's bf16 log-softmax of each row, 4 bytes a logit.
+TEST(HfRandomBlindLate, MiniCpmV46LogitsForEveryPosition) {
+  const std::string dir = std::string(REMAT_TEST_DATA) + "/../examples/hf/unseen13/realcfg/";
+  EXPECT_TRUE(test::model(dir + "minicpm-v-4.6-llm-tpu.json").logits_every_position);
+  EXPECT_FALSE(test::model(std::string(REMAT_TEST_DATA) + "/data/hf_configs/qwen3-4b.json").logits_every_position);
+  for (const HfComparison& c : test::measured_hf_steps("steps-random-blind17-h200.jsonl", "h200"))
+    if (c.measured.case_name == "rb17-27-minicpm-v-4.6-llm-tpu") {
+      EXPECT_NEAR(c.peak_error_pct(), 0.24, 0.05);
+      // the measured step: its peak above the bytes before it holds the 4 x 12,288 x 248,094 logits'
+      // 4 bytes each (46.5 GB) and the layers' 21.8 GB
+      EXPECT_GT(c.measured.peak_bytes - c.measured.before_bytes, 4.0 * 4 * 12288 * 248094);
+    }
+}
+
+}  // namespace
+}  // namespace remat
