@@ -378,11 +378,11 @@ Block lm_head_block(const RankShape& r, const ModelSpec& m) {
   return head;
 }
 
-Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, bool clamped) {
+Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, bool clamped, int norm_readers) {
   Block b;
   b.name = "mlp";
   const double h = double(hidden), f = double(ffn) / double(r.tp), rows = r.tokens();
-  parts::add_input_norm(b, r, h, true, 2);
+  parts::add_input_norm(b, r, h, true, norm_readers);
   b.ops.push_back(parts::linear(b, r, "gate_up", rows, h, 2 * f, "x_norm", {&LoraTargets::gate, &LoraTargets::up}));
   // LlamaMLP: act_fn(gate_proj(x)) * up_proj(x), so the activation is alive by the up adapter too
   for (OpDef& op : b.ops)
@@ -527,7 +527,11 @@ void add_mlp_sub_norm(Block& b, const RankShape& r, double width) {
 Block dense_mlp_block(const RankShape& r, const ModelSpec& m, int64_t width) {
   if (width <= 0) width = m.intermediate_size;
   const bool clamped = r.layouts_from_model_code && m.clamped_swiglu;
-  Block b = m.mlp_kind == MlpKind::gated ? mlp_block(r, m.hidden_size, width, clamped)
+  // under autocast each GEMM reading the fp32 normed input saves its own bf16 cast of it: one for a
+  // fused gate_up_proj (Phi-3's mixed GRPO step, steps-random-blind17-h200.jsonl: one 72 MiB cast a
+  // norm where remat had two, +4.27%)
+  const int norm_readers = m.has_linear_matrix("gate_up") ? 1 : 2;
+  Block b = m.mlp_kind == MlpKind::gated ? mlp_block(r, m.hidden_size, width, clamped, norm_readers)
                                          : two_matrix_mlp_block(r, m.hidden_size, width, m.hidden_act);
   if (m.parallel_attn_mlp) parts::share_with_attention(b, m.shared_input_norm);
   if (m.sub_norms) add_mlp_sub_norm(b, r, double(width) / double(r.tp));
@@ -582,7 +586,7 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
   const double h = double(m.hidden_size), hd = double(shape.head_dim), vd = double(shape.value_head_dim);
   const double nh = double(shape.heads / r.tp), g = double(shape.kv_heads / r.tp);
   const double rows = r.tokens();
-  parts::add_input_norm(b, r, h, true, 3);
+  parts::add_input_norm(b, r, h, true, m.has_linear_matrix("qkv") ? 1 : m.has_linear_matrix("kv") ? 2 : 3);
   // Qwen3-Next's q_proj also makes the gate; Laguna's g_proj makes one per head (counted with them)
   const double gate = m.attention_output_gate ? nh * hd : m.attention_head_gate ? nh : 0;
   // Gemma 4's keys as values: no v_proj; its KV-shared layers project queries only, their keys and

@@ -66,7 +66,8 @@ int64_t gqa_head_dim(const ModelSpec& m);
 Block rmsnorm_linear_block(const RankShape& r, int64_t hidden, int64_t out_features, const char* name);
 // The final norm and LM head as the model runs them (with DeepSeek-V4's hc_head collapsing the streams first)
 Block lm_head_block(const RankShape& r, const ModelSpec& m);
-Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, bool clamped = false);  // gated (SwiGLU)
+// gated (SwiGLU); `norm_readers`: the GEMMs reading the normed input (1 for a fused gate_up_proj)
+Block mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, bool clamped = false, int norm_readers = 2);
 // Up, activation, down: one f-wide pre-activation and the activation's output saved,
 // whatever the activation (GELU and relu^2 save their input, the down GEMM its input).
 Block two_matrix_mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, const std::string& act);

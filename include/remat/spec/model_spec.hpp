@@ -513,6 +513,12 @@ struct ModelSpec {
     const int v = layer_variant(index);
     return v > 0 ? layer_variants[size_t(v)] : LayerVariant{};
   }
+  // Whether one of the layer's linear modules is the given matrix ("qkv", "gate_up": a fused projection)
+  bool has_linear_matrix(const std::string& matrix) const {
+    for (const LinearModule& l : linear_modules)
+      if (l.matrix == matrix) return true;
+    return false;
+  }
   // The layer count of a cut (a measured step's, --num-layers) or of the file. What the config
   // class derives from the count follows it: Gemma 4's last layer is full attention.
   void set_layer_count(int64_t layers) {
