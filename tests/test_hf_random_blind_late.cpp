@@ -10,6 +10,12 @@
 //   make one each, where remat had three and two. Now +0.37% (Phi-4's EAGLE-3 draft's mixed full
 //   steps +1.53% -> +0.37%, +1.31% -> +0.30%; Falcon-40B's, whose query_key_value is fused too,
 //   +0.66% -> -1.49%).
+// Seeds 18 (--wide --pairs) and 19 (--wide), drawn and priced after those fixes: 60 steps, all ran; 59
+// within 1.43% as first compared. DeepSeek-V3's EAGLE-3 draft (one layer, MLP adapters, GRPO 4 x 4k
+// under eager, no checkpointing) was -52.14%: its attention runs before the first adapter, records no
+// graph and saves nothing, and the step peaks inside its forward, at the softmax: the bf16 masked
+// scores, softmax(dtype=float32)'s fp32 copy of them and its fp32 output, 10 bytes a score. Now -0.45%;
+// no earlier step moved.
 // - Left open, both over-priced, both non-reentrant mixed steps under eager: Mistral-7B (DPO, LoRA
 //   r128 on q, v, 1k tokens, a 1.3 GiB step) +6.75%; DeepSeek-V3's EAGLE-3 draft (GRPO, all-linear
 //   with dropout) +3.30%. The pins below hold their errors as measured so that a change that moves
@@ -60,22 +66,49 @@ TEST(HfRandomBlindLate, Seeds16And17Steps) {
   expect_steps_within_but("steps-random-blind17-h200.jsonl", 0.90, 2.7, 30);
 }
 
-// The drawn pairs' time ratios (seeds 15 and 16): 25 of 29 within 10%, each miss host-paced (the
-// checkpointed step or its baseline took at least 1.25x remat's GPU time).
+TEST(HfRandomBlindLate, Seeds18And19Steps) {
+  expect_steps_within_but("steps-random-blind18-h200.jsonl", 1.15, 1.45, 30);
+  expect_steps_within_but("steps-random-blind19-h200.jsonl", 0.60, 1.25, 30);
+}
+
+// The drawn pairs' time ratios (seeds 15, 16 and 18): 39 of 44 within 10%; each miss host-paced (the
+// checkpointed step or its baseline took at least 1.25x remat's GPU time) but the EAGLE-3 draft's
+// (1.400 measured, 1.221 predicted): under checkpointing PEFT makes the embeddings' output require a
+// gradient, so its frozen attention runs a backward the step without checkpointing does not.
 TEST(HfRandomBlindLate, DrawnPairsRatios) {
   int pairs = 0, within = 0;
-  for (const char* file : {"steps-random-blind15-h200.jsonl", "steps-random-blind16-h200.jsonl"}) {
+  for (const char* file :
+       {"steps-random-blind15-h200.jsonl", "steps-random-blind16-h200.jsonl", "steps-random-blind18-h200.jsonl"}) {
     const std::vector<HfComparison> steps = test::measured_hf_steps(file, "h200");
     for (const HfTimeRatio& r : hf_time_ratios(steps)) {
       ++pairs;
+      const std::string& name = steps[r.checkpointed].measured.case_name;
       if (std::abs(r.error_pct()) <= 10)
         ++within;
+      else if (name == "rb18-16-deepseek-v3-671b-eagle3-draft-sp")
+        EXPECT_NEAR(r.error_pct(), -12.8, 0.1);
       else
-        EXPECT_TRUE(r.host_paced()) << steps[r.checkpointed].measured.case_name;
+        EXPECT_TRUE(r.host_paced()) << name;
     }
   }
-  EXPECT_EQ(pairs, 29);
-  EXPECT_EQ(within, 25);
+  EXPECT_EQ(pairs, 44);
+  EXPECT_EQ(within, 39);
+}
+
+// transformers' eager attention at the softmax, forward: 4 bytes a score beside the saved 4 + 2 (the
+// bf16 scores and softmax(dtype=float32)'s fp32 copy, before the bf16 probabilities exist). Llama 3.2
+// 1B at 4k: 32 heads x 4096^2 scores.
+TEST(HfRandomBlindLate, EagerSoftmaxForwardWorkingSet) {
+  TrainingSpec t;
+  t.mbs = 1, t.gbs = 1, t.seq = 4096, t.precision = Precision::bf16, t.flash_attention = false;
+  t = apply_framework(t, kHfFramework);
+  const ModelSpec m = test::model(std::string(REMAT_TEST_DATA) + "/data/hf_configs/llama-3.2-1b-instruct.json");
+  const LayerDef layer = build_layer(m, with_model(rank_shape(t), m), 0);
+  double fwd_working = 0;
+  for (const Block& b : layer.blocks)
+    for (const OpDef& op : b.ops)
+      if (op.kind == OpKind::attention) fwd_working = op.fwd_working_bytes;
+  EXPECT_DOUBLE_EQ(fwd_working, 4.0 * 32 * 4096 * 4096);
 }
 
 // MiniCPMV4_6ForConditionalGeneration computes every position's logits whatever logits_to_keep says:

@@ -95,6 +95,12 @@ void add_eager_attention(Block& b, const RankShape& r, const ModelSpec& m, doubl
   // probabilities; PV's backward has freed the bf16 ones by then (torch's allocator history of an
   // eager step, reports/hf/peak-traces-h100)
   if (fp32_softmax) op.working_bytes = 3 * scores * kFp32 - scores * kBf16;
+  // forward, at the softmax: the bf16 masked scores and the fp32 copy softmax(dtype=float32) makes of
+  // them beside its fp32 output, before the bf16 probabilities exist (2 + 4 beyond the saved 4 + 2).
+  // The peak of a step whose attention records no graph (a frozen first layer before its first
+  // adapter: DeepSeek-V3's EAGLE-3 draft under MLP adapters, GRPO 4 x 4k, 10 bytes a score at its peak
+  // in steps-random-blind18-h200.jsonl, -52.14% while uncounted)
+  if (fp32_softmax && r.layouts_from_model_code) op.fwd_working_bytes = 4 * scores;
   // dropout on the probabilities: its backward, run before the softmax's, has freed its bool mask
   if (fp32_softmax && drops_probs) op.working_bytes -= scores;
   // the layer's returned probabilities and the zero gradient autograd makes for them (reentrant:
