@@ -16,14 +16,16 @@
 // graph and saves nothing, and the step peaks inside its forward, at the softmax: the bf16 masked
 // scores, softmax(dtype=float32)'s fp32 copy of them and its fp32 output, 10 bytes a score. Now -0.45%;
 // no earlier step moved.
-// - Left open, both over-priced, both non-reentrant mixed steps under eager: Mistral-7B (DPO, LoRA
-//   r128 on q, v, 1k tokens, a 1.3 GiB step) +6.75%; DeepSeek-V3's EAGLE-3 draft (GRPO, all-linear
-//   with dropout) +3.30%. The pins below hold their errors as measured so that a change that moves
-//   them shows.
+// - Mistral-7B (DPO, LoRA r128 on q, v, 1k tokens, a 1.3 GiB step) +6.75% and DeepSeek-V3's EAGLE-3
+//   draft (GRPO, all-linear with dropout) +3.30%, both non-reentrant mixed steps under eager, peak at
+//   their replay's end: remat had autocast's copies of all the layer's weights alive through the
+//   attention's backward, whose fp32 score gradients then set the peak. The backward frees the MLP's
+//   copies with the MLP's other saved tensors first (full_layer). Now +1.25% and -0.69%; of the 1897
+//   steps 31 moved, 21 closer (Allam-7B +2.01% -> -0.05%, EXAONE-4.0-32B +1.55% -> -0.03%), the
+//   furthest Llama-3.1-405B's +0.43% -> -1.12%.
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <map>
 #include <string>
 
 #include "hf_measured.hpp"
@@ -34,41 +36,19 @@
 namespace remat {
 namespace {
 
-// Every step of `file` within `before_pct` and `peak_pct`, but those named in `open_misses`, each held
-// to its measured peak error within 0.05 points.
-void expect_steps_within_but(const std::string& file, double before_pct, double peak_pct, int steps,
-                             const std::map<std::string, double>& open_misses = {}) {
-  int checked = 0, missed = 0;
-  for (const HfComparison& c : test::measured_hf_steps(file, "h200")) {
-    ++checked;
-    EXPECT_LE(std::abs(c.before_error_pct()), before_pct) << c.measured.case_name;
-    const auto miss = open_misses.find(c.measured.case_name);
-    if (miss == open_misses.end()) {
-      EXPECT_LE(std::abs(c.peak_error_pct()), peak_pct) << c.measured.case_name;
-      continue;
-    }
-    ++missed;
-    EXPECT_NEAR(c.peak_error_pct(), miss->second, 0.05) << c.measured.case_name;
-  }
-  EXPECT_EQ(checked, steps) << file;
-  EXPECT_EQ(missed, int(open_misses.size())) << file;
-}
-
 TEST(HfRandomBlindLate, Seeds14And15Steps) {
-  expect_steps_within_but("steps-random-blind14-h200.jsonl", 1.30, 1.55, 30);
-  expect_steps_within_but("steps-random-blind15-h200.jsonl", 0.60, 0.85, 30);
+  test::expect_steps_within("steps-random-blind14-h200.jsonl", "h200", 1.30, 1.55, 30);
+  test::expect_steps_within("steps-random-blind15-h200.jsonl", "h200", 0.60, 0.85, 30);
 }
 
 TEST(HfRandomBlindLate, Seeds16And17Steps) {
-  expect_steps_within_but("steps-random-blind16-h200.jsonl", 1.0, 2.2, 29,
-                          {{"rb16-02-mistral-7b-instruct-v0.2-fp32", 6.75},
-                           {"rb16-10-deepseek-v3-671b-eagle3-draft-sp", 3.30}});
-  expect_steps_within_but("steps-random-blind17-h200.jsonl", 0.90, 2.7, 30);
+  test::expect_steps_within("steps-random-blind16-h200.jsonl", "h200", 1.0, 2.2, 29);
+  test::expect_steps_within("steps-random-blind17-h200.jsonl", "h200", 0.90, 2.7, 30);
 }
 
 TEST(HfRandomBlindLate, Seeds18And19Steps) {
-  expect_steps_within_but("steps-random-blind18-h200.jsonl", 1.15, 1.45, 30);
-  expect_steps_within_but("steps-random-blind19-h200.jsonl", 0.60, 1.25, 30);
+  test::expect_steps_within("steps-random-blind18-h200.jsonl", "h200", 1.15, 1.45, 30);
+  test::expect_steps_within("steps-random-blind19-h200.jsonl", "h200", 0.60, 1.25, 30);
 }
 
 // The drawn pairs' time ratios (seeds 15, 16 and 18): 39 of 44 within 10%; each miss host-paced (the

@@ -192,16 +192,23 @@ double gemm_share_after_first_adapter(const LayerDef& layer) {
 // loss holds no layer's copy, peak-traces-h200/unseen10). A frozen weight (LoRA) saves a copy only
 // where its input needs a gradient: none before the first adapter. transformers' grouped_mm experts
 // are not autocast: they run in fp32 on their own weights (moe_routed_block).
-LayerCost with_autocast_casts(LayerCost lc, const ModelSpec& m, const TrainingSpec& t, const LayerDef& layer,
-                              const LayerChoice& choice, int64_t g, int64_t first_adapted) {
+double autocast_casts(const ModelSpec& m, const TrainingSpec& t, const LayerDef& layer, int64_t g,
+                      int64_t first_adapted) {
+  if (!t.params_fp32_autocast || (t.lora_rank > 0 && g < first_adapted)) return 0;
   const ParamCount lp = layer_params(m, g, t.tp, t.ep);
   const double experts = t.layouts_from_model_code && m.experts_grouped_mm() ? lp.expert : 0;
-  double casts = 2 * (lp.total() - lp.untrained - experts);
+  const double casts = 2 * (lp.total() - lp.untrained - experts);
   // in the first adapted layer only the GEMMs after the first adapted one read an input that needs a
   // gradient (StarCoder2's layer 0 under q, k, v, o, c_proj adapters saves o_proj's, c_fc's and
   // c_proj's copies; Phi-4's under a down_proj adapter none): their share of the layer's GEMM work
-  if (t.lora_rank > 0 && g == first_adapted) casts *= gemm_share_after_first_adapter(layer);
-  if (t.lora_rank <= 0 || g >= first_adapted)
+  return t.lora_rank > 0 && g == first_adapted ? casts * gemm_share_after_first_adapter(layer) : casts;
+}
+
+// A fully recomputed layer has its casts from layer_cost (full_layer), block by block.
+LayerCost with_autocast_casts(LayerCost lc, const ModelSpec& m, const TrainingSpec& t, const LayerDef& layer,
+                              const LayerChoice& choice, int64_t g, int64_t first_adapted) {
+  const double casts = autocast_casts(m, t, layer, g, first_adapted);
+  if (choice.mode != LayerMode::full || choice.stream_chunks > 1)
     (choice.mode == LayerMode::keep ? lc.kept_bytes : lc.transient_bytes) += casts;
   // a reentrant checkpoint runs the layer's forward under no_grad, but autocast caches the casts of
   // leaves that require a gradient whatever the grad mode: a trained layer's copies stay cached until
@@ -232,7 +239,9 @@ LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const Tra
     BlockCostMemo own;  // its blocks live here only
     lc = layer_cost(frozen, choice, costed.replay == RecomputeReplay::early_stop, hw, own);
   } else {
-    lc = layer_cost(layer, choice, costed.replay == RecomputeReplay::early_stop, hw, memo);
+    const bool full = choice.mode == LayerMode::full && choice.stream_chunks <= 1;
+    const double casts = full ? autocast_casts(m, costed, layer, g, first_adapted) : 0;
+    lc = layer_cost(layer, choice, costed.replay == RecomputeReplay::early_stop, hw, memo, casts);
   }
   if (choice.stream_chunks > 1) lc.recompute_s += streambp_layer_weight_s(m, hw, costed, g);
   lc.grads_bytes = layer_gradient_bytes(m, costed, g);

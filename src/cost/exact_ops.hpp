@@ -21,6 +21,7 @@ inline OpDef gemm(std::string name, double rows, double in, double out, std::vec
   op.bwd_flops = 2 * op.fwd_flops;
   op.bwd_exec_flops = op.bwd_flops;
   op.gemm_flops_each = op.fwd_flops / count;
+  op.weight_elems = in * out * count;
   op.saves = std::move(saves);
   return op;
 }

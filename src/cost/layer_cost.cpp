@@ -210,16 +210,33 @@ double replay_start_grad_bytes(const LayerDef& layer, bool early_stop) {
   return bytes;
 }
 
+// `casts` shared by the blocks in proportion to their GEMMs' weight elements (the first block's where
+// no op says).
+std::vector<double> block_shares(const LayerDef& layer, double casts) {
+  std::vector<double> share(layer.blocks.size(), 0.0);
+  double all = 0;
+  for (size_t i = 0; i < layer.blocks.size(); ++i)
+    for (const OpDef& op : layer.blocks[i].ops) share[i] += op.weight_elems, all += op.weight_elems;
+  for (double& s : share) s = all > 0 ? casts * s / all : 0;
+  if (all <= 0 && !share.empty()) share.front() = casts;
+  return share;
+}
+
 // Full recompute: keep the layer input, replay the whole layer in backward.
 // In a chunk of several layers (Megatron's uniform method) only the chunk's
 // first layer keeps its input; the chunk's replay brings back every layer's
 // saved tensors at once, which the stage adds up (LayerSums::add).
+// Autocast's weight copies (`casts`) come back with the replay; the backward frees each block's
+// with the block, so the attention's backward runs without the MLP's (Mistral-7B's non-reentrant
+// mixed step under eager peaks at its replay's end, steps-random-blind16-h200.jsonl).
 void full_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, bool early_stop,
-                const HardwareSpec& hw) {
+                const HardwareSpec& hw, double casts) {
   double all_saved = 0;
   std::vector<double> grads, saved;
-  for (const auto& b : layer.blocks) {
-    saved.push_back(saved_bytes(b));
+  const std::vector<double> block_casts = block_shares(layer, casts);
+  for (size_t i = 0; i < layer.blocks.size(); ++i) {
+    const Block& b = layer.blocks[i];
+    saved.push_back(saved_bytes(b) + block_casts[i]);
     all_saved += saved.back();
     grads.push_back(block_working_bytes(layer, b, grad_working_bytes(b, early_stop), early_stop));
   }
@@ -237,8 +254,8 @@ void full_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, 
   // the output's gradient beside the backward, and a reentrant replay's output (codellama-34b's
   // LoRA steps at 12k-49k tokens: peak-traces-h200/unseen11)
   if (layer.pytorch_autograd) c.transient_bytes += layer.input_bytes * (early_stop ? 1 : 2);
-  c.transient_bytes =
-      std::max(c.transient_bytes, replay_peak_bytes(layer, early_stop) + replay_start_grad_bytes(layer, early_stop));
+  c.transient_bytes = std::max(c.transient_bytes, replay_peak_bytes(layer, early_stop) +
+                                                      replay_start_grad_bytes(layer, early_stop) + casts);
   if (!early_stop)
     for (const auto& b : layer.blocks)
       for (const OpDef& op : b.ops) c.transient_bytes += op.reentrant_held_bytes;
@@ -334,7 +351,7 @@ LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool earl
 }
 
 LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool early_stop, const HardwareSpec& hw,
-                     BlockCostMemo& memo) {
+                     BlockCostMemo& memo, double autocast_cast_bytes) {
   LayerCost c;
   const size_t mlp_start = mlp_half_start(layer);
   for (size_t i = 0; i < layer.blocks.size(); ++i)
@@ -344,7 +361,7 @@ LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool earl
       if (choice.stream_chunks > 1)  // StreamBP with D = 1 is layer checkpointing
         streambp_layer(c, layer, choice.stream_chunks, early_stop, hw);
       else
-        full_layer(c, layer, choice, early_stop, hw);
+        full_layer(c, layer, choice, early_stop, hw, autocast_cast_bytes);
       break;
     case LayerMode::selective:
       selective_layer(c, layer, choice.modules, hw);

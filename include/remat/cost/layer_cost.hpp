@@ -48,9 +48,11 @@ class BlockCostMemo {
 };
 
 LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool early_stop, const HardwareSpec& hw);
-// The same, with the block costs through `memo`.
+// The same, with the block costs through `memo`. `autocast_cast_bytes`: autocast's bf16 copies of
+// the layer's weights, which its GEMMs save; a fully recomputed layer's replay makes them again and
+// its backward frees each block's with the block (shared by the blocks' GEMM weights).
 LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool early_stop, const HardwareSpec& hw,
-                     BlockCostMemo& memo);
+                     BlockCostMemo& memo, double autocast_cast_bytes = 0);
 // Reduces `choice` to what layer_cost reads of it: of its place in a chunk of full recompute,
 // only whether the chunk has more than one layer and whether this layer starts it. Choices equal
 // once reduced cost the same (LayerCostCache keys on it).
