@@ -21,7 +21,7 @@ namespace {
 const std::map<std::string, std::vector<std::pair<double, double>>> kKnownDifferences = {
     {"examples/hf/classic/openai-gpt-shape.json", {{1536, 1536}}},
     {"examples/hf/new_attention/laguna-4l.json", {{-768, 0}}},
-    {"tests/data/hf_configs/laguna-s-2.1-fp8.json", {{-256, 0}, {-512, 0}}},
+    {"tests/data/hf_configs/laguna-s-2.1-fp8.json", {{-256, 0}, {-512, 0}, {-1024, 0}}},  // 256 a MoE layer
     {"examples/hf/new_attention/mimo-v2-flash-3l.json", {{-128, 0}}},
     {"examples/hf/new_attention/mimo-v2-flash-64experts-3l.json", {{-128, -128}}},
     {"examples/hf/step/step3p5-flash-4l-shape.json", {{-652186, -652186}, {-655258, -3072}}},
