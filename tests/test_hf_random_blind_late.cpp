@@ -64,9 +64,8 @@ TEST(HfRandomBlindLate, Seeds20And21Steps) {
 // gradient, so its frozen attention runs a backward the step without checkpointing does not.
 TEST(HfRandomBlindLate, DrawnPairsRatios) {
   int pairs = 0, within = 0;
-  for (const char* file :
-       {"steps-random-blind15-h200.jsonl", "steps-random-blind16-h200.jsonl", "steps-random-blind18-h200.jsonl",
-        "steps-random-blind20-h200.jsonl"}) {
+  for (const char* file : {"steps-random-blind15-h200.jsonl", "steps-random-blind16-h200.jsonl",
+                           "steps-random-blind18-h200.jsonl", "steps-random-blind20-h200.jsonl"}) {
     const std::vector<HfComparison> steps = test::measured_hf_steps(file, "h200");
     for (const HfTimeRatio& r : hf_time_ratios(steps)) {
       ++pairs;

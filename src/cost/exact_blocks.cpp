@@ -527,9 +527,8 @@ void add_mlp_sub_norm(Block& b, const RankShape& r, double width) {
 Block dense_mlp_block(const RankShape& r, const ModelSpec& m, int64_t width) {
   if (width <= 0) width = m.intermediate_size;
   const bool clamped = r.layouts_from_model_code && m.clamped_swiglu;
-  // under autocast each GEMM reading the fp32 normed input saves its own bf16 cast of it: one for a
-  // fused gate_up_proj (Phi-3's mixed GRPO step, steps-random-blind17-h200.jsonl: one 72 MiB cast a
-  // norm where remat had two, +4.27%)
+  // under autocast each GEMM reading the fp32 normed input saves its own bf16 cast: one for a fused
+  // gate_up_proj (Phi-3's mixed GRPO step in steps-random-blind17-h200.jsonl: +4.27% with two)
   const int norm_readers = m.has_linear_matrix("gate_up") ? 1 : 2;
   Block b = m.mlp_kind == MlpKind::gated ? mlp_block(r, m.hidden_size, width, clamped, norm_readers)
                                          : two_matrix_mlp_block(r, m.hidden_size, width, m.hidden_act);

@@ -229,8 +229,8 @@ std::vector<double> block_shares(const LayerDef& layer, double casts) {
 // Autocast's weight copies (`casts`) come back with the replay; the backward frees each block's
 // with the block, so the attention's backward runs without the MLP's (Mistral-7B's non-reentrant
 // mixed step under eager peaks at its replay's end, steps-random-blind16-h200.jsonl).
-void full_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, bool early_stop,
-                const HardwareSpec& hw, double casts) {
+void full_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, bool early_stop, const HardwareSpec& hw,
+                double casts) {
   double all_saved = 0;
   std::vector<double> grads, saved;
   const std::vector<double> block_casts = block_shares(layer, casts);
@@ -254,8 +254,8 @@ void full_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, 
   // the output's gradient beside the backward, and a reentrant replay's output (codellama-34b's
   // LoRA steps at 12k-49k tokens: peak-traces-h200/unseen11)
   if (layer.pytorch_autograd) c.transient_bytes += layer.input_bytes * (early_stop ? 1 : 2);
-  c.transient_bytes = std::max(c.transient_bytes, replay_peak_bytes(layer, early_stop) +
-                                                      replay_start_grad_bytes(layer, early_stop) + casts);
+  c.transient_bytes = std::max(
+      c.transient_bytes, replay_peak_bytes(layer, early_stop) + replay_start_grad_bytes(layer, early_stop) + casts);
   if (!early_stop)
     for (const auto& b : layer.blocks)
       for (const OpDef& op : b.ops) c.transient_bytes += op.reentrant_held_bytes;

@@ -147,10 +147,9 @@ std::vector<HfTimeRatio> hf_time_ratios(const std::vector<HfComparison>& cases) 
       if (cases[j].measured.checkpointing != "none" || cases[j].source_file != cases[i].source_file ||
           setting_key(cases[j].measured) != setting_key(cases[i].measured))
         continue;
-      out.push_back({i, j, time_s(cases[i]) / time_s(cases[j]),
-                     cases[i].measured.step_time_s / cases[j].measured.step_time_s,
-                     cases[i].measured.step_time_s / time_s(cases[i]),
-                     cases[j].measured.step_time_s / time_s(cases[j])});
+      out.push_back(
+          {i, j, time_s(cases[i]) / time_s(cases[j]), cases[i].measured.step_time_s / cases[j].measured.step_time_s,
+           cases[i].measured.step_time_s / time_s(cases[i]), cases[j].measured.step_time_s / time_s(cases[j])});
       break;
     }
   }
