@@ -204,12 +204,10 @@ double autocast_casts(const ModelSpec& m, const TrainingSpec& t, const LayerDef&
   return t.lora_rank > 0 && g == first_adapted ? casts * gemm_share_after_first_adapter(layer) : casts;
 }
 
-// A fully recomputed layer has its casts from layer_cost (full_layer), block by block.
-LayerCost with_autocast_casts(LayerCost lc, const ModelSpec& m, const TrainingSpec& t, const LayerDef& layer,
-                              const LayerChoice& choice, int64_t g, int64_t first_adapted) {
-  const double casts = autocast_casts(m, t, layer, g, first_adapted);
-  if (choice.mode != LayerMode::full || choice.stream_chunks > 1)
-    (choice.mode == LayerMode::keep ? lc.kept_bytes : lc.transient_bytes) += casts;
+// `replayed`: a fully recomputed layer, whose casts layer_cost placed block by block (full_layer).
+LayerCost with_autocast_casts(LayerCost lc, const TrainingSpec& t, const LayerChoice& choice, double casts,
+                              bool replayed) {
+  if (!replayed) (choice.mode == LayerMode::keep ? lc.kept_bytes : lc.transient_bytes) += casts;
   // a reentrant checkpoint runs the layer's forward under no_grad, but autocast caches the casts of
   // leaves that require a gradient whatever the grad mode: a trained layer's copies stay cached until
   // the forward leaves autocast, after the loss's forward (LFM2-2.6B's full reentrant mixed DPO step
@@ -233,19 +231,19 @@ LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const Tra
                            const LayerDef& layer, LayerChoice& choice, int64_t g, BlockCostMemo& memo) {
   if (choice.stream_chunks > 0) choice.stream_chunks = costed.streambp_chunks;
   const int64_t first_adapted = first_adapted_layer(m, costed);
+  const double casts = autocast_casts(m, costed, layer, g, first_adapted);
+  const bool replayed = choice.mode == LayerMode::full && choice.stream_chunks <= 1;
   LayerCost lc;
   if (choice.mode == LayerMode::keep && g <= first_adapted) {
     const LayerDef frozen = frozen_prefix_layer(layer, g < first_adapted, costed);
     BlockCostMemo own;  // its blocks live here only
     lc = layer_cost(frozen, choice, costed.replay == RecomputeReplay::early_stop, hw, own);
   } else {
-    const bool full = choice.mode == LayerMode::full && choice.stream_chunks <= 1;
-    const double casts = full ? autocast_casts(m, costed, layer, g, first_adapted) : 0;
-    lc = layer_cost(layer, choice, costed.replay == RecomputeReplay::early_stop, hw, memo, casts);
+    lc = layer_cost(layer, choice, costed.replay == RecomputeReplay::early_stop, hw, memo, replayed ? casts : 0);
   }
   if (choice.stream_chunks > 1) lc.recompute_s += streambp_layer_weight_s(m, hw, costed, g);
   lc.grads_bytes = layer_gradient_bytes(m, costed, g);
-  if (costed.params_fp32_autocast) lc = with_autocast_casts(lc, m, costed, layer, choice, g, first_adapted);
+  if (costed.params_fp32_autocast) lc = with_autocast_casts(lc, costed, choice, casts, replayed);
   return lc;
 }
 

@@ -585,7 +585,7 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
   const double h = double(m.hidden_size), hd = double(shape.head_dim), vd = double(shape.value_head_dim);
   const double nh = double(shape.heads / r.tp), g = double(shape.kv_heads / r.tp);
   const double rows = r.tokens();
-  parts::add_input_norm(b, r, h, true, m.has_linear_matrix("qkv") ? 1 : m.has_linear_matrix("kv") ? 2 : 3);
+  parts::add_input_norm(b, r, h, true, m.has_linear_matrix("qkv") ? 1 : 3);  // a fused q|k|v reads it once
   // Qwen3-Next's q_proj also makes the gate; Laguna's g_proj makes one per head (counted with them)
   const double gate = m.attention_output_gate ? nh * hd : m.attention_head_gate ? nh : 0;
   // Gemma 4's keys as values: no v_proj; its KV-shared layers project queries only, their keys and
