@@ -39,25 +39,43 @@ namespace {
 // Each set's steps within its bounds as measured: {file, bytes before the step %, peak %, steps}. Seeds
 // 20-23 (20 and 22 --wide --pairs, 23 --wide) were drawn and priced after every fix above: all 120
 // within 1.70% as first compared (mean 0.33%), the bytes before the step within 0.36%.
+// Seeds 24 (--wide --pairs) and 25 (--wide), thirty-fourth session: 60 steps, all ran; as first
+// compared 59 within 2.77%, Granite-3.1-1B-A400M's non-reentrant full GRPO at 4 x 3000 -4.49%: the
+// routing weights' product (bf16 weights) holds three routed-rows x hidden gradients with every saved
+// tensor of the experts alive; remat had placed the experts' working set at the gate_up GEMM's
+// backward. Now -0.13% (OLMoE's mixed LoRA step -1.73% -> -0.14%). Their traces (peak-traces-h200/
+// random-blind24, -25) also showed three terms remat had wrong, each fixed (of 2077 steps):
+// - PEFT's dropout on an input that needs no gradient records no graph: the first adapted block's
+//   adapters on its frozen input keep no bool mask (Llama-3.2-3B's q/k/v/o step +2.77%; 98 of 118
+//   moved steps closer);
+// - TRL's per-row log-probabilities on bf16 logits peak at the forward's end (logits and the rows'
+//   outputs, 4 bytes a logit); the head input's gradient comes in backward beside the stacked rows'
+//   gradient alone (175 of 204 moved steps closer);
+// - under autocast a non-reentrant checkpoint's forward caches every trained weight's bf16 copy until
+//   the loss leaves autocast, as a reentrant one does (SmolLM-1.7B's mixed GRPO -2.74% -> +0.12%; the
+//   8 steps that moved all closer).
+// And Gemma 4's shared_kv_states (the last layer of each attention kind keeps its keys and values in
+// a dict every checkpointed layer holds as an argument): Gemma-4-31B's reentrant DPO -3.37% -> -0.16%.
 struct SetBounds {
   const char* file;
   double before_pct, peak_pct;
   int steps;
 };
 
-TEST(HfRandomBlindLate, StepsOfSeeds14To21) {
+TEST(HfRandomBlindLate, StepsOfSeeds14To25) {
   const SetBounds sets[] = {
       {"steps-random-blind14-h200.jsonl", 1.30, 1.55, 30}, {"steps-random-blind15-h200.jsonl", 0.60, 0.85, 30},
       {"steps-random-blind16-h200.jsonl", 1.00, 2.20, 29}, {"steps-random-blind17-h200.jsonl", 0.90, 2.70, 30},
       {"steps-random-blind18-h200.jsonl", 1.15, 1.45, 30}, {"steps-random-blind19-h200.jsonl", 0.60, 1.25, 30},
       {"steps-random-blind20-h200.jsonl", 0.35, 1.55, 30}, {"steps-random-blind21-h200.jsonl", 0.10, 1.25, 30},
       {"steps-random-blind22-h200.jsonl", 0.20, 1.75, 30}, {"steps-random-blind23-h200.jsonl", 0.40, 1.05, 30},
+      {"steps-random-blind24-h200.jsonl", 0.30, 2.30, 30}, {"steps-random-blind25-h200.jsonl", 0.95, 1.15, 30},
   };
   for (const SetBounds& set : sets)
     test::expect_steps_within(set.file, "h200", set.before_pct, set.peak_pct, set.steps);
 }
 
-// The drawn pairs' time ratios (seeds 15, 16, 18, 20 and 22): 66 of 74 within 10%; each miss host-paced (the
+// The drawn pairs' time ratios (seeds 15, 16, 18, 20, 22 and 24): 78 of 89 within 10%; each miss host-paced (the
 // checkpointed step or its baseline took at least 1.25x remat's GPU time) but the EAGLE-3 draft's
 // (1.400 measured, 1.221 predicted): under checkpointing PEFT makes the embeddings' output require a
 // gradient, so its frozen attention runs a backward the step without checkpointing does not.
@@ -65,7 +83,7 @@ TEST(HfRandomBlindLate, DrawnPairsRatios) {
   int pairs = 0, within = 0;
   for (const char* file :
        {"steps-random-blind15-h200.jsonl", "steps-random-blind16-h200.jsonl", "steps-random-blind18-h200.jsonl",
-        "steps-random-blind20-h200.jsonl", "steps-random-blind22-h200.jsonl"}) {
+        "steps-random-blind20-h200.jsonl", "steps-random-blind22-h200.jsonl", "steps-random-blind24-h200.jsonl"}) {
     const std::vector<HfComparison> steps = test::measured_hf_steps(file, "h200");
     for (const HfTimeRatio& r : hf_time_ratios(steps)) {
       ++pairs;
@@ -78,8 +96,8 @@ TEST(HfRandomBlindLate, DrawnPairsRatios) {
         EXPECT_TRUE(r.host_paced()) << name;
     }
   }
-  EXPECT_EQ(pairs, 74);
-  EXPECT_EQ(within, 66);
+  EXPECT_EQ(pairs, 89);
+  EXPECT_EQ(within, 78);
 }
 
 // transformers' eager attention at the softmax, forward: 4 bytes a score beside the saved 4 + 2 (the
@@ -107,7 +125,7 @@ TEST(HfRandomBlindLate, MiniCpmV46LogitsForEveryPosition) {
   EXPECT_FALSE(test::model(std::string(REMAT_TEST_DATA) + "/data/hf_configs/qwen3-4b.json").logits_every_position);
   for (const HfComparison& c : test::measured_hf_steps("steps-random-blind17-h200.jsonl", "h200"))
     if (c.measured.case_name == "rb17-27-minicpm-v-4.6-llm-tpu") {
-      EXPECT_NEAR(c.peak_error_pct(), 0.24, 0.05);
+      EXPECT_NEAR(c.peak_error_pct(), 0.10, 0.05);
       // the measured step: its peak above the bytes before it holds the 4 x 12,288 x 248,094 logits'
       // 4 bytes each (46.5 GB) and the layers' 21.8 GB
       EXPECT_GT(c.measured.peak_bytes - c.measured.before_bytes, 4.0 * 4 * 12288 * 248094);

@@ -38,17 +38,14 @@ def timed_phase(fn):
 
 
 def one_step(c, built, seq):
-    model, ref_model, ref_ctx, opt, vocab = built
-    objective = c.get("objective", "sft")
-    rows = int(c.get("grpo_group") or 4) if objective == "grpo" else 2 if objective == "dpo" else int(c.get("mbs", 1))
-    ids = torch.randint(0, vocab, (rows, seq), device="cuda")
+    ids = torch.randint(0, built.vocab, (built.nseq, seq), device="cuda")
     torch.cuda.synchronize()
-    loss, fh, fw = timed_phase(lambda: longest_seq.loss_of(c, model, ref_model, ref_ctx, ids))
+    loss, fh, fw = timed_phase(lambda: built.forward_loss(ids))
     _, bh, bw = timed_phase(lambda: loss.backward())
 
     def opt_step():
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        built.opt.step()
+        built.opt.zero_grad(set_to_none=True)
 
     _, oh, ow = timed_phase(opt_step)
     return {"fwd_host": fh, "fwd_wall": fw, "bwd_host": bh, "bwd_wall": bw, "opt_host": oh, "opt_wall": ow}

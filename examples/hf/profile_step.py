@@ -24,14 +24,11 @@ import longest_seq  # noqa: E402
 
 
 def one_step(c, built, seq):
-    model, ref_model, ref_ctx, opt, vocab = built
-    objective = c.get("objective", "sft")
-    rows = int(c.get("grpo_group") or 4) if objective == "grpo" else 2 if objective == "dpo" else int(c.get("mbs", 1))
-    ids = torch.randint(0, vocab, (rows, seq), device="cuda")
-    loss = longest_seq.loss_of(c, model, ref_model, ref_ctx, ids)
+    ids = torch.randint(0, built.vocab, (built.nseq, seq), device="cuda")
+    loss = built.forward_loss(ids)
     loss.backward()
-    opt.step()
-    opt.zero_grad(set_to_none=True)
+    built.opt.step()
+    built.opt.zero_grad(set_to_none=True)
 
 
 def main():

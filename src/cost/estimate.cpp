@@ -212,10 +212,12 @@ LayerCost with_autocast_casts(LayerCost lc, const TrainingSpec& t, const LayerCh
   // leaves that require a gradient whatever the grad mode: a trained layer's copies stay cached until
   // the forward leaves autocast, after the loss's forward (LFM2-2.6B's full reentrant mixed DPO step
   // peaks at its loss with both layers' copies alive: peak-traces-h200/random-blind10, -4.06% while
-  // uncounted). The non-reentrant checkpoint's forward holds none (Qwen3-8B, above).
-  if (t.layouts_from_model_code && t.lora_rank <= 0 && choice.mode == LayerMode::full &&
-      t.replay == RecomputeReplay::full)
-    lc.forward_held_bytes = casts;
+  // uncounted). A non-reentrant checkpoint's forward caches them the same way: they are gone by the
+  // backward (Qwen3-8B's SFT step peaks in its loss's backward without them, above), but a loss whose
+  // forward sets the peak sees every layer's copy (SmolLM-1.7B's non-reentrant mixed GRPO 2 x 12k:
+  // the four layers' 28 copies beside the per-row log-probabilities, peak-traces-h200/random-blind25,
+  // -2.74% while uncounted).
+  if (t.layouts_from_model_code && t.lora_rank <= 0 && choice.mode == LayerMode::full) lc.forward_held_bytes = casts;
   return lc;
 }
 

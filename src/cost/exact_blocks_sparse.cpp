@@ -441,6 +441,14 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
     b.ops.push_back(ops::streaming("experts_probs_out", 3 * wide * h * kBf16, 5 * wide * h * kBf16, {"experts_out"}));
     if (r.layouts_from_model_code && m.router_fp32_input && m.experts_grouped_mm())
       weigh_in_fp32(b.ops.back(), rows, h, element, gate_up_adapted || down_adapted);
+    else if (r.layouts_from_model_code && m.experts_grouped_mm())
+      // routing weights in the outputs' dtype: the product's backward holds the index's scattered
+      // gradient, its product with the weights and the one with the outputs (summed to the weights'
+      // gradient after), with every tensor the block saved still alive (Granite-3.1-1B-A400M's
+      // non-reentrant GRPO at 4 x 3000: three routed-rows x hidden gradients beside the saved
+      // outputs, -4.49% while the set was placed at the gate_up GEMM's backward,
+      // steps-random-blind25-h200.jsonl)
+      b.ops.back().working_bytes = 3 * wide * h * kBf16;
     if (r.layouts_from_model_code && m.experts_python_loop) {
       // the loop's weighted outputs (fp32 under fp32 routing weights), cast back to bf16 and summed
       // into place by index_add_, which saves the cast copy for its gradient

@@ -180,6 +180,26 @@ double checkpointed_masks_bytes(const ModelSpec& m, const RankShape& r, const Tr
   return masks * r.b * r.s * r.s * (t.params_fp32_autocast ? 4 : 2);
 }
 
+// Gemma 4's shared_kv_states: the keys (normed, rotated) and values (normed) of the last layer of each
+// attention kind before the kv-shared ones, bf16, in a dict every layer gets as an argument; a
+// checkpointed layer's arguments keep it to its backward. Gemma-4-31B cut to 2 layers, reentrant
+// LoRA DPO at 2 x 8k: its sliding layer's 128 MiB keys and values and its full layer's 256 MiB ones
+// alive at the loss (peak-traces-h200/random-blind25-followup, -3.37% while uncounted).
+double checkpointed_shared_kv_bytes(const ModelSpec& m, const RankShape& r, const TrainingSpec& t) {
+  if (!t.layouts_from_model_code || !m.stores_last_kv_per_kind) return 0;
+  const int64_t end = m.num_hidden_layers -
+                      (m.kv_shared_layers > 0 && m.kv_shared_layers < m.num_hidden_layers ? m.kv_shared_layers : 0);
+  double bytes = 0;
+  for (bool windowed : {true, false})
+    for (int64_t i = end - 1; i >= 0; --i) {
+      if (!m.layer_has_attention(i) || m.layer_is_windowed(i) != windowed) continue;
+      const AttentionShape a = m.attention_shape(i);
+      bytes += 2 * r.seq_tokens() * double(a.kv_heads / r.tp) * double(a.head_dim) * ops::kBf16;
+      break;
+    }
+  return bytes;
+}
+
 // What the framework profile adds (TrainingSpec, src/spec/framework.cpp):
 // the persistent QK^T buffer of the unfused attention, library workspaces,
 // and the stage output the pipeline holds per in-flight microbatch, and eager attention's masks
@@ -194,7 +214,7 @@ void add_framework_bytes(StageBase& s, const ModelSpec& m, const RankShape& r, c
   }
   if (t.keeps_stage_outputs && s.index + 1 < t.pp)
     s.stage_output_bytes = r.seq_tokens() * double(m.hidden_size) * m.residual_streams() * 2;
-  s.checkpoint_args_bytes = checkpointed_masks_bytes(m, r, t);
+  s.checkpoint_args_bytes = checkpointed_masks_bytes(m, r, t) + checkpointed_shared_kv_bytes(m, r, t);
 }
 
 }  // namespace
@@ -287,6 +307,25 @@ void drop_input_norm_saves(Block& b, const TrainingSpec& t) {
       tensor.bytes = 0;
 }
 
+// The adapters of the first adapted block that read its frozen input (q, k and v beside each other on
+// the normed input; gate and up): PEFT's dropout of an input that needs no gradient records no graph,
+// so its bool mask is freed at once and lora_A saves the dropped copy alone (Llama-3.2-3B's first
+// layer under q/k/v/o adapters, dropout 0.05, no checkpointing: the o adapter's mask alone alive in
+// peak-traces-h200/random-blind25, +2.77% while counted).
+void drop_frozen_dropout_masks(Block& b, const TrainingSpec& t) {
+  if (!t.layouts_from_model_code || t.lora_dropout <= 0) return;
+  const auto first = std::find_if(b.ops.begin(), b.ops.end(), is_adapter_op);
+  if (first == b.ops.end() || first->input_held.empty()) return;
+  const double copy = t.params_fp32_autocast ? 2 : t.lora_adapter_bytes > 0 ? double(t.lora_adapter_bytes) : 2;
+  for (const OpDef& op : b.ops) {
+    if (!is_adapter_op(op) || op.input_held != first->input_held) continue;
+    for (const std::string& name : op.saves)
+      if (name.ends_with(".input"))
+        for (TensorDef& tensor : b.tensors)
+          if (tensor.name == name) tensor.bytes *= copy / (copy + 1);  // per element: the copy, not its mask
+  }
+}
+
 // The MoE blocks from `from` on, in the first adapted layer, where their input needs no gradient (a
 // parallel layer's MLP or MoE branch beside the attention, or an MoE whose own adapters come first): a
 // GEMM whose adapted weight is folded (PEFT's experts) saves no weight for one
@@ -314,6 +353,7 @@ void freeze_branch_before_adapters(LayerDef& layer, size_t from, const TrainingS
     }
     if (!t.layouts_from_model_code) return;
     drop_input_norm_saves(b, t);
+    drop_frozen_dropout_masks(b, t);
     const OpDef* first_adapter = &*std::find_if(b.ops.begin(), b.ops.end(), is_adapter_op);
     freeze_ops(b, [&](const OpDef& op) { return op.beside_adapters || &op < first_adapter; });
     return;
@@ -340,6 +380,7 @@ LayerDef frozen_prefix_layer(const LayerDef& layer, bool whole_layer, const Trai
     Block& b = out.blocks[i];
     if (!whole_layer && has_adapter(b)) {
       drop_input_norm_saves(b, t);
+      drop_frozen_dropout_masks(b, t);
       // the ops before its first adapter read only what derives from the frozen input (Phi-4's
       // gate_up and SwiGLU before a down_proj adapter: peak-traces-h200/unseen10)
       const OpDef* first_adapter = &*std::find_if(b.ops.begin(), b.ops.end(), is_adapter_op);

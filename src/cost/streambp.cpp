@@ -255,7 +255,17 @@ double head_forward_bytes(const Block& head, const TrainingSpec& t, double logit
 }
 
 double head_peak_bytes(const Block& head, const TrainingSpec& t, double logits_elements, ModelLogits logits) {
-  const double loss = head_logits_bytes(t, logits_elements, logits) + head.tensor_bytes("x_norm");
+  double loss = head_logits_bytes(t, logits_elements, logits) + head.tensor_bytes("x_norm");
+  if (t.layouts_from_model_code && t.per_row_logps && t.objective != Objective::sft &&
+      logits != ModelLogits::fp32_in_forward && !t.params_fp32_autocast) {
+    // TRL's per-row log-probabilities on bf16 logits: the forward's end holds the logits and the rows'
+    // saved outputs (4); the backward's unbind stacks the rows' gradients (2 + 2) once the outputs are
+    // freed and the logits gone with the loss's frame, and the head's input gradient comes beside the
+    // stacked gradient alone (2 + the input). Llama-3.2-3B's LoRA GRPO 4 x 12k peaked at the
+    // forward's end (peak-traces-h200/random-blind25, +1.09% while the input's gradient was added)
+    const double c = double(std::max<int64_t>(t.lm_head_chunks, 1));
+    loss = std::max(4 * logits_elements / c, 2 * logits_elements / c + head.tensor_bytes("x_norm"));
+  }
   // transformers' final RMSNorm, written in Python on an fp32 input, runs its backward once the loss's
   // has freed its tensors, holding five fp32 copies of that input (the gradients of the cast, of the
   // product with 1/rms and of pow's input, mean's expanded gradient, their sum). It sets the peak

@@ -176,6 +176,7 @@ void gemma4_common(HfJsonReader& r, ModelSpec& m, int64_t per_layer_input) {
            "is not a model remat can build: bidirectional attention over every token; remat plans causal decoders");
   gemma3_layer(r, m);  // Gemma4RMSNorm too multiplies the fp32 normalized tensor by its weight
   m.value_norm = true;
+  m.stores_last_kv_per_kind = true;
   m.sliding_window_tokens = 512;  // Gemma4TextConfig's default; read_windowed_attention reads the file's
   m.windowed_layers = gemma4_windowed_layers(r, m.num_hidden_layers);
   m.last_layer_full_attention = true;

@@ -403,6 +403,10 @@ struct ModelSpec {
   // wide where kv_shared_wide_mlp (use_double_wide_mlp).
   int64_t kv_shared_layers = 0;
   bool kv_shared_wide_mlp = false;
+  // Gemma4TextAttention (store_full_length_kv): the last layer of each attention kind before the
+  // shared ones puts its keys and values in the shared_kv_states dict every layer gets as an argument,
+  // whether or not a later layer reads them.
+  bool stores_last_kv_per_kind = false;
   // Gemma 4 E2B/E4B's per-layer inputs (hidden_size_per_layer_input, vocab_size_per_layer_input): a
   // second embedding of layers x per_layer_input_width per token, plus a projection of the hidden
   // state to it, feeding each layer a gated branch of that width after its feed-forward. 0: none.
