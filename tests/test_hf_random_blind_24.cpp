@@ -112,5 +112,28 @@ TEST(HfRandomBlind24, Gemma4CheckpointsKeepTheStoredKeysAndValues) {
   EXPECT_DOUBLE_EQ(s.checkpoint_args_bytes, 8192.0 * 8192 + 2 * tokens * (16 * 256 + 16 * 512) * 2);
 }
 
+// Under autocast every forward of a layer casts its fp32 weights to bf16: Llama-3.2-1B's layer (GEMM
+// weights as above, its two norms' 4096 counted too), 4 bytes read and 2 written each, at the H200's
+// memory rate. A non-reentrant replay casts again; a trained weight's bf16 gradient is cast back.
+TEST(HfRandomBlind24, AutocastCastsTakeTimeEachForwardAndReplay) {
+  const ModelSpec m = hf_model(kConfigs + "llama-3.2-1b-instruct.json");
+  TrainingSpec t = hf_step(1, 4096, Precision::mixed);
+  t.replay = RecomputeReplay::early_stop;
+  const HardwareSpec hw = test::hardware("h200");
+  const double weights = 2.0 * 2048 * 2048 + 2.0 * 2048 * 512 + 3.0 * 2048 * 8192 + 2 * 2048;
+  const double cast_s = weights * 6 / (hw.hbm_bytes_per_s * hw.efficiency.memory_bound);
+  EXPECT_DOUBLE_EQ(autocast_cast_s(m, hw, t, 0), cast_s);
+  const LayerDef layer = build_layer(m, rank_shape(t), 0);
+  TrainingSpec uncast = t;
+  uncast.params_fp32_autocast = false;
+  LayerChoice full;
+  full.mode = LayerMode::full;
+  const LayerCost with = stage_layer_cost(m, hw, t, layer, full, 0);
+  const LayerCost without = stage_layer_cost(m, hw, uncast, layer, full, 0);
+  EXPECT_NEAR(with.fwd_s - without.fwd_s, cast_s, 1e-12);
+  EXPECT_NEAR(with.recompute_s - without.recompute_s, cast_s, 1e-12);
+  EXPECT_NEAR(with.bwd_s - without.bwd_s, cast_s, 1e-12);
+}
+
 }  // namespace
 }  // namespace remat

@@ -156,6 +156,13 @@ TrainingSpec costed_training(const TrainingSpec& t, Strategy s) {
   return streambp_effective_training(with_defaults(t), s);
 }
 
+double autocast_cast_s(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, int64_t g) {
+  const ParamCount lp = layer_params(m, g, t.tp, t.ep);
+  const double experts = m.experts_grouped_mm() ? lp.expert : 0;
+  const double weights = lp.total() - lp.untrained - experts;
+  return weights * (4 + 2) / (hw.hbm_bytes_per_s * hw.efficiency.memory_bound);
+}
+
 namespace {
 
 // The share of a layer's GEMM FLOPs in the GEMMs after its first adapted projection (PEFT's ops
@@ -204,6 +211,19 @@ double autocast_casts(const ModelSpec& m, const TrainingSpec& t, const LayerDef&
   return t.lora_rank > 0 && g == first_adapted ? casts * gemm_share_after_first_adapter(layer) : casts;
 }
 
+// The time of autocast's casts (fp32 parameters): each forward of the layer, and each replay, reads
+// every fp32 weight its GEMMs use and writes its bf16 copy (4 + 2 bytes a weight; transformers'
+// grouped_mm experts run in fp32 and cast none); a trained weight's bf16 gradient is cast back to fp32
+// in backward (2 + 4). Llama-3.3-70B cut to 2 layers, LoRA on the MLP, mixed, 2k tokens: the replay's
+// casts are a fifth of its extra time (steps-random-blind26-h200.jsonl).
+void add_autocast_cast_time(LayerCost& lc, const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, int64_t g,
+                            bool replayed) {
+  const double cast_s = autocast_cast_s(m, hw, t, g);
+  lc.fwd_s += cast_s;
+  if (replayed) lc.recompute_s += cast_s;
+  if (t.lora_rank <= 0) lc.bwd_s += cast_s;
+}
+
 // `replayed`: a fully recomputed layer, whose casts layer_cost placed block by block (full_layer).
 LayerCost with_autocast_casts(LayerCost lc, const TrainingSpec& t, const LayerChoice& choice, double casts,
                               bool replayed) {
@@ -246,6 +266,8 @@ LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const Tra
   if (choice.stream_chunks > 1) lc.recompute_s += streambp_layer_weight_s(m, hw, costed, g);
   lc.grads_bytes = layer_gradient_bytes(m, costed, g);
   if (costed.params_fp32_autocast) lc = with_autocast_casts(lc, costed, choice, casts, replayed);
+  if (costed.params_fp32_autocast && costed.layouts_from_model_code)
+    add_autocast_cast_time(lc, m, hw, costed, g, replayed);
   return lc;
 }
 
