@@ -80,7 +80,7 @@ TEST(HfRandomBlindLate, StepsOfSeeds14To27) {
 
 // The drawn pairs' time ratios (seeds 15, 16, 18, 20, 22, 24 and 26): 92 of 104 within 10%; each miss host-paced (the
 // checkpointed step or its baseline took at least 1.25x remat's GPU time) but the EAGLE-3 draft's
-// (1.400 measured, 1.221 predicted): under checkpointing PEFT makes the embeddings' output require a
+// (1.400 measured, 1.225 predicted): under checkpointing PEFT makes the embeddings' output require a
 // gradient, so its frozen attention runs a backward the step without checkpointing does not.
 TEST(HfRandomBlindLate, DrawnPairsRatios) {
   int pairs = 0, within = 0;
@@ -95,7 +95,7 @@ TEST(HfRandomBlindLate, DrawnPairsRatios) {
       if (std::abs(r.error_pct()) <= 10)
         ++within;
       else if (name == "rb18-16-deepseek-v3-671b-eagle3-draft-sp")
-        EXPECT_NEAR(r.error_pct(), -12.8, 0.1);
+        EXPECT_NEAR(r.error_pct(), -12.5, 0.1);
       else
         EXPECT_TRUE(r.host_paced()) << name;
     }

@@ -87,7 +87,8 @@ TEST(HfTime, RatioMissesNamedHostPaced) {
   EXPECT_NE(table.find("9 over the bound, 8 of them host-paced"), std::string::npos) << table;
 }
 
-// transformers' eager attention moves each score 26 bytes forward and 28 backward (exact_attention_math.cpp
+// transformers' eager attention moves each score 34 bytes forward (26 before the thirty-fourth session
+// counted softmax(dtype=float32)'s fp32 pass after its cast) and 28 backward (exact_attention_math.cpp
 // lists the passes); Gemma 2's score cap three passes more each way (12 and 14). Llama 3.2 1B: 32
 // heads, so 32 x 2048^2 scores a sequence at 2k; Gemma 2 9B (its cap 50): 16 heads.
 TEST(HfTime, EagerAttentionTrafficAsTransformersWritesIt) {
@@ -102,9 +103,9 @@ TEST(HfTime, EagerAttentionTrafficAsTransformersWritesIt) {
   };
   const double llama_scores = 32.0 * 2048 * 2048, gemma_scores = 16.0 * 2048 * 2048;
   EXPECT_EQ(attention_bytes("/data/hf_configs/llama-3.2-1b-instruct.json"),
-            std::pair(26 * llama_scores, 28 * llama_scores));
+            std::pair(34 * llama_scores, 28 * llama_scores));
   EXPECT_EQ(attention_bytes("/../examples/hf/unseen12/realcfg/gemma-2-9b-ome.json"),
-            std::pair(38 * gemma_scores, 42 * gemma_scores));
+            std::pair(46 * gemma_scores, 42 * gemma_scores));
 }
 
 }  // namespace

@@ -81,10 +81,13 @@ void add_eager_attention(Block& b, const RankShape& r, const ModelSpec& m, doubl
   op.bwd_bytes = 22 * scores;
   if (r.layouts_from_model_code && fp32_softmax) {
     // transformers' eager_attention_forward as written: QK^T (2), `* scaling` (2 + 2), `+ causal_mask`
-    // (2, the mask's 2, 2), softmax(dtype=float32) (2 + 4), .to(bf16) (4 + 2), PV reads (2); backward:
+    // (2, the mask's 2, 2), softmax(dtype=float32), which ATen runs as a cast to fp32 (2 + 4) and an
+    // fp32 softmax (4 + 4), .to(bf16) (4 + 2), PV reads (2); 34, where 26 left out the softmax's own
+    // fp32 pass (the EAGLE-3 draft's profile, profile-eagle3-draft-h200.jsonl: a float-to-float
+    // softmax kernel beside the copies; 59 of the 72 time ratios it moved came closer); backward:
     // PV's (2 + 2), the cast's (2 + 4), the softmax's on fp32 to a bf16 gradient (4 + 4 + 2), the
     // scaling's (2 + 2), QK^T's reads (2 + 2)
-    op.fwd_bytes = 26 * scores;
+    op.fwd_bytes = 34 * scores;
     op.bwd_bytes = 28 * scores;
   }
   // Gemma 2's score cap (scores / c, tanh, * c): three elementwise passes each way (2 + 2 each; backward
