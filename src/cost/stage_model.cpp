@@ -187,8 +187,8 @@ double checkpointed_masks_bytes(const ModelSpec& m, const RankShape& r, const Tr
 // alive at the loss (peak-traces-h200/random-blind25-followup, -3.37% while uncounted).
 double checkpointed_shared_kv_bytes(const ModelSpec& m, const RankShape& r, const TrainingSpec& t) {
   if (!t.layouts_from_model_code || !m.stores_last_kv_per_kind) return 0;
-  const int64_t end = m.num_hidden_layers -
-                      (m.kv_shared_layers > 0 && m.kv_shared_layers < m.num_hidden_layers ? m.kv_shared_layers : 0);
+  const bool shares_kv = m.kv_shared_layers > 0 && m.kv_shared_layers < m.num_hidden_layers;
+  const int64_t end = m.num_hidden_layers - (shares_kv ? m.kv_shared_layers : 0);  // the layers that store
   double bytes = 0;
   for (bool windowed : {true, false})
     for (int64_t i = end - 1; i >= 0; --i) {
