@@ -256,6 +256,20 @@ double head_forward_bytes(const Block& head, const TrainingSpec& t, double logit
 
 double head_peak_bytes(const Block& head, const TrainingSpec& t, double logits_elements, ModelLogits logits) {
   double loss = head_logits_bytes(t, logits_elements, logits) + head.tensor_bytes("x_norm");
+  const bool sft_bf16_head = t.objective == Objective::sft && logits != ModelLogits::fp32_in_forward &&
+                             (logits == ModelLogits::own_bf16_loss || t.loss_log_softmax_saved);
+  if (t.layouts_from_model_code && sft_bf16_head && !t.params_fp32_autocast) {
+    // the SFT losses on bf16 logits (transformers' fp32 upcast, a model's own cross entropy) free their
+    // tensors before the head's backward, which reads the logits' bf16 gradient alone (2 + the input).
+    // Llama-2-13B cut to 6, LoRA SFT 2 x 24k: two fp32 gradients beside the saved fp32 log-softmax and
+    // no input gradient (peak-traces-h200/random-blind28; Granite and Phi-tiny-MoE the same in
+    // random-blind29-followup), +1.72% while it was added. Under autocast the head's bf16 cast of its
+    // input stays beside the loss's tensors (Falcon-40B's mixed steps, peak-traces-h200/unseen16),
+    // where the input's gradient stands for it.
+    const double c = double(std::max<int64_t>(t.lm_head_chunks, 1));
+    loss =
+        std::max(head_logits_bytes(t, logits_elements, logits), 2 * logits_elements / c + head.tensor_bytes("x_norm"));
+  }
   if (t.layouts_from_model_code && t.per_row_logps && t.objective != Objective::sft &&
       logits != ModelLogits::fp32_in_forward && !t.params_fp32_autocast) {
     // TRL's per-row log-probabilities on bf16 logits: the forward's end holds the logits and the rows'
