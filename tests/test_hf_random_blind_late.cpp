@@ -58,14 +58,17 @@ namespace {
 // a dict every checkpointed layer holds as an argument): Gemma-4-31B's reentrant DPO -3.37% -> -0.16%.
 // Seeds 26 (--wide --pairs) and 27 (--wide), drawn after those fixes: all 60 within 0.90% as first
 // compared (mean 0.21%); 28 (--wide --pairs) and 29 (--wide), after the eager softmax's and autocast's
-// time terms too: all 60 within 1.72% (mean 0.18%).
+// time terms too: all 60 within 1.72% (mean 0.18%); 30 (--wide --pairs) and 31 (--wide), after the SFT
+// head's too: 58 ran (transformers itself failed on MiniCPM-V 4.6's twin without checkpointing, a DFlash
+// draft of DeepSeek-V2-Lite under eager, and StarCoder2-7B's third step, in torch's dropout; the last
+// is compared on its second), all within 1.59% (mean 0.19%).
 struct SetBounds {
   const char* file;
   double before_pct, peak_pct;
   int steps;
 };
 
-TEST(HfRandomBlindLate, StepsOfSeeds14To29) {
+TEST(HfRandomBlindLate, StepsOfSeeds14To31) {
   const SetBounds sets[] = {
       {"steps-random-blind14-h200.jsonl", 1.30, 1.55, 30}, {"steps-random-blind15-h200.jsonl", 0.60, 0.85, 30},
       {"steps-random-blind16-h200.jsonl", 1.00, 2.20, 29}, {"steps-random-blind17-h200.jsonl", 0.90, 2.70, 30},
@@ -75,21 +78,23 @@ TEST(HfRandomBlindLate, StepsOfSeeds14To29) {
       {"steps-random-blind24-h200.jsonl", 0.30, 2.30, 30}, {"steps-random-blind25-h200.jsonl", 0.95, 1.15, 30},
       {"steps-random-blind26-h200.jsonl", 0.40, 0.60, 30}, {"steps-random-blind27-h200.jsonl", 0.50, 0.95, 30},
       {"steps-random-blind28-h200.jsonl", 0.40, 1.75, 30}, {"steps-random-blind29-h200.jsonl", 0.25, 0.70, 30},
+      {"steps-random-blind30-h200.jsonl", 0.25, 1.50, 29}, {"steps-random-blind31-h200.jsonl", 0.25, 1.65, 29},
   };
   for (const SetBounds& set : sets)
     test::expect_steps_within(set.file, "h200", set.before_pct, set.peak_pct, set.steps);
 }
 
-// The drawn pairs' time ratios (seeds 15, 16, 18, 20, 22, 24, 26 and 28): 103 of 119 within 10%; each miss host-paced
-// (the checkpointed step or its baseline took at least 1.25x remat's GPU time) but the EAGLE-3 draft's (1.400
-// measured, 1.225 predicted): under checkpointing PEFT makes the embeddings' output require a gradient, so its frozen
-// attention runs a backward the step without checkpointing does not.
+// The drawn pairs' time ratios (seeds 15, 16 and the even seeds 18-30): 114 of 133 within 10%; each
+// miss host-paced (the checkpointed step or its baseline took at least 1.25x remat's GPU time) but two:
+// the EAGLE-3 draft's (1.400 measured, 1.225 predicted; under checkpointing PEFT makes the embeddings'
+// output require a gradient, so its frozen attention runs a backward the step without checkpointing does
+// not) and Qwen2.5-7B's cut to 2 layers (a 32 ms step at 2k tokens, 1.15x remat's GPU time).
 TEST(HfRandomBlindLate, DrawnPairsRatios) {
   int pairs = 0, within = 0;
   for (const char* file :
        {"steps-random-blind15-h200.jsonl", "steps-random-blind16-h200.jsonl", "steps-random-blind18-h200.jsonl",
         "steps-random-blind20-h200.jsonl", "steps-random-blind22-h200.jsonl", "steps-random-blind24-h200.jsonl",
-        "steps-random-blind26-h200.jsonl", "steps-random-blind28-h200.jsonl"}) {
+        "steps-random-blind26-h200.jsonl", "steps-random-blind28-h200.jsonl", "steps-random-blind30-h200.jsonl"}) {
     const std::vector<HfComparison> steps = test::measured_hf_steps(file, "h200");
     for (const HfTimeRatio& r : hf_time_ratios(steps)) {
       ++pairs;
@@ -98,12 +103,14 @@ TEST(HfRandomBlindLate, DrawnPairsRatios) {
         ++within;
       else if (name == "rb18-16-deepseek-v3-671b-eagle3-draft-sp")
         EXPECT_NEAR(r.error_pct(), -12.5, 0.1);
+      else if (name == "rb30-02-qwen2.5-7b")  // a 32 ms step: 2 layers, 2k tokens, LoRA (1.15x remat's GPU time)
+        EXPECT_NEAR(r.error_pct(), -11.5, 0.1);
       else
         EXPECT_TRUE(r.host_paced()) << name;
     }
   }
-  EXPECT_EQ(pairs, 119);
-  EXPECT_EQ(within, 103);
+  EXPECT_EQ(pairs, 133);
+  EXPECT_EQ(within, 114);
 }
 
 // transformers' eager attention at the softmax, forward: 4 bytes a score beside the saved 4 + 2 (the
