@@ -256,29 +256,25 @@ double head_forward_bytes(const Block& head, const TrainingSpec& t, double logit
 
 double head_peak_bytes(const Block& head, const TrainingSpec& t, double logits_elements, ModelLogits logits) {
   double loss = head_logits_bytes(t, logits_elements, logits) + head.tensor_bytes("x_norm");
-  const bool sft_bf16_head = t.objective == Objective::sft && logits != ModelLogits::fp32_in_forward &&
-                             (logits == ModelLogits::own_bf16_loss || t.loss_log_softmax_saved);
-  if (t.layouts_from_model_code && sft_bf16_head && !t.params_fp32_autocast) {
-    // the SFT losses on bf16 logits (transformers' fp32 upcast, a model's own cross entropy) free their
-    // tensors before the head's backward, which reads the logits' bf16 gradient alone (2 + the input).
-    // Llama-2-13B cut to 6, LoRA SFT 2 x 24k: two fp32 gradients beside the saved fp32 log-softmax and
-    // no input gradient (peak-traces-h200/random-blind28; Granite and Phi-tiny-MoE the same in
-    // random-blind29-followup), +1.72% while it was added. Under autocast the head's bf16 cast of its
-    // input stays beside the loss's tensors (Falcon-40B's mixed steps, peak-traces-h200/unseen16),
-    // where the input's gradient stands for it.
-    const double c = double(std::max<int64_t>(t.lm_head_chunks, 1));
-    loss =
-        std::max(head_logits_bytes(t, logits_elements, logits), 2 * logits_elements / c + head.tensor_bytes("x_norm"));
-  }
-  if (t.layouts_from_model_code && t.per_row_logps && t.objective != Objective::sft &&
-      logits != ModelLogits::fp32_in_forward && !t.params_fp32_autocast) {
-    // TRL's per-row log-probabilities on bf16 logits: the forward's end holds the logits and the rows'
-    // saved outputs (4); the backward's unbind stacks the rows' gradients (2 + 2) once the outputs are
-    // freed and the logits gone with the loss's frame, and the head's input gradient comes beside the
-    // stacked gradient alone (2 + the input). Llama-3.2-3B's LoRA GRPO 4 x 12k peaked at the
-    // forward's end (peak-traces-h200/random-blind25, +1.09% while the input's gradient was added)
-    const double c = double(std::max<int64_t>(t.lm_head_chunks, 1));
-    loss = std::max(4 * logits_elements / c, 2 * logits_elements / c + head.tensor_bytes("x_norm"));
+  const bool sft_bf16_loss =
+      t.objective == Objective::sft && (logits == ModelLogits::own_bf16_loss || t.loss_log_softmax_saved);
+  const bool per_row_bf16 = t.per_row_logps && t.objective != Objective::sft;
+  if (t.layouts_from_model_code && !t.params_fp32_autocast && logits != ModelLogits::fp32_in_forward &&
+      (sft_bf16_loss || per_row_bf16)) {
+    // transformers' losses on bf16 logits free their tensors before the head's backward, which reads the
+    // logits' bf16 gradient alone beside its input's gradient (2 + the input):
+    // - the SFT losses (transformers' fp32 upcast, a model's own cross entropy): Llama-2-13B cut to 6,
+    //   LoRA SFT 2 x 24k, two fp32 gradients beside the saved fp32 log-softmax and no input gradient
+    //   (peak-traces-h200/random-blind28; Granite and Phi-tiny-MoE the same in random-blind29-followup),
+    //   +1.72% while it was added;
+    // - TRL's per-row log-probabilities, which peak at the forward's end (the logits and each row's
+    //   saved output, 4); the backward's unbind stacks the rows' gradients (2 + 2) once the outputs are
+    //   freed: Llama-3.2-3B's LoRA GRPO 4 x 12k (peak-traces-h200/random-blind25), +1.09% while added.
+    // Under autocast the head's bf16 cast of its input stays beside the loss's tensors (Falcon-40B's
+    // mixed steps, peak-traces-h200/unseen16), where the input's gradient stands for it.
+    const double chunks = double(std::max<int64_t>(t.lm_head_chunks, 1));
+    loss = std::max(head_logits_bytes(t, logits_elements, logits),
+                    2 * logits_elements / chunks + head.tensor_bytes("x_norm"));
   }
   // transformers' final RMSNorm, written in Python on an fp32 input, runs its backward once the loss's
   // has freed its tensors, holding five fp32 copies of that input (the gradients of the cast, of the

@@ -86,14 +86,14 @@ double optimizer_step_s(const StageMemory& mem, const TrainingSpec& t, const Har
 // stages, layers and the iteration with it; reports show `t`.
 TrainingSpec costed_training(const TrainingSpec& t, Strategy s);
 
-// One layer of a stage as estimate costs it under `costed`: layer_cost with
-// StreamBP's D from the spec (`choice` is updated) and, for D > 1, the extra
-// weight traffic of global layer `g`.
 // Under --framework hf with fp32 parameters (autocast): the seconds one forward of layer g spends
 // casting its weights to bf16 (4 + 2 bytes a weight; grouped_mm experts run in fp32, uncast). A replay
 // spends it again, and a trained weight's bf16 gradient is cast back in backward as long.
 double autocast_cast_s(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, int64_t g);
 
+// One layer of a stage as estimate costs it under `costed`: layer_cost with
+// StreamBP's D from the spec (`choice` is updated) and, for D > 1, the extra
+// weight traffic of global layer `g`.
 LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& costed,
                            const LayerDef& layer, LayerChoice& choice, int64_t g);
 // The same, with the block costs through `memo` (layer_cost).
