@@ -13,6 +13,7 @@
 
 #include "remat/cost/params.hpp"
 #include "remat/io/hf_run_log.hpp"
+#include "remat/io/spec_loader.hpp"
 #include "remat/spec/framework.hpp"
 #include "remat/validate/hf_run.hpp"
 #include "test_helpers.hpp"
@@ -20,6 +21,11 @@
 namespace remat::test {
 
 // One sequence of `seq` tokens, bf16, under the hf profile (LoRA of `lora_rank` where not 0), no ZeRO.
+// A Hugging Face config.json as --framework hf builds it.
+inline ModelSpec hf_model_as_built(const std::string& file) {
+  return model_as_built(parse_hf_config(read_text(file), file), kHfFramework);
+}
+
 inline TrainingSpec hf_training(int64_t seq, int64_t lora_rank) {
   TrainingSpec t;
   t.mbs = 1, t.gbs = 1, t.seq = seq, t.precision = Precision::bf16, t.lora_rank = lora_rank;

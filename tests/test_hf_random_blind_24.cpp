@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <string>
 
+#include "hf_measured.hpp"
 #include "remat/cost/estimate.hpp"
 #include "remat/cost/exact_blocks.hpp"
 #include "remat/cost/stage_model.hpp"
 #include "remat/cost/streambp.hpp"
-#include "remat/io/spec_loader.hpp"
 #include "remat/spec/framework.hpp"
 #include "remat/spec/lora_placement.hpp"
 #include "test_helpers.hpp"
@@ -19,10 +19,6 @@ namespace remat {
 namespace {
 
 const std::string kConfigs = std::string(REMAT_TEST_DATA) + "/data/hf_configs/";
-
-ModelSpec hf_model(const std::string& file) {
-  return model_as_built(parse_hf_config(test::read_text(file), file), kHfFramework);
-}
 
 TrainingSpec hf_step(int64_t sequences, int64_t seq, Precision precision) {
   TrainingSpec t;
@@ -41,7 +37,7 @@ const Block& block_named(const LayerDef& layer, const std::string& name) {
 // experts' outputs; its backward holds the index's scattered gradient and the two products, three
 // routed-rows x hidden bf16 tensors (96,000 rows), with everything the experts saved still alive.
 TEST(HfRandomBlind24, RoutedProductHoldsThreeGradientsWithBf16Weights) {
-  const ModelSpec m = hf_model(kConfigs + "granite-3.1-1b-a400m-instruct.json");
+  const ModelSpec m = test::hf_model_as_built(kConfigs + "granite-3.1-1b-a400m-instruct.json");
   ASSERT_EQ(m.hidden_size, 1024);
   ASSERT_EQ(m.num_experts_per_tok, 8);
   const LayerDef layer = build_layer(m, rank_shape(hf_step(4, 3000, Precision::bf16)), 0);
@@ -57,7 +53,7 @@ TEST(HfRandomBlind24, RoutedProductHoldsThreeGradientsWithBf16Weights) {
 // dropout records no graph and keeps no bool mask; o's input (the attention of adapted q, k, v)
 // needs a gradient, and its adapter keeps the mask beside the fp32 dropped copy.
 TEST(HfRandomBlind24, AdaptersOnAFrozenInputKeepNoDropoutMask) {
-  const ModelSpec m = hf_model(kConfigs + "llama-3.2-3b.json");
+  const ModelSpec m = test::hf_model_as_built(kConfigs + "llama-3.2-3b.json");
   TrainingSpec t = hf_step(4, 12288, Precision::bf16);
   t.lora_rank = 8, t.lora_dropout = 0.05, t.lora_adapter_bytes = 4;
   t.lora_targets = resolve_lora_targets(m, {"q_proj", "k_proj", "v_proj", "o_proj"}).targets;
@@ -86,7 +82,7 @@ TEST(HfRandomBlind24, PerRowLogProbabilitiesPeakAtTheForwardsEnd) {
 // holding the bf16 copy of every trained weight until the loss leaves autocast: Llama-3.2-1B's layer
 // (q, o 2048^2; k, v 2048 x 512; gate, up, down 2048 x 8192; its two norms' weights 2 x 2048).
 TEST(HfRandomBlind24, NonReentrantForwardHoldsAutocastCopies) {
-  const ModelSpec m = hf_model(kConfigs + "llama-3.2-1b-instruct.json");
+  const ModelSpec m = test::hf_model_as_built(kConfigs + "llama-3.2-1b-instruct.json");
   TrainingSpec t = hf_step(1, 4096, Precision::mixed);
   t.replay = RecomputeReplay::early_stop;
   const LayerDef layer = build_layer(m, rank_shape(t), 0);
@@ -101,8 +97,8 @@ TEST(HfRandomBlind24, NonReentrantForwardHoldsAutocastCopies) {
 // keys as values), 2 x 8192 tokens under sdpa, checkpointed: the checkpoints' arguments keep the
 // sliding mask (a byte per 8192^2) and shared_kv_states, each layer's keys and values, bf16.
 TEST(HfRandomBlind24, Gemma4CheckpointsKeepTheStoredKeysAndValues) {
-  ModelSpec m =
-      hf_model(std::string(REMAT_TEST_DATA) + "/../examples/hf/unseen23/realcfg/gemma-4-31b-ome-testdata.json");
+  ModelSpec m = test::hf_model_as_built(std::string(REMAT_TEST_DATA) +
+                                        "/../examples/hf/unseen23/realcfg/gemma-4-31b-ome-testdata.json");
   ASSERT_TRUE(m.stores_last_kv_per_kind);
   m.set_layer_count(2);
   const TrainingSpec t = hf_step(2, 8192, Precision::bf16);
@@ -116,7 +112,7 @@ TEST(HfRandomBlind24, Gemma4CheckpointsKeepTheStoredKeysAndValues) {
 // weights as above, its two norms' 4096 counted too), 4 bytes read and 2 written each, at the H200's
 // memory rate. A non-reentrant replay casts again; a trained weight's bf16 gradient is cast back.
 TEST(HfRandomBlind24, AutocastCastsTakeTimeEachForwardAndReplay) {
-  const ModelSpec m = hf_model(kConfigs + "llama-3.2-1b-instruct.json");
+  const ModelSpec m = test::hf_model_as_built(kConfigs + "llama-3.2-1b-instruct.json");
   TrainingSpec t = hf_step(1, 4096, Precision::mixed);
   t.replay = RecomputeReplay::early_stop;
   const HardwareSpec hw = test::hardware("h200");

@@ -85,8 +85,7 @@ TEST(HfUnseen11, GrpoPromptsAreSequencesOverTheGroup) {
 }
 
 ModelSpec corpus_model(const std::string& name) {
-  const std::string file = std::string(REMAT_TEST_DATA) + "/data/hf_configs/" + name;
-  return model_as_built(parse_hf_config(test::read_text(file), file), kHfFramework);
+  return test::hf_model_as_built(std::string(REMAT_TEST_DATA) + "/data/hf_configs/" + name);
 }
 
 // FalconAttention's eager path without alibi takes softmax(dtype=hidden_states.dtype) and its layer

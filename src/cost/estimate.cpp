@@ -156,11 +156,25 @@ TrainingSpec costed_training(const TrainingSpec& t, Strategy s) {
   return streambp_effective_training(with_defaults(t), s);
 }
 
-double autocast_cast_s(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, int64_t g) {
+namespace {
+
+// The weights of layer g that autocast casts to bf16 (a layer that never runs, untrained, casts
+// nothing; transformers' grouped_mm experts are not autocast: they run in fp32 on their own weights,
+// moe_routed_block).
+double autocast_weights(const ModelSpec& m, const TrainingSpec& t, int64_t g) {
   const ParamCount lp = layer_params(m, g, t.tp, t.ep);
-  const double experts = m.experts_grouped_mm() ? lp.expert : 0;
-  const double weights = lp.total() - lp.untrained - experts;
+  const double experts = t.layouts_from_model_code && m.experts_grouped_mm() ? lp.expert : 0;
+  return lp.total() - lp.untrained - experts;
+}
+
+double cast_s_of(double weights, const HardwareSpec& hw) {
   return weights * (4 + 2) / (hw.hbm_bytes_per_s * hw.efficiency.memory_bound);
+}
+
+}  // namespace
+
+double autocast_cast_s(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, int64_t g) {
+  return cast_s_of(autocast_weights(m, t, g), hw);
 }
 
 namespace {
@@ -190,21 +204,16 @@ double gemm_share_after_first_adapter(const LayerDef& layer) {
   return all > 0 ? after / all : 0;
 }
 
-// autocast's bf16 copy of each of the layer's weights (a layer that never runs, untrained, casts
-// nothing), which its GEMMs save: kept by a layer that keeps its tensors, freed by its backward
-// (Nemotron 3 Super's mixed step peaks in its first layer's backward, the later layers' copies
+// autocast's bf16 copy of each of the layer's `weights`, which its GEMMs save: kept by a layer that keeps its tensors,
+// freed by its backward (Nemotron 3 Super's mixed step peaks in its first layer's backward, the later layers' copies
 // gone: reports/hf/steps-latent-moe). A checkpointed layer drops them with its other saved tensors
 // (autocast's cache of leaf casts is cleared when the forward leaves autocast) and its replay, which
 // re-enters autocast, makes them again: working bytes (Qwen3-8B's non-reentrant mixed step at the
 // loss holds no layer's copy, peak-traces-h200/unseen10). A frozen weight (LoRA) saves a copy only
-// where its input needs a gradient: none before the first adapter. transformers' grouped_mm experts
-// are not autocast: they run in fp32 on their own weights (moe_routed_block).
-double autocast_casts(const ModelSpec& m, const TrainingSpec& t, const LayerDef& layer, int64_t g,
-                      int64_t first_adapted) {
+// where its input needs a gradient: none before the first adapter.
+double autocast_casts(const TrainingSpec& t, const LayerDef& layer, double weights, int64_t g, int64_t first_adapted) {
   if (!t.params_fp32_autocast || (t.lora_rank > 0 && g < first_adapted)) return 0;
-  const ParamCount lp = layer_params(m, g, t.tp, t.ep);
-  const double experts = t.layouts_from_model_code && m.experts_grouped_mm() ? lp.expert : 0;
-  const double casts = 2 * (lp.total() - lp.untrained - experts);
+  const double casts = 2 * weights;
   // in the first adapted layer only the GEMMs after the first adapted one read an input that needs a
   // gradient (StarCoder2's layer 0 under q, k, v, o, c_proj adapters saves o_proj's, c_fc's and
   // c_proj's copies; Phi-4's under a down_proj adapter none): their share of the layer's GEMM work
@@ -212,13 +221,13 @@ double autocast_casts(const ModelSpec& m, const TrainingSpec& t, const LayerDef&
 }
 
 // The time of autocast's casts (fp32 parameters): each forward of the layer, and each replay, reads
-// every fp32 weight its GEMMs use and writes its bf16 copy (4 + 2 bytes a weight; transformers'
-// grouped_mm experts run in fp32 and cast none); a trained weight's bf16 gradient is cast back to fp32
-// in backward (2 + 4). Llama-3.3-70B cut to 2 layers, LoRA on the MLP, mixed, 2k tokens: the replay's
-// casts are a fifth of its extra time (steps-random-blind26-h200.jsonl).
-void add_autocast_cast_time(LayerCost& lc, const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, int64_t g,
+// every fp32 weight its GEMMs use and writes its bf16 copy (4 + 2 bytes a weight); a trained weight's
+// bf16 gradient is cast back to fp32 in backward (2 + 4). Llama-3.3-70B cut to 2 layers, LoRA on the
+// MLP, mixed, 2k tokens: the replay's casts are a fifth of its extra time
+// (steps-random-blind26-h200.jsonl).
+void add_autocast_cast_time(LayerCost& lc, const HardwareSpec& hw, const TrainingSpec& t, double weights,
                             bool replayed) {
-  const double cast_s = autocast_cast_s(m, hw, t, g);
+  const double cast_s = cast_s_of(weights, hw);
   lc.fwd_s += cast_s;
   if (replayed) lc.recompute_s += cast_s;
   if (t.lora_rank <= 0) lc.bwd_s += cast_s;
@@ -253,7 +262,8 @@ LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const Tra
                            const LayerDef& layer, LayerChoice& choice, int64_t g, BlockCostMemo& memo) {
   if (choice.stream_chunks > 0) choice.stream_chunks = costed.streambp_chunks;
   const int64_t first_adapted = first_adapted_layer(m, costed);
-  const double casts = autocast_casts(m, costed, layer, g, first_adapted);
+  const double weights = costed.params_fp32_autocast ? autocast_weights(m, costed, g) : 0;
+  const double casts = autocast_casts(costed, layer, weights, g, first_adapted);
   const bool replayed = choice.mode == LayerMode::full && choice.stream_chunks <= 1;
   LayerCost lc;
   if (choice.mode == LayerMode::keep && g <= first_adapted) {
@@ -267,7 +277,7 @@ LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const Tra
   lc.grads_bytes = layer_gradient_bytes(m, costed, g);
   if (costed.params_fp32_autocast) lc = with_autocast_casts(lc, costed, choice, casts, replayed);
   if (costed.params_fp32_autocast && costed.layouts_from_model_code)
-    add_autocast_cast_time(lc, m, hw, costed, g, replayed);
+    add_autocast_cast_time(lc, hw, costed, weights, replayed);
   return lc;
 }
 

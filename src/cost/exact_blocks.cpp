@@ -212,6 +212,7 @@ OpDef linear(Block& b, const RankShape& r, const std::string& name, double rows,
     cast_held = in * ((fp32_input ? 0 : kFp32) + (r.lora_dropout > 0 ? kFp32 : 0));
   }
   OpDef& adapters = b.ops.back();
+  if (own_copy && r.lora_dropout > 0) adapters.dropout_mask_bytes = adapted * rows * in;
   adapters.fwd_working_bytes = rows * (kBf16 * out_all + cast_held);
   adapters.input_held = input;
   const double lora_out_bytes = r.autocast ? kBf16 : r.lora_bytes;

@@ -187,12 +187,10 @@ double checkpointed_masks_bytes(const ModelSpec& m, const RankShape& r, const Tr
 // alive at the loss (peak-traces-h200/random-blind25-followup, -3.37% while uncounted).
 double checkpointed_shared_kv_bytes(const ModelSpec& m, const RankShape& r, const TrainingSpec& t) {
   if (!t.layouts_from_model_code || !m.stores_last_kv_per_kind) return 0;
-  const bool shares_kv = m.kv_shared_layers > 0 && m.kv_shared_layers < m.num_hidden_layers;
-  const int64_t end = m.num_hidden_layers - (shares_kv ? m.kv_shared_layers : 0);  // the layers that store
   double bytes = 0;
   for (bool windowed : {true, false})
-    for (int64_t i = end - 1; i >= 0; --i) {
-      if (!m.layer_has_attention(i) || m.layer_is_windowed(i) != windowed) continue;
+    for (int64_t i = m.num_hidden_layers - 1; i >= 0; --i) {
+      if (m.layer_shares_kv(i) || !m.layer_has_attention(i) || m.layer_is_windowed(i) != windowed) continue;
       const AttentionShape a = m.attention_shape(i);
       bytes += 2 * r.seq_tokens() * double(a.kv_heads / r.tp) * double(a.head_dim) * ops::kBf16;
       break;
@@ -313,16 +311,14 @@ void drop_input_norm_saves(Block& b, const TrainingSpec& t) {
 // layer under q/k/v/o adapters, dropout 0.05, no checkpointing: the o adapter's mask alone alive in
 // peak-traces-h200/random-blind25, +2.77% while counted).
 void drop_frozen_dropout_masks(Block& b, const TrainingSpec& t) {
-  if (!t.layouts_from_model_code || t.lora_dropout <= 0) return;
+  if (!t.layouts_from_model_code) return;
   const auto first = std::find_if(b.ops.begin(), b.ops.end(), is_adapter_op);
   if (first == b.ops.end() || first->input_held.empty()) return;
-  const double copy = t.params_fp32_autocast ? 2 : t.lora_adapter_bytes > 0 ? double(t.lora_adapter_bytes) : 2;
   for (const OpDef& op : b.ops) {
-    if (!is_adapter_op(op) || op.input_held != first->input_held) continue;
-    for (const std::string& name : op.saves)
-      if (name.ends_with(".input"))
-        for (TensorDef& tensor : b.tensors)
-          if (tensor.name == name) tensor.bytes *= copy / (copy + 1);  // per element: the copy, not its mask
+    if (!is_adapter_op(op) || op.input_held != first->input_held || op.dropout_mask_bytes <= 0) continue;
+    for (TensorDef& tensor : b.tensors)
+      if (tensor.name.ends_with(".input") && std::find(op.saves.begin(), op.saves.end(), tensor.name) != op.saves.end())
+        tensor.bytes -= op.dropout_mask_bytes;
   }
 }
 

@@ -255,7 +255,8 @@ double head_forward_bytes(const Block& head, const TrainingSpec& t, double logit
 }
 
 double head_peak_bytes(const Block& head, const TrainingSpec& t, double logits_elements, ModelLogits logits) {
-  double loss = head_logits_bytes(t, logits_elements, logits) + head.tensor_bytes("x_norm");
+  const double at_loss = head_logits_bytes(t, logits_elements, logits);
+  double loss = at_loss + head.tensor_bytes("x_norm");
   const bool sft_bf16_loss =
       t.objective == Objective::sft && (logits == ModelLogits::own_bf16_loss || t.loss_log_softmax_saved);
   const bool per_row_bf16 = t.per_row_logps && t.objective != Objective::sft;
@@ -273,8 +274,7 @@ double head_peak_bytes(const Block& head, const TrainingSpec& t, double logits_e
     // Under autocast the head's bf16 cast of its input stays beside the loss's tensors (Falcon-40B's
     // mixed steps, peak-traces-h200/unseen16), where the input's gradient stands for it.
     const double chunks = double(std::max<int64_t>(t.lm_head_chunks, 1));
-    loss = std::max(head_logits_bytes(t, logits_elements, logits),
-                    2 * logits_elements / chunks + head.tensor_bytes("x_norm"));
+    loss = std::max(at_loss, 2 * logits_elements / chunks + head.tensor_bytes("x_norm"));
   }
   // transformers' final RMSNorm, written in Python on an fp32 input, runs its backward once the loss's
   // has freed its tensors, holding five fp32 copies of that input (the gradients of the cast, of the

@@ -79,6 +79,8 @@ struct OpDef {
   // held through the layer's backward when a reentrant checkpoint replays it (RecomputeReplay::full)
   double reentrant_held_bytes = 0;
   double weight_elems = 0;  // a GEMM's weight elements (in x out x count): its autocast cast's size
+  // a PEFT adapter op (name.lora): the bool dropout mask inside the input copy it saves (name.input)
+  double dropout_mask_bytes = 0;
   // of working_bytes, what the backward of a non-reentrant (early-stop) replay does not hold
   double early_stop_released_bytes = 0;
   ModuleTags replayed_by = 0;  // Megatron modules whose selective recompute reruns this op
