@@ -289,20 +289,58 @@ Block gated_deltanet_torch(const RankShape& r, const ModelSpec& m) {
   b.tensors.push_back({"v_padded", padded * vd * kFp32});
   b.tensors.push_back({"beta_padded", padded * vh * kFp32});
   b.tensors.push_back({"k_beta", padded * qk * kFp32});
-  for (const char* name : {"pair_decay", "kk", "ut", "qk", "intra"})
-    b.tensors.push_back({name, padded * vh * c * kFp32});
+  const double square = padded * vh * c;
+  b.tensors.push_back({"pair_decay", square * kFp32});
+  b.tensors.push_back({"ut", square * kFp32});
   b.tensors.push_back({"u", padded * vd * kFp32});
   b.tensors.push_back({"w", padded * qk * kFp32});
   b.tensors.push_back({"decay_exp", 3 * padded * vh * kFp32});
-  b.tensors.push_back({"q_decayed", padded * qk * kFp32});
-  b.tensors.push_back({"k_decayed", padded * qk * kFp32});
-  b.tensors.push_back({"v_new", padded * vd * kFp32});
   b.tensors.push_back({"chunk_states", r.b * chunks * vh * dk * dv * kFp32});
+  std::vector<std::string> rule_saves = {"q_scaled", "k_padded", "v_padded", "beta_padded", "k_beta",      "pair_decay",
+                                         "ut",       "u",        "w",        "decay_exp",   "chunk_states"};
+  const auto add_saved = [&](const std::string& name, double bytes) {
+    b.tensors.push_back({name, bytes});
+    rule_saves.push_back(name);
+  };
+  // the projections of the decay (a) and of beta (b)
+  const std::string a = m.linear_attention_own_projections ? "a_proj"
+                        : m.gdn_split_projections          ? "in_proj_a"
+                                                           : "in_proj_ba";
+  const std::string beta = m.linear_attention_own_projections ? "b_proj"
+                           : m.gdn_split_projections          ? "in_proj_b"
+                                                              : "in_proj_ba";
+  std::vector<OpDef::GateSave> for_gates;
+  if (!r.autocast) {
+    for (const char* name : {"kk", "qk", "intra"}) add_saved(name, square * kFp32);
+    add_saved("q_decayed", padded * qk * kFp32);
+    add_saved("k_decayed", padded * qk * kFp32);
+    add_saved("v_new", padded * vd * kFp32);
+    // k_beta k^T and q k^T times the pairwise decays save those products for the decay's gradient,
+    // v times beta saves v for beta's
+    for_gates = {{"kk", {a}}, {"qk", {a}}, {"v_padded", {beta}}};
+  } else {
+    // Under autocast each @ runs in bf16 on casts it saves (autocast caches only leaf weights' casts):
+    // k_beta k^T and q k^T save bf16 casts of both operands and their bf16 products (each then scaled
+    // by the fp32 pairwise decays); the intra-chunk attention and the decayed q and k are saved only as
+    // the loop's per-chunk casts. Per chunk the loop casts the state twice (w_i S and q_i S), w_i, q_i,
+    // k_i, v_new twice and the intra-chunk attention; v_new itself (fp32) is saved by nothing. So the
+    // fp32 q, k, k_beta, the bf16 products and the states are saved only by the products with the
+    // decays, for the decay's gradient (k and v by those with beta, for beta's). Qwen3.5-397B cut to 5,
+    // mixed DPO 2 x 3000, no checkpointing: 137 state-sized blocks a layer at the state update's line,
+    // -3.03% while the bf16 layout was counted (peak-traces-h200/random-blind33); Qwen3.5-9B's first
+    // layer under in_proj_qkv adapters keeps no fp32 state (peak-traces-h200/all-linear)
+    add_saved("kk_casts", padded * 2 * qk * kBf16);
+    add_saved("kk_product", square * kBf16);
+    add_saved("qk_casts", padded * 2 * qk * kBf16);
+    add_saved("qk_product", square * kBf16);
+    add_saved("chunk_casts", padded * (3 * qk + 2 * vd) * kBf16 + square * kBf16);
+    add_saved("state_casts", 2 * r.b * chunks * vh * dk * dv * kBf16);
+    for_gates = {{"q_scaled", {a}},   {"k_padded", {a, beta}}, {"v_padded", {beta}}, {"k_beta", {a}},
+                 {"kk_product", {a}}, {"qk_product", {a}},     {"chunk_states", {a}}};
+  }
   const double rule_flops = gdn_rule_flops(rows, g, c);
-  b.ops.push_back(
-      chunked_scan("gated_delta_rule", rule_flops, 2 * c * c * std::max(dk, dv),
-                   {"q_scaled", "k_padded", "v_padded", "beta_padded", "k_beta", "pair_decay", "kk", "ut", "qk",
-                    "intra", "u", "w", "decay_exp", "q_decayed", "k_decayed", "v_new", "chunk_states"}));
+  b.ops.push_back(chunked_scan("gated_delta_rule", rule_flops, 2 * c * c * std::max(dk, dv), rule_saves));
+  b.ops.back().saved_for_gates = std::move(for_gates);
   // Qwen3NextRMSNormGated (norm, weight, then gate): the output's fp32 copy, 1/rms per head, the
   // normalized bf16 cast (saved when the weight trains), the gate's fp32 copy and silu, the
   // weighted output; then the bf16 cast for out_proj
@@ -311,7 +349,8 @@ Block gated_deltanet_torch(const RankShape& r, const ModelSpec& m) {
   b.tensors.push_back({"o_normed", rows * vd * kBf16});
   b.tensors.push_back({"z_fp32", rows * vd * kFp32});
   b.tensors.push_back({"z_silu", rows * vd * kFp32});
-  b.tensors.push_back({"o_weighted", rows * vd * kBf16});
+  // the weight times the bf16 normed output: fp32 under autocast, where the weight is fp32
+  b.tensors.push_back({"o_weighted", rows * vd * (r.autocast ? kFp32 : kBf16)});
   std::vector<std::string> norm_saves = {"o_fp32", "o_rstd", "z_fp32", "z_silu", "o_weighted"};
   if (r.weights_train) norm_saves.push_back("o_normed");
   OpDef norm = ops::streaming("gated_norm", 8 * rows * vd * kFp32, 14 * rows * vd * kFp32, norm_saves);

@@ -322,6 +322,18 @@ void drop_frozen_dropout_masks(Block& b, const TrainingSpec& t) {
   }
 }
 
+// The first adapted block's gates computed by projections without adapters need no gradient (their
+// input needs none, their weights are frozen): what an op saves only for such a gate's gradient is not
+// kept (OpDef::saved_for_gates).
+void drop_unadapted_gate_saves(Block& b) {
+  const auto adapted = [&](const std::string& projection) {
+    return std::any_of(b.ops.begin(), b.ops.end(), [&](const OpDef& op) { return op.name == projection + ".lora"; });
+  };
+  for (OpDef& op : b.ops)
+    for (const OpDef::GateSave& save : op.saved_for_gates)
+      if (std::none_of(save.projections.begin(), save.projections.end(), adapted)) std::erase(op.saves, save.tensor);
+}
+
 // The MoE blocks from `from` on, in the first adapted layer, where their input needs no gradient (a
 // parallel layer's MLP or MoE branch beside the attention, or an MoE whose own adapters come first): a
 // GEMM whose adapted weight is folded (PEFT's experts) saves no weight for one
@@ -377,6 +389,7 @@ LayerDef frozen_prefix_layer(const LayerDef& layer, bool whole_layer, const Trai
     if (!whole_layer && has_adapter(b)) {
       drop_input_norm_saves(b, t);
       drop_frozen_dropout_masks(b, t);
+      drop_unadapted_gate_saves(b);
       // the ops before its first adapter read only what derives from the frozen input (Phi-4's
       // gate_up and SwiGLU before a down_proj adapter: peak-traces-h200/unseen10)
       const OpDef* first_adapter = &*std::find_if(b.ops.begin(), b.ops.end(), is_adapter_op);

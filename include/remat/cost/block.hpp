@@ -84,6 +84,15 @@ struct OpDef {
   // of working_bytes, what the backward of a non-reentrant (early-stop) replay does not hold
   double early_stop_released_bytes = 0;
   ModuleTags replayed_by = 0;  // Megatron modules whose selective recompute reruns this op
+  // of `saves`, tensors kept only for the gradient of gates that projections of the block's input
+  // compute (Gated DeltaNet's decay and beta), each with those projections' op names: in the first
+  // adapted layer, where the input needs no gradient, a tensor none of whose projections carries an
+  // adapter is not saved (drop_unadapted_gate_saves)
+  struct GateSave {
+    std::string tensor;
+    std::vector<std::string> projections;
+  };
+  std::vector<GateSave> saved_for_gates;
 };
 
 // A PEFT adapter's op: on a Linear (name.lora) or folded onto routed experts' stacked weights
