@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "hf_measured.hpp"
@@ -106,6 +107,38 @@ TEST(HfRandomBlind32, MeasuredAutocastGatedDeltaNetSteps) {
   for (const HfComparison& c : test::measured_hf_steps("steps-all-linear-blind2-h200.jsonl", "h200"))
     if (c.measured.case_name == "qwen35-inqkv-inz-out-none-s8192-mixed-do0.1")
       EXPECT_NEAR(c.peak_error_pct(), 0.20, 0.1);
+}
+
+// MiMo-V2-Flash's eager attention (64 heads) softmaxes in the scores' dtype. Under autocast the mask is
+// fp32 (the model's dtype), so adding it promotes the bf16 scores: the softmax runs and saves in fp32,
+// also in the full-attention layers without a sink column, and PV saves its bf16 cast; the softmax's
+// backward holds three fp32 gradients beside the saved fp32 output, PV's backward having freed the bf16
+// cast. 3 x 4096 tokens: layer 0 full (4096 columns), layer 1 sliding with sinks (4097).
+TEST(HfRandomBlind32, MimoSoftmaxPromotedToFp32UnderAutocast) {
+  const ModelSpec m =
+      test::hf_model_as_built(std::string(REMAT_TEST_DATA) + "/../examples/hf/unseen13/realcfg/mimo-v2-flash.json");
+  TrainingSpec t = hf_step(3, 4096, Precision::mixed);
+  t.flash_attention = false;
+  const double scores = 3.0 * 64 * 4096 * 4096;
+  for (int64_t layer = 0; layer < 2; ++layer) {
+    const double columns = layer == 0 ? 4096 : 4097;
+    const LayerDef built = build_layer(m, with_model(rank_shape(t), m), layer);
+    const Block& attention = built.blocks.front();
+    EXPECT_DOUBLE_EQ(attention.tensor_bytes("probs32"), 3.0 * 64 * 4096 * columns * 4) << layer;
+    const auto op = std::find_if(attention.ops.begin(), attention.ops.end(),
+                                 [](const OpDef& o) { return o.kind == OpKind::attention; });
+    ASSERT_NE(op, attention.ops.end());
+    EXPECT_TRUE(saves(*op, "probs32"));
+    EXPECT_DOUBLE_EQ(op->working_bytes, 3 * 3.0 * 64 * 4096 * columns * 4 - scores * 2) << layer;
+  }
+  // in bf16 the softmax stays bf16: no fp32 output saved in the full layer
+  TrainingSpec bf16 = hf_step(3, 4096, Precision::bf16);
+  bf16.flash_attention = false;
+  EXPECT_DOUBLE_EQ(build_layer(m, with_model(rank_shape(bf16), m), 0).blocks.front().tensor_bytes("probs32"), 0);
+  // the pair as measured: +7.06% (reentrant) and -6.09% (none) while the full layer's softmax was priced
+  // in bf16 and the sink layer's backward kept the bf16 cast
+  for (const HfComparison& c : test::measured_hf_steps("steps-random-blind34-h200.jsonl", "h200"))
+    if (c.measured.case_name.starts_with("rb34-04-mimo-v2-flash")) EXPECT_LT(std::abs(c.peak_error_pct()), 0.5);
 }
 
 }  // namespace

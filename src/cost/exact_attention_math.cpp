@@ -51,12 +51,14 @@ void add_eager_attention(Block& b, const RankShape& r, const ModelSpec& m, doubl
   if (fp32_softmax) b.tensors.push_back({"probs32", r.b * nh * r.s * r.s * kFp32}), saves.push_back("probs32");
   if (bf16_softmax && m.eager_softmax_subtracts_max)
     b.tensors.push_back({"row_max_index", r.b * nh * r.s * 8}), saves.push_back("row_max_index");
-  // under autocast the sink parameter is fp32: torch.cat of the bf16 scores and the sinks promotes the
-  // logits to fp32, so the softmax runs and saves in fp32, sink column included, and PV saves its bf16
-  // cast of the probabilities (GPT-OSS-120B cut to 6 layers, mixed DPO under eager: six fp32 softmax
-  // outputs of 512.5 MiB beside the bf16 ones, -3.31% while uncounted; steps-random-blind8-h200.jsonl)
-  if (bf16_softmax && sinks && r.autocast)
-    b.tensors.push_back({"probs32", r.b * nh * r.s * (r.s + 1) * kFp32}), saves.push_back("probs32");
+  // under autocast the mask (the model's dtype) and the sink parameter are fp32: adding the mask and
+  // torch.cat with the sinks promote the bf16 scores, so the softmax runs and saves in fp32 (sink
+  // column included) and PV saves its bf16 cast of the probabilities (GPT-OSS-120B cut to 6 layers,
+  // mixed DPO under eager: six fp32 softmax outputs of 512.5 MiB beside the bf16 ones, -3.31% while
+  // uncounted, steps-random-blind8-h200.jsonl; MiMo-V2-Flash's full layers, without sinks, the same:
+  // peak-traces-h200/random-blind34)
+  if (bf16_softmax && r.autocast)
+    b.tensors.push_back({"probs32", r.b * nh * r.s * (r.s + (sinks ? 1 : 0)) * kFp32}), saves.push_back("probs32");
   // Gemma 2's score cap (scores / c, tanh, * c): the tanh saves its bf16 output for its gradient
   if (r.layouts_from_model_code && m.attention_logit_softcap > 0)
     b.tensors.push_back({"scores_tanh", r.b * nh * r.s * r.s * kBf16}), saves.push_back("scores_tanh");
@@ -98,6 +100,10 @@ void add_eager_attention(Block& b, const RankShape& r, const ModelSpec& m, doubl
   // probabilities; PV's backward has freed the bf16 ones by then (torch's allocator history of an
   // eager step, reports/hf/peak-traces-h100)
   if (fp32_softmax) op.working_bytes = 3 * scores * kFp32 - scores * kBf16;
+  // promoted under autocast, likewise (MiMo-V2-Flash cut to 2, mixed LoRA 3 x 4096 under eager: +7.06%
+  // reentrant, -6.09% without checkpointing while the bf16 cast was held and the full layer's softmax
+  // priced in bf16; peak-traces-h200/random-blind34)
+  if (bf16_softmax && r.autocast) op.working_bytes = 3 * b.tensor_bytes("probs32") - scores * kBf16;
   // forward, at the softmax: the bf16 masked scores and the fp32 copy softmax(dtype=float32) makes of
   // them beside its fp32 output, before the bf16 probabilities exist (2 + 4 beyond the saved 4 + 2).
   // The peak of a step whose attention records no graph (a frozen first layer before its first
