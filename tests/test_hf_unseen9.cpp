@@ -69,6 +69,18 @@ TEST(HfUnseen9, XieluSavesFourMoreTensors) {
   ASSERT_EQ(apertus.hidden_act, "xielu");
   EXPECT_DOUBLE_EQ(saved_less_changed(apertus, hf_bf16(1, 4096, 0), [](ModelSpec& m) { m.hidden_act = "relu2"; }),
                    7.0 * 4096 * 14336);
+  // under autocast the three are fp32 (13 bytes); with a frozen alpha_n (LoRA) expm1(..) - x is not kept:
+  // 1 + 4 + 4 in fp32, 1 + 2 + 2 in bf16 (peak-traces-h200/unseen9-followup)
+  TrainingSpec mixed = hf_bf16(1, 4096, 0);
+  mixed.precision = Precision::mixed;
+  mixed = apply_framework(mixed, kHfFramework);
+  const auto relu2 = [](ModelSpec& m) { m.hidden_act = "relu2"; };
+  EXPECT_DOUBLE_EQ(saved_less_changed(apertus, mixed, relu2), 13.0 * 4096 * 14336);
+  TrainingSpec mixed_lora = hf_bf16(1, 4096, 16);
+  mixed_lora.precision = Precision::mixed;
+  mixed_lora = apply_framework(mixed_lora, kHfFramework);
+  EXPECT_DOUBLE_EQ(saved_less_changed(apertus, mixed_lora, relu2), 9.0 * 4096 * 14336);
+  EXPECT_DOUBLE_EQ(saved_less_changed(apertus, hf_bf16(1, 4096, 16), relu2), 5.0 * 4096 * 14336);
 }
 
 // NanoChat's norms have no weight, so nothing saves a normalized copy for one: per layer the two

@@ -454,16 +454,23 @@ Block two_matrix_mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, cons
   b.ops.push_back(ops::streaming(act, 2 * bytes, 3 * bytes, {saves_output ? "act" : "pre_act"}));
   if (r.layouts_from_model_code) add_formula_activation_saves(b, r, act, bytes);
   // transformers' XIELUActivation without its CUDA wheel (_xielu_python, activations.py): where(x > 0,
-  // alpha_p * x * x + beta * x, (expm1(min(x, eps)) - x) * alpha_n + beta * x) with bf16 parameters.
-  // Autograd saves the bool condition, alpha_p * x, expm1's output and expm1(..) - x beside x; about
-  // twelve elementwise kernels each way
+  // alpha_p * x * x + beta * x, (expm1(min(x, eps)) - x) * alpha_n + beta * x). Autograd saves the bool
+  // condition, alpha_p * x, expm1's output and expm1(..) - x beside x; about twelve elementwise kernels
+  // each way. Those three are in the parameters' dtype: under autocast the one-element alpha_p, alpha_n
+  // and eps are fp32 and promote the bf16 x (Apertus cut to 4, mixed, 4096 tokens: three 224 MiB
+  // blocks a layer at those lines, peak-traces-h200/unseen9-followup, -2.92% while priced in bf16)
   if (r.layouts_from_model_code && act == "xielu") {
     OpDef& op = b.ops.back();
     op.fwd_bytes = 58 * rows * f, op.bwd_bytes = 90 * rows * f;
     b.tensors.push_back({.name = "xielu_positive", .bytes = rows * f, .working_copies = 2});
     op.saves.push_back("xielu_positive");
-    for (const char* name : {"xielu_alpha_x", "xielu_expm1", "xielu_negative"}) {
-      b.tensors.push_back({.name = name, .bytes = bytes, .working_copies = 2});
+    // a frozen alpha_n (LoRA) needs no gradient: the product with it keeps only alpha_n, not
+    // expm1(..) - x (Apertus's mixed LoRA step: one 224 MiB block a layer at that line, two in full)
+    const double param_dtype_bytes = rows * f * (r.autocast ? kFp32 : kBf16);
+    std::vector<const char*> saved = {"xielu_alpha_x", "xielu_expm1"};
+    if (r.weights_train) saved.push_back("xielu_negative");
+    for (const char* name : saved) {
+      b.tensors.push_back({.name = name, .bytes = param_dtype_bytes, .working_copies = 2});
       op.saves.push_back(name);
     }
   }
