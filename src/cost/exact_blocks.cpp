@@ -605,6 +605,13 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
   if (m.attention_gate_proj) adapted.push_back(&LoraTargets::gate);
   if (m.attention_head_gate) adapted.push_back(&LoraTargets::head_gate);
   b.ops.push_back(parts::linear(b, r, "qkv", rows, h, nh * hd + k_width + v_width + gate, "x_norm", adapted));
+  if (r.layouts_from_model_code && m.qkv_clamp) {
+    // DBRX's clamp of the fused projection saves its input; q, k and v are views of its output
+    // (peak-traces-h200/unseen9-followup: both 18 MiB tensors a layer, Wqkv's and the clamp's)
+    const double elems = rows * (nh * hd + k_width + v_width);
+    b.tensors.push_back({"qkv_unclamped", elems * kBf16});
+    b.ops.push_back(ops::streaming("qkv_clamp", 4 * elems, 6 * elems, {"qkv_unclamped"}));
+  }
   // GPT-J's eager `_attn` casts q and k to fp32 and matmul copies them batch-major: QK^T saves
   // those fp32 copies in place of the bf16 ones (peak-traces-h100/two-matrix: modeling_gptj.py:147)
   const bool qk_fp32 = r.layouts_from_model_code && m.eager_qk_fp32 && !r.flash_attention;

@@ -285,6 +285,10 @@ void read_dbrx_experts(HfJsonReader& r, ModelSpec& m) {
   ffn.integer("ffn_hidden_size", m.moe_intermediate_size, true);
   m.intermediate_size = m.moe_intermediate_size;
   attn.integer("kv_n_heads", m.num_key_value_heads, false);
+  // DbrxAttention: Wqkv's output clamped to +-clip_qkv where it is set, then split into views
+  double clip = 0;
+  attn.number("clip_qkv", clip);
+  m.qkv_clamp = clip > 0;
 }
 
 // Nemotron-H (Nemotron 3): the layers its pattern marks E (nemotron_h_layer) route to

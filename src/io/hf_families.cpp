@@ -508,6 +508,7 @@ void dbrx_spell(HfJsonReader& r, ModelSpec& m) {
 
 void dbrx_layer(HfJsonReader&, ModelSpec& m) {
   m.norm_kind = NormKind::layer;
+  m.fused_qkv_projection = true;                          // DbrxAttention splits Wqkv's output into q, k and v views
   if (m.intermediate_size == 0) m.intermediate_size = 1;  // the experts' width comes with ffn_config
 }
 

@@ -180,6 +180,7 @@ struct ModelSpec {
   bool embedding_norm_weightless = false;  // that norm has no weight (Muse-Glimmer's embed_norm)
   bool qkv_bias = false;                   // q, k, v projections (Qwen2, StarCoder2, GPT-NeoX)
   bool fused_qkv_projection = false;       // one q|k|v projection its code slices into views (Phi-3's qkv_proj)
+  bool qkv_clamp = false;                  // that projection's output clamped (DBRX's clip_qkv): the clamp saves it
   // The layer's linear modules by PEFT's names (LLaMA's unless the family names them otherwise).
   // Complete: every nn.Linear of a layer is listed, so a target matching none names no module.
   std::vector<LinearModule> linear_modules = {{"q_proj", "q"},      {"k_proj", "k"},       {"v_proj", "v"},
