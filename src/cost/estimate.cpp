@@ -237,6 +237,8 @@ void add_autocast_cast_time(LayerCost& lc, const HardwareSpec& hw, const Trainin
 LayerCost with_autocast_casts(LayerCost lc, const TrainingSpec& t, const LayerChoice& choice, double casts,
                               bool replayed) {
   if (!replayed) (choice.mode == LayerMode::keep ? lc.kept_bytes : lc.transient_bytes) += casts;
+  // a kept layer's copies are made by its GEMMs as it runs (before their adapters)
+  if (choice.mode == LayerMode::keep && lc.forward_peak_bytes > 0) lc.forward_peak_bytes += casts;
   // a reentrant checkpoint runs the layer's forward under no_grad, but autocast caches the casts of
   // leaves that require a gradient whatever the grad mode: a trained layer's copies stay cached until
   // the forward leaves autocast, after the loss's forward (LFM2-2.6B's full reentrant mixed DPO step

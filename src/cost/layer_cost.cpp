@@ -371,6 +371,9 @@ LayerCost layer_cost(const LayerDef& layer, const LayerChoice& choice, bool earl
       per_block_layer(c, layer, choice, early_stop, hw, memo);
       break;
   }
+  // its forward, op by op, as a replay would run it, with the layer input alive beside it
+  if (choice.mode == LayerMode::keep && layer.pytorch_autograd)
+    c.forward_peak_bytes = layer.input_bytes + replay_peak_bytes(layer, false);
   const bool replays_moe = choice.mode == LayerMode::full ||
                            (choice.mode == LayerMode::selective && (choice.modules & module_bit(MegatronModule::moe)));
   c.host_bound = layer.local_experts > 0 && c.mlp_fwd_s < hw.moe_layer_host_s;

@@ -533,6 +533,7 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
 }
 
 void LayerSums::add(const LayerCost& c) {
+  if (c.forward_peak_bytes > 0) forward_peak_bytes = std::max(forward_peak_bytes, kept_bytes + c.forward_peak_bytes);
   kept_bytes += c.kept_bytes, forward_held_bytes += c.forward_held_bytes;
   if (c.chunk_start) open_chunk_bytes = 0;
   // a chunk's backward starts with every layer of the chunk replayed: the last layer's working set
@@ -561,6 +562,9 @@ void LayerSums::add(const LayerCost& c, int64_t copies) {
   // (before - n d) and w - (n - 1) d where d < 0, w where d >= 0
   const double n = double(copies), d = c.kept_bytes - c.grads_bytes;
   add(c);
+  if (c.forward_peak_bytes > 0)  // the last copy's forward, beside the others' kept bytes
+    forward_peak_bytes =
+        std::max(forward_peak_bytes, kept_bytes + (n - 1) * c.kept_bytes - c.kept_bytes + c.forward_peak_bytes);
   ordered_transient_bytes =
       std::max(ordered_transient_bytes - (n - 1) * d, c.transient_bytes + std::max(0.0, -(n - 1) * d));
   kept_bytes += (n - 1) * c.kept_bytes, forward_held_bytes += (n - 1) * c.forward_held_bytes;
@@ -597,6 +601,12 @@ StageTotals stage_totals(const StageBase& base, const LayerSums& layers) {
   const double at_activation_peak = fixed - base.grads_absent_bytes + base.autocast_cast_bytes;
   t.peak_bytes = std::max({at_activation_peak + t.activations_bytes + t.transient_bytes, t.optimizer_step_peak_bytes,
                            fixed + base.tied_embedding_backward_bytes});
+  // a kept layer's forward, before the head's copies and any gradient exist, the other microbatches'
+  // activations beside it
+  if (layers.forward_peak_bytes > 0) {
+    const double others = t.activations_bytes - (layers.kept_bytes + base.stage_output_bytes + checkpoint_args);
+    t.peak_bytes = std::max(t.peak_bytes, fixed - base.grads_absent_bytes + others + layers.forward_peak_bytes);
+  }
   t.fwd_s = base.forward_passes * (layers.fwd_s + base.fixed_fwd_s);
   t.bwd_s = layers.bwd_s + base.fixed_bwd_s;
   t.recompute_s = layers.recompute_s;

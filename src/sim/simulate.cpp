@@ -145,7 +145,13 @@ void Engine::forward(const Chunk& c, int64_t mb) {
     if (c.head_forward_bytes > 0)
       cached_casts.push_back(
           alloc(c.stage, buffer_name("autocast cache", mb, g), MemCategory::weights, lc.forward_held_bytes, t));
+    // a kept layer's forward holds more than it keeps while it runs (LayerCost::forward_peak_bytes)
+    const double forward_extra = lc.forward_peak_bytes - lc.kept_bytes;
+    const size_t working = forward_extra > 0 ? alloc(c.stage, buffer_name("forward working", mb, g),
+                                                     MemCategory::working, forward_extra, t)
+                                             : kNoBuffer;
     t = emit(c, SimStream::compute, SimOp::forward, mb, g, t, lc.fwd_s * c.forward_passes);
+    if (working != kNoBuffer) release(working, t);
     if (staging != kNoBuffer) {
       const double start = std::max(t, ck.out);
       const double end =

@@ -21,6 +21,9 @@ struct LayerCost {
   // alive from this layer's forward until the forward leaves autocast, after the loss's forward:
   // autocast's cached bf16 casts of a reentrant-checkpointed layer's trained weights
   double forward_held_bytes = 0;
+  // a kept layer run by PyTorch's autograd (LayerDef::pytorch_autograd): the most its forward holds at
+  // once, its input included, beside what the earlier layers kept (0: not stated)
+  double forward_peak_bytes = 0;
   double fwd_flops = 0, bwd_flops = 0, bwd_exec_flops = 0, recompute_flops = 0;
   double fwd_s = 0, bwd_s = 0, recompute_s = 0;
   double comm_s = 0;  // part of fwd_s + bwd_s + recompute_s spent in collectives

@@ -111,6 +111,9 @@ double held_adapter_params(const ModelSpec& m, const TrainingSpec& t, int64_t fi
 struct LayerSums {
   double kept_bytes = 0, transient_bytes = 0, offload_bytes = 0, offload_staging_bytes = 0;
   double forward_held_bytes = 0;  // LayerCost::forward_held_bytes, summed
+  // the largest of a kept layer's forward peak (LayerCost::forward_peak_bytes) beside what the
+  // layers before it kept
+  double forward_peak_bytes = 0;
   // Under ordered backward: a layer's working set less what the later layers
   // of the stage kept (their backward ran first and freed it).
   double ordered_transient_bytes = 0;
