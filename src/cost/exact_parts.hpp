@@ -82,4 +82,9 @@ void add_math_sdpa(Block& b, const RankShape& r, double nh, double g, double hd,
 void add_eager_attention(Block& b, const RankShape& r, const ModelSpec& m, double nh, double hd, double vd, double fwd,
                          const std::string& k, const std::string& v, bool sinks = false);
 
+// transformers' Python activations (gelu_new, gelu_accurate, gelu_fast, quick_gelu, xielu): the
+// intermediates their autograd saves beside x, on the block's last op (the activation), over `rows_f`
+// intermediate-wide elements (exact_activations.cpp).
+void add_python_activation_saves(Block& b, const RankShape& r, const std::string& act, double rows_f);
+
 }  // namespace remat::parts

@@ -272,25 +272,6 @@ void read_ernie_experts(HfJsonReader& r, ModelSpec& m) {
     if (i < start || i > end) m.dense_mlp_layers.push_back(i);
 }
 
-// DBRX: the experts under ffn_config (gated, every layer); kv heads under attn_config.
-void read_dbrx_experts(HfJsonReader& r, ModelSpec& m) {
-  for (const char* key : {"ffn_config", "attn_config"}) {
-    r.mark_read(key);
-    if (!r.object.contains(key) || !r.object[key].is_object()) return r.fail(key, "", "must be an object");
-  }
-  HfJsonReader ffn{r.object["ffn_config"], r.file, r.path("ffn_config."), r.problems};
-  HfJsonReader attn{r.object["attn_config"], r.file, r.path("attn_config."), r.problems};
-  ffn.integer("moe_num_experts", m.n_routed_experts, true);
-  ffn.integer("moe_top_k", m.num_experts_per_tok, true);
-  ffn.integer("ffn_hidden_size", m.moe_intermediate_size, true);
-  m.intermediate_size = m.moe_intermediate_size;
-  attn.integer("kv_n_heads", m.num_key_value_heads, false);
-  // DbrxAttention: Wqkv's output clamped to +-clip_qkv where it is set, then split into views
-  double clip = 0;
-  attn.number("clip_qkv", clip);
-  m.qkv_clamp = clip > 0;
-}
-
 // Nemotron-H (Nemotron 3): the layers its pattern marks E (nemotron_h_layer) route to
 // n_routed_experts two-matrix experts of moe_intermediate_size, beside one shared MLP of
 // moe_shared_expert_intermediate_size (transformers' NemotronHMoE; n_shared_experts unused).

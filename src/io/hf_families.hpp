@@ -131,6 +131,8 @@ void require_experts(HfJsonReader& r, const ModelSpec& m, const char* key);  // 
 // Routed experts under `key`, moe_intermediate_size and num_experts_per_tok, each with its config
 // class's default where the config leaves it out.
 void read_routed_experts(HfJsonReader& r, ModelSpec& m, const char* key, int64_t experts, int64_t width, int64_t top_k);
+// DBRX: the experts under ffn_config (gated, every layer); kv heads and the q|k|v clamp under attn_config.
+void read_dbrx_experts(HfJsonReader& r, ModelSpec& m);
 
 // Nemotron-NAS's block_configs and DeciLM-7B's per-layer key/value heads (hf_family_nemotron_nas.cpp).
 void nemotron_nas_spell(HfJsonReader& r, ModelSpec& m);
