@@ -190,5 +190,17 @@ TEST(HfRandomBlind32, KeptLayerForwardPeak) {
       EXPECT_NEAR(c.peak_error_pct(), -0.15, 0.1);
 }
 
+// n copies of a kept layer summed at once hold the same forward peak as n added one by one: the last
+// copy's walk beside the n - 1 kept before it.
+TEST(HfRandomBlind32, ForwardPeakOfCopiesSummedAtOnce) {
+  LayerCost c;
+  c.kept_bytes = 100, c.forward_peak_bytes = 250, c.transient_bytes = 30, c.grads_bytes = 5;
+  LayerSums one_by_one, at_once;
+  for (int i = 0; i < 5; ++i) one_by_one.add(c);
+  at_once.add(c, 5);
+  EXPECT_DOUBLE_EQ(one_by_one.forward_peak_bytes, 4 * 100 + 250);
+  EXPECT_DOUBLE_EQ(at_once.forward_peak_bytes, one_by_one.forward_peak_bytes);
+}
+
 }  // namespace
 }  // namespace remat

@@ -562,9 +562,8 @@ void LayerSums::add(const LayerCost& c, int64_t copies) {
   // (before - n d) and w - (n - 1) d where d < 0, w where d >= 0
   const double n = double(copies), d = c.kept_bytes - c.grads_bytes;
   add(c);
-  if (c.forward_peak_bytes > 0)  // the last copy's forward, beside the others' kept bytes
-    forward_peak_bytes =
-        std::max(forward_peak_bytes, kept_bytes + (n - 1) * c.kept_bytes - c.kept_bytes + c.forward_peak_bytes);
+  if (c.forward_peak_bytes > 0)  // the last copy's forward, beside the kept bytes of the n - 1 before it
+    forward_peak_bytes = std::max(forward_peak_bytes, kept_bytes + (n - 2) * c.kept_bytes + c.forward_peak_bytes);
   ordered_transient_bytes =
       std::max(ordered_transient_bytes - (n - 1) * d, c.transient_bytes + std::max(0.0, -(n - 1) * d));
   kept_bytes += (n - 1) * c.kept_bytes, forward_held_bytes += (n - 1) * c.forward_held_bytes;
