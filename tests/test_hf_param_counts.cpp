@@ -45,14 +45,6 @@ bool frozen_extras_only(const HfComparison& c) {
          std::abs(c.predicted_params - c.measured.params) <= 1e-5 * c.measured.params;
 }
 
-// ERNIE 4.5's MoE layers keep their experts' score-correction bias (one per expert) as a parameter
-// that requires no gradient; remat counts it with the trained ones (probes/cut_counts.py)
-bool ernie_correction_bias(const HfComparison& c) {
-  const double extra = c.predicted_trainable_params - c.measured.trainable_params;
-  return c.measured.config.find("ernie-4.5") != std::string::npos && c.predicted_params == c.measured.params &&
-         extra > 0 && extra <= 64.0 * double(c.model.num_hidden_layers);
-}
-
 std::string hardware_of(const std::string& file) {
   return file.find("h100") != std::string::npos ? "h100-sxm" : "h200";
 }
@@ -119,8 +111,8 @@ TEST(HfParamCounts, CutModelsAsTransformersBuildsThem) {
       const std::pair<double, double> diff{c.predicted_params - c.measured.params,
                                            c.predicted_trainable_params - c.measured.trainable_params};
       const auto known = kKnownDifferences.find(s.config);
-      const bool listed = (known != kKnownDifferences.end() && diff.first == known->second.front().first) ||
-                          ernie_correction_bias(c) || frozen_extras_only(c);
+      const bool listed =
+          (known != kKnownDifferences.end() && diff.first == known->second.front().first) || frozen_extras_only(c);
       EXPECT_TRUE(listed) << s.config << " at " << s.num_layers << " layers, " << s.mode << ": remat "
                           << c.predicted_params << " / " << c.predicted_trainable_params << ", transformers "
                           << s.params << " / " << s.trainable_params;

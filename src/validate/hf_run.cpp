@@ -103,8 +103,12 @@ void set_parameter_counts(HfComparison& c) {
   const int64_t layers = c.model.num_hidden_layers;
   const double adapters = c.estimate.stages.front().adapter_params + held_adapter_params(c.model, t, 0, layers, true);
   const double model = model_params(c.model, layers) + c.model.idle_params;
+  // ERNIE 4.5's score-correction bias, one per expert in each MoE layer, requires no gradient
+  double no_grad = 0;
+  for (int64_t g = 0; g < layers && c.model.router_score_bias_param; ++g)
+    if (c.model.layer_is_moe(g)) no_grad += double(c.model.n_routed_experts);
   c.predicted_params = model + adapters;
-  c.predicted_trainable_params = t.lora_rank > 0 ? adapters : model;
+  c.predicted_trainable_params = t.lora_rank > 0 ? adapters : model - no_grad;
 }
 
 }  // namespace
