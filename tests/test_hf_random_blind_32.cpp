@@ -92,8 +92,8 @@ TEST(HfRandomBlind32, FirstAdaptedLayerDropsWhatOnlyUnadaptedGatesNeed) {
                    dropped);
 
   t.lora_targets = resolve_lora_targets(m, {"in_proj_qkv", "in_proj_z", "in_proj_a", "out_proj"}).targets;
-  const LayerDef with_a = build_layer(m, rank_shape(t), 0);
-  const OpDef& kept = rule_op(gdn_block(frozen_prefix_layer(with_a, false, t)));
+  const LayerDef with_a = frozen_prefix_layer(build_layer(m, rank_shape(t), 0), false, t);
+  const OpDef& kept = rule_op(gdn_block(with_a));
   EXPECT_TRUE(saves(kept, "chunk_states"));
   EXPECT_TRUE(saves(kept, "k_padded"));
   EXPECT_FALSE(saves(kept, "v_padded"));
