@@ -47,6 +47,7 @@ void add_eager_attention(Block& b, const RankShape& r, const ModelSpec& m, doubl
   // MiMo-V2-Flash's softmax in bf16, after the row max, whose backward keeps its int64 indices
   const bool bf16_softmax = r.layouts_from_model_code && m.eager_softmax_bf16;
   const bool fp32_softmax = r.softmax_fp32 && !bf16_softmax;
+  const bool promoted = bf16_softmax && r.autocast;                               // run in fp32 all the same (below)
   const bool drops_probs = r.layouts_from_model_code && m.attention_dropout > 0;  // dropout in training
   if (fp32_softmax) b.tensors.push_back({"probs32", r.b * nh * r.s * r.s * kFp32}), saves.push_back("probs32");
   if (bf16_softmax && m.eager_softmax_subtracts_max)
@@ -57,7 +58,7 @@ void add_eager_attention(Block& b, const RankShape& r, const ModelSpec& m, doubl
   // mixed DPO under eager: six fp32 softmax outputs of 512.5 MiB beside the bf16 ones, -3.31% while
   // uncounted, steps-random-blind8-h200.jsonl; MiMo-V2-Flash's full layers, without sinks, the same:
   // peak-traces-h200/random-blind34)
-  if (bf16_softmax && r.autocast)
+  if (promoted)
     b.tensors.push_back({"probs32", r.b * nh * r.s * (r.s + (sinks ? 1 : 0)) * kFp32}), saves.push_back("probs32");
   // Gemma 2's score cap (scores / c, tanh, * c): the tanh saves its bf16 output for its gradient
   if (r.layouts_from_model_code && m.attention_logit_softcap > 0)
@@ -98,12 +99,10 @@ void add_eager_attention(Block& b, const RankShape& r, const ModelSpec& m, doubl
     op.fwd_bytes += 12 * scores, op.bwd_bytes += 14 * scores;
   // the softmax's backward holds three fp32 score-sized gradient buffers beside the saved fp32
   // probabilities; PV's backward has freed the bf16 ones by then (torch's allocator history of an
-  // eager step, reports/hf/peak-traces-h100)
-  if (fp32_softmax) op.working_bytes = 3 * scores * kFp32 - scores * kBf16;
-  // promoted under autocast, likewise (MiMo-V2-Flash cut to 2, mixed LoRA 3 x 4096 under eager: +7.06%
-  // reentrant, -6.09% without checkpointing while the bf16 cast was held and the full layer's softmax
-  // priced in bf16; peak-traces-h200/random-blind34)
-  if (bf16_softmax && r.autocast) op.working_bytes = 3 * b.tensor_bytes("probs32") - scores * kBf16;
+  // eager step, reports/hf/peak-traces-h100). A softmax autocast promotes likewise (MiMo-V2-Flash cut to
+  // 2, mixed LoRA 3 x 4096 under eager: +7.06% reentrant, -6.09% without checkpointing while the bf16
+  // cast was held and the full layer's softmax priced in bf16; peak-traces-h200/random-blind34)
+  if (fp32_softmax || promoted) op.working_bytes = 3 * b.tensor_bytes("probs32") - scores * kBf16;
   // forward, at the softmax: the bf16 masked scores and the fp32 copy softmax(dtype=float32) makes of
   // them beside its fp32 output, before the bf16 probabilities exist (2 + 4 beyond the saved 4 + 2).
   // The peak of a step whose attention records no graph (a frozen first layer before its first
