@@ -80,14 +80,18 @@ namespace {
 // compared (mean 0.21%). Seeds 42 (--wide --pairs) and 43 (--wide): 56 steps ran, all within 1.40% as
 // first compared; the lent machine's time ran out before seed 43's last four, after Gemma-4-31B's
 // step left 10 GiB allocated (transformers' own: its bytes before the step grew 0.4 GiB a step, -2.36%
-// at the third).
+// at the third). Seeds 44 (--wide --pairs) and 45 (--wide), thirty-sixth session: 60 steps, all ran; as
+// first compared 59 within 1.60%, Qwen3.6-35B-A3B cut to its first layer (LoRA on the experts, GRPO
+// 4 x 4096, no checkpointing) +2.92%: its routed outputs, saved for the routing weights' gradient
+// alone, are not saved where the router reads the frozen input (test_hf_random_blind_44.cpp). Now
+// -0.02%; of 2615 steps 5 more moved, all closer.
 struct SetBounds {
   const char* file;
   double before_pct, peak_pct;
   int steps;
 };
 
-TEST(HfRandomBlindLate, StepsOfSeeds14To43) {
+TEST(HfRandomBlindLate, StepsOfSeeds14To45) {
   const SetBounds sets[] = {
       {"steps-random-blind14-h200.jsonl", 1.30, 1.55, 30}, {"steps-random-blind15-h200.jsonl", 0.60, 0.85, 30},
       {"steps-random-blind16-h200.jsonl", 1.00, 2.20, 29}, {"steps-random-blind17-h200.jsonl", 0.90, 2.70, 30},
@@ -104,12 +108,13 @@ TEST(HfRandomBlindLate, StepsOfSeeds14To43) {
       {"steps-random-blind38-h200.jsonl", 0.55, 1.60, 30}, {"steps-random-blind39-h200.jsonl", 0.95, 0.65, 30},
       {"steps-random-blind40-h200.jsonl", 0.30, 1.25, 30}, {"steps-random-blind41-h200.jsonl", 0.25, 1.55, 30},
       {"steps-random-blind42-h200.jsonl", 0.60, 1.45, 30}, {"steps-random-blind43-h200.jsonl", 2.40, 0.55, 26},
+      {"steps-random-blind44-h200.jsonl", 1.20, 0.95, 30}, {"steps-random-blind45-h200.jsonl", 0.80, 1.65, 30},
   };
   for (const SetBounds& set : sets)
     test::expect_steps_within(set.file, "h200", set.before_pct, set.peak_pct, set.steps);
 }
 
-// The drawn pairs' time ratios (seeds 15, 16 and the even seeds 18-42): 190 of 223 within 10%; each
+// The drawn pairs' time ratios (seeds 15, 16 and the even seeds 18-44): 203 of 238 within 10%; each
 // miss host-paced (the checkpointed step or its baseline took at least 1.25x remat's GPU time) but two:
 // the EAGLE-3 draft's (1.400 measured, 1.225 predicted; under checkpointing PEFT makes the embeddings'
 // output require a gradient, so its frozen attention runs a backward the step without checkpointing does
@@ -121,7 +126,8 @@ TEST(HfRandomBlindLate, DrawnPairsRatios) {
         "steps-random-blind20-h200.jsonl", "steps-random-blind22-h200.jsonl", "steps-random-blind24-h200.jsonl",
         "steps-random-blind26-h200.jsonl", "steps-random-blind28-h200.jsonl", "steps-random-blind30-h200.jsonl",
         "steps-random-blind32-h200.jsonl", "steps-random-blind34-h200.jsonl", "steps-random-blind36-h200.jsonl",
-        "steps-random-blind38-h200.jsonl", "steps-random-blind40-h200.jsonl", "steps-random-blind42-h200.jsonl"}) {
+        "steps-random-blind38-h200.jsonl", "steps-random-blind40-h200.jsonl", "steps-random-blind42-h200.jsonl",
+        "steps-random-blind44-h200.jsonl"}) {
     const std::vector<HfComparison> steps = test::measured_hf_steps(file, "h200");
     for (const HfTimeRatio& r : hf_time_ratios(steps)) {
       ++pairs;
@@ -136,8 +142,8 @@ TEST(HfRandomBlindLate, DrawnPairsRatios) {
         EXPECT_TRUE(r.host_paced()) << name;
     }
   }
-  EXPECT_EQ(pairs, 223);
-  EXPECT_EQ(within, 190);
+  EXPECT_EQ(pairs, 238);
+  EXPECT_EQ(within, 203);
 }
 
 // transformers' eager attention at the softmax, forward: 4 bytes a score beside the saved 4 + 2 (the

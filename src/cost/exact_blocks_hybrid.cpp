@@ -102,12 +102,24 @@ GdnShape gdn_shape(const RankShape& r, const ModelSpec& m) {
   return {kh, vh, dk, dv, kh * dk, vh * dv, 2 * kh * dk + vh * dv};
 }
 
+// The projections the decay (a) and beta (b) come from, as gdn_projections names them.
+struct GdnGateProjections {
+  std::string decay, beta;
+};
+
+GdnGateProjections gdn_gate_projections(const ModelSpec& m) {
+  if (m.linear_attention_own_projections) return {"a_proj", "b_proj"};
+  if (m.gdn_split_projections) return {"in_proj_a", "in_proj_b"};
+  return {"in_proj_ba", "in_proj_ba"};
+}
+
 // Both blocks up to their input projections: the norm, in_proj_qkvz and in_proj_ba; or OLMo Hybrid's
 // q, k, v (LoRA adapts them), g, a and b projections, the gate g then its own tensor ("gate").
 Block gdn_projections(const RankShape& r, const ModelSpec& m, const GdnShape& g) {
   Block b;
   b.name = "gated_deltanet";
   const double rows = r.tokens(), h = double(m.hidden_size);
+  const GdnGateProjections gates = gdn_gate_projections(m);
   parts::add_input_norm(b, r, h, true, 2);
   if (m.linear_attention_own_projections) {
     b.ops.push_back(parts::linear(b, r, "q_proj", rows, h, g.kd, "x_norm", {&LoraTargets::q}));
@@ -115,20 +127,20 @@ Block gdn_projections(const RankShape& r, const ModelSpec& m, const GdnShape& g)
     b.ops.push_back(parts::linear(b, r, "v_proj", rows, h, g.vd, "x_norm", {&LoraTargets::v}));
     // g, a and b play Qwen3.5's z, a and b (their adapters the same words)
     b.ops.push_back(parts::linear(b, r, "g_proj", rows, h, g.vd, "x_norm", {&LoraTargets::gdn_z}));
-    b.ops.push_back(parts::linear(b, r, "a_proj", rows, h, g.vh, "x_norm", {&LoraTargets::gdn_a}));
-    b.ops.push_back(parts::linear(b, r, "b_proj", rows, h, g.vh, "x_norm", {&LoraTargets::gdn_b}));
+    b.ops.push_back(parts::linear(b, r, gates.decay, rows, h, g.vh, "x_norm", {&LoraTargets::gdn_a}));
+    b.ops.push_back(parts::linear(b, r, gates.beta, rows, h, g.vh, "x_norm", {&LoraTargets::gdn_b}));
     b.tensors.push_back({"gate", rows * g.vd * kBf16});
     return b;
   }
   if (m.gdn_split_projections) {
     b.ops.push_back(parts::linear(b, r, "in_proj_qkv", rows, h, g.conv_dim, "x_norm", {&LoraTargets::gdn_qkv}));
     b.ops.push_back(parts::linear(b, r, "in_proj_z", rows, h, g.vd, "x_norm", {&LoraTargets::gdn_z}));
-    b.ops.push_back(parts::linear(b, r, "in_proj_b", rows, h, g.vh, "x_norm", {&LoraTargets::gdn_b}));
-    b.ops.push_back(parts::linear(b, r, "in_proj_a", rows, h, g.vh, "x_norm", {&LoraTargets::gdn_a}));
+    b.ops.push_back(parts::linear(b, r, gates.beta, rows, h, g.vh, "x_norm", {&LoraTargets::gdn_b}));
+    b.ops.push_back(parts::linear(b, r, gates.decay, rows, h, g.vh, "x_norm", {&LoraTargets::gdn_a}));
   } else {
     b.ops.push_back(
         parts::linear(b, r, "in_proj_qkvz", rows, h, g.conv_dim + g.vd, "x_norm", {&LoraTargets::gdn_qkvz}));
-    b.ops.push_back(parts::linear(b, r, "in_proj_ba", rows, h, 2 * g.vh, "x_norm", {&LoraTargets::gdn_ba}));
+    b.ops.push_back(parts::linear(b, r, gates.decay, rows, h, 2 * g.vh, "x_norm", {&LoraTargets::gdn_ba}));
   }
   b.tensors.push_back({"qkvz", rows * (g.conv_dim + g.vd) * kBf16});
   return b;
@@ -302,13 +314,7 @@ Block gated_deltanet_torch(const RankShape& r, const ModelSpec& m) {
     b.tensors.push_back({name, bytes});
     rule_saves.push_back(name);
   };
-  // the projections of the decay (a) and of beta (b)
-  const std::string a = m.linear_attention_own_projections ? "a_proj"
-                        : m.gdn_split_projections          ? "in_proj_a"
-                                                           : "in_proj_ba";
-  const std::string beta = m.linear_attention_own_projections ? "b_proj"
-                           : m.gdn_split_projections          ? "in_proj_b"
-                                                              : "in_proj_ba";
+  const auto [a, beta] = gdn_gate_projections(m);
   std::vector<OpDef::GateSave> for_gates;
   if (!r.autocast) {
     for (const char* name : {"kk", "qk", "intra"}) add_saved(name, square * kFp32);

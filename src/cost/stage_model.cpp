@@ -325,13 +325,17 @@ void drop_frozen_dropout_masks(Block& b, const TrainingSpec& t) {
 // The first adapted block's gates computed by projections without adapters need no gradient (their
 // input needs none, their weights are frozen): what an op saves only for such a gate's gradient is not
 // kept (OpDef::saved_for_gates).
-void drop_unadapted_gate_saves(Block& b) {
+void drop_unadapted_gate_saves(Block& b, const LayerDef& layer) {
   const auto adapted = [&](const std::string& projection) {
-    return std::any_of(b.ops.begin(), b.ops.end(), [&](const OpDef& op) { return op.name == projection + ".lora"; });
+    return std::any_of(layer.blocks.begin(), layer.blocks.end(), [&](const Block& block) {
+      return std::any_of(block.ops.begin(), block.ops.end(),
+                         [&](const OpDef& op) { return op.name == projection + ".lora"; });
+    });
   };
   for (OpDef& op : b.ops)
     for (const OpDef::GateSave& save : op.saved_for_gates)
-      if (std::none_of(save.projections.begin(), save.projections.end(), adapted)) std::erase(op.saves, save.tensor);
+      if (std::none_of(save.projections.begin(), save.projections.end(), adapted) && std::erase(op.saves, save.tensor))
+        op.working_bytes = std::max(0.0, op.working_bytes - save.working_bytes);
 }
 
 // The MoE blocks from `from` on, in the first adapted layer, where their input needs no gradient (a
@@ -377,7 +381,10 @@ void freeze_routed_beside_shared(LayerDef& layer, size_t from) {
   if (std::any_of(shared.ops.begin(), shared.ops.end(), [](const OpDef& op) { return op.name == "router.lora"; }))
     return;
   for (size_t i = from; i < layer.blocks.size() && layer.blocks[i].name.starts_with("moe"); ++i)
-    if (!has_adapter(layer.blocks[i])) freeze(layer.blocks[i]);
+    if (!has_adapter(layer.blocks[i]))
+      freeze(layer.blocks[i]);
+    else
+      drop_unadapted_gate_saves(layer.blocks[i], layer);
 }
 
 }  // namespace
@@ -389,7 +396,7 @@ LayerDef frozen_prefix_layer(const LayerDef& layer, bool whole_layer, const Trai
     if (!whole_layer && has_adapter(b)) {
       drop_input_norm_saves(b, t);
       drop_frozen_dropout_masks(b, t);
-      drop_unadapted_gate_saves(b);
+      drop_unadapted_gate_saves(b, out);
       // the ops before its first adapter read only what derives from the frozen input (Phi-4's
       // gate_up and SwiGLU before a down_proj adapter: peak-traces-h200/unseen10)
       const OpDef* first_adapter = &*std::find_if(b.ops.begin(), b.ops.end(), is_adapter_op);

@@ -85,12 +85,14 @@ struct OpDef {
   double early_stop_released_bytes = 0;
   ModuleTags replayed_by = 0;  // Megatron modules whose selective recompute reruns this op
   // of `saves`, tensors kept only for the gradient of gates that projections of the block's input
-  // compute (Gated DeltaNet's decay and beta), each with those projections' op names: in the first
-  // adapted layer, where the input needs no gradient, a tensor none of whose projections carries an
-  // adapter is not saved (drop_unadapted_gate_saves)
+  // compute (Gated DeltaNet's decay and beta, the routed experts' weights), each with those
+  // projections' op names: in the first adapted layer, where the input needs no gradient, a tensor
+  // none of whose projections carries an adapter is not saved (drop_unadapted_gate_saves), and its
+  // backward does not hold the gate's gradient (working_bytes, of the op's)
   struct GateSave {
     std::string tensor;
     std::vector<std::string> projections;
+    double working_bytes = 0;
   };
   std::vector<GateSave> saved_for_gates;
 };
