@@ -85,14 +85,20 @@ namespace {
 // 4 x 4096, no checkpointing) +2.92%: its routed outputs, saved for the routing weights' gradient
 // alone, are not saved where the router reads the frozen input (test_hf_random_blind_44.cpp). Now
 // -0.02%; of 2615 steps 5 more moved, all closer. Seeds 46 (--wide --pairs) and 47 (--wide), drawn
-// after that: 60 steps, all ran, all within 1.60% as first compared (mean 0.20%).
+// after that: 60 steps, all ran, all within 1.60% as first compared (mean 0.20%). Seeds 48 (--wide
+// --pairs) and 49 (--wide): 60 steps, all ran; as first compared 57 within 1.60%, Falcon-40B cut to 5
+// (all-linear LoRA GRPO 2 x 8192) -10.18% reentrant and -7.68% without checkpointing, EXAONE-4.0-1.2B
+// (mixed SFT at 32k, no checkpointing) +3.13%: Falcon's new architecture copies keys and values to
+// every query head, its down adapter's input gradient is summed from two parts, and a norm on a GEMM's
+// output saves a bf16 cast under autocast (test_hf_random_blind_44.cpp). Now -0.45%, -0.01% and
+// +0.20%; of 2795 steps 19 more moved, 17 closer (Qwen3's mixed full steps), two by under 0.1%.
 struct SetBounds {
   const char* file;
   double before_pct, peak_pct;
   int steps;
 };
 
-TEST(HfRandomBlindLate, StepsOfSeeds14To47) {
+TEST(HfRandomBlindLate, StepsOfSeeds14To49) {
   const SetBounds sets[] = {
       {"steps-random-blind14-h200.jsonl", 1.30, 1.55, 30}, {"steps-random-blind15-h200.jsonl", 0.60, 0.85, 30},
       {"steps-random-blind16-h200.jsonl", 1.00, 2.20, 29}, {"steps-random-blind17-h200.jsonl", 0.90, 2.70, 30},
@@ -111,12 +117,13 @@ TEST(HfRandomBlindLate, StepsOfSeeds14To47) {
       {"steps-random-blind42-h200.jsonl", 0.60, 1.45, 30}, {"steps-random-blind43-h200.jsonl", 2.40, 0.55, 26},
       {"steps-random-blind44-h200.jsonl", 1.20, 0.95, 30}, {"steps-random-blind45-h200.jsonl", 0.80, 1.65, 30},
       {"steps-random-blind46-h200.jsonl", 1.00, 0.95, 30}, {"steps-random-blind47-h200.jsonl", 0.30, 1.65, 30},
+      {"steps-random-blind48-h200.jsonl", 0.20, 1.40, 30}, {"steps-random-blind49-h200.jsonl", 0.80, 0.60, 30},
   };
   for (const SetBounds& set : sets)
     test::expect_steps_within(set.file, "h200", set.before_pct, set.peak_pct, set.steps);
 }
 
-// The drawn pairs' time ratios (seeds 15, 16 and the even seeds 18-46): 217 of 253 within 10%; each
+// The drawn pairs' time ratios (seeds 15, 16 and the even seeds 18-48): 231 of 268 within 10%; each
 // miss host-paced (the checkpointed step or its baseline took at least 1.25x remat's GPU time) but two:
 // the EAGLE-3 draft's (1.400 measured, 1.225 predicted; under checkpointing PEFT makes the embeddings'
 // output require a gradient, so its frozen attention runs a backward the step without checkpointing does
@@ -129,7 +136,7 @@ TEST(HfRandomBlindLate, DrawnPairsRatios) {
         "steps-random-blind26-h200.jsonl", "steps-random-blind28-h200.jsonl", "steps-random-blind30-h200.jsonl",
         "steps-random-blind32-h200.jsonl", "steps-random-blind34-h200.jsonl", "steps-random-blind36-h200.jsonl",
         "steps-random-blind38-h200.jsonl", "steps-random-blind40-h200.jsonl", "steps-random-blind42-h200.jsonl",
-        "steps-random-blind44-h200.jsonl", "steps-random-blind46-h200.jsonl"}) {
+        "steps-random-blind44-h200.jsonl", "steps-random-blind46-h200.jsonl", "steps-random-blind48-h200.jsonl"}) {
     const std::vector<HfComparison> steps = test::measured_hf_steps(file, "h200");
     for (const HfTimeRatio& r : hf_time_ratios(steps)) {
       ++pairs;
@@ -144,8 +151,8 @@ TEST(HfRandomBlindLate, DrawnPairsRatios) {
         EXPECT_TRUE(r.host_paced()) << name;
     }
   }
-  EXPECT_EQ(pairs, 253);
-  EXPECT_EQ(within, 217);
+  EXPECT_EQ(pairs, 268);
+  EXPECT_EQ(within, 231);
 }
 
 // transformers' eager attention at the softmax, forward: 4 bytes a score beside the saved 4 + 2 (the

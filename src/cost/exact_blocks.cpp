@@ -109,6 +109,14 @@ OpDef upcast_norm_op(const std::string& name, double elems, const RankShape& r, 
 // (Gemma's norms: normalized.float() * (1 + weight.float()), models/gemma*/modeling_gemma*.py).
 double normed_bytes(const RankShape& r) { return r.norm_scale_fp32 ? kFp32 : r.stream_bytes(); }
 
+// The same for a norm on a GEMM's output (q and k norms, post-norms, sub-norms), which under autocast
+// is bf16 whatever the stream: LlamaRMSNorm casts the normalized tensor back to that dtype before the
+// weight's product (EXAONE 4.0-1.2B's mixed SFT at 32k: its q/k norms' and post-norms' saved casts
+// 2 bytes an element, +3.13% while counted at the fp32 stream's 4, peak-traces-h200/random-blind48)
+double gemm_output_normed_bytes(const RankShape& r) {
+  return r.norm_scale_fp32 ? kFp32 : r.autocast ? kBf16 : r.stream_bytes();
+}
+
 void add_upcast_norm(Block& b, const RankShape& r, double hidden, int readers) {
   const double rows = r.seq_tokens();
   b.inputs = {"x"};
@@ -356,7 +364,7 @@ void add_output_norms(Block& b, const RankShape& r, double hidden, double count)
   b.tensors.push_back({"out_norm_x32", elems * (r.autocast ? r.stream_bytes() : kFp32)});
   std::vector<std::string> saves = {"out_norm_x32", "out_norm_rstd"};
   if (r.weights_train && r.norm_affine) {
-    b.tensors.push_back({"out_norm_normed", elems * normed_bytes(r)});
+    b.tensors.push_back({"out_norm_normed", elems * gemm_output_normed_bytes(r)});
     saves.push_back("out_norm_normed");
   }
   b.ops.push_back(upcast_norm_op("out_norm", elems, r, saves));
@@ -408,9 +416,14 @@ Block two_matrix_mlp_block(const RankShape& r, int64_t hidden, int64_t ffn, cons
   // input; the backward holds act's gradient and pre_act's at once (torch's gelu/relu backward).
   // A plain relu saves its output, the down projection's input, and frees the up projection's
   // (OPT: peak-traces-h200/defaults, one intermediate-wide tensor a layer, relu's)
+  // With an adapter on the down projection, act's gradient comes back as two parts, the frozen
+  // projection's and the adapter's, which autograd sums into a third tensor while pre_act is still
+  // saved (Falcon-40B cut to 5, all-linear LoRA GRPO 2 x 8192 under reentrant checkpoints: three
+  // 1 GiB gradients beside pre_act at the peak, act freed; peak-traces-h200/random-blind48)
   const bool saves_output = act == "relu";
-  if (!saves_output) b.tensors.push_back({.name = "pre_act", .bytes = bytes, .working_copies = 2});
-  b.tensors.push_back({.name = "act", .bytes = bytes, .working_copies = 2});
+  const double act_grads = r.layouts_from_model_code && r.lora_rank > 0 && r.lora.down ? 3 : 2;
+  if (!saves_output) b.tensors.push_back({.name = "pre_act", .bytes = bytes, .working_copies = act_grads});
+  b.tensors.push_back({.name = "act", .bytes = bytes, .working_copies = saves_output ? act_grads : 2});
   b.ops.push_back(ops::streaming(act, 2 * bytes, 3 * bytes, {saves_output ? "act" : "pre_act"}));
   if (r.layouts_from_model_code) parts::add_python_activation_saves(b, r, act, rows * f);
   b.ops.push_back(parts::linear(b, r, "down", rows, f, h, "act", {&LoraTargets::down}));
@@ -514,7 +527,7 @@ void add_qk_norm(Block& b, const RankShape& r, double rows, double heads, double
   b.tensors.push_back({"qk_raw", elems * (r.norm_fp32_upcast ? kFp32 : kBf16)});
   b.tensors.push_back({"qk_rstd", rows * heads * kFp32});
   std::vector<std::string> saves = {"qk_raw", "qk_rstd"};
-  if (r.norm_fp32_upcast) b.tensors.push_back({"qk_normed", elems * parts::normed_bytes(r)});
+  if (r.norm_fp32_upcast) b.tensors.push_back({"qk_normed", elems * parts::gemm_output_normed_bytes(r)});
   if (r.norm_fp32_upcast && r.weights_train && weighted && r.norm_affine) saves.push_back("qk_normed");
   if (r.norm_fp32_upcast) {
     b.ops.push_back(parts::upcast_norm_op("qk_norm", elems, r, saves));
@@ -582,7 +595,11 @@ Block gqa_block(const RankShape& r, const ModelSpec& m, bool windowed, bool shar
   // false when a mask is given), the whole square computed
   const bool window_mask = windowed && r.layouts_from_model_code && r.flash_attention && m.sliding_window_tokens > 0 &&
                            r.s >= double(m.sliding_window_tokens);
-  if (r.gqa_expand_kv || (window_mask && g < nh)) {  // keys and values repeated to every query head
+  // Falcon's new decoder architecture copies them itself: the copies, not k and v, reach the attention
+  // (Falcon-40B cut to 5, LoRA GRPO 2 x 8192: three 256 MiB q/k/v-sized tensors a layer at the sdpa
+  // call, -7.68% while k and v were counted at their 8 heads, peak-traces-h200/random-blind48)
+  const bool model_copies_kv = r.layouts_from_model_code && m.kv_copied_to_query_heads && g < nh;
+  if (r.gqa_expand_kv || model_copies_kv || (window_mask && g < nh)) {  // keys and values repeated to every query head
     b.tensors.push_back({"k_expanded", rows * nh * hd * kBf16});
     b.tensors.push_back({"v_expanded", rows * nh * vd * kBf16});
     const double expand_bytes = rows * (g + nh) * (hd + vd) * kBf16;

@@ -45,6 +45,7 @@ void share_with_attention(Block& b, bool shared_norm);
 // `count` norms on a block's output before its residual add (sandwich norms), as their framework runs them.
 void add_output_norms(Block& b, const RankShape& r, double hidden, double count);
 double normed_bytes(const RankShape& r);
+double gemm_output_normed_bytes(const RankShape& r);
 // An attention mask a kernel saves: no gradient flows to it, so its backward holds no copy of it
 // (TensorDef::working_copies 0; torch's memory-efficient backward computes a bias gradient only
 // where the bias requires one).

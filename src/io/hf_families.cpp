@@ -307,6 +307,7 @@ void falcon_layer(HfJsonReader& r, ModelSpec& m) {
   // FalconAttention._split_heads: the old architecture's one key/value head goes to sdpa as it is
   // (the new one broadcasts it to every query head first)
   m.sdpa_broadcasts_kv_heads = !new_arch && multi_query && m.num_attention_heads > 1;
+  m.kv_copied_to_query_heads = new_arch;
 }
 
 // StarCoder2: LayerNorms with bias, two-matrix MLP (c_fc, c_proj), use_bias on all.

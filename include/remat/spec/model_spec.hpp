@@ -192,6 +192,9 @@ struct ModelSpec {
   // its code hands sdpa one key/value head for all query heads (Falcon-7B's multi_query), which only
   // torch's math kernel takes: it runs in fp32 and materializes the probabilities
   bool sdpa_broadcasts_kv_heads = false;
+  // its code copies the keys and values out to every query head before the attention (Falcon's new
+  // decoder architecture: _split_heads flattens their broadcast), which saves those copies
+  bool kv_copied_to_query_heads = false;
   double residual_dropout = 0;  // dropout on each block's output before the residual add (GPT-2's resid_pdrop)
   // its own eager attention casts q and k to fp32 before QK^T, which saves the fp32 copies
   // (GPT-J, CodeGen, GPT-Neo: `_attn`)
