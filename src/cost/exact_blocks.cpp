@@ -465,7 +465,7 @@ void add_sub_norm(Block& b, const RankShape& r, const std::string& input, double
   }
   if (!r.autocast) b.tensors.push_back({p + "_x32", elems * kFp32}), saves[0] = p + "_x32";
   if (r.weights_train && r.norm_affine)
-    b.tensors.push_back({p + "_normed", elems * parts::normed_bytes(r)}), saves.push_back(p + "_normed");
+    b.tensors.push_back({p + "_normed", elems * parts::gemm_output_normed_bytes(r)}), saves.push_back(p + "_normed");
   b.ops.push_back(parts::upcast_norm_op(p + "_norm", elems, r, saves));
 }
 
