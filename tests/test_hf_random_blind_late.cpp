@@ -91,14 +91,17 @@ namespace {
 // (mixed SFT at 32k, no checkpointing) +3.13%: Falcon's new architecture copies keys and values to
 // every query head, its down adapter's input gradient is summed from two parts, and a norm on a GEMM's
 // output saves a bf16 cast under autocast (test_hf_random_blind_44.cpp). Now -0.45%, -0.01% and
-// +0.20%; of 2795 steps 19 more moved, 17 closer (Qwen3's mixed full steps), two by under 0.1%.
+// +0.20%; of 2795 steps 19 more moved, 17 closer (Qwen3's mixed full steps), two by under 0.1%. Seeds
+// 50 (--wide --pairs) and 51 (--wide), drawn after that: 59 steps ran (transformers itself failed on
+// MiniCPM-V 4.6 cut to linear-attention layers alone, in its cache's get_seq_length), all within 0.91%
+// as first compared (mean 0.18%).
 struct SetBounds {
   const char* file;
   double before_pct, peak_pct;
   int steps;
 };
 
-TEST(HfRandomBlindLate, StepsOfSeeds14To49) {
+TEST(HfRandomBlindLate, StepsOfSeeds14To51) {
   const SetBounds sets[] = {
       {"steps-random-blind14-h200.jsonl", 1.30, 1.55, 30}, {"steps-random-blind15-h200.jsonl", 0.60, 0.85, 30},
       {"steps-random-blind16-h200.jsonl", 1.00, 2.20, 29}, {"steps-random-blind17-h200.jsonl", 0.90, 2.70, 30},
@@ -118,12 +121,13 @@ TEST(HfRandomBlindLate, StepsOfSeeds14To49) {
       {"steps-random-blind44-h200.jsonl", 1.20, 0.95, 30}, {"steps-random-blind45-h200.jsonl", 0.80, 1.65, 30},
       {"steps-random-blind46-h200.jsonl", 1.00, 0.95, 30}, {"steps-random-blind47-h200.jsonl", 0.30, 1.65, 30},
       {"steps-random-blind48-h200.jsonl", 0.20, 1.40, 30}, {"steps-random-blind49-h200.jsonl", 0.80, 0.60, 30},
+      {"steps-random-blind50-h200.jsonl", 0.50, 0.95, 30}, {"steps-random-blind51-h200.jsonl", 0.70, 0.90, 29},
   };
   for (const SetBounds& set : sets)
     test::expect_steps_within(set.file, "h200", set.before_pct, set.peak_pct, set.steps);
 }
 
-// The drawn pairs' time ratios (seeds 15, 16 and the even seeds 18-48): 231 of 268 within 10%; each
+// The drawn pairs' time ratios (seeds 15, 16 and the even seeds 18-50): 244 of 283 within 10%; each
 // miss host-paced (the checkpointed step or its baseline took at least 1.25x remat's GPU time) but two:
 // the EAGLE-3 draft's (1.400 measured, 1.225 predicted; under checkpointing PEFT makes the embeddings'
 // output require a gradient, so its frozen attention runs a backward the step without checkpointing does
@@ -136,7 +140,8 @@ TEST(HfRandomBlindLate, DrawnPairsRatios) {
         "steps-random-blind26-h200.jsonl", "steps-random-blind28-h200.jsonl", "steps-random-blind30-h200.jsonl",
         "steps-random-blind32-h200.jsonl", "steps-random-blind34-h200.jsonl", "steps-random-blind36-h200.jsonl",
         "steps-random-blind38-h200.jsonl", "steps-random-blind40-h200.jsonl", "steps-random-blind42-h200.jsonl",
-        "steps-random-blind44-h200.jsonl", "steps-random-blind46-h200.jsonl", "steps-random-blind48-h200.jsonl"}) {
+        "steps-random-blind44-h200.jsonl", "steps-random-blind46-h200.jsonl", "steps-random-blind48-h200.jsonl",
+        "steps-random-blind50-h200.jsonl"}) {
     const std::vector<HfComparison> steps = test::measured_hf_steps(file, "h200");
     for (const HfTimeRatio& r : hf_time_ratios(steps)) {
       ++pairs;
@@ -151,8 +156,8 @@ TEST(HfRandomBlindLate, DrawnPairsRatios) {
         EXPECT_TRUE(r.host_paced()) << name;
     }
   }
-  EXPECT_EQ(pairs, 268);
-  EXPECT_EQ(within, 231);
+  EXPECT_EQ(pairs, 283);
+  EXPECT_EQ(within, 244);
 }
 
 // transformers' eager attention at the softmax, forward: 4 bytes a score beside the saved 4 + 2 (the
