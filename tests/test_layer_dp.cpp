@@ -15,9 +15,11 @@
 #include <random>
 
 #include "brute_force_stage.hpp"
+#include "hf_measured.hpp"
 #include "remat/search/layer_dp.hpp"
 #include "remat/search/search_space.hpp"
 #include "remat/spec/framework.hpp"
+#include "remat/spec/lora_placement.hpp"
 #include "test_helpers.hpp"
 
 namespace remat {
@@ -36,9 +38,7 @@ std::optional<Priced> fastest_within(const std::vector<Priced>& all, double budg
   return best;
 }
 
-void expect_search_matches_brute_force(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, uint32_t seed,
-                                       int budgets) {
-  const SearchSpace sp = build_search_space(m, hw, t, SearchOptions{});
+void expect_space_matches_brute_force(const SearchSpace& sp, const std::string& name, uint32_t seed, int budgets) {
   int searched = 0;
   std::mt19937 rng(seed);
   for (size_t stage = 0; stage < sp.stages.size(); ++stage) {
@@ -51,7 +51,7 @@ void expect_search_matches_brute_force(const ModelSpec& m, const HardwareSpec& h
       const std::optional<Priced> fastest = fastest_within(all, budget);
       for (const double known_s : {std::numeric_limits<double>::infinity(), fastest ? fastest->time_s : 0.0}) {
         const std::optional<StagePlan> got = best_stage_plan(sp, stage, budget, known_s);
-        SCOPED_TRACE(m.name + " stage " + std::to_string(stage) + " budget " + std::to_string(budget) + " of [" +
+        SCOPED_TRACE(name + " stage " + std::to_string(stage) + " budget " + std::to_string(budget) + " of [" +
                      std::to_string(lo) + ", " + std::to_string(hi) + "], " + std::to_string(all.size()) +
                      " assignments, known " + std::to_string(known_s));
         if (!fastest) continue;
@@ -65,7 +65,12 @@ void expect_search_matches_brute_force(const ModelSpec& m, const HardwareSpec& h
       if (!fastest) EXPECT_FALSE(best_stage_plan(sp, stage, budget));
     }
   }
-  EXPECT_GT(searched, 0) << m.name << ": no budget a plan fits";
+  EXPECT_GT(searched, 0) << name << ": no budget a plan fits";
+}
+
+void expect_search_matches_brute_force(const ModelSpec& m, const HardwareSpec& hw, const TrainingSpec& t, uint32_t seed,
+                                       int budgets) {
+  expect_space_matches_brute_force(build_search_space(m, hw, t, SearchOptions{}), m.name, seed, budgets);
 }
 
 TEST(LayerSearchBruteForce, DenseStagesOfTwoToFourLayers) {
@@ -153,6 +158,43 @@ TEST(LayerSearchBruteForce, HfOrderedBackward) {
   ModelSpec qwen = test::model("qwen3-8b");
   qwen.num_hidden_layers = 4;
   expect_search_matches_brute_force(qwen, h100, framework_layout(fw, 1, 1, 1, 1, 1, 4096), 21, 30);
+}
+
+// Wizard-Vicuna-30B cut to 3 layers, mixed GRPO 4 x 6144 with fp32 rank-64 adapters and dropout on its
+// MLP: a kept layer's forward holds its adapters' fp32 copies of act (LayerCost::forward_peak_bytes).
+// Here that sets no peak (the head's and the backward's working sets are larger), so the kept options'
+// forward peaks are raised until it sets some: the search still finds brute force's fastest plan
+// within each budget, pricing both by stage_totals.
+TEST(LayerSearchBruteForce, HfKeptLayerForwardPeak) {
+  const char* fw = kHfFramework;
+  const HardwareSpec h200 = apply_framework(test::hardware("h200"), fw);
+  ModelSpec m =
+      test::hf_model_as_built(std::string(REMAT_TEST_DATA) + "/data/hf_configs/wizard-vicuna-30b-uncensored.json");
+  m.num_hidden_layers = 3;
+  TrainingSpec t = test::layout(1, 1, 1, 1, 4, 6144);
+  t.precision = Precision::mixed;
+  t = apply_framework(t, fw);
+  t.framework = fw;
+  t.lora_rank = 64, t.lora_dropout = 0.05, t.lora_adapter_bytes = 4;
+  t.lora_targets = resolve_lora_targets(m, {"gate_proj", "up_proj", "down_proj"}).targets;
+  const SearchSpace sp = build_search_space(m, h200, t, SearchOptions{});
+  for (const double raised : {1.0, 1.5, 2.0}) {
+    SearchSpace scaled = sp, without = sp;
+    size_t kept_options = 0;
+    for (auto& kind : scaled.options)
+      for (auto& option : kind)
+        kept_options += option.cost.forward_peak_bytes > 0, option.cost.forward_peak_bytes *= raised;
+    for (auto& kind : without.options)
+      for (auto& option : kind) option.cost.forward_peak_bytes = 0;
+    EXPECT_GT(kept_options, 0u);
+    const std::vector<test::Priced> with_forward = test::every_assignment(scaled, 0);
+    const std::vector<test::Priced> without_forward = test::every_assignment(without, 0);
+    size_t bound = 0;
+    for (size_t i = 0; i < with_forward.size(); ++i)
+      bound += with_forward[i].peak_bytes > without_forward[i].peak_bytes;
+    if (raised > 1) EXPECT_GT(bound, 0u) << raised;
+    expect_space_matches_brute_force(scaled, m.name + " x" + std::to_string(raised), 22, 60);
+  }
 }
 
 // plan's stages are searched on worker threads; once one stage's search is refused, the others'

@@ -80,6 +80,10 @@ struct Bounds {
   // (ordered_room), and the staging buffer the pass's plans hold (0 with one offload).
   bool ordered = false;
   double room = 0, staging_term = 0;
+  // A kept layer's forward peak over the kept bytes before it (LayerCost::forward_peak_bytes) above
+  // this cannot fit (forward_room); pruning such extensions keeps the fronts' dominance exact, since
+  // a dominating state keeps no more bytes before each later layer.
+  double forward_room = std::numeric_limits<double>::infinity();
   // A partial plan whose time is at least `lower_s` and that keeps `kept` bytes (at least
   // `tie_kept` of them counted against the tie) cannot win.
   bool cannot_win(double lower_s, double kept, double tie_kept) const {
@@ -113,6 +117,16 @@ double ordered_room(const StageBase& base, double budget) {
   big.ordered_transient_bytes = 2 * least + 1;
   const double constant = stage_totals(base, big).peak_bytes - big.ordered_transient_bytes;
   return budget - constant + 1e-9 * big.ordered_transient_bytes;
+}
+
+// The budget less what the stage holds beside a kept layer's forward whatever the other layers
+// keep (stage_totals's forward term with nothing kept), with a little slack for rounding.
+double forward_room(const StageBase& base, double budget) {
+  LayerSums none;
+  LayerSums big;
+  big.forward_peak_bytes = 2 * stage_totals(base, none).peak_bytes + 1;
+  const double constant = stage_totals(base, big).peak_bytes - big.forward_peak_bytes;
+  return budget - constant + 1e-9 * big.forward_peak_bytes;
 }
 
 // The stage's peak with `kept` bytes kept and no layer transient: a lower bound on the peak of
@@ -261,6 +275,7 @@ void extend_front(const std::vector<LayerOption>& options, const std::vector<int
         continue;
       }
       if (one_offload && prev.off > 0 && c.offload_bytes > 0) continue;
+      if (c.forward_peak_bytes > 0 && prev.kept + c.forward_peak_bytes > b.forward_room) continue;
       const int pos = live[i].pos, o = live[i].option;
       const double off = prev.off + c.offload_bytes;
       double ot = 0;
@@ -496,6 +511,7 @@ std::optional<StagePlan> exact_stage_plan(const SearchSpace& space, size_t stage
         throw std::logic_error("the per-layer search does not bound gradients allocated in backward");
   const bool ordered = st.base.ordered_backward;
   const double ordered_room_bytes = ordered ? ordered_room(st.base, budget_bytes) : 0;
+  const double forward_room_bytes = forward_room(st.base, budget_bytes);
   if (ordered) {
     if (ordered_room_bytes < 0) return std::nullopt;
     if (!caps.empty())
@@ -522,7 +538,7 @@ std::optional<StagePlan> exact_stage_plan(const SearchSpace& space, size_t stage
   std::sort(present.begin(), present.end());
   present.erase(std::unique(present.begin(), present.end()), present.end());
   Admitted admitted(size_t(space.kind_count())), by_recompute(size_t(space.kind_count()));  // per pass, reused
-  std::vector<int> position;  // per option of a kind, its place in admitted (-1: not admitted)
+  std::vector<int> position;               // per option of a kind, its place in admitted (-1: not admitted)
   std::vector<double> least_kept_of_kind;  // per kind, the least kept bytes of an admitted option
   for (double cap : caps) {
     // within one cap, a staging bound that admits no more options than the last one admits
@@ -582,6 +598,7 @@ std::optional<StagePlan> exact_stage_plan(const SearchSpace& space, size_t stage
       if (best) known = std::min(known, best->totals.microbatch_s);
       Bounds b{room / double(std::max<int64_t>(1, st.base.in_flight)), cap, staging, known * (1 + 1e-12)};
       if (ordered) b.ordered = true, b.room = ordered_room_bytes, b.staging_term = one_offload ? 0 : staging;
+      b.forward_room = forward_room_bytes;
       if (best) {
         b.tie_s = best->totals.microbatch_s;
         b.tie_kept = kept_that_cannot_peak_below(st.base, best->totals.peak_bytes, b.kept_cap, ordered ? 0 : cap,
