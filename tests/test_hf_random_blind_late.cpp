@@ -96,14 +96,18 @@ namespace {
 // MiniCPM-V 4.6 cut to linear-attention layers alone, in its cache's get_seq_length), all within 0.91%
 // as first compared (mean 0.18%). Seeds 52 (--wide --pairs) and 53 (--wide): 59 steps ran, all within
 // 1.85% as first compared (mean 0.21%); the sixtieth, Qwen3.5-122B-A10B's, ran out of memory with
-// remat's price within 3% of the allocated bytes PyTorch said it needed (its reserve ran out).
+// remat's price within 3% of the allocated bytes PyTorch said it needed (its reserve ran out). Seed 54
+// (--wide --pairs), the device time's last 100 s: 22 steps ran (the deadline skipped 8); as first
+// compared 20 within 0.64%, Llama-4-Scout cut to 2 (full eager SFT 2 x 4096) +11.86% without
+// checkpointing and +8.33% non-reentrant: Llama 4's eager softmax runs in bf16
+// (test_hf_random_blind_44.cpp). Now -0.00% and +0.29%; no other step moved.
 struct SetBounds {
   const char* file;
   double before_pct, peak_pct;
   int steps;
 };
 
-TEST(HfRandomBlindLate, StepsOfSeeds14To53) {
+TEST(HfRandomBlindLate, StepsOfSeeds14To54) {
   const SetBounds sets[] = {
       {"steps-random-blind14-h200.jsonl", 1.30, 1.55, 30}, {"steps-random-blind15-h200.jsonl", 0.60, 0.85, 30},
       {"steps-random-blind16-h200.jsonl", 1.00, 2.20, 29}, {"steps-random-blind17-h200.jsonl", 0.90, 2.70, 30},
@@ -125,18 +129,20 @@ TEST(HfRandomBlindLate, StepsOfSeeds14To53) {
       {"steps-random-blind48-h200.jsonl", 0.20, 1.40, 30}, {"steps-random-blind49-h200.jsonl", 0.80, 0.60, 30},
       {"steps-random-blind50-h200.jsonl", 0.50, 0.95, 30}, {"steps-random-blind51-h200.jsonl", 0.70, 0.90, 29},
       {"steps-random-blind52-h200.jsonl", 1.25, 1.15, 30}, {"steps-random-blind53-h200.jsonl", 1.20, 1.90, 29},
+      {"steps-random-blind54-h200.jsonl", 0.25, 0.70, 22},
   };
   for (const SetBounds& set : sets)
     test::expect_steps_within(set.file, "h200", set.before_pct, set.peak_pct, set.steps);
 }
 
-// The drawn pairs' time ratios (seeds 15, 16 and the even seeds 18-52): 257 of 298 within 10%; each
+// The drawn pairs' time ratios (seeds 15, 16 and the even seeds 18-54): 266 of 309 within 10%; each
 // miss host-paced (the checkpointed step or its baseline took at least 1.25x remat's GPU time) but
-// three: the EAGLE-3 draft's (1.400 measured, 1.225 predicted; under checkpointing PEFT makes the
+// four: the EAGLE-3 draft's (1.400 measured, 1.225 predicted; under checkpointing PEFT makes the
 // embeddings' output require a gradient, so its frozen attention runs a backward the step without
 // checkpointing does not), Qwen2.5-7B's cut to 2 layers (a 32 ms step at 2k tokens, 1.15x remat's GPU
-// time) and Tongyi-DeepResearch-30B-A3B's cut to 5 (full DPO 2 x 2048, non-reentrant: 0.180 s for
-// remat's 0.159, its baseline 0.140 for 0.146; the replayed MoE forward's host time).
+// time), Tongyi-DeepResearch-30B-A3B's cut to 5 (full DPO 2 x 2048, non-reentrant: 0.180 s for
+// remat's 0.159, its baseline 0.140 for 0.146; the replayed MoE forward's host time) and the same
+// EAGLE-3 draft's LoRA DPO step at 1024 tokens (64 ms, 1.15x remat's GPU time).
 TEST(HfRandomBlindLate, DrawnPairsRatios) {
   int pairs = 0, within = 0;
   for (const char* file :
@@ -146,7 +152,7 @@ TEST(HfRandomBlindLate, DrawnPairsRatios) {
         "steps-random-blind32-h200.jsonl", "steps-random-blind34-h200.jsonl", "steps-random-blind36-h200.jsonl",
         "steps-random-blind38-h200.jsonl", "steps-random-blind40-h200.jsonl", "steps-random-blind42-h200.jsonl",
         "steps-random-blind44-h200.jsonl", "steps-random-blind46-h200.jsonl", "steps-random-blind48-h200.jsonl",
-        "steps-random-blind50-h200.jsonl", "steps-random-blind52-h200.jsonl"}) {
+        "steps-random-blind50-h200.jsonl", "steps-random-blind52-h200.jsonl", "steps-random-blind54-h200.jsonl"}) {
     const std::vector<HfComparison> steps = test::measured_hf_steps(file, "h200");
     for (const HfTimeRatio& r : hf_time_ratios(steps)) {
       ++pairs;
@@ -159,12 +165,14 @@ TEST(HfRandomBlindLate, DrawnPairsRatios) {
         EXPECT_NEAR(r.error_pct(), -11.5, 0.1);
       else if (name == "rb52-02-tongyi-deepresearch-30b-a3b")  // 0.18 s: MoE cut to 5, 2 x 2k (1.13x remat's)
         EXPECT_NEAR(r.error_pct(), -15.4, 0.1);
+      else if (name == "rb54-08-deepseek-v3-671b-eagle3-draft-sp")  // a 64 ms step at 1k tokens (1.15x)
+        EXPECT_NEAR(r.error_pct(), -10.2, 0.1);
       else
         EXPECT_TRUE(r.host_paced()) << name;
     }
   }
-  EXPECT_EQ(pairs, 298);
-  EXPECT_EQ(within, 257);
+  EXPECT_EQ(pairs, 309);
+  EXPECT_EQ(within, 266);
 }
 
 // transformers' eager attention at the softmax, forward: 4 bytes a score beside the saved 4 + 2 (the

@@ -259,6 +259,17 @@ TEST(Hostile2HfRun, StepKeyIsCheckedNotSkipped) {
   const auto steps = parse_hf_run(with_step("0") + with_step("2"), "r.jsonl");
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_EQ(steps[0].step, 2);
+  // a case the harness's deadline left unrun is no step; "skipped" must be true to say so
+  const std::string skipped = R"({"case": "c", "config": "c.json", "skipped": true, "reason": "deadline"})";
+  EXPECT_EQ(parse_hf_run(with_step("2") + skipped + "\n", "r.jsonl").size(), 1u);
+  EXPECT_EQ(rejection([&] { parse_hf_run(skipped + "\n", "r.jsonl"); }),
+            "r.jsonl: step: holds no measured step (step >= 1)");
+  EXPECT_EQ(rejection([&] {
+              parse_hf_run(R"({"case": "c", "config": "c.json", "skipped": false})"
+                           "\n",
+                           "r.jsonl");
+            }),
+            "r.jsonl: line 1: step: is missing");
 }
 
 TEST(Hostile2Nesting, WritingEscapesBytesThatAreNotUtf8) {

@@ -157,6 +157,12 @@ void add_out_of_memory(const json& j, const std::string& file, size_t number, st
   if (error != j.end() && error->is_string()) out.back().oom_needed_bytes = oom_needed_bytes(error->get<std::string>());
 }
 
+// hf_step.py's line for a case its --deadline left unrun: {"case", "config", "skipped": true, "reason"}
+bool skipped_record(const json& j) {
+  const auto skipped = j.find("skipped");
+  return skipped != j.end() && skipped->is_boolean() && skipped->get<bool>();
+}
+
 void for_each_record(const std::string& text, const std::string& file,
                      const std::function<void(const json&, size_t)>& record) {
   size_t start = 0, number = 0;
@@ -184,7 +190,7 @@ std::vector<HfStep> parse_hf_run(const std::string& text, const std::string& fil
   std::vector<HfStep> steps;
   for_each_record(text, file, [&](const json& j, size_t number) {
     const Line l{j, file, number};
-    if (out_of_memory_record(j) || j.contains("error")) return;
+    if (out_of_memory_record(j) || j.contains("error") || skipped_record(j)) return;
     // step 0 is hf_step.py's saved-tensor diagnostic: a forward and backward before the measured steps
     if (l.integer("step") == 0) return;
     steps.push_back(step_from(l));
