@@ -191,5 +191,19 @@ TEST(HfRandomBlind54, Llama4EagerSoftmaxInTheScoresDtype) {
   EXPECT_EQ(found, 1);
 }
 
+// Kimi-K2.6 cut to 2 (its second layer MoE, DeepSeek-V3's fp32 router), LoRA on the attention, DPO 2 x
+// 6144 without checkpointing: its peak holds the weighting's three fp32 gradients (98,304 routed rows x
+// 7168, 2688 MiB each) and the scattered one in bf16 (1344 MiB) though the experts are frozen; -2.85%
+// while that one was counted only beside adapted experts (peak-traces-h200/random-blind25-followup).
+TEST(HfRandomBlind44, FrozenExpertsFp32WeightingHoldsTheBf16Gradient) {
+  int found = 0;
+  for (const HfComparison& c : test::measured_hf_steps("steps-unseen13-h200.jsonl", "h200"))
+    if (c.measured.case_name == "kimi-k2.6-nvfp4-2l-lora-none-s6144-r8-attn-do0.05-dpo") {
+      ++found;
+      EXPECT_NEAR(c.peak_error_pct(), -0.43, 0.1);
+    }
+  EXPECT_EQ(found, 1);
+}
+
 }  // namespace
 }  // namespace remat

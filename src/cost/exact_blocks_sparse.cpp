@@ -348,18 +348,18 @@ double adapted_experts_working_bytes(const Block& b, size_t down_op, const RankS
 // top-k weights stay fp32: the outputs times the weights is an fp32 product, permuted back by an
 // indexed copy, both alive until the sum over the top-k; backward holds three fp32 routed-rows x
 // hidden tensors (the index's scattered gradient, its products with the weights and with the
-// outputs). The cast of one to the outputs' dtype is held beside them where the experts carry
-// adapters (DeepSeek-V3's and EXAONE-MoE's LoRA steps without checkpointing) or a reentrant
-// checkpoint replays the layer; a non-reentrant one's backward does not hold it (GLM-4.5's GRPO at
-// 49k tokens, DeepSeek-V2-Lite's at 32k: peak-traces-h200/unseen11, unseen12; with adapted experts,
-// DeepSeek-V3's bf16 LoRA step at 16k: peak-traces-h200/unseen17), nor does the product
-// run alone without checkpointing (3.4 fp32 rows; 4.0 reentrant: weighting-probe-h200.jsonl).
-void weigh_in_fp32(OpDef& op, double rows, double h, double element, bool experts_adapted) {
+// outputs) beside the scattered gradient in the outputs' dtype (DeepSeek-V3's and EXAONE-MoE's LoRA
+// steps without checkpointing; Kimi-K2.6's under attention adapters, its experts frozen: three 2688 MiB
+// fp32 blocks and a 1344 MiB bf16 one at its peak, -2.85% while that one was left out,
+// peak-traces-h200/random-blind25-followup; the product alone 3.4 fp32 rows, weighting-probe-h200.jsonl).
+// A non-reentrant checkpoint's backward does not hold the bf16 one (GLM-4.5's GRPO at 49k tokens,
+// DeepSeek-V2-Lite's at 32k: peak-traces-h200/unseen11, unseen12; with adapted experts, DeepSeek-V3's
+// bf16 LoRA step at 16k: peak-traces-h200/unseen17).
+void weigh_in_fp32(OpDef& op, double rows, double h, double element) {
   const double fp32_rows = rows * h * kFp32, cast = element < kFp32 ? rows * h * element : 0;
   op.fwd_working_bytes = 2 * fp32_rows;
-  op.working_bytes = 3 * fp32_rows + (experts_adapted ? cast : 0);
-  op.reentrant_held_bytes = experts_adapted ? 0 : cast;
-  op.early_stop_released_bytes = experts_adapted ? cast : 0;
+  op.working_bytes = 3 * fp32_rows + cast;
+  op.early_stop_released_bytes = cast;
 }
 
 }  // namespace
@@ -448,7 +448,7 @@ Block moe_routed_block(const RankShape& r, const ModelSpec& m) {
     const double weights_grad = !stated_working ? 0 : fp32_weights ? rows * h * kFp32 : wide * h * kBf16;
     b.ops.back().saved_for_gates = {{"experts_out", {"router"}, weights_grad}};
     if (fp32_weights)
-      weigh_in_fp32(b.ops.back(), rows, h, element, gate_up_adapted || down_adapted);
+      weigh_in_fp32(b.ops.back(), rows, h, element);
     else if (stated_working)
       // routing weights in the outputs' dtype: the product's backward holds the index's scattered
       // gradient, its product with the weights and the one with the outputs (summed to the weights'
