@@ -49,6 +49,18 @@ bool saves(const OpDef& op, const std::string& name) {
   return std::find(op.saves.begin(), op.saves.end(), name) != op.saves.end();
 }
 
+// The measured steps of `file` named in `expected`, each within 0.1 of its peak error (percent).
+void expect_peak_errors(const std::string& file, const std::map<std::string, double>& expected) {
+  size_t found = 0;
+  for (const HfComparison& c : test::measured_hf_steps(file, "h200")) {
+    const auto it = expected.find(c.measured.case_name);
+    if (it == expected.end()) continue;
+    ++found;
+    EXPECT_NEAR(c.peak_error_pct(), it->second, 0.1) << it->first;
+  }
+  EXPECT_EQ(found, expected.size()) << file;
+}
+
 const std::string kQwen36 =
     std::string(REMAT_TEST_DATA) + "/../examples/hf/unseen16/realcfg/qwen3.6-35b-a3b-linear-llmservingsim.json";
 
@@ -82,13 +94,7 @@ TEST(HfRandomBlind44, FrozenRouterSavesNoRoutedOutputs) {
 // The step as measured: +2.92% while the outputs were counted, its peak at the head's backward with the
 // layer's saved tensors alive beside the logits and their four log-softmaxes.
 TEST(HfRandomBlind44, MeasuredFirstLayerExpertAdapters) {
-  int found = 0;
-  for (const HfComparison& c : test::measured_hf_steps("steps-random-blind44-h200.jsonl", "h200"))
-    if (c.measured.case_name == "rb44-24-qwen3.6-35b-a3b-linear-llmservin-none") {
-      ++found;
-      EXPECT_NEAR(c.peak_error_pct(), -0.02, 0.1);
-    }
-  EXPECT_GE(found, 1);
+  expect_peak_errors("steps-random-blind44-h200.jsonl", {{"rb44-24-qwen3.6-35b-a3b-linear-llmservin-none", -0.02}});
 }
 
 // Falcon's new decoder architecture (Falcon-40B: 128 query heads, 8 key/value heads of 64) copies
@@ -151,17 +157,9 @@ TEST(HfRandomBlind48, GemmOutputNormsSaveTheirInputDtype) {
 // the copies alone, -10.18% before; none -7.68% before), EXAONE-4.0-1.2B's mixed SFT at 32k
 // (+3.13% before).
 TEST(HfRandomBlind48, MeasuredSteps) {
-  const std::map<std::string, double> expected = {{"rb48-18-falcon-40b-ipex", -0.45},
-                                                  {"rb48-18-falcon-40b-ipex-none", -0.01},
-                                                  {"rb48-04-exaone-4.0-1.2b-w8a8-qmod-his0si-none", 0.20}};
-  size_t found = 0;
-  for (const HfComparison& c : test::measured_hf_steps("steps-random-blind48-h200.jsonl", "h200")) {
-    const auto it = expected.find(c.measured.case_name);
-    if (it == expected.end()) continue;
-    ++found;
-    EXPECT_NEAR(c.peak_error_pct(), it->second, 0.1) << it->first;
-  }
-  EXPECT_EQ(found, expected.size());
+  expect_peak_errors("steps-random-blind48-h200.jsonl", {{"rb48-18-falcon-40b-ipex", -0.45},
+                                                         {"rb48-18-falcon-40b-ipex-none", -0.01},
+                                                         {"rb48-04-exaone-4.0-1.2b-w8a8-qmod-his0si-none", 0.20}});
 }
 
 // Llama 4's eager_attention_forward softmaxes in the scores' dtype ("llama4 doesn't cast attn weights to
@@ -181,14 +179,8 @@ TEST(HfRandomBlind54, Llama4EagerSoftmaxInTheScoresDtype) {
   const ModelSpec llama3 =
       test::hf_model_as_built(std::string(REMAT_TEST_DATA) + "/data/hf_configs/llama-3.2-1b-instruct.json");
   EXPECT_FALSE(llama3.eager_softmax_bf16);
-  int found = 0;
-  for (const HfComparison& c : test::measured_hf_steps("steps-random-blind54-h200.jsonl", "h200")) {
-    if (c.measured.case_name == "rb54-16-llama-4-scout-fp8-dynamic-isim-none") {
-      ++found;
-      EXPECT_NEAR(c.peak_error_pct(), 0.0, 0.1);  // +11.86% with the fp32 copy
-    }
-  }
-  EXPECT_EQ(found, 1);
+  // +11.86% with the fp32 copy
+  expect_peak_errors("steps-random-blind54-h200.jsonl", {{"rb54-16-llama-4-scout-fp8-dynamic-isim-none", 0.0}});
 }
 
 // Kimi-K2.6 cut to 2 (its second layer MoE, DeepSeek-V3's fp32 router), LoRA on the attention, DPO 2 x
@@ -196,13 +188,7 @@ TEST(HfRandomBlind54, Llama4EagerSoftmaxInTheScoresDtype) {
 // 7168, 2688 MiB each) and the scattered one in bf16 (1344 MiB) though the experts are frozen; -2.85%
 // while that one was counted only beside adapted experts (peak-traces-h200/random-blind25-followup).
 TEST(HfRandomBlind44, FrozenExpertsFp32WeightingHoldsTheBf16Gradient) {
-  int found = 0;
-  for (const HfComparison& c : test::measured_hf_steps("steps-unseen13-h200.jsonl", "h200"))
-    if (c.measured.case_name == "kimi-k2.6-nvfp4-2l-lora-none-s6144-r8-attn-do0.05-dpo") {
-      ++found;
-      EXPECT_NEAR(c.peak_error_pct(), -0.43, 0.1);
-    }
-  EXPECT_EQ(found, 1);
+  expect_peak_errors("steps-unseen13-h200.jsonl", {{"kimi-k2.6-nvfp4-2l-lora-none-s6144-r8-attn-do0.05-dpo", -0.43}});
 }
 
 }  // namespace
