@@ -322,16 +322,19 @@ void drop_frozen_dropout_masks(Block& b, const TrainingSpec& t) {
   }
 }
 
+// Whether an op of `layer` is the PEFT adapter of the projection named `projection`.
+bool adapts(const LayerDef& layer, const std::string& projection) {
+  return std::any_of(layer.blocks.begin(), layer.blocks.end(), [&](const Block& block) {
+    return std::any_of(block.ops.begin(), block.ops.end(),
+                       [&](const OpDef& op) { return op.name == projection + ".lora"; });
+  });
+}
+
 // The first adapted block's gates computed by projections without adapters need no gradient (their
 // input needs none, their weights are frozen): what an op saves only for such a gate's gradient is not
 // kept (OpDef::saved_for_gates).
 void drop_unadapted_gate_saves(Block& b, const LayerDef& layer) {
-  const auto adapted = [&](const std::string& projection) {
-    return std::any_of(layer.blocks.begin(), layer.blocks.end(), [&](const Block& block) {
-      return std::any_of(block.ops.begin(), block.ops.end(),
-                         [&](const OpDef& op) { return op.name == projection + ".lora"; });
-    });
-  };
+  const auto adapted = [&](const std::string& projection) { return adapts(layer, projection); };
   for (OpDef& op : b.ops)
     for (const OpDef::GateSave& save : op.saved_for_gates)
       if (std::none_of(save.projections.begin(), save.projections.end(), adapted) && std::erase(op.saves, save.tensor))
@@ -377,9 +380,7 @@ void freeze_branch_before_adapters(LayerDef& layer, size_t from, const TrainingS
 // without adapters of their own save nothing (DeepSeek-V4's first layer under shared-expert adapters,
 // its experts not converted by PEFT: peak-traces-h200/dsv4/dsv4-lora-mlp-none-s4096).
 void freeze_routed_beside_shared(LayerDef& layer, size_t from) {
-  const Block& shared = layer.blocks[from - 1];
-  if (std::any_of(shared.ops.begin(), shared.ops.end(), [](const OpDef& op) { return op.name == "router.lora"; }))
-    return;
+  if (adapts(layer, "router")) return;
   for (size_t i = from; i < layer.blocks.size() && layer.blocks[i].name.starts_with("moe"); ++i)
     if (!has_adapter(layer.blocks[i]))
       freeze(layer.blocks[i]);

@@ -104,29 +104,30 @@ struct OrderedLayer {
   double ot_floor = 0;  // an ot at most this is never the max above: raising it to this changes nothing
 };
 
+// The budget less the constant part of the stage's peak term that grows with `term` (a LayerSums
+// field): set above every other term, the peak is that constant + it. A little slack for rounding
+// (it only loosens a bound).
+double room_beside(const StageBase& base, double budget, double LayerSums::*term) {
+  LayerSums none;
+  LayerSums big;
+  big.*term = 2 * stage_totals(base, none).peak_bytes + 1;
+  const double constant = stage_totals(base, big).peak_bytes - big.*term;
+  return budget - constant + 1e-9 * big.*term;
+}
+
 // The budget less what every plan of the stage holds besides its layers' kept bytes and
-// transient under ordered backward (weights, optimizer, buffers, stage outputs: stage_totals),
-// with a little slack for rounding (it only loosens a bound). -infinity when the optimizer
-// step alone does not fit.
+// transient under ordered backward (weights, optimizer, buffers, stage outputs: stage_totals).
+// -infinity when the optimizer step alone does not fit.
 double ordered_room(const StageBase& base, double budget) {
   LayerSums none;
-  const double least = stage_totals(base, none).peak_bytes;
-  if (least > budget) return -std::numeric_limits<double>::infinity();
-  // a transient above the head's and the optimizer step's peak: the peak is that constant + it
-  LayerSums big;
-  big.ordered_transient_bytes = 2 * least + 1;
-  const double constant = stage_totals(base, big).peak_bytes - big.ordered_transient_bytes;
-  return budget - constant + 1e-9 * big.ordered_transient_bytes;
+  if (stage_totals(base, none).peak_bytes > budget) return -std::numeric_limits<double>::infinity();
+  return room_beside(base, budget, &LayerSums::ordered_transient_bytes);
 }
 
 // The budget less what the stage holds beside a kept layer's forward whatever the other layers
-// keep (stage_totals's forward term with nothing kept), with a little slack for rounding.
+// keep (stage_totals's forward term with nothing kept).
 double forward_room(const StageBase& base, double budget) {
-  LayerSums none;
-  LayerSums big;
-  big.forward_peak_bytes = 2 * stage_totals(base, none).peak_bytes + 1;
-  const double constant = stage_totals(base, big).peak_bytes - big.forward_peak_bytes;
-  return budget - constant + 1e-9 * big.forward_peak_bytes;
+  return room_beside(base, budget, &LayerSums::forward_peak_bytes);
 }
 
 // The stage's peak with `kept` bytes kept and no layer transient: a lower bound on the peak of
