@@ -30,8 +30,9 @@ TEST(HfUnseen14, BlindSteps) {
     // Phi-tiny-MoE's LoRA step: -1.39% until the first adapted layer's LayerNorm stopped counting its
     // frozen input (no embedding output alive in its trace), -2.02% since; -2.66% since SFT's bf16 head
     // stopped counting its input's gradient beside the loss's (its twin's trace, full fine-tuning,
-    // peak-traces-h200/random-blind29-followup: the loss's 12 bytes a logit and no input gradient)
-    EXPECT_LE(std::abs(c.peak_error_pct()), 2.7) << name;
+    // peak-traces-h200/random-blind29-followup: the loss's 12 bytes a logit and no input gradient);
+    // -0.13% since PhiMoE's second input-jitter noise is counted (random-blind56's Phi-3.5-MoE trace)
+    EXPECT_LE(std::abs(c.peak_error_pct()), 0.6) << name;
     EXPECT_LE(std::abs(c.before_error_pct()), 0.1) << name;
   }
   EXPECT_EQ(checked, 17);
@@ -59,8 +60,9 @@ TEST(HfUnseen14, MlaUnderEagerMaterializesTheScores) {
   EXPECT_GT(sdpa.tensor_bytes("lse"), 0);
 }
 
-// PhiMoE's router input jitter (input_jitter_noise > 0, as Phi-tiny-MoE's config sets 0.01): one saved
-// noise tensor of the hidden width per token in each MoE layer, none where the config has no jitter.
+// PhiMoE's input jitter (input_jitter_noise > 0, as Phi-tiny-MoE's config sets 0.01): transformers applies
+// it twice, in PhimoeSparseMoeBlock.forward and again in PhimoeTopKRouter.forward, so each MoE layer
+// saves two noise tensors of the hidden width per token; none where the config has no jitter.
 TEST(HfUnseen14, PhimoeRouterJitterSavesItsNoise) {
   const std::string file = std::string(REMAT_TEST_DATA) + "/data/hf_configs/phi-tiny-moe-instruct.json";
   const ModelSpec m = model_as_built(test::model(file), kHfFramework);
@@ -69,10 +71,14 @@ TEST(HfUnseen14, PhimoeRouterJitterSavesItsNoise) {
   t.mbs = 1, t.gbs = 1, t.seq = 4096, t.precision = Precision::bf16;
   t = apply_framework(t, kHfFramework);
   const RankShape r = with_model(rank_shape(t), m);
-  EXPECT_DOUBLE_EQ(moe_shared_block(r, m).tensor_bytes("router_jitter"), 4096.0 * 4096 * 2);
+  const Block jittered = moe_shared_block(r, m);
+  EXPECT_DOUBLE_EQ(jittered.tensor_bytes("moe_input_jitter"), 4096.0 * 4096 * 2);
+  EXPECT_DOUBLE_EQ(jittered.tensor_bytes("router_jitter"), 4096.0 * 4096 * 2);
   ModelSpec quiet = m;
   quiet.router_input_jitter = false;
-  EXPECT_DOUBLE_EQ(moe_shared_block(r, quiet).tensor_bytes("router_jitter"), 0);
+  const Block plain = moe_shared_block(r, quiet);
+  EXPECT_DOUBLE_EQ(plain.tensor_bytes("moe_input_jitter") + plain.tensor_bytes("router_jitter"), 0);
+  EXPECT_DOUBLE_EQ(saved_bytes(jittered) - saved_bytes(plain), 2 * 4096.0 * 4096 * 2);
 }
 
 }  // namespace

@@ -240,11 +240,16 @@ Block moe_shared_block(const RankShape& r, const ModelSpec& m) {
   parts::add_input_norm(b, r, h, /*gather=*/false);
   b.tensors.push_back({"router_scores", rows * e * kFp32});
   if (r.layouts_from_model_code && m.router_input_jitter) {
-    // PhimoeTopKRouter: hidden_states *= uniform noise (training), the noise saved for the gradient
-    // (peak-traces-h200/unseen14/phi-tiny-moe-...: 32 MiB a layer at 4096 x 4096)
+    // transformers' PhiMoE applies its input jitter twice in training: PhimoeSparseMoeBlock.forward
+    // multiplies hidden_states in place by uniform noise, then PhimoeTopKRouter.forward multiplies
+    // the same tensor by a second noise tensor; each product saves its noise for the gradient
+    // (peak-traces-h200/random-blind56/rb56-26-phi-3.5-moe-...: two 192 MiB tensors a layer at
+    // 24576 x 4096, beside the two residual sums)
     const double bytes = rows * h * r.stream_bytes();
-    b.tensors.push_back({"router_jitter", bytes});
-    b.ops.push_back(ops::streaming("router_jitter", 3 * bytes, 2 * bytes, {"router_jitter"}));
+    for (const char* noise : {"moe_input_jitter", "router_jitter"}) {
+      b.tensors.push_back({noise, bytes});
+      b.ops.push_back(ops::streaming(noise, 3 * bytes, 2 * bytes, {noise}));
+    }
   }
   // a frozen router (LoRA) saves no input: only its weight's gradient reads it
   if (r.layouts_from_model_code && m.router_fp32_input) {
