@@ -650,6 +650,8 @@ def main():
     ap.add_argument("--steps", type=int, default=3, help="measured steps per case (AdamW's states exist from step 2)")
     ap.add_argument("--no-diag", action="store_true", help="skip step 0, the saved-tensor diagnostic")
     ap.add_argument("--start", type=int, default=0, help="index of the first case to run")
+    ap.add_argument("--gc-off", action="store_true", help="disable Python's cyclic garbage collector while a "
+                    "case runs (collected between cases); each record says python_gc: off")
     ap.add_argument("--t0", type=float, default=0.0, help="epoch seconds the deadline counts from "
                     "(default: this process's start); lets a restarted process keep one deadline")
     args = ap.parse_args()
@@ -661,6 +663,8 @@ def main():
                 "transformers": transformers.__version__, "peft": peft.__version__,
                 "gpu_total_bytes": torch.cuda.get_device_properties(0).total_memory,
                 "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")}
+    if args.gc_off:
+        versions["python_gc"] = "off"
     log(f"versions: {versions} cuda={torch.version.cuda} "
         f"total_mem={torch.cuda.get_device_properties(0).total_memory/2**30:.1f}GiB")
 
@@ -698,6 +702,9 @@ def main():
         status = "ok"
         meta = {}
         try:
+            if args.gc_off:
+                gc.collect()
+                gc.disable()
             run_case(c, versions, write, meta, args.trace_peak or None, args.steps, not args.no_diag)
             n_ok += 1
         except torch.cuda.OutOfMemoryError as e:
@@ -719,6 +726,7 @@ def main():
             n_err += 1
             e = None
         sys.last_traceback = sys.last_value = None
+        gc.enable()
         free_all()
         log(f"  {status} in {time.time()-t0:.1f}s; alloc after free={torch.cuda.memory_allocated()/2**20:.0f}MiB")
         if status == "error" and i < args.abort_first:
