@@ -212,12 +212,18 @@ OpDef linear(Block& b, const RankShape& r, const std::string& name, double rows,
   // lora_B(..) * scaling`), in the adapters' dtype. What a replay of the layer holds there
   // (peak-traces-h200/unseen9: the up and the down adapter of a checkpointed LLaMA layer)
   double cast_held = r.lora_dropout > 0 && gemm_bytes != kBf16 ? in * gemm_bytes : 0;
+  double dropped_before_b = 0;  // of cast_held, what is freed as lora_A returns, before lora_B runs
   if (r.autocast && r.lora_bytes == kFp32) {
     // fp32 adapters under autocast: the loop casts a bf16 input (a GEMM's output; a norm's is fp32
     // already) to fp32 and drops that copy out in fp32; lora_A saves its autocast cast instead
-    // (peak-traces-h200/unseen10/sc2nodrop-...: StarCoder2's c_proj adapter in a replay holds both)
+    // (peak-traces-h200/unseen10/sc2nodrop-...: StarCoder2's c_proj adapter in a replay holds both).
+    // The dropped copy is a temporary of `lora_B(lora_A(dropout(x)))` that nothing saves: it is gone
+    // before lora_B's outputs exist (Wizard-Vicuna-30B's down adapter, mixed, with and without a
+    // reentrant replay: the peak at lora_A's output, lora_B's weight not yet cast,
+    // peak-traces-h200/random-blind38)
     const bool fp32_input = input.starts_with("x_norm");
     cast_held = in * ((fp32_input ? 0 : kFp32) + (r.lora_dropout > 0 ? kFp32 : 0));
+    dropped_before_b = r.lora_dropout > 0 ? in * kFp32 : 0;
   }
   OpDef& adapters = b.ops.back();
   if (own_copy && r.lora_dropout > 0) adapters.dropout_mask_bytes = adapted * rows * in;
@@ -226,7 +232,7 @@ OpDef linear(Block& b, const RankShape& r, const std::string& name, double rows,
   const double lora_out_bytes = r.autocast ? kBf16 : r.lora_bytes;
   const double each_out = out / double(std::max<size_t>(matrices.size(), 1));
   OpDef gemms = lora_gemm_op(r, name, rows, in_all, out_all, adapted);
-  gemms.fwd_working_bytes = b.ops.back().fwd_working_bytes + rows * 2 * lora_out_bytes * each_out;
+  gemms.fwd_working_bytes = b.ops.back().fwd_working_bytes + rows * (2 * lora_out_bytes * each_out - dropped_before_b);
   gemms.input_held = input;
   b.ops.push_back(gemms);
   return op;

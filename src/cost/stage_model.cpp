@@ -47,6 +47,21 @@ double per_layer_inputs_bytes(const ModelSpec& m, const RankShape& r) {
   return bytes;
 }
 
+// The embeddings' dropout (ModelSpec::embedding_dropout) saves its bool mask where its input needs a
+// gradient, from the forward to the embeddings' backward: where the embeddings train, and under LoRA
+// where a reentrant checkpoint's enable_input_require_grads hook makes the embeddings' output a leaf
+// that requires one. The graph then holds that leaf beside its dropped copy, the first layer's input
+// (StarCoder2-7B, reentrant LoRA, mixed: the fp32 embedding output, its dropped copy and the mask alive at
+// the replay's peak, peak-traces-h200/unseen10/sc2-lora-re-do0.1-mixed-dpo).
+void add_embedding_dropout(StageBase& s, const ModelSpec& m, const RankShape& r, const TrainingSpec& t) {
+  if (!t.layouts_from_model_code || m.embedding_dropout <= 0) return;
+  const double elems = r.seq_tokens() * double(m.hidden_size);
+  if (t.lora_rank <= 0)
+    s.stage_output_bytes += elems;
+  else if (t.replay == RecomputeReplay::full)
+    s.checkpoint_args_bytes += elems * (1 + r.stream_bytes());
+}
+
 // Gemma's final_logit_softcapping (GemmaForCausalLM.forward: logits / c, tanh, * c on the bf16
 // logits): tanh's output is saved for its backward, one more bf16 logits tensor alive from the
 // forward through the loss's backward (one chunk's under a chunked head); three elementwise passes
@@ -289,19 +304,28 @@ void freeze(Block& b) {
 // upcasting RMSNorm's fp32 input, or a native LayerNorm's input and statistics (Merlyn's GPT-NeoX
 // layer 0 keeps neither its input nor its norms' in peak-traces-h200/unseen17).
 void drop_input_norm_saves(Block& b, const TrainingSpec& t) {
+  // the block's input stays alive beside its forward (the decoder's `residual`), saved or not: it is
+  // no longer saved, and a replay's walk holds it (Wizard-Vicuna-30B's first layer under MLP adapters,
+  // mixed, no checkpointing: the attention's residual sum beside the down adapter's forward,
+  // peak-traces-h200/random-blind38)
+  const auto unsave = [&b](const std::string& name) {
+    for (OpDef& op : b.ops) std::erase(op.saves, name);
+  };
   const bool layer_norm =
       std::any_of(b.ops.begin(), b.ops.end(), [](const OpDef& op) { return op.name == "layernorm"; });
   if (layer_norm) {
     b.inputs_saved = false;
+    unsave("x");
     for (TensorDef& tensor : b.tensors)
-      if (tensor.name == "x" || tensor.name == "x32" || tensor.name == "mean" || tensor.name == "rstd")
-        tensor.bytes = 0;
+      if (tensor.name == "x32" || tensor.name == "mean" || tensor.name == "rstd") tensor.bytes = 0;
     return;
   }
   if (!t.norm_fp32_upcast) return;
   const std::string input = t.params_fp32_autocast ? "x" : "x32";
+  if (input == "x") unsave("x");
   for (TensorDef& tensor : b.tensors)
-    if (tensor.name == input || tensor.name == "rstd" || tensor.name == "centered" || tensor.name == "centered_again")
+    if ((tensor.name == input && input != "x") || tensor.name == "rstd" || tensor.name == "centered" ||
+        tensor.name == "centered_again")
       tensor.bytes = 0;
 }
 
@@ -492,6 +516,7 @@ StageBase stage_base(const ModelSpec& m, const HardwareSpec& hw, const TrainingS
   s.forward_passes = double(1 + no_grad_forwards(t));
   add_framework_bytes(s, m, r, t);
   if (first) s.stage_output_bytes += per_layer_inputs_bytes(m, r);
+  if (first) add_embedding_dropout(s, m, r, t);
   s.static_bytes = held_bytes(s.params, largest_layer, s.adapter_params, t);
   // PEFT's adapters on the tower's modules the target names reach, on DSA's and DeepSeek-V4's indexers
   // (run under no_grad) and on Llama 3.2 Vision's cross-attention layers (skipped): held in the adapters'

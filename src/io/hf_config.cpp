@@ -734,6 +734,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   m.source = file;
   read_dimensions(r, m, *family, type);
   if (family->layer) family->layer(r, m);
+  read_embedding_dropout(r, m, family->model_type);
   // transformers' eager_attention_forward drops the probabilities by config.attention_dropout in
   // training; families with their own key read it above
   if (m.attention_dropout == 0 && r.has("attention_dropout") && r.object[r.spelled("attention_dropout")].is_number())

@@ -84,6 +84,8 @@ void llama_layer(HfJsonReader& r, ModelSpec& m);
 void two_matrix_mlp(ModelSpec& m, const char* act);
 // A dropout probability under `key` (its default `out` when absent), refused outside [0, 1).
 void read_probability(HfJsonReader& r, const char* key, double& out);
+// ModelSpec::embedding_dropout, for the families whose code has one (else left 0)
+void read_embedding_dropout(HfJsonReader& r, ModelSpec& m, std::string_view model_type);
 void read_activation(HfJsonReader& r, ModelSpec& m, const char* key);  // where the config names one
 void set_rotary_dim(HfJsonReader& r, ModelSpec& m);                    // a rotary_dim in dimensions of each head
 // The share of each head rotated: `key`, else `fallback`.

@@ -644,4 +644,29 @@ void read_dbrx_experts(HfJsonReader& r, ModelSpec& m) {
   m.qkv_clamp = clip > 0;
 }
 
+// The families whose model code drops the embeddings' output in training, with their config keys and
+// their config classes' defaults: Starcoder2Model (nn.functional.dropout(inputs_embeds,
+// embedding_dropout)), GPT2Model and GPTBigCodeModel (self.drop, embd_pdrop 0.1), PhiModel
+// (embed_dropout from embd_pdrop), GPTJModel and CodeGenModel (self.drop, embd_pdrop), GPTNeoModel
+// (self.drop, embed_dropout).
+void read_embedding_dropout(HfJsonReader& r, ModelSpec& m, std::string_view model_type) {
+  struct Key {
+    const char* model_type;
+    const char* key;
+    double default_p;
+  };
+  static constexpr Key kKeys[] = {{"starcoder2", "embedding_dropout", 0},
+                                  {"gpt2", "embd_pdrop", 0.1},
+                                  {"gpt_bigcode", "embd_pdrop", 0.1},
+                                  {"phi", "embd_pdrop", 0},
+                                  {"gptj", "embd_pdrop", 0},
+                                  {"codegen", "embd_pdrop", 0},
+                                  {"gpt_neo", "embed_dropout", 0}};
+  for (const Key& k : kKeys) {
+    if (model_type != k.model_type) continue;
+    m.embedding_dropout = k.default_p;
+    read_probability(r, k.key, m.embedding_dropout);
+  }
+}
+
 }  // namespace remat

@@ -196,6 +196,9 @@ struct ModelSpec {
   // decoder architecture: _split_heads flattens their broadcast), which saves those copies
   bool kv_copied_to_query_heads = false;
   double residual_dropout = 0;  // dropout on each block's output before the residual add (GPT-2's resid_pdrop)
+  // dropout on the embeddings' output before the first layer (StarCoder2's embedding_dropout, GPT-2's
+  // embd_pdrop): its bool mask is saved where that output needs a gradient
+  double embedding_dropout = 0;
   // its own eager attention casts q and k to fp32 before QK^T, which saves the fp32 copies
   // (GPT-J, CodeGen, GPT-Neo: `_attn`)
   bool eager_qk_fp32 = false;
