@@ -256,6 +256,11 @@ void add_native_layer_norm(Block& b, const RankShape& r, double hidden, int read
   b.tensors.push_back({"mean", rows * kFp32});
   b.tensors.push_back({"rstd", rows * kFp32});
   b.tensors.push_back({"x_norm", rows * hidden * kBf16 * (r.autocast ? readers : 1)});
+  // under autocast layer_norm runs in fp32: its fp32 output, which the module's caller holds while the
+  // block runs, and of which each GEMM makes (and may save) its own bf16 cast, x_norm above
+  // (peak-traces-h200/unseen10/sc2-lora-re-do0.1-mixed-dpo: a 216 MiB fp32 layer_norm output beside
+  // the c_proj adapter's forward, 12288 x 4608)
+  if (r.autocast) b.tensors.push_back({"x_norm_held", rows * hidden * kFp32});
   OpDef op = ops::rmsnorm("layernorm", rows, hidden, saved_input, "rstd");
   op.saves.push_back("mean");
   if (fp32_copy) op.fwd_bytes += 2 * 6 * rows * hidden, op.bwd_bytes += 6 * rows * hidden;

@@ -164,7 +164,10 @@ double replay_peak_bytes(const LayerDef& layer, bool early_stop) {
       };
       // what no op saves is held, counted once; the layer input (the first block's) is the caller's
       held = 0;
-      if (!saved_by_an_op("x_norm")) counted.push_back("x_norm"), held += b->tensor_bytes("x_norm");
+      if (b->tensor_bytes("x_norm_held") > 0)  // the norm's own output, whatever its GEMMs save
+        counted.push_back("x_norm_held"), held += b->tensor_bytes("x_norm_held");
+      else if (!saved_by_an_op("x_norm"))
+        counted.push_back("x_norm"), held += b->tensor_bytes("x_norm");
       for (const std::string& input : b->inputs) {
         if (b == layer.blocks.data())
           counted.push_back(input);
