@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "remat/cost/exact_blocks.hpp"
 #include "remat/cost/params.hpp"
 #include "remat/io/hf_run_log.hpp"
 #include "remat/io/spec_loader.hpp"
@@ -93,6 +94,27 @@ inline std::pair<int, int> tally_real_configs(const std::string& set,
     }
   }
   return tally;
+}
+
+// The measured steps of reports/hf/`file` named in `expected`, each within 0.1 of its peak error
+// (percent), priced on the H200.
+inline void expect_peak_errors(const std::string& file, const std::map<std::string, double>& expected) {
+  size_t found = 0;
+  for (const HfComparison& c : measured_hf_steps(file, "h200")) {
+    const auto it = expected.find(c.measured.case_name);
+    if (it == expected.end()) continue;
+    ++found;
+    EXPECT_NEAR(c.peak_error_pct(), it->second, 0.1) << it->first;
+  }
+  EXPECT_EQ(found, expected.size()) << file;
+}
+
+// The layer's block named `name` (a test failure, and the first block, where it has none).
+inline const Block& block_named(const LayerDef& layer, const std::string& name) {
+  for (const Block& b : layer.blocks)
+    if (b.name == name) return b;
+  ADD_FAILURE() << name;
+  return layer.blocks.front();
 }
 
 }  // namespace remat::test

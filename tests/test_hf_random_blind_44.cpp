@@ -23,13 +23,6 @@ TrainingSpec grpo_step(int64_t sequences, int64_t seq, Precision precision = Pre
   return apply_framework(t, kHfFramework);
 }
 
-const Block& block_named(const LayerDef& layer, const std::string& name) {
-  for (const Block& b : layer.blocks)
-    if (b.name == name) return b;
-  ADD_FAILURE() << name;
-  return layer.blocks.front();
-}
-
 double working_copies(const Block& b, const std::string& tensor) {
   for (const TensorDef& t : b.tensors)
     if (t.name == tensor) return t.working_copies;
@@ -47,18 +40,6 @@ const OpDef& op_named(const LayerDef& layer, const std::string& name) {
 
 bool saves(const OpDef& op, const std::string& name) {
   return std::find(op.saves.begin(), op.saves.end(), name) != op.saves.end();
-}
-
-// The measured steps of `file` named in `expected`, each within 0.1 of its peak error (percent).
-void expect_peak_errors(const std::string& file, const std::map<std::string, double>& expected) {
-  size_t found = 0;
-  for (const HfComparison& c : test::measured_hf_steps(file, "h200")) {
-    const auto it = expected.find(c.measured.case_name);
-    if (it == expected.end()) continue;
-    ++found;
-    EXPECT_NEAR(c.peak_error_pct(), it->second, 0.1) << it->first;
-  }
-  EXPECT_EQ(found, expected.size()) << file;
 }
 
 const std::string kQwen36 =
@@ -94,7 +75,8 @@ TEST(HfRandomBlind44, FrozenRouterSavesNoRoutedOutputs) {
 // The step as measured: +2.92% while the outputs were counted, its peak at the head's backward with the
 // layer's saved tensors alive beside the logits and their four log-softmaxes.
 TEST(HfRandomBlind44, MeasuredFirstLayerExpertAdapters) {
-  expect_peak_errors("steps-random-blind44-h200.jsonl", {{"rb44-24-qwen3.6-35b-a3b-linear-llmservin-none", -0.02}});
+  test::expect_peak_errors("steps-random-blind44-h200.jsonl",
+                           {{"rb44-24-qwen3.6-35b-a3b-linear-llmservin-none", -0.02}});
 }
 
 // Falcon's new decoder architecture (Falcon-40B: 128 query heads, 8 key/value heads of 64) copies
@@ -106,7 +88,7 @@ TEST(HfRandomBlind48, FalconNewArchitectureCopiesKeysAndValues) {
   const ModelSpec m = test::hf_model_as_built(dir + "falcon-40b-ipex.json");
   EXPECT_TRUE(m.kv_copied_to_query_heads);
   const LayerDef layer = build_layer(m, rank_shape(grpo_step(2, 8192)), 0);
-  const Block& attention = block_named(layer, "gqa");
+  const Block& attention = test::block_named(layer, "gqa");
   EXPECT_DOUBLE_EQ(attention.tensor_bytes("k_expanded"), 16384.0 * 8192 * 2);
   EXPECT_DOUBLE_EQ(attention.tensor_bytes("v_expanded"), 16384.0 * 8192 * 2);
   const OpDef& kernel = op_named(layer, "flash_attention");
@@ -125,9 +107,9 @@ TEST(HfRandomBlind48, DownAdapterGradientPartsSummed) {
   TrainingSpec t = grpo_step(2, 8192);
   t.lora_rank = 32;
   t.lora_targets = resolve_lora_targets(m, {"all-linear"}).targets;
-  EXPECT_DOUBLE_EQ(working_copies(block_named(build_layer(m, rank_shape(t), 0), "mlp"), "pre_act"), 3);
+  EXPECT_DOUBLE_EQ(working_copies(test::block_named(build_layer(m, rank_shape(t), 0), "mlp"), "pre_act"), 3);
   t.lora_targets = resolve_lora_targets(m, {"query_key_value", "dense_h_to_4h"}).targets;
-  EXPECT_DOUBLE_EQ(working_copies(block_named(build_layer(m, rank_shape(t), 0), "mlp"), "pre_act"), 2);
+  EXPECT_DOUBLE_EQ(working_copies(test::block_named(build_layer(m, rank_shape(t), 0), "mlp"), "pre_act"), 2);
 }
 
 // LlamaRMSNorm casts the normalized tensor back to its input's dtype before the weight's product, and
@@ -140,26 +122,27 @@ TEST(HfRandomBlind48, GemmOutputNormsSaveTheirInputDtype) {
                                               "/../examples/hf/unseen23/realcfg/exaone-4.0-1.2b-w8a8-qmod-his0si.json");
   TrainingSpec t = grpo_step(1, 32768, Precision::mixed);
   const LayerDef layer = build_layer(m, rank_shape(t), 0);
-  EXPECT_DOUBLE_EQ(block_named(layer, "gqa").tensor_bytes("qk_normed"), 32768.0 * 40 * 64 * 2);
-  EXPECT_DOUBLE_EQ(block_named(layer, "attn.out").tensor_bytes("out_norm_normed"), 32768.0 * 2048 * 2);
+  EXPECT_DOUBLE_EQ(test::block_named(layer, "gqa").tensor_bytes("qk_normed"), 32768.0 * 40 * 64 * 2);
+  EXPECT_DOUBLE_EQ(test::block_named(layer, "attn.out").tensor_bytes("out_norm_normed"), 32768.0 * 2048 * 2);
   // the input norm reads the fp32 stream: its cast is fp32
   const ModelSpec qwen3 = test::hf_model_as_built(std::string(REMAT_TEST_DATA) + "/data/hf_configs/qwen3-4b.json");
   const LayerDef q3 = build_layer(qwen3, rank_shape(t), 0);
-  EXPECT_DOUBLE_EQ(block_named(q3, "gqa").tensor_bytes("x_normed"), 32768.0 * 2560 * 4);
-  EXPECT_DOUBLE_EQ(block_named(q3, "gqa").tensor_bytes("qk_normed"), 32768.0 * (32 + 8) * 128 * 2);
+  EXPECT_DOUBLE_EQ(test::block_named(q3, "gqa").tensor_bytes("x_normed"), 32768.0 * 2560 * 4);
+  EXPECT_DOUBLE_EQ(test::block_named(q3, "gqa").tensor_bytes("qk_normed"), 32768.0 * (32 + 8) * 128 * 2);
   const ModelSpec gemma =
       test::hf_model_as_built(std::string(REMAT_TEST_DATA) + "/data/hf_configs/medgemma-27b-it.json");
   const LayerDef g = build_layer(gemma, rank_shape(t), 0);
-  EXPECT_DOUBLE_EQ(block_named(g, "attn.out").tensor_bytes("out_norm_normed"), 32768.0 * 5376 * 4);
+  EXPECT_DOUBLE_EQ(test::block_named(g, "attn.out").tensor_bytes("out_norm_normed"), 32768.0 * 5376 * 4);
 }
 
 // The steps as measured: Falcon-40B cut to 5 (all-linear LoRA GRPO 2 x 8192, reentrant -7.07% with
 // the copies alone, -10.18% before; none -7.68% before), EXAONE-4.0-1.2B's mixed SFT at 32k
 // (+3.13% before).
 TEST(HfRandomBlind48, MeasuredSteps) {
-  expect_peak_errors("steps-random-blind48-h200.jsonl", {{"rb48-18-falcon-40b-ipex", -0.45},
-                                                         {"rb48-18-falcon-40b-ipex-none", -0.01},
-                                                         {"rb48-04-exaone-4.0-1.2b-w8a8-qmod-his0si-none", 0.20}});
+  test::expect_peak_errors("steps-random-blind48-h200.jsonl",
+                           {{"rb48-18-falcon-40b-ipex", -0.45},
+                            {"rb48-18-falcon-40b-ipex-none", -0.01},
+                            {"rb48-04-exaone-4.0-1.2b-w8a8-qmod-his0si-none", 0.20}});
 }
 
 // Llama 4's eager_attention_forward softmaxes in the scores' dtype ("llama4 doesn't cast attn weights to
@@ -173,14 +156,14 @@ TEST(HfRandomBlind54, Llama4EagerSoftmaxInTheScoresDtype) {
                                               "/../examples/hf/unseen15/realcfg/llama-4-scout-fp8-dynamic-isim.json");
   EXPECT_TRUE(m.eager_softmax_bf16);
   const LayerDef layer = build_layer(m, rank_shape(t), 0);
-  const Block& attention = block_named(layer, "gqa");
+  const Block& attention = test::block_named(layer, "gqa");
   EXPECT_DOUBLE_EQ(attention.tensor_bytes("probs"), 2.0 * 40 * 4096 * 4096 * 2);
   for (const OpDef& op : attention.ops) EXPECT_FALSE(saves(op, "probs32")) << op.name;
   const ModelSpec llama3 =
       test::hf_model_as_built(std::string(REMAT_TEST_DATA) + "/data/hf_configs/llama-3.2-1b-instruct.json");
   EXPECT_FALSE(llama3.eager_softmax_bf16);
   // +11.86% with the fp32 copy
-  expect_peak_errors("steps-random-blind54-h200.jsonl", {{"rb54-16-llama-4-scout-fp8-dynamic-isim-none", 0.0}});
+  test::expect_peak_errors("steps-random-blind54-h200.jsonl", {{"rb54-16-llama-4-scout-fp8-dynamic-isim-none", 0.0}});
 }
 
 // Kimi-K2.6 cut to 2 (its second layer MoE, DeepSeek-V3's fp32 router), LoRA on the attention, DPO 2 x
@@ -188,7 +171,8 @@ TEST(HfRandomBlind54, Llama4EagerSoftmaxInTheScoresDtype) {
 // 7168, 2688 MiB each) and the scattered one in bf16 (1344 MiB) though the experts are frozen; -2.85%
 // while that one was counted only beside adapted experts (peak-traces-h200/random-blind25-followup).
 TEST(HfRandomBlind44, FrozenExpertsFp32WeightingHoldsTheBf16Gradient) {
-  expect_peak_errors("steps-unseen13-h200.jsonl", {{"kimi-k2.6-nvfp4-2l-lora-none-s6144-r8-attn-do0.05-dpo", -0.43}});
+  test::expect_peak_errors("steps-unseen13-h200.jsonl",
+                           {{"kimi-k2.6-nvfp4-2l-lora-none-s6144-r8-attn-do0.05-dpo", -0.43}});
 }
 
 }  // namespace

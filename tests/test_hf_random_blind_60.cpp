@@ -19,13 +19,6 @@ namespace {
 
 const std::string kConfigs = std::string(REMAT_TEST_DATA) + "/data/hf_configs/";
 
-const Block& block_named(const LayerDef& layer, const std::string& name) {
-  for (const Block& b : layer.blocks)
-    if (b.name == name) return b;
-  ADD_FAILURE() << name;
-  return layer.blocks.front();
-}
-
 const OpDef& op_named(const Block& b, const std::string& name) {
   for (const OpDef& op : b.ops)
     if (op.name == name) return op;
@@ -37,18 +30,6 @@ bool saved_by_an_op(const Block& b, const std::string& tensor) {
   return std::any_of(b.ops.begin(), b.ops.end(), [&](const OpDef& op) {
     return std::find(op.saves.begin(), op.saves.end(), tensor) != op.saves.end();
   });
-}
-
-// The measured steps of `file` named in `expected`, each within 0.1 of its peak error (percent).
-void expect_peak_errors(const std::string& file, const std::map<std::string, double>& expected) {
-  size_t found = 0;
-  for (const HfComparison& c : test::measured_hf_steps(file, "h200")) {
-    const auto it = expected.find(c.measured.case_name);
-    if (it == expected.end()) continue;
-    ++found;
-    EXPECT_NEAR(c.peak_error_pct(), it->second, 0.1) << it->first;
-  }
-  EXPECT_EQ(found, expected.size()) << file;
 }
 
 TrainingSpec mixed_lora_mlp(const ModelSpec& m, int64_t sequences, int64_t seq, double dropout) {
@@ -70,13 +51,13 @@ TEST(HfRandomBlind60, DroppedCopyIsGoneBeforeLoraB) {
   const ModelSpec m = test::hf_model_as_built(kConfigs + "wizard-vicuna-30b-uncensored.json");
   const TrainingSpec t = mixed_lora_mlp(m, 4, 6144, 0.05);
   const LayerDef layer = build_layer(m, with_model(rank_shape(t), m), 0);
-  const Block& mlp = block_named(layer, "mlp");
+  const Block& mlp = test::block_named(layer, "mlp");
   const double rows = 4.0 * 6144, in = 17920, out = 6656;
   EXPECT_DOUBLE_EQ(op_named(mlp, "down.lora").fwd_working_bytes, rows * (2 * out + 4 * in + 4 * in));
   EXPECT_DOUBLE_EQ(op_named(mlp, "down.lora_gemm").fwd_working_bytes, rows * (2 * out + 4 * in + 2 * 2 * out));
   // without dropout the cast alone is held, through lora_B too
   const TrainingSpec plain = mixed_lora_mlp(m, 4, 6144, 0);
-  const Block& mlp0 = block_named(build_layer(m, with_model(rank_shape(plain), m), 0), "mlp");
+  const Block& mlp0 = test::block_named(build_layer(m, with_model(rank_shape(plain), m), 0), "mlp");
   EXPECT_DOUBLE_EQ(op_named(mlp0, "down.lora_gemm").fwd_working_bytes, rows * (2 * out + 4 * in + 2 * 2 * out));
 }
 
@@ -87,7 +68,7 @@ TEST(HfRandomBlind60, FirstAdaptedLayerHoldsItsResidual) {
   const ModelSpec m = test::hf_model_as_built(kConfigs + "wizard-vicuna-30b-uncensored.json");
   const TrainingSpec t = mixed_lora_mlp(m, 4, 6144, 0.05);
   const LayerDef frozen = frozen_prefix_layer(build_layer(m, with_model(rank_shape(t), m), 0), false, t);
-  const Block& mlp = block_named(frozen, "mlp");
+  const Block& mlp = test::block_named(frozen, "mlp");
   ASSERT_EQ(mlp.inputs, std::vector<std::string>{"x"});
   EXPECT_DOUBLE_EQ(mlp.tensor_bytes("x"), 4.0 * 6144 * 6656 * 4);
   EXPECT_FALSE(saved_by_an_op(mlp, "x"));
@@ -135,13 +116,14 @@ TEST(HfRandomBlind60, LayerNormUnderAutocastHoldsItsFp32Output) {
   TrainingSpec t;
   t.mbs = 2, t.gbs = 2, t.seq = 6144, t.precision = Precision::mixed;
   t = apply_framework(t, kHfFramework);
-  const Block& mlp = block_named(build_layer(m, with_model(rank_shape(t), m), 0), "mlp");
+  const Block& mlp = test::block_named(build_layer(m, with_model(rank_shape(t), m), 0), "mlp");
   EXPECT_DOUBLE_EQ(mlp.tensor_bytes("x_norm_held"), 2.0 * 6144 * 4608 * 4);
   EXPECT_DOUBLE_EQ(mlp.tensor_bytes("x_norm"), 2.0 * 6144 * 4608 * 2);
   EXPECT_FALSE(saved_by_an_op(mlp, "x_norm_held"));
   t.precision = Precision::bf16;
   t = apply_framework(t, kHfFramework);
-  EXPECT_DOUBLE_EQ(block_named(build_layer(m, with_model(rank_shape(t), m), 0), "mlp").tensor_bytes("x_norm_held"), 0);
+  EXPECT_DOUBLE_EQ(
+      test::block_named(build_layer(m, with_model(rank_shape(t), m), 0), "mlp").tensor_bytes("x_norm_held"), 0);
 }
 
 // The steps these terms were read from, as measured, with remat's peak error after them:
@@ -155,14 +137,14 @@ TEST(HfRandomBlind60, LayerNormUnderAutocastHoldsItsFp32Output) {
 //   full fine-tuning step -0.45% -> -0.05%; its non-reentrant LoRA DPO step -0.65% (-2.76% with the
 //   dropped copy alone, before the fp32 LayerNorm output was held) -> -1.71%.
 TEST(HfRandomBlind60, MeasuredSteps) {
-  expect_peak_errors("steps-random-blind60-h200.jsonl", {{"rb60-28-llama-2-7b-chat-hf", -0.42}});
-  expect_peak_errors("steps-random-blind38-h200.jsonl", {{"rb38-26-wizard-vicuna-30b-uncensored", -0.12},
-                                                         {"rb38-26-wizard-vicuna-30b-uncensored-none", -0.15}});
-  expect_peak_errors("steps-unseen10-probe-h200.jsonl", {{"sc2-lora-re-do0.1-mixed-dpo", -0.08}});
-  expect_peak_errors("steps-unseen8-h200.jsonl", {{"starcoder2-7b-2l-full-nr-s8192", -0.05}});
-  expect_peak_errors("steps-unseen10-h200.jsonl",
-                     {{"starcoder2-7b-lora-nr-s6144-r16-qkvo_down-do0.1-mixed-dpo", -1.71}});
-  expect_peak_errors("steps-random-blind56-h200.jsonl", {{"rb56-26-phi-3.5-moe-instruct-ome-none", -0.04}});
+  test::expect_peak_errors("steps-random-blind60-h200.jsonl", {{"rb60-28-llama-2-7b-chat-hf", -0.42}});
+  test::expect_peak_errors("steps-random-blind38-h200.jsonl", {{"rb38-26-wizard-vicuna-30b-uncensored", -0.12},
+                                                               {"rb38-26-wizard-vicuna-30b-uncensored-none", -0.15}});
+  test::expect_peak_errors("steps-unseen10-probe-h200.jsonl", {{"sc2-lora-re-do0.1-mixed-dpo", -0.08}});
+  test::expect_peak_errors("steps-unseen8-h200.jsonl", {{"starcoder2-7b-2l-full-nr-s8192", -0.05}});
+  test::expect_peak_errors("steps-unseen10-h200.jsonl",
+                           {{"starcoder2-7b-lora-nr-s6144-r16-qkvo_down-do0.1-mixed-dpo", -1.71}});
+  test::expect_peak_errors("steps-random-blind56-h200.jsonl", {{"rb56-26-phi-3.5-moe-instruct-ome-none", -0.04}});
 }
 
 }  // namespace
