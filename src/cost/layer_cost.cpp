@@ -90,8 +90,10 @@ double weight_grads_after(const Block& b, size_t op) {
 // down projection), the linear and the ops after it (the routing weights' product) ran their
 // backward first: what only they saved is freed by then, and their weight gradients exist (qwen3-32b's
 // GRPO and mixtral-8x22b's DPO at 12k). A set stated after that linear (the routing weights'
-// product's) is held beside everything saved; one stated before it stays as stated.
-double block_working_bytes(const LayerDef& layer, const Block& b, double working, bool early_stop) {
+// product's) is held beside everything saved; one stated before it stays as stated. `last_linear_cast`:
+// of the block's autocast weight copies, the last linear's, freed with its backward.
+double block_working_bytes(const LayerDef& layer, const Block& b, double working, bool early_stop,
+                           double last_linear_cast = 0) {
   if (!layer.pytorch_autograd) return working;
   size_t last_gemm = b.ops.size(), stated_op = b.ops.size();
   double stated = 0;
@@ -118,7 +120,17 @@ double block_working_bytes(const LayerDef& layer, const Block& b, double working
   while (unit > 0 && unit < b.ops.size() && b.ops[unit - 1].name.starts_with(b.ops[last_gemm].name + ".")) --unit;
   if (unit == 0 || last_gemm == b.ops.size() || site.op >= unit || (stated > 0 && stated_op < unit)) return working;
   const double freed = saved_only_after(b, unit - 1);
-  return std::max({stated, freed, site.bytes - freed + weight_grads_after(b, unit - 1)});
+  return std::max({stated, freed, site.bytes - freed - last_linear_cast + weight_grads_after(b, unit - 1)});
+}
+
+// Of a block's share of the layer's autocast copies (block_shares), its last linear's.
+double last_linear_cast(const Block& b, double block_cast) {
+  double all = 0, last = 0;
+  for (const OpDef& op : b.ops) {
+    all += op.weight_elems;
+    if (op.kind == OpKind::gemm) last = op.weight_elems;
+  }
+  return all > 0 ? block_cast * last / all : 0;
 }
 
 // The largest of `working[i]` less, under ordered backward, what the blocks
@@ -241,7 +253,11 @@ void full_layer(LayerCost& c, const LayerDef& layer, const LayerChoice& choice, 
     const Block& b = layer.blocks[i];
     saved.push_back(saved_bytes(b) + block_casts[i]);
     all_saved += saved.back();
-    grads.push_back(block_working_bytes(layer, b, grad_working_bytes(b, early_stop), early_stop));
+    // the last linear's copy is freed with its backward, before the ops before it run theirs
+    // (Mistral-7B's replayed layer peaks in the SwiGLU's backward without down_proj's copy,
+    // peak-traces-h200/random-blind12-followup)
+    grads.push_back(block_working_bytes(layer, b, grad_working_bytes(b, early_stop), early_stop,
+                                        last_linear_cast(b, block_casts[i])));
   }
   const size_t mlp_start = mlp_half_start(layer);
   for (const auto& [block, op] : replay_ops(layer, early_stop))
