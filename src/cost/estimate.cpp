@@ -210,16 +210,17 @@ double gemm_share_after_first_adapter(const LayerDef& layer) {
 // (autocast's cache of leaf casts is cleared when the forward leaves autocast) and its replay, which
 // re-enters autocast, makes them again: working bytes (Qwen3-8B's non-reentrant mixed step at the
 // loss holds no layer's copy, peak-traces-h200/unseen10). A frozen weight (LoRA) saves a copy only
-// where its input needs a gradient: none before the first adapter. A layer a reentrant checkpoint
-// replays is the exception: enable_input_require_grads makes the embeddings' output require a gradient
-// (frozen embeddings would give the checkpoint no input that does), so every GEMM in the replay reads an
+// where its input needs a gradient: none before the first adapter. A replayed layer is the exception:
+// PeftModel prepares a model with gradient checkpointing on by enable_input_require_grads (either
+// replay), which makes the embeddings' output require a gradient, so every GEMM in the replay reads an
 // input that needs one (Llama-2-7B cut to one layer, MLP adapters, reentrant mixed DPO: all seven
-// copies alive at the replay's down adapter, peak-traces-h200/random-blind60; -4.05% while only
-// down_proj's was counted).
+// copies alive at the replay's down adapter, peak-traces-h200/random-blind60, -4.05% while only
+// down_proj's was counted; Llama-65B's, all-linear, non-reentrant: q, k, v and o's copies alive,
+// peak-traces-h200/unseen9-followup).
 double autocast_casts(const TrainingSpec& t, const LayerDef& layer, double weights, int64_t g, int64_t first_adapted,
-                      bool reentrant_replay) {
+                      bool replayed) {
   if (!t.params_fp32_autocast) return 0;
-  if (t.lora_rank > 0 && reentrant_replay) return 2 * weights;
+  if (t.lora_rank > 0 && replayed) return 2 * weights;
   if (t.lora_rank > 0 && g < first_adapted) return 0;
   const double casts = 2 * weights;
   // in the first adapted layer only the GEMMs after the first adapted one read an input that needs a
@@ -274,8 +275,7 @@ LayerCost stage_layer_cost(const ModelSpec& m, const HardwareSpec& hw, const Tra
   const int64_t first_adapted = first_adapted_layer(m, costed);
   const double weights = costed.params_fp32_autocast ? autocast_weights(m, costed, g) : 0;
   const bool replayed = choice.mode == LayerMode::full && choice.stream_chunks <= 1;
-  const double casts =
-      autocast_casts(costed, layer, weights, g, first_adapted, replayed && costed.replay == RecomputeReplay::full);
+  const double casts = autocast_casts(costed, layer, weights, g, first_adapted, replayed);
   LayerCost lc;
   if (choice.mode == LayerMode::keep && g <= first_adapted) {
     const LayerDef frozen = frozen_prefix_layer(layer, g < first_adapted, costed);
