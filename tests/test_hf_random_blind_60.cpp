@@ -57,7 +57,8 @@ TEST(HfRandomBlind60, DroppedCopyIsGoneBeforeLoraB) {
   EXPECT_DOUBLE_EQ(op_named(mlp, "down.lora_gemm").fwd_working_bytes, rows * (2 * out + 4 * in + 2 * 2 * out));
   // without dropout the cast alone is held, through lora_B too
   const TrainingSpec plain = mixed_lora_mlp(m, 4, 6144, 0);
-  const Block& mlp0 = test::block_named(build_layer(m, with_model(rank_shape(plain), m), 0), "mlp");
+  const LayerDef plain_layer = build_layer(m, with_model(rank_shape(plain), m), 0);
+  const Block& mlp0 = test::block_named(plain_layer, "mlp");
   EXPECT_DOUBLE_EQ(op_named(mlp0, "down.lora_gemm").fwd_working_bytes, rows * (2 * out + 4 * in + 2 * 2 * out));
 }
 
@@ -116,7 +117,8 @@ TEST(HfRandomBlind60, LayerNormUnderAutocastHoldsItsFp32Output) {
   TrainingSpec t;
   t.mbs = 2, t.gbs = 2, t.seq = 6144, t.precision = Precision::mixed;
   t = apply_framework(t, kHfFramework);
-  const Block& mlp = test::block_named(build_layer(m, with_model(rank_shape(t), m), 0), "mlp");
+  const LayerDef layer = build_layer(m, with_model(rank_shape(t), m), 0);
+  const Block& mlp = test::block_named(layer, "mlp");
   EXPECT_DOUBLE_EQ(mlp.tensor_bytes("x_norm_held"), 2.0 * 6144 * 4608 * 4);
   EXPECT_DOUBLE_EQ(mlp.tensor_bytes("x_norm"), 2.0 * 6144 * 4608 * 2);
   EXPECT_FALSE(saved_by_an_op(mlp, "x_norm_held"));
