@@ -73,6 +73,8 @@ TEST(HfRandomBlind60, FirstAdaptedLayerHoldsItsResidual) {
   ASSERT_EQ(mlp.inputs, std::vector<std::string>{"x"});
   EXPECT_DOUBLE_EQ(mlp.tensor_bytes("x"), 4.0 * 6144 * 6656 * 4);
   EXPECT_FALSE(saved_by_an_op(mlp, "x"));
+  for (const TensorDef& tensor : mlp.tensors)
+    if (tensor.name == "x") EXPECT_EQ(tensor.working_copies, 0);  // nor does it get a gradient
 }
 
 // StarCoder2's embedding_dropout (0.1 in starcoder2-7b's file), GPT-2's embd_pdrop (its config class's

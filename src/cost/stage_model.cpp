@@ -313,6 +313,8 @@ void drop_input_norm_saves(Block& b, const TrainingSpec& t) {
   // peak-traces-h200/random-blind38)
   const auto unsave = [&b](const std::string& name) {
     for (OpDef& op : b.ops) std::erase(op.saves, name);
+    for (TensorDef& tensor : b.tensors)
+      if (tensor.name == name) tensor.working_copies = 0;  // it needs no gradient either
   };
   const bool layer_norm =
       std::any_of(b.ops.begin(), b.ops.end(), [](const OpDef& op) { return op.name == "layernorm"; });
